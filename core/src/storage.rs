@@ -1,0 +1,1035 @@
+//! Caller-owned storage: the writer's interners and thread table, the reader's tables.
+//!
+//! Nothing here allocates. Every table is a slice the caller lends: static arrays on
+//! firmware ([`StaticWriterStorage`], [`StaticReaderStorage`], whose capacity rules are
+//! checked at compile time), `Vec`s on hosts (`VecWriterStorage`, `VecReaderStorage` behind
+//! the `alloc` feature), or any slices through [`WriterBuffers`] and [`ReaderBuffers`].
+//! Memory use is therefore a formula of the chosen capacities; the README gives it.
+
+use crate::records::{max_record_len, CPYTHON_RLE_BUDGET, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH};
+use crate::tables::FrameEntry;
+
+/// Which caller-provided table ran out of room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Resource {
+    /// String-table entries.
+    Strings,
+    /// Bytes of the string arena.
+    StringBytes,
+    /// Frame-table entries.
+    Frames,
+    /// Thread-table entries.
+    Threads,
+}
+
+/// A set of storage slices that cannot work together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StorageError {
+    /// A hash-slot table must have more slots than its table has entries.
+    TooFewSlots(Resource),
+    /// `stacks` must hold 256 frame ids per thread entry.
+    StacksTooSmall,
+    /// `rle` must hold `rle_budget` bytes per thread entry.
+    RleTooSmall,
+    /// The run budget must fit at least one REPEAT entry (11 bytes).
+    RleBudgetTooSmall,
+    /// The staging buffer must hold the largest record (see `records::max_record_len`).
+    StagingTooSmall,
+    /// The reader's window must hold at least `MIN_READ_BUFFER` bytes.
+    ReadBufferTooSmall,
+}
+
+impl core::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            StorageError::TooFewSlots(r) => write!(f, "hash slots for {r:?} must outnumber the entries"),
+            StorageError::StacksTooSmall => f.write_str("stack storage must hold 256 frame ids per thread"),
+            StorageError::RleTooSmall => f.write_str("RLE storage must hold rle_budget bytes per thread"),
+            StorageError::RleBudgetTooSmall => f.write_str("RLE budget must be at least 11 bytes"),
+            StorageError::StagingTooSmall => f.write_str("staging buffer smaller than the largest record"),
+            StorageError::ReadBufferTooSmall => f.write_str("read buffer smaller than MIN_READ_BUFFER"),
+        }
+    }
+}
+
+impl core::error::Error for StorageError {}
+
+/// Smallest read window a reader accepts: a record prefix plus a longest varint, with slack.
+pub const MIN_READ_BUFFER: usize = 64;
+
+// ---------------------------------------------------------------------------------------
+// Hashing and the slot index shared by every interner.
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// A finalising mix so that nearby keys spread over the whole table.
+#[inline]
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 32;
+    x = x.wrapping_mul(0xd6e8_feb8_6659_fd93);
+    x ^= x >> 32;
+    x = x.wrapping_mul(0xd6e8_feb8_6659_fd93);
+    x ^ (x >> 32)
+}
+
+/// Word-at-a-time hash of a byte string (not keyed: the writer's input is trusted).
+#[inline]
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
+    }
+    mix(h)
+}
+
+/// Open-addressing index from a hash to an entry held elsewhere: slot value 0 is empty,
+/// otherwise entry index + 1. Linear probing; the caller keeps the entry count below the
+/// slot count so a probe always ends.
+struct SlotIndex<'a> {
+    slots: &'a mut [u32],
+}
+
+impl<'a> SlotIndex<'a> {
+    fn new(slots: &'a mut [u32]) -> Self {
+        slots.fill(0);
+        SlotIndex { slots }
+    }
+
+    /// Entries this index can hold (one slot always stays empty).
+    fn capacity(&self) -> usize {
+        self.slots.len().saturating_sub(1).min(u32::MAX as usize - 1)
+    }
+
+    /// `Ok(index)` of the entry for which `is_match` holds, or `Err(slot)` where it would go.
+    #[inline]
+    fn find(&self, hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Result<u32, usize> {
+        let len = self.slots.len();
+        // Multiply-shift maps the hash onto any table length, not only powers of two.
+        let mut pos = (((hash >> 32) * len as u64) >> 32) as usize;
+        loop {
+            match self.slots[pos] {
+                0 => return Err(pos),
+                stored if is_match(stored - 1) => return Ok(stored - 1),
+                _ => pos = if pos + 1 == len { 0 } else { pos + 1 },
+            }
+        }
+    }
+
+    #[inline]
+    fn occupy(&mut self, slot: usize, index: u32) {
+        self.slots[slot] = index + 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Strings.
+
+/// Where a string lives in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    /// An empty span, for initialising storage.
+    pub const EMPTY: Span = Span { start: 0, len: 0 };
+}
+
+/// Strings in index order, bytes packed in one arena.
+pub struct StringTable<'a> {
+    arena: &'a mut [u8],
+    used: usize,
+    spans: &'a mut [Span],
+    count: usize,
+}
+
+impl<'a> StringTable<'a> {
+    fn new(arena: &'a mut [u8], spans: &'a mut [Span]) -> Self {
+        StringTable { arena, used: 0, spans, count: 0 }
+    }
+
+    /// Number of strings.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when there are no strings.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes of string `index`.
+    #[inline]
+    pub fn get(&self, index: u32) -> Option<&[u8]> {
+        let span = *self.spans[..self.count].get(index as usize)?;
+        self.arena.get(span.start as usize..span.start as usize + span.len as usize)
+    }
+
+    /// Appends a string of `len` bytes filled by `fill`; its index, or which resource ran out.
+    /// The arena offset is a `u32`, so one table holds at most 4 GiB of string bytes.
+    pub(crate) fn push_with<E>(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Result<u32, Resource>, E> {
+        if self.count >= self.spans.len() {
+            return Ok(Err(Resource::Strings));
+        }
+        let arena_limit = self.arena.len().min(u32::MAX as usize);
+        if len > arena_limit - self.used {
+            return Ok(Err(Resource::StringBytes));
+        }
+        let start = self.used;
+        fill(&mut self.arena[start..start + len])?;
+        self.spans[self.count] = Span { start: start as u32, len: len as u32 };
+        self.used += len;
+        self.count += 1;
+        Ok(Ok(self.count as u32 - 1))
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<u32, Resource> {
+        let r: Result<_, core::convert::Infallible> = self.push_with(bytes.len(), |dst| {
+            dst.copy_from_slice(bytes);
+            Ok(())
+        });
+        match r {
+            Ok(v) => v,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Strings in index order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.count as u32).filter_map(|i| self.get(i))
+    }
+}
+
+/// The writer's string interner: first-seen order, deduplicated by bytes.
+pub(crate) struct StringInterner<'a> {
+    table: StringTable<'a>,
+    index: SlotIndex<'a>,
+}
+
+impl<'a> StringInterner<'a> {
+    pub(crate) fn table(&self) -> &StringTable<'a> {
+        &self.table
+    }
+
+    /// The index of `bytes`, interning it if new.
+    #[inline]
+    pub(crate) fn intern(&mut self, bytes: &[u8]) -> Result<u32, Resource> {
+        let hash = hash_bytes(bytes);
+        let table = &self.table;
+        match self.index.find(hash, |i| table.get(i) == Some(bytes)) {
+            Ok(i) => Ok(i),
+            Err(slot) => {
+                if self.table.len() >= self.index.capacity() {
+                    return Err(Resource::Strings);
+                }
+                let i = self.table.push(bytes)?;
+                self.index.occupy(slot, i);
+                Ok(i)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Frames.
+
+#[inline]
+fn hash_frame(f: &FrameEntry) -> u64 {
+    let l = f.location;
+    let a = u64::from(f.filename) | (u64::from(f.funcname) << 32);
+    let b = u64::from(l.lineno as u32) | (u64::from(l.end_lineno as u32) << 32);
+    let c = u64::from(l.col as u32) | (u64::from(l.end_col as u32) << 32);
+    let mut h = a.wrapping_mul(K);
+    h = (h ^ b).wrapping_mul(K).rotate_left(29);
+    h = (h ^ c ^ (u64::from(f.opcode) << 56)).wrapping_mul(K);
+    mix(h)
+}
+
+/// The writer's frame interner keyed by all seven absolute fields (spec 5.4).
+pub(crate) struct FrameInterner<'a> {
+    entries: &'a mut [FrameEntry],
+    count: usize,
+    index: SlotIndex<'a>,
+}
+
+impl<'a> FrameInterner<'a> {
+    pub(crate) fn entries(&self) -> &[FrameEntry] {
+        &self.entries[..self.count]
+    }
+
+    #[inline]
+    pub(crate) fn intern(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
+        let hash = hash_frame(&frame);
+        let entries = &self.entries[..self.count];
+        match self.index.find(hash, |i| entries[i as usize] == frame) {
+            Ok(i) => Ok(i),
+            Err(slot) => {
+                if self.count >= self.entries.len().min(self.index.capacity()) {
+                    return Err(Resource::Frames);
+                }
+                self.entries[self.count] = frame;
+                let i = self.count as u32;
+                self.count += 1;
+                self.index.occupy(slot, i);
+                Ok(i)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Threads.
+
+#[inline]
+fn hash_thread(thread_id: u64, interpreter_id: u32) -> u64 {
+    mix(thread_id ^ u64::from(interpreter_id).wrapping_mul(K))
+}
+
+/// One writer thread: `(thread_id, interpreter_id)`, timestamp of its last sample, depth of
+/// its previous stack and its pending REPEAT run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterThread {
+    pub(crate) thread_id: u64,
+    pub(crate) prev_ts: u64,
+    pub(crate) interpreter_id: u32,
+    pub(crate) rle_len: u32,
+    pub(crate) rle_count: u32,
+    pub(crate) depth: u16,
+}
+
+impl WriterThread {
+    /// An unused entry, for initialising storage.
+    pub const EMPTY: WriterThread =
+        WriterThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, rle_len: 0, rle_count: 0, depth: 0 };
+}
+
+/// The writer's thread table in creation order, with each thread's previous stack (256 ids)
+/// and REPEAT buffer (`rle_budget` bytes).
+pub(crate) struct WriterThreads<'a> {
+    entries: &'a mut [WriterThread],
+    count: usize,
+    stacks: &'a mut [u32],
+    rle: &'a mut [u8],
+    rle_budget: usize,
+    index: SlotIndex<'a>,
+    capacity: usize,
+}
+
+impl<'a> WriterThreads<'a> {
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    pub(crate) fn rle_budget(&self) -> usize {
+        self.rle_budget
+    }
+
+    /// The entry for the pair, created with `prev_ts = start` if new.
+    #[inline]
+    pub(crate) fn find_or_create(
+        &mut self,
+        thread_id: u64,
+        interpreter_id: u32,
+        start: u64,
+    ) -> Result<usize, Resource> {
+        let entries = &self.entries[..self.count];
+        let found = self.index.find(hash_thread(thread_id, interpreter_id), |i| {
+            let t = &entries[i as usize];
+            t.thread_id == thread_id && t.interpreter_id == interpreter_id
+        });
+        match found {
+            Ok(i) => Ok(i as usize),
+            Err(slot) => {
+                if self.count >= self.capacity {
+                    return Err(Resource::Threads);
+                }
+                let i = self.count;
+                self.entries[i] = WriterThread { thread_id, interpreter_id, prev_ts: start, ..WriterThread::EMPTY };
+                self.count += 1;
+                self.index.occupy(slot, i as u32);
+                Ok(i)
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, i: usize) -> &WriterThread {
+        &self.entries[i]
+    }
+
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut WriterThread {
+        &mut self.entries[i]
+    }
+
+    /// The thread's previous stack, innermost first.
+    pub(crate) fn prev_stack(&self, i: usize) -> &[u32] {
+        let depth = usize::from(self.entries[i].depth);
+        &self.stacks[i * MAX_STACK_DEPTH..i * MAX_STACK_DEPTH + depth]
+    }
+
+    pub(crate) fn set_prev_stack(&mut self, i: usize, stack: &[u32]) {
+        self.stacks[i * MAX_STACK_DEPTH..i * MAX_STACK_DEPTH + stack.len()].copy_from_slice(stack);
+        self.entries[i].depth = stack.len() as u16;
+    }
+
+    /// The thread's pending run bytes.
+    pub(crate) fn rle(&self, i: usize) -> &[u8] {
+        let len = self.entries[i].rle_len as usize;
+        &self.rle[i * self.rle_budget..i * self.rle_budget + len]
+    }
+
+    /// Appends one REPEAT entry; the caller checked the budget.
+    pub(crate) fn push_rle(&mut self, i: usize, entry: &[u8]) {
+        let start = i * self.rle_budget + self.entries[i].rle_len as usize;
+        self.rle[start..start + entry.len()].copy_from_slice(entry);
+        self.entries[i].rle_len += entry.len() as u32;
+        self.entries[i].rle_count += 1;
+    }
+}
+
+/// The slices a writer works in. Capacities follow from the lengths: strings =
+/// `min(string_spans, string_slots − 1)`, frames = `min(frames, frame_slots − 1)`, threads =
+/// `min(threads, thread_slots − 1, stacks / 256, rle / rle_budget)`. Give each slot table
+/// about twice its entry count for short probes.
+pub struct WriterBuffers<'a> {
+    /// Arena for string bytes.
+    pub string_bytes: &'a mut [u8],
+    /// One span per string.
+    pub string_spans: &'a mut [Span],
+    /// Hash slots for strings.
+    pub string_slots: &'a mut [u32],
+    /// Frame table.
+    pub frames: &'a mut [FrameEntry],
+    /// Hash slots for frames.
+    pub frame_slots: &'a mut [u32],
+    /// Thread table.
+    pub threads: &'a mut [WriterThread],
+    /// Hash slots for threads.
+    pub thread_slots: &'a mut [u32],
+    /// Previous stacks, 256 ids per thread.
+    pub stacks: &'a mut [u32],
+    /// REPEAT buffers, `rle_budget` bytes per thread.
+    pub rle: &'a mut [u8],
+    /// Bytes per thread REPEAT run; [`CPYTHON_RLE_BUDGET`] for CPython-identical files, smaller
+    /// to save RAM (files stay valid, REPEAT records are just split earlier).
+    pub rle_budget: usize,
+    /// Staging for the sample region; at least `records::max_record_len(rle_budget)`.
+    pub staging: &'a mut [u8],
+}
+
+/// Validated writer storage, ready for [`crate::writer::Writer::new`].
+pub struct WriterStorage<'a> {
+    pub(crate) strings: StringInterner<'a>,
+    pub(crate) frames: FrameInterner<'a>,
+    pub(crate) threads: WriterThreads<'a>,
+    pub(crate) staging: &'a mut [u8],
+}
+
+impl<'a> WriterStorage<'a> {
+    /// Checks that the slices fit together.
+    pub fn new(b: WriterBuffers<'a>) -> Result<Self, StorageError> {
+        if b.string_slots.len() <= 1 {
+            return Err(StorageError::TooFewSlots(Resource::Strings));
+        }
+        if b.frame_slots.len() <= 1 {
+            return Err(StorageError::TooFewSlots(Resource::Frames));
+        }
+        if b.thread_slots.len() <= 1 {
+            return Err(StorageError::TooFewSlots(Resource::Threads));
+        }
+        if b.rle_budget < MAX_RLE_ENTRY_LEN || b.rle_budget > u32::MAX as usize {
+            return Err(StorageError::RleBudgetTooSmall);
+        }
+        if b.staging.len() < max_record_len(b.rle_budget) {
+            return Err(StorageError::StagingTooSmall);
+        }
+        let index = SlotIndex::new(b.thread_slots);
+        let capacity =
+            b.threads.len().min(index.capacity()).min(b.stacks.len() / MAX_STACK_DEPTH).min(b.rle.len() / b.rle_budget);
+        Ok(WriterStorage {
+            strings: StringInterner {
+                table: StringTable::new(b.string_bytes, b.string_spans),
+                index: SlotIndex::new(b.string_slots),
+            },
+            frames: FrameInterner { entries: b.frames, count: 0, index: SlotIndex::new(b.frame_slots) },
+            threads: WriterThreads {
+                entries: b.threads,
+                count: 0,
+                stacks: b.stacks,
+                rle: b.rle,
+                rle_budget: b.rle_budget,
+                index,
+                capacity,
+            },
+            staging: b.staging,
+        })
+    }
+}
+
+/// Writer storage in fixed arrays, for a `static` on firmware. Hash slots are twice each
+/// capacity. Compile-time checks: `STAGING >= records::max_record_len(RLE)`, `RLE >= 11`.
+///
+/// RAM: `STRING_BYTES + 16·STRINGS + 36·FRAMES + (1064 + RLE)·THREADS + STAGING` bytes
+/// (plus the slot-table padding of the target).
+pub struct StaticWriterStorage<
+    const STRING_BYTES: usize,
+    const STRINGS: usize,
+    const FRAMES: usize,
+    const THREADS: usize,
+    const RLE: usize = CPYTHON_RLE_BUDGET,
+    const STAGING: usize = { max_record_len(CPYTHON_RLE_BUDGET) },
+> {
+    string_bytes: [u8; STRING_BYTES],
+    string_spans: [Span; STRINGS],
+    string_slots: [[u32; 2]; STRINGS],
+    frames: [FrameEntry; FRAMES],
+    frame_slots: [[u32; 2]; FRAMES],
+    threads: [WriterThread; THREADS],
+    thread_slots: [[u32; 2]; THREADS],
+    stacks: [[u32; MAX_STACK_DEPTH]; THREADS],
+    rle: [[u8; RLE]; THREADS],
+    staging: [u8; STAGING],
+}
+
+impl<
+        const STRING_BYTES: usize,
+        const STRINGS: usize,
+        const FRAMES: usize,
+        const THREADS: usize,
+        const RLE: usize,
+        const STAGING: usize,
+    > StaticWriterStorage<STRING_BYTES, STRINGS, FRAMES, THREADS, RLE, STAGING>
+{
+    /// Zeroed storage; usable in a `static`.
+    pub const fn new() -> Self {
+        const {
+            assert!(RLE >= MAX_RLE_ENTRY_LEN, "RLE budget must hold one 11-byte REPEAT entry");
+            assert!(STAGING >= max_record_len(RLE), "STAGING must hold the largest record");
+            assert!(STRINGS >= 1 && FRAMES >= 1 && THREADS >= 1, "capacities must be at least 1");
+        }
+        StaticWriterStorage {
+            string_bytes: [0; STRING_BYTES],
+            string_spans: [Span::EMPTY; STRINGS],
+            string_slots: [[0; 2]; STRINGS],
+            frames: [FrameEntry::EMPTY; FRAMES],
+            frame_slots: [[0; 2]; FRAMES],
+            threads: [WriterThread::EMPTY; THREADS],
+            thread_slots: [[0; 2]; THREADS],
+            stacks: [[0; MAX_STACK_DEPTH]; THREADS],
+            rle: [[0; RLE]; THREADS],
+            staging: [0; STAGING],
+        }
+    }
+
+    /// Lends the arrays to a writer (clearing what a previous writer left).
+    pub fn storage(&mut self) -> WriterStorage<'_> {
+        let buffers = WriterBuffers {
+            string_bytes: &mut self.string_bytes,
+            string_spans: &mut self.string_spans,
+            string_slots: self.string_slots.as_flattened_mut(),
+            frames: &mut self.frames,
+            frame_slots: self.frame_slots.as_flattened_mut(),
+            threads: &mut self.threads,
+            thread_slots: self.thread_slots.as_flattened_mut(),
+            stacks: self.stacks.as_flattened_mut(),
+            rle: self.rle.as_flattened_mut(),
+            rle_budget: RLE,
+            staging: &mut self.staging,
+        };
+        match WriterStorage::new(buffers) {
+            Ok(s) => s,
+            // The const assertions in `new` rule every error out.
+            Err(_) => unreachable!("static storage validated at compile time"),
+        }
+    }
+}
+
+impl<
+        const STRING_BYTES: usize,
+        const STRINGS: usize,
+        const FRAMES: usize,
+        const THREADS: usize,
+        const RLE: usize,
+        const STAGING: usize,
+    > Default for StaticWriterStorage<STRING_BYTES, STRINGS, FRAMES, THREADS, RLE, STAGING>
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reader storage.
+
+/// One reader thread: its pair, its timestamp and where its current stack starts in its
+/// 256-entry slot (stacks are kept end-aligned, innermost first, so pops and pushes touch
+/// only the front).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderThread {
+    pub(crate) thread_id: u64,
+    pub(crate) prev_ts: u64,
+    pub(crate) interpreter_id: u32,
+    pub(crate) start: u16,
+}
+
+impl ReaderThread {
+    /// An unused entry, for initialising storage.
+    pub const EMPTY: ReaderThread =
+        ReaderThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, start: MAX_STACK_DEPTH as u16 };
+}
+
+/// The reader's thread table with each thread's current stack.
+pub(crate) struct ReaderThreads<'a> {
+    entries: &'a mut [ReaderThread],
+    count: usize,
+    stacks: &'a mut [u32],
+    index: SlotIndex<'a>,
+    capacity: usize,
+}
+
+impl<'a> ReaderThreads<'a> {
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The entry for the pair: `Ok(Ok(i))` if known, `Ok(Err(slot))` if new, which
+    /// [`Self::create`] then fills.
+    #[inline]
+    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
+        let entries = &self.entries[..self.count];
+        self.index
+            .find(hash_thread(thread_id, interpreter_id), |i| {
+                let t = &entries[i as usize];
+                t.thread_id == thread_id && t.interpreter_id == interpreter_id
+            })
+            .map(|i| i as usize)
+    }
+
+    pub(crate) fn create(&mut self, slot: usize, thread_id: u64, interpreter_id: u32, start_ts: u64) -> Option<usize> {
+        if self.count >= self.capacity {
+            return None;
+        }
+        let i = self.count;
+        self.entries[i] = ReaderThread { thread_id, interpreter_id, prev_ts: start_ts, start: MAX_STACK_DEPTH as u16 };
+        self.count += 1;
+        self.index.occupy(slot, i as u32);
+        Some(i)
+    }
+
+    pub(crate) fn get(&self, i: usize) -> &ReaderThread {
+        &self.entries[i]
+    }
+
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut ReaderThread {
+        &mut self.entries[i]
+    }
+
+    /// The thread's whole 256-id slot and its current start.
+    pub(crate) fn stack_slot(&mut self, i: usize) -> (&mut [u32], &mut u16) {
+        let slot = &mut self.stacks[i * MAX_STACK_DEPTH..(i + 1) * MAX_STACK_DEPTH];
+        (slot, &mut self.entries[i].start)
+    }
+
+    /// The thread's current stack, innermost first.
+    pub(crate) fn stack(&self, i: usize) -> &[u32] {
+        let start = usize::from(self.entries[i].start);
+        &self.stacks[i * MAX_STACK_DEPTH + start..(i + 1) * MAX_STACK_DEPTH]
+    }
+}
+
+/// The slices a reader works in. Capacities: strings = `string_spans` (bytes =
+/// `string_bytes`), frames = `frames`, threads = `min(threads, thread_slots − 1, stacks / 256)`.
+pub struct ReaderBuffers<'a> {
+    /// Arena for string bytes.
+    pub string_bytes: &'a mut [u8],
+    /// One span per string.
+    pub string_spans: &'a mut [Span],
+    /// Frame table.
+    pub frames: &'a mut [FrameEntry],
+    /// Thread table.
+    pub threads: &'a mut [ReaderThread],
+    /// Hash slots for threads.
+    pub thread_slots: &'a mut [u32],
+    /// Current stacks, 256 ids per thread.
+    pub stacks: &'a mut [u32],
+    /// Window over the (decompressed) byte stream; at least [`MIN_READ_BUFFER`] bytes.
+    pub read_buffer: &'a mut [u8],
+}
+
+/// Validated reader storage, ready for [`crate::reader::Reader::open`].
+pub struct ReaderStorage<'a> {
+    pub(crate) strings: StringTable<'a>,
+    pub(crate) frames: &'a mut [FrameEntry],
+    pub(crate) threads: ReaderThreads<'a>,
+    pub(crate) read_buffer: &'a mut [u8],
+}
+
+impl<'a> ReaderStorage<'a> {
+    /// Checks that the slices fit together.
+    pub fn new(b: ReaderBuffers<'a>) -> Result<Self, StorageError> {
+        if b.thread_slots.len() <= 1 {
+            return Err(StorageError::TooFewSlots(Resource::Threads));
+        }
+        if b.read_buffer.len() < MIN_READ_BUFFER {
+            return Err(StorageError::ReadBufferTooSmall);
+        }
+        let index = SlotIndex::new(b.thread_slots);
+        let capacity = b.threads.len().min(index.capacity()).min(b.stacks.len() / MAX_STACK_DEPTH);
+        Ok(ReaderStorage {
+            strings: StringTable::new(b.string_bytes, b.string_spans),
+            frames: b.frames,
+            threads: ReaderThreads { entries: b.threads, count: 0, stacks: b.stacks, index, capacity },
+            read_buffer: b.read_buffer,
+        })
+    }
+}
+
+/// Reader storage in fixed arrays, for a `static` on firmware.
+///
+/// RAM: `STRING_BYTES + 8·STRINGS + 28·FRAMES + 1064·THREADS + READ_BUFFER` bytes.
+pub struct StaticReaderStorage<
+    const STRING_BYTES: usize,
+    const STRINGS: usize,
+    const FRAMES: usize,
+    const THREADS: usize,
+    const READ_BUFFER: usize = 4096,
+> {
+    string_bytes: [u8; STRING_BYTES],
+    string_spans: [Span; STRINGS],
+    frames: [FrameEntry; FRAMES],
+    threads: [ReaderThread; THREADS],
+    thread_slots: [[u32; 2]; THREADS],
+    stacks: [[u32; MAX_STACK_DEPTH]; THREADS],
+    read_buffer: [u8; READ_BUFFER],
+}
+
+impl<
+        const STRING_BYTES: usize,
+        const STRINGS: usize,
+        const FRAMES: usize,
+        const THREADS: usize,
+        const READ_BUFFER: usize,
+    > StaticReaderStorage<STRING_BYTES, STRINGS, FRAMES, THREADS, READ_BUFFER>
+{
+    /// Zeroed storage; usable in a `static`.
+    pub const fn new() -> Self {
+        const {
+            assert!(READ_BUFFER >= MIN_READ_BUFFER, "READ_BUFFER must be at least MIN_READ_BUFFER");
+            assert!(THREADS >= 1, "THREADS must be at least 1");
+        }
+        StaticReaderStorage {
+            string_bytes: [0; STRING_BYTES],
+            string_spans: [Span::EMPTY; STRINGS],
+            frames: [FrameEntry::EMPTY; FRAMES],
+            threads: [ReaderThread::EMPTY; THREADS],
+            thread_slots: [[0; 2]; THREADS],
+            stacks: [[0; MAX_STACK_DEPTH]; THREADS],
+            read_buffer: [0; READ_BUFFER],
+        }
+    }
+
+    /// Lends the arrays to a reader.
+    pub fn storage(&mut self) -> ReaderStorage<'_> {
+        let buffers = ReaderBuffers {
+            string_bytes: &mut self.string_bytes,
+            string_spans: &mut self.string_spans,
+            frames: &mut self.frames,
+            threads: &mut self.threads,
+            thread_slots: self.thread_slots.as_flattened_mut(),
+            stacks: self.stacks.as_flattened_mut(),
+            read_buffer: &mut self.read_buffer,
+        };
+        match ReaderStorage::new(buffers) {
+            Ok(s) => s,
+            Err(_) => unreachable!("static storage validated at compile time"),
+        }
+    }
+}
+
+impl<
+        const STRING_BYTES: usize,
+        const STRINGS: usize,
+        const FRAMES: usize,
+        const THREADS: usize,
+        const READ_BUFFER: usize,
+    > Default for StaticReaderStorage<STRING_BYTES, STRINGS, FRAMES, THREADS, READ_BUFFER>
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "alloc")]
+mod vec_backed {
+    use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// Capacities of a `Vec`-backed writer storage.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct WriterCapacity {
+        /// Bytes of all distinct strings.
+        pub string_bytes: usize,
+        /// Distinct strings.
+        pub strings: usize,
+        /// Distinct frames.
+        pub frames: usize,
+        /// Distinct `(thread, interpreter)` pairs.
+        pub threads: usize,
+        /// REPEAT budget per thread ([`CPYTHON_RLE_BUDGET`] for CPython-identical output).
+        pub rle_budget: usize,
+    }
+
+    impl WriterCapacity {
+        /// A desktop configuration: 16 MiB of strings, 256 Ki strings and frames, 1024 threads.
+        pub const DESKTOP: WriterCapacity = WriterCapacity {
+            string_bytes: 16 << 20,
+            strings: 256 << 10,
+            frames: 256 << 10,
+            threads: 1024,
+            rle_budget: CPYTHON_RLE_BUDGET,
+        };
+
+        /// Bytes the storage takes (the README's formula).
+        pub fn ram_bytes(&self) -> usize {
+            let slots = |n: usize| (2 * n + 1) * 4;
+            self.string_bytes
+                + self.strings * core::mem::size_of::<Span>()
+                + slots(self.strings)
+                + self.frames * core::mem::size_of::<FrameEntry>()
+                + slots(self.frames)
+                + self.threads * (core::mem::size_of::<WriterThread>() + MAX_STACK_DEPTH * 4 + self.rle_budget)
+                + slots(self.threads)
+                + max_record_len(self.rle_budget)
+        }
+    }
+
+    /// Writer storage in `Vec`s of the given capacities.
+    pub struct VecWriterStorage {
+        cap: WriterCapacity,
+        string_bytes: Vec<u8>,
+        string_spans: Vec<Span>,
+        string_slots: Vec<u32>,
+        frames: Vec<FrameEntry>,
+        frame_slots: Vec<u32>,
+        threads: Vec<WriterThread>,
+        thread_slots: Vec<u32>,
+        stacks: Vec<u32>,
+        rle: Vec<u8>,
+        staging: Vec<u8>,
+    }
+
+    impl VecWriterStorage {
+        /// Allocates every table once, up front.
+        pub fn new(cap: WriterCapacity) -> Self {
+            let rle_budget = cap.rle_budget.max(MAX_RLE_ENTRY_LEN);
+            VecWriterStorage {
+                cap: WriterCapacity { rle_budget, ..cap },
+                string_bytes: vec![0; cap.string_bytes],
+                string_spans: vec![Span::EMPTY; cap.strings],
+                string_slots: vec![0; 2 * cap.strings + 1],
+                frames: vec![FrameEntry::EMPTY; cap.frames],
+                frame_slots: vec![0; 2 * cap.frames + 1],
+                threads: vec![WriterThread::EMPTY; cap.threads],
+                thread_slots: vec![0; 2 * cap.threads + 1],
+                stacks: vec![0; cap.threads * MAX_STACK_DEPTH],
+                rle: vec![0; cap.threads * rle_budget],
+                staging: vec![0; max_record_len(rle_budget)],
+            }
+        }
+
+        /// The capacities this storage was made with.
+        pub fn capacity(&self) -> WriterCapacity {
+            self.cap
+        }
+
+        /// Lends the tables to a writer.
+        pub fn storage(&mut self) -> WriterStorage<'_> {
+            let buffers = WriterBuffers {
+                string_bytes: &mut self.string_bytes,
+                string_spans: &mut self.string_spans,
+                string_slots: &mut self.string_slots,
+                frames: &mut self.frames,
+                frame_slots: &mut self.frame_slots,
+                threads: &mut self.threads,
+                thread_slots: &mut self.thread_slots,
+                stacks: &mut self.stacks,
+                rle: &mut self.rle,
+                rle_budget: self.cap.rle_budget,
+                staging: &mut self.staging,
+            };
+            match WriterStorage::new(buffers) {
+                Ok(s) => s,
+                Err(_) => unreachable!("sizes derived from one capacity set"),
+            }
+        }
+    }
+
+    /// Capacities of a `Vec`-backed reader storage.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ReaderCapacity {
+        /// Bytes of all strings.
+        pub string_bytes: usize,
+        /// Strings.
+        pub strings: usize,
+        /// Frames.
+        pub frames: usize,
+        /// Threads.
+        pub threads: usize,
+        /// Window over the sample stream.
+        pub read_buffer: usize,
+    }
+
+    impl ReaderCapacity {
+        /// A desktop configuration: 64 MiB of strings, 1 Mi strings and frames, 4096 threads.
+        pub const DESKTOP: ReaderCapacity = ReaderCapacity {
+            string_bytes: 64 << 20,
+            strings: 1 << 20,
+            frames: 1 << 20,
+            threads: 4096,
+            read_buffer: 256 << 10,
+        };
+
+        /// Bytes the storage takes (the README's formula).
+        pub fn ram_bytes(&self) -> usize {
+            self.string_bytes
+                + self.strings * core::mem::size_of::<Span>()
+                + self.frames * core::mem::size_of::<FrameEntry>()
+                + self.threads * (core::mem::size_of::<ReaderThread>() + MAX_STACK_DEPTH * 4)
+                + (2 * self.threads + 1) * 4
+                + self.read_buffer
+        }
+    }
+
+    /// Reader storage in `Vec`s of the given capacities.
+    pub struct VecReaderStorage {
+        string_bytes: Vec<u8>,
+        string_spans: Vec<Span>,
+        frames: Vec<FrameEntry>,
+        threads: Vec<ReaderThread>,
+        thread_slots: Vec<u32>,
+        stacks: Vec<u32>,
+        read_buffer: Vec<u8>,
+    }
+
+    impl VecReaderStorage {
+        /// Allocates every table once, up front.
+        pub fn new(cap: ReaderCapacity) -> Self {
+            VecReaderStorage {
+                string_bytes: vec![0; cap.string_bytes],
+                string_spans: vec![Span::EMPTY; cap.strings],
+                frames: vec![FrameEntry::EMPTY; cap.frames],
+                threads: vec![ReaderThread::EMPTY; cap.threads.max(1)],
+                thread_slots: vec![0; 2 * cap.threads.max(1) + 1],
+                stacks: vec![0; cap.threads.max(1) * MAX_STACK_DEPTH],
+                read_buffer: vec![0; cap.read_buffer.max(MIN_READ_BUFFER)],
+            }
+        }
+
+        /// Lends the tables to a reader.
+        pub fn storage(&mut self) -> ReaderStorage<'_> {
+            let buffers = ReaderBuffers {
+                string_bytes: &mut self.string_bytes,
+                string_spans: &mut self.string_spans,
+                frames: &mut self.frames,
+                threads: &mut self.threads,
+                thread_slots: &mut self.thread_slots,
+                stacks: &mut self.stacks,
+                read_buffer: &mut self.read_buffer,
+            };
+            match ReaderStorage::new(buffers) {
+                Ok(s) => s,
+                Err(_) => unreachable!("sizes derived from one capacity set"),
+            }
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+pub use vec_backed::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interner_dedups_and_keeps_first_seen_order() {
+        let mut st = StaticWriterStorage::<64, 4, 4, 1, 16, 1314>::new();
+        let mut s = st.storage();
+        assert_eq!(s.strings.intern(b"a.py"), Ok(0));
+        assert_eq!(s.strings.intern(b"main"), Ok(1));
+        assert_eq!(s.strings.intern(b"a.py"), Ok(0));
+        assert_eq!(s.strings.intern(b""), Ok(2));
+        assert_eq!(s.strings.intern(b"x"), Ok(3));
+        assert_eq!(s.strings.intern(b"y"), Err(Resource::Strings));
+        assert_eq!(s.strings.intern(b"main"), Ok(1));
+        let got: [&[u8]; 4] = [b"a.py", b"main", b"", b"x"];
+        assert!(s.strings.table().iter().eq(got.iter().copied()));
+    }
+
+    #[test]
+    fn arena_bytes_run_out_before_entries() {
+        let mut st = StaticWriterStorage::<5, 8, 4, 1, 16, 1314>::new();
+        let mut s = st.storage();
+        assert_eq!(s.strings.intern(b"abcd"), Ok(0));
+        assert_eq!(s.strings.intern(b"ef"), Err(Resource::StringBytes));
+        assert_eq!(s.strings.intern(b"e"), Ok(1));
+    }
+
+    #[test]
+    fn frames_and_threads_fill_to_capacity() {
+        let mut st = StaticWriterStorage::<8, 2, 2, 2, 16, 1314>::new();
+        let mut s = st.storage();
+        let f = |line| FrameEntry {
+            location: crate::tables::Location { lineno: line, ..crate::tables::Location::NONE },
+            ..FrameEntry::EMPTY
+        };
+        assert_eq!(s.frames.intern(f(1)), Ok(0));
+        assert_eq!(s.frames.intern(f(2)), Ok(1));
+        assert_eq!(s.frames.intern(f(1)), Ok(0));
+        assert_eq!(s.frames.intern(f(3)), Err(Resource::Frames));
+        assert_eq!(s.threads.find_or_create(7, 0, 5), Ok(0));
+        assert_eq!(s.threads.find_or_create(7, 1, 5), Ok(1));
+        assert_eq!(s.threads.find_or_create(7, 0, 9), Ok(0));
+        assert_eq!(s.threads.get(0).prev_ts, 5);
+        assert_eq!(s.threads.find_or_create(8, 0, 5), Err(Resource::Threads));
+    }
+
+    #[test]
+    fn bad_buffers_are_rejected() {
+        let mut staging = [0u8; 100];
+        let mut empty_u32: [u32; 0] = [];
+        let mut slots = [0u32; 4];
+        let mut slots2 = [0u32; 4];
+        let mut slots3 = [0u32; 4];
+        let b = WriterBuffers {
+            string_bytes: &mut [],
+            string_spans: &mut [],
+            string_slots: &mut slots,
+            frames: &mut [],
+            frame_slots: &mut slots2,
+            threads: &mut [],
+            thread_slots: &mut slots3,
+            stacks: &mut empty_u32,
+            rle: &mut [],
+            rle_budget: 16,
+            staging: &mut staging,
+        };
+        assert_eq!(WriterStorage::new(b).err(), Some(StorageError::StagingTooSmall));
+    }
+}

@@ -1,0 +1,628 @@
+//! The encoder (spec section 5): interning, encoding choice, per-thread REPEAT buffering,
+//! finalize order and the header written last with one seek.
+//!
+//! # What the sink holds after an error
+//!
+//! Records are staged whole in the caller's staging buffer and handed to the sink (or to
+//! zstd) only between records. Every sink write is all-or-nothing from the writer's point of
+//! view: it counts as done only when the sink accepted every byte. After a sink error the
+//! file holds 64 zero bytes, the sample bytes accepted so far and possibly part of the failed
+//! write; the writer keeps the unwritten bytes, seeks back to its last good position on the
+//! next call and rewrites them. So after a transient error `finalize` (itself retryable)
+//! still yields a valid file with every sample that was accepted. A capacity or format limit
+//! refuses only the sample that hit it.
+
+use embedded_io::{Seek, SeekFrom, Write};
+
+use crate::endian::{Endianity, NativeEndian};
+use crate::error::{FormatLimit, WriteError};
+use crate::header::{Compression, Footer, Header, ProfilingConfig, Stats, CPYTHON_VERSION, HEADER_SIZE};
+use crate::records::{
+    choose_change, max_repeat_record_len, Encoding, Prefix, StackChange, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH,
+    MAX_STACK_RECORD_LEN,
+};
+use crate::storage::WriterStorage;
+use crate::tables::{FrameEntry, Location, MAX_FRAME_ENTRY_LEN, NO_OPCODE};
+use crate::varint::{self, MAX_VARINT_LEN};
+
+#[cfg(feature = "zstd")]
+use crate::compression::Compressor;
+
+/// One frame of a sample, as the runtime sees it. Names are bytes: invalid UTF-8 (a torn
+/// read, a lone surrogate) is stored as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// File name.
+    pub filename: &'a [u8],
+    /// Function name.
+    pub funcname: &'a [u8],
+    /// Source location; `None` is the same frame as all four parts `-1`.
+    pub location: Option<Location>,
+    /// Opcode; `None` and `Some(255)` are the same frame.
+    pub opcode: Option<u8>,
+}
+
+impl<'a> Frame<'a> {
+    /// A frame with no location and no opcode.
+    pub fn new(filename: &'a [u8], funcname: &'a [u8]) -> Self {
+        Frame { filename, funcname, location: None, opcode: None }
+    }
+
+    /// With a location.
+    pub fn at(self, location: Location) -> Self {
+        Frame { location: Some(location), ..self }
+    }
+}
+
+/// An interned frame, for runtimes that intern once and then pass ids
+/// ([`Writer::intern_frame`], [`Writer::write_thread_sample_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FrameId(pub u32);
+
+/// The constructor arguments of CPython's `BinaryWriter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterConfig {
+    /// `start_time_us`; the first delta of each thread is relative to it.
+    pub start_time_us: u64,
+    /// `sample_interval_us`.
+    pub sample_interval_us: u64,
+    /// Header compression field. `Zstd` needs [`Writer::new_zstd`]; any other value is stored
+    /// as given and the region is raw, as in CPython.
+    pub compression: Compression,
+    /// Mode and capture features.
+    pub profiling: ProfilingConfig,
+    /// Python version bytes of the header.
+    pub python_version: [u8; 3],
+}
+
+impl WriterConfig {
+    /// Uncompressed, mode and features unknown, version 3.15.2.
+    pub fn new(start_time_us: u64, sample_interval_us: u64) -> Self {
+        WriterConfig {
+            start_time_us,
+            sample_interval_us,
+            compression: Compression::None,
+            profiling: ProfilingConfig::default(),
+            python_version: CPYTHON_VERSION,
+        }
+    }
+}
+
+/// Streams a Tachyon file into a `Write + Seek` sink in byte order `E`.
+pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
+    sink: W,
+    endian: E,
+    store: WriterStorage<'s>,
+    /// Staged bytes are `staging[staged_from..staged]`.
+    staged_from: usize,
+    staged: usize,
+    config: WriterConfig,
+    sample_count: u64,
+    stats: Option<Stats>,
+    /// File bytes the sink has accepted, the zero header included.
+    committed: u64,
+    /// False after a failed write: the next write seeks back to `committed` first.
+    positioned: bool,
+    /// Set once the sample region is complete, so a failed finalize restarts the tables here.
+    tables_start: Option<u64>,
+    finalized: bool,
+    limit_reached: bool,
+    scratch: [u32; MAX_STACK_DEPTH],
+    #[cfg(feature = "zstd")]
+    zstd: Option<Compressor<'s>>,
+}
+
+impl<'s, W: Write + Seek> Writer<'s, W, NativeEndian> {
+    /// A writer in this machine's byte order, as CPython writes. Does no I/O yet: the zero
+    /// header is written with the first flush.
+    pub fn new(sink: W, storage: WriterStorage<'s>, config: WriterConfig) -> Result<Self, WriteError<W::Error>> {
+        Self::with_endian(sink, storage, config, NativeEndian::default())
+    }
+
+    /// A zstd-compressing writer in this machine's byte order.
+    #[cfg(feature = "zstd")]
+    pub fn new_zstd(
+        sink: W,
+        storage: WriterStorage<'s>,
+        config: WriterConfig,
+        compressor: Compressor<'s>,
+    ) -> Result<Self, WriteError<W::Error>> {
+        Self::with_endian_zstd(sink, storage, config, NativeEndian::default(), compressor)
+    }
+}
+
+impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
+    /// A writer in an explicit byte order (to produce big-endian files on x86, say).
+    pub fn with_endian(
+        sink: W,
+        storage: WriterStorage<'s>,
+        config: WriterConfig,
+        endian: E,
+    ) -> Result<Self, WriteError<W::Error>> {
+        if config.compression == Compression::Zstd {
+            return Err(WriteError::CompressorMissing);
+        }
+        Ok(Self::build(sink, storage, config, endian))
+    }
+
+    /// A zstd-compressing writer in an explicit byte order.
+    #[cfg(feature = "zstd")]
+    pub fn with_endian_zstd(
+        sink: W,
+        storage: WriterStorage<'s>,
+        config: WriterConfig,
+        endian: E,
+        compressor: Compressor<'s>,
+    ) -> Result<Self, WriteError<W::Error>> {
+        let mut w = Self::build(sink, storage, WriterConfig { compression: Compression::Zstd, ..config }, endian);
+        w.zstd = Some(compressor);
+        Ok(w)
+    }
+
+    fn build(sink: W, store: WriterStorage<'s>, config: WriterConfig, endian: E) -> Self {
+        Writer {
+            sink,
+            endian,
+            store,
+            staged_from: 0,
+            staged: 0,
+            config,
+            sample_count: 0,
+            stats: None,
+            committed: 0,
+            positioned: false,
+            tables_start: None,
+            finalized: false,
+            limit_reached: false,
+            scratch: [0; MAX_STACK_DEPTH],
+            #[cfg(feature = "zstd")]
+            zstd: None,
+        }
+    }
+
+    // ------------------------------------------------------------------ public API
+
+    /// Writes one thread sample from frames given innermost first. Only the innermost 256 are
+    /// kept; deeper ones are neither interned nor written (spec 5.4).
+    pub fn write_thread_sample<'f, I>(
+        &mut self,
+        timestamp_us: u64,
+        interpreter_id: u32,
+        thread_id: u64,
+        status: u8,
+        frames: I,
+    ) -> Result<(), WriteError<W::Error>>
+    where
+        I: IntoIterator<Item = Frame<'f>>,
+    {
+        let thread = self.begin_sample(interpreter_id, thread_id)?;
+        let mut depth = 0;
+        for frame in frames.into_iter().take(MAX_STACK_DEPTH) {
+            let id = self.intern(&frame)?;
+            self.scratch[depth] = id;
+            depth += 1;
+        }
+        self.record(thread, timestamp_us, status, depth)
+    }
+
+    /// Interns a frame and returns its id, for [`Self::write_thread_sample_ids`].
+    pub fn intern_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, WriteError<W::Error>> {
+        self.check_open()?;
+        self.intern(&frame).map(FrameId)
+    }
+
+    /// Writes one thread sample from interned frame ids, innermost first (the first 256 are
+    /// kept).
+    pub fn write_thread_sample_ids(
+        &mut self,
+        timestamp_us: u64,
+        interpreter_id: u32,
+        thread_id: u64,
+        status: u8,
+        frames: &[FrameId],
+    ) -> Result<(), WriteError<W::Error>> {
+        let kept = &frames[..frames.len().min(MAX_STACK_DEPTH)];
+        let known = self.store.frames.entries().len();
+        if let Some(bad) = kept.iter().find(|id| id.0 as usize >= known) {
+            return Err(WriteError::UnknownFrameId { id: bad.0 });
+        }
+        let thread = self.begin_sample(interpreter_id, thread_id)?;
+        for (slot, id) in self.scratch.iter_mut().zip(kept) {
+            *slot = id.0;
+        }
+        self.record(thread, timestamp_us, status, kept.len())
+    }
+
+    /// Records `set_stats()`; the last call wins. Values CPython rejects are refused.
+    pub fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<W::Error>> {
+        self.check_open()?;
+        if !stats.is_valid() {
+            return Err(WriteError::InvalidStats);
+        }
+        self.stats = Some(stats);
+        Ok(())
+    }
+
+    /// Flushes pending REPEAT runs in thread-creation order, ends the sample region, writes
+    /// the tables, the stats trailer and the footer, then seeks to 0 for the header. Returns
+    /// the file size. After an error it can be called again; after success it returns
+    /// [`WriteError::Closed`].
+    pub fn finalize(&mut self) -> Result<u64, WriteError<W::Error>> {
+        self.check_open()?;
+        let tables_start = match self.tables_start {
+            Some(start) => start,
+            None => {
+                for thread in 0..self.store.threads.len() {
+                    if self.store.threads.get(thread).rle_count > 0 {
+                        self.flush_run(thread)?;
+                    }
+                }
+                self.end_sample_region()?;
+                let start = self.committed;
+                self.tables_start = Some(start);
+                start
+            }
+        };
+        // Always seek to the tables: a retry after a failed table write starts them again.
+        self.positioned = false;
+        let (frame_table_offset, file_size) = self.write_tables(tables_start)?;
+        let header = self.header(tables_start, frame_table_offset).encode(self.endian);
+        self.positioned = false;
+        self.write_all(&header, 0)?;
+        self.sink.flush().map_err(|error| WriteError::Io { offset: file_size, error })?;
+        self.finalized = true;
+        Ok(file_size)
+    }
+
+    /// Thread samples written so far (REPEAT ones included).
+    pub fn sample_count(&self) -> u64 {
+        self.sample_count
+    }
+
+    /// Distinct threads so far.
+    pub fn thread_count(&self) -> usize {
+        self.store.threads.len()
+    }
+
+    /// Distinct strings so far.
+    pub fn string_count(&self) -> usize {
+        self.store.strings.table().len()
+    }
+
+    /// Distinct frames so far.
+    pub fn frame_count(&self) -> usize {
+        self.store.frames.entries().len()
+    }
+
+    /// True once a capacity or format limit refused a sample (CPython's `limit_reached`).
+    pub fn limit_reached(&self) -> bool {
+        self.limit_reached
+    }
+
+    /// The sink.
+    pub fn get_ref(&self) -> &W {
+        &self.sink
+    }
+
+    /// Gives the sink back (finalize first for a valid file).
+    pub fn into_inner(self) -> W {
+        self.sink
+    }
+
+    // ------------------------------------------------------------------ sample path
+
+    fn check_open(&self) -> Result<(), WriteError<W::Error>> {
+        if self.finalized {
+            Err(WriteError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn limit<T>(&mut self, e: WriteError<W::Error>) -> Result<T, WriteError<W::Error>> {
+        self.limit_reached = true;
+        Err(e)
+    }
+
+    /// Checks the writer is open and the sample limit, then finds or creates the thread.
+    fn begin_sample(&mut self, interpreter_id: u32, thread_id: u64) -> Result<usize, WriteError<W::Error>> {
+        self.check_open()?;
+        if self.sample_count == u64::MAX {
+            return self.limit(WriteError::Limit(FormatLimit::Samples));
+        }
+        match self.store.threads.find_or_create(thread_id, interpreter_id, self.config.start_time_us) {
+            Ok(t) => Ok(t),
+            Err(resource) => self.limit(WriteError::Capacity { resource }),
+        }
+    }
+
+    /// Interns file name, function name, then the 7-field key (spec 5.4 order).
+    #[inline]
+    fn intern(&mut self, frame: &Frame<'_>) -> Result<u32, WriteError<W::Error>> {
+        if frame.filename.len() > u32::MAX as usize || frame.funcname.len() > u32::MAX as usize {
+            return self.limit(WriteError::Limit(FormatLimit::StringLength));
+        }
+        let interned = self.store.strings.intern(frame.filename).and_then(|filename| {
+            let funcname = self.store.strings.intern(frame.funcname)?;
+            self.store.frames.intern(FrameEntry {
+                filename,
+                funcname,
+                location: frame.location.unwrap_or(Location::NONE),
+                opcode: frame.opcode.unwrap_or(NO_OPCODE),
+            })
+        });
+        match interned {
+            Ok(id) => Ok(id),
+            Err(resource) => self.limit(WriteError::Capacity { resource }),
+        }
+    }
+
+    /// Encodes the sample whose stack is `scratch[..depth]` (spec 5.5–5.7).
+    fn record(&mut self, thread: usize, ts: u64, status: u8, depth: usize) -> Result<(), WriteError<W::Error>> {
+        let t = *self.store.threads.get(thread);
+        let delta = ts.wrapping_sub(t.prev_ts);
+        let change = choose_change(self.store.threads.prev_stack(thread), &self.scratch[..depth]);
+        if change == StackChange::Repeat {
+            if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
+                self.flush_run(thread)?;
+            }
+            let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
+            let mut delta_bytes = [0u8; MAX_VARINT_LEN];
+            let n = varint::encode_u64(delta, &mut delta_bytes);
+            entry[..n].copy_from_slice(&delta_bytes[..n]);
+            entry[n] = status;
+            self.store.threads.push_rle(thread, &entry[..=n]);
+        } else {
+            if t.rle_count > 0 {
+                self.flush_run(thread)?;
+            }
+            self.make_room(MAX_STACK_RECORD_LEN)?;
+            let (encoding, counts) = match change {
+                StackChange::Full => (Encoding::Full, [depth, usize::MAX]),
+                StackChange::Suffix { shared, push } => (Encoding::Suffix, [shared, push]),
+                StackChange::PopPush { pop, push } => (Encoding::PopPush, [pop, push]),
+                StackChange::Repeat => unreachable!("handled above"),
+            };
+            let pushed = if encoding == Encoding::Full { depth } else { counts[1] };
+            self.stage(
+                &Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 }
+                    .encode(self.endian),
+            );
+            self.stage_varint(delta);
+            self.stage(&[status]);
+            for count in counts.into_iter().filter(|&c| c != usize::MAX) {
+                self.stage_varint(count as u64);
+            }
+            for i in 0..pushed {
+                self.stage_varint(u64::from(self.scratch[i]));
+            }
+            let (store, scratch) = (&mut self.store, &self.scratch);
+            store.threads.set_prev_stack(thread, &scratch[..depth]);
+        }
+        self.store.threads.get_mut(thread).prev_ts = ts;
+        self.sample_count += 1;
+        Ok(())
+    }
+
+    /// Emits the thread's pending run as one REPEAT record and clears it.
+    fn flush_run(&mut self, thread: usize) -> Result<(), WriteError<W::Error>> {
+        self.make_room(max_repeat_record_len(self.store.threads.rle_budget()))?;
+        let t = *self.store.threads.get(thread);
+        self.stage(
+            &Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: Encoding::Repeat as u8 }
+                .encode(self.endian),
+        );
+        self.stage_varint(u64::from(t.rle_count));
+        let run = self.store.threads.rle(thread);
+        let end = self.staged + run.len();
+        self.store.staging[self.staged..end].copy_from_slice(run);
+        self.staged = end;
+        let t = self.store.threads.get_mut(thread);
+        t.rle_len = 0;
+        t.rle_count = 0;
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ staging and sink
+
+    #[inline]
+    fn stage(&mut self, bytes: &[u8]) {
+        let end = self.staged + bytes.len();
+        self.store.staging[self.staged..end].copy_from_slice(bytes);
+        self.staged = end;
+    }
+
+    #[inline]
+    fn stage_varint(&mut self, v: u64) {
+        let mut buf = [0u8; MAX_VARINT_LEN];
+        let n = varint::encode_u64(v, &mut buf);
+        self.stage(&buf[..n]);
+    }
+
+    /// Ensures `n` free staging bytes, flushing the staged records if needed.
+    fn make_room(&mut self, n: usize) -> Result<(), WriteError<W::Error>> {
+        if self.store.staging.len() - self.staged < n {
+            self.flush_staging(false)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the staged bytes to the sink (raw) or to zstd, ending the frame when `end`.
+    /// On success the staging buffer is empty.
+    fn flush_staging(&mut self, end: bool) -> Result<(), WriteError<W::Error>> {
+        #[cfg(feature = "zstd")]
+        if self.zstd.is_some() {
+            return self.compress_staging(end);
+        }
+        let _ = end;
+        let bytes = &self.store.staging[self.staged_from..self.staged];
+        Self::sink_write(&mut self.sink, &mut self.committed, &mut self.positioned, bytes)?;
+        self.staged_from = 0;
+        self.staged = 0;
+        Ok(())
+    }
+
+    #[cfg(feature = "zstd")]
+    fn compress_staging(&mut self, end: bool) -> Result<(), WriteError<W::Error>> {
+        loop {
+            if let Some(z) = self.zstd.as_mut() {
+                let pending = z.pending();
+                if !pending.is_empty() {
+                    let n = pending.len();
+                    Self::sink_write(&mut self.sink, &mut self.committed, &mut self.positioned, pending)?;
+                    z.consume_pending(n);
+                }
+                let input = &self.store.staging[self.staged_from..self.staged];
+                if input.is_empty() && (!end || z.is_finished()) {
+                    break;
+                }
+                let progress = z.compress(input, end).map_err(|e| WriteError::Zstd { code: e.0 })?;
+                self.staged_from += progress.consumed;
+            }
+        }
+        self.staged_from = 0;
+        self.staged = 0;
+        Ok(())
+    }
+
+    fn end_sample_region(&mut self) -> Result<(), WriteError<W::Error>> {
+        self.flush_staging(true)?;
+        // An empty raw region still needs the zero header reserved before the tables.
+        Self::sink_write(&mut self.sink, &mut self.committed, &mut self.positioned, &[])
+    }
+
+    /// Writes `bytes` at `committed`, reserving the 64-byte header first if nothing was
+    /// written yet; advances `committed` only when every byte was accepted.
+    fn sink_write(
+        sink: &mut W,
+        committed: &mut u64,
+        positioned: &mut bool,
+        bytes: &[u8],
+    ) -> Result<(), WriteError<W::Error>> {
+        if !*positioned {
+            let offset = *committed;
+            sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
+            *positioned = true;
+        }
+        if *committed == 0 {
+            write_fully(sink, &[0; HEADER_SIZE], 0).inspect_err(|_| *positioned = false)?;
+            *committed = HEADER_SIZE as u64;
+        }
+        write_fully(sink, bytes, *committed).inspect_err(|_| *positioned = false)?;
+        *committed += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn write_all(&mut self, bytes: &[u8], offset: u64) -> Result<(), WriteError<W::Error>> {
+        if !self.positioned {
+            self.sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
+            self.positioned = true;
+        }
+        write_fully(&mut self.sink, bytes, offset).inspect_err(|_| self.positioned = false)
+    }
+
+    // ------------------------------------------------------------------ finalize parts
+
+    /// Writes string table, frame table, trailer and footer from `start`; returns the file
+    /// size. The staging buffer (empty now) batches the small writes. Returns the frame
+    /// table offset and the file size.
+    fn write_tables(&mut self, start: u64) -> Result<(u64, u64), WriteError<W::Error>> {
+        let mut out = TableOut { pos: start, used: 0 };
+        for i in 0..self.store.strings.table().len() as u32 {
+            let len = self.store.strings.table().get(i).map_or(0, <[u8]>::len);
+            let mut buf = [0u8; MAX_VARINT_LEN];
+            let n = varint::encode_u64(len as u64, &mut buf);
+            self.table_put(&mut out, &buf[..n])?;
+            // Strings longer than the staging buffer go straight to the sink.
+            if len > self.store.staging.len() - out.used {
+                self.table_flush(&mut out)?;
+                if len > self.store.staging.len() {
+                    let offset = out.pos;
+                    let bytes = self.store.strings.table().get(i).unwrap_or(&[]);
+                    write_fully(&mut self.sink, bytes, offset).inspect_err(|_| self.positioned = false)?;
+                    out.pos += len as u64;
+                    continue;
+                }
+            }
+            let end = out.used + len;
+            let bytes = self.store.strings.table().get(i).unwrap_or(&[]);
+            self.store.staging[out.used..end].copy_from_slice(bytes);
+            out.used = end;
+        }
+        let frames_start = out.pos + out.used as u64;
+        for i in 0..self.store.frames.entries().len() {
+            let mut buf = [0u8; MAX_FRAME_ENTRY_LEN];
+            let n = self.store.frames.entries()[i].encode(&mut buf);
+            self.table_put(&mut out, &buf[..n])?;
+        }
+        if let Some(stats) = self.stats {
+            self.table_put(&mut out, &stats.encode(self.endian))?;
+        }
+        let file_size = out.pos + out.used as u64 + crate::header::FOOTER_SIZE as u64;
+        let footer = Footer {
+            string_count: self.store.strings.table().len() as u32,
+            frame_count: self.store.frames.entries().len() as u32,
+            file_size,
+        };
+        self.table_put(&mut out, &footer.encode(self.endian))?;
+        self.table_flush(&mut out)?;
+        Ok((frames_start, file_size))
+    }
+
+    fn table_put(&mut self, out: &mut TableOut, bytes: &[u8]) -> Result<(), WriteError<W::Error>> {
+        if bytes.len() > self.store.staging.len() - out.used {
+            self.table_flush(out)?;
+        }
+        self.store.staging[out.used..out.used + bytes.len()].copy_from_slice(bytes);
+        out.used += bytes.len();
+        Ok(())
+    }
+
+    fn table_flush(&mut self, out: &mut TableOut) -> Result<(), WriteError<W::Error>> {
+        if !self.positioned {
+            self.sink.seek(SeekFrom::Start(out.pos)).map_err(|error| WriteError::Io { offset: out.pos, error })?;
+            self.positioned = true;
+        }
+        write_fully(&mut self.sink, &self.store.staging[..out.used], out.pos)
+            .inspect_err(|_| self.positioned = false)?;
+        out.pos += out.used as u64;
+        out.used = 0;
+        Ok(())
+    }
+
+    fn header(&self, string_table_offset: u64, frame_table_offset: u64) -> Header {
+        Header {
+            python_version: self.config.python_version,
+            start_time_us: self.config.start_time_us,
+            sample_interval_us: self.config.sample_interval_us,
+            sample_count: self.sample_count,
+            thread_count: self.store.threads.len() as u32,
+            string_table_offset,
+            frame_table_offset,
+            compression: self.config.compression,
+            config: self.config.profiling,
+        }
+    }
+}
+
+/// Position of batched table output: `used` staging bytes are due at file offset `pos`.
+struct TableOut {
+    pos: u64,
+    used: usize,
+}
+
+/// `write_all` that never panics: a sink returning `Ok(0)` is an error, not a loop or panic.
+fn write_fully<W: Write>(sink: &mut W, mut bytes: &[u8], mut offset: u64) -> Result<(), WriteError<W::Error>> {
+    while !bytes.is_empty() {
+        match sink.write(bytes) {
+            Ok(0) => return Err(WriteError::SinkStalled { offset }),
+            Ok(n) => {
+                bytes = &bytes[n.min(bytes.len())..];
+                offset += n as u64;
+            }
+            Err(error) => return Err(WriteError::Io { offset, error }),
+        }
+    }
+    Ok(())
+}
