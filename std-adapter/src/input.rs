@@ -1,0 +1,200 @@
+//! CPython writer-input documents (the shared vectors' `*.input.json`): constructor
+//! arguments, optional `stats`, and `samples`, one per `write_sample` call.
+//!
+//! Values are normalised exactly as CPython's `BinaryWriter` does (spec 5.1): location parts
+//! truncated to int32 (anything that is not a signed 64-bit int becomes -1), opcodes outside
+//! 0..=254 become "none", status keeps its low 8 bits, and an interpreter id above 2^32-1 is
+//! a limit error that ends the call (earlier threads of the call stay written).
+
+use std::fmt;
+
+use embedded_io::{Seek, Write};
+use serde_json::Value;
+use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::{
+    CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError, Writer,
+    WriterConfig,
+};
+
+/// Why a document could not be written.
+#[derive(Debug)]
+pub enum InputError {
+    /// The document does not have the expected shape.
+    Shape(String),
+    /// The writer refused something (not a limit).
+    Write(String),
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Shape(s) => write!(f, "bad writer input: {s}"),
+            InputError::Write(s) => write!(f, "writer error: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn shape(what: &str) -> InputError {
+    InputError::Shape(what.to_string())
+}
+
+fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value, InputError> {
+    v.get(key).ok_or_else(|| shape(&format!("missing \"{key}\"")))
+}
+
+fn u64_of(v: &Value, what: &str) -> Result<u64, InputError> {
+    v.as_u64().ok_or_else(|| shape(&format!("\"{what}\" must be an integer in 0..2^64")))
+}
+
+fn array<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>, InputError> {
+    v.as_array().ok_or_else(|| shape(&format!("\"{what}\" must be a list")))
+}
+
+/// A location part: signed 64-bit ints wrap to int32, anything else is -1.
+fn location_part(v: &Value) -> i32 {
+    v.as_i64().map_or(-1, |n| n as i32)
+}
+
+/// CPython's opcode rule: 0..=254 kept, everything else (255, huge, negative, null) none.
+fn opcode(v: &Value) -> Option<u8> {
+    v.as_i64().and_then(|n| u8::try_from(n).ok()).filter(|&n| n != 255)
+}
+
+/// The constructor arguments and stats of a document.
+pub fn config(doc: &Value) -> Result<(WriterConfig, Option<Stats>), InputError> {
+    let mut cfg =
+        WriterConfig::new(u64_of(field(doc, "start_time_us")?, "start_time_us")?, u64_of(field(doc, "sample_interval_us")?, "sample_interval_us")?);
+    let int = |key: &str, default: i64| doc.get(key).and_then(Value::as_i64).unwrap_or(default);
+    cfg.compression = Compression::from_field(int("compression", 0) as u32);
+    let mode = int("mode", -1);
+    let features = int("capture_features", -1);
+    if !(-1..=4).contains(&mode) {
+        return Err(shape("invalid profiling mode"));
+    }
+    if !(-1..=31).contains(&features) {
+        return Err(shape("invalid capture features"));
+    }
+    cfg.profiling = ProfilingConfig {
+        mode: ProfilingMode::from_value(mode),
+        capture_features: u8::try_from(features).ok().and_then(CaptureFeatures::new),
+    };
+    let stats = match doc.get("stats") {
+        None | Some(Value::Null) => None,
+        Some(s) => {
+            let s = array(s, "stats")?;
+            let num = |i: usize| s.get(i).and_then(Value::as_f64);
+            Some(Stats {
+                duration_sec: num(0).ok_or_else(|| shape("stats[0]"))?,
+                sample_rate: num(1).ok_or_else(|| shape("stats[1]"))?,
+                error_rate: num(2),
+                missed_samples: num(3),
+            })
+        }
+    };
+    Ok((cfg, stats))
+}
+
+/// Upper bounds of what the document interns, so storage can be sized before writing.
+pub fn capacity(doc: &Value) -> WriterCapacity {
+    let (mut string_bytes, mut frames, mut threads) = (0usize, 0usize, 0usize);
+    for s in doc.get("samples").and_then(Value::as_array).into_iter().flatten() {
+        for it in s.get("interpreters").and_then(Value::as_array).into_iter().flatten() {
+            for th in it.get("threads").and_then(Value::as_array).into_iter().flatten() {
+                threads += 1;
+                for f in th.get("frames").and_then(Value::as_array).into_iter().flatten().take(256) {
+                    frames += 1;
+                    for i in 0..2 {
+                        string_bytes += f.get(i).and_then(Value::as_str).map_or(0, str::len);
+                    }
+                }
+            }
+        }
+    }
+    WriterCapacity {
+        string_bytes: string_bytes.max(1),
+        strings: (2 * frames).max(1),
+        frames: frames.max(1),
+        threads: threads.max(1),
+        rle_budget: tachyon_core::records::CPYTHON_RLE_BUDGET,
+    }
+}
+
+/// Writes every sample of the document; returns how many calls hit a limit.
+pub fn write_samples<W: Write + Seek, E: Endianity>(
+    doc: &Value,
+    w: &mut Writer<'_, W, E>,
+) -> Result<usize, InputError> {
+    let mut limited = 0;
+    for s in array(field(doc, "samples")?, "samples")? {
+        let ts = u64_of(field(s, "ts")?, "ts")?;
+        'call: for it in array(field(s, "interpreters")?, "interpreters")? {
+            let Ok(iid) = u32::try_from(u64_of(field(it, "iid")?, "iid")?) else {
+                // CPython: OverflowError with limit_reached; the rest of the call is skipped.
+                limited += 1;
+                break 'call;
+            };
+            for th in array(field(it, "threads")?, "threads")? {
+                let tid = u64_of(field(th, "tid")?, "tid")?;
+                let status = field(th, "status")?.as_i64().ok_or_else(|| shape("status"))? as u8;
+                let raw = array(field(th, "frames")?, "frames")?;
+                let mut frames = Vec::with_capacity(raw.len().min(256));
+                for f in raw.iter().take(256) {
+                    let name = |i: usize| f.get(i).and_then(Value::as_str).ok_or_else(|| shape("frame name"));
+                    let location = match f.get(2) {
+                        None | Some(Value::Null) => None,
+                        Some(l) => {
+                            let l = array(l, "location")?;
+                            let part = |i: usize| l.get(i).map_or(-1, location_part);
+                            Some(Location { lineno: part(0), end_lineno: part(1), col: part(2), end_col: part(3) })
+                        }
+                    };
+                    let op = f.get(3).map_or(None, opcode);
+                    frames.push(Frame { filename: name(0)?.as_bytes(), funcname: name(1)?.as_bytes(), location, opcode: op });
+                }
+                match w.write_thread_sample(ts, iid, tid, status, frames.iter().copied()) {
+                    Ok(()) => {}
+                    Err(e) if e.is_limit() => {
+                        limited += 1;
+                        break 'call;
+                    }
+                    Err(e) => return Err(InputError::Write(format!("{e:?}"))),
+                }
+            }
+        }
+    }
+    Ok(limited)
+}
+
+/// Encodes a whole document into bytes in byte order `endian`, with `compression`
+/// overriding the document's when given.
+pub fn encode_document<E: Endianity>(
+    doc: &Value,
+    endian: E,
+    compression: Option<Compression>,
+) -> Result<Vec<u8>, InputError> {
+    let (mut cfg, stats) = config(doc)?;
+    if let Some(c) = compression {
+        cfg.compression = c;
+    }
+    let mut storage = VecWriterStorage::new(capacity(doc));
+    let sink = crate::memory::VecSink::new();
+    let werr = |e: WriteError<std::convert::Infallible>| InputError::Write(format!("{e:?}"));
+    let (mut ws, mut out);
+    let mut w = if cfg.compression == Compression::Zstd {
+        ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
+        out = vec![0u8; 128 << 10];
+        let c = Compressor::new(&mut ws, &mut out).ok_or_else(|| InputError::Write("zstd workspace".into()))?;
+        Writer::with_endian_zstd(sink, storage.storage(), cfg, endian, c).map_err(werr)?
+    } else {
+        Writer::with_endian(sink, storage.storage(), cfg, endian).map_err(werr)?
+    };
+    write_samples(doc, &mut w)?;
+    if let Some(s) = stats {
+        w.set_stats(s).map_err(werr)?;
+    }
+    w.finalize().map_err(werr)?;
+    Ok(w.into_inner().into_inner())
+}

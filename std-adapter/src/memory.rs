@@ -1,0 +1,62 @@
+//! A growable in-memory `Write + Seek` sink (embedded-io has none).
+
+use std::convert::Infallible;
+
+use embedded_io::{ErrorType, Seek, SeekFrom, Write};
+
+/// A `Vec<u8>` with a position; writes past the end grow it, seeks past the end are allowed
+/// (a later write fills the gap with zeros), like `std::io::Cursor<Vec<u8>>`.
+#[derive(Debug, Default, Clone)]
+pub struct VecSink {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl VecSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bytes written.
+    pub fn into_inner(self) -> Vec<u8> {
+        self.data
+    }
+
+    /// The bytes written so far.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+impl ErrorType for VecSink {
+    type Error = Infallible;
+}
+
+impl Write for VecSink {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        let end = self.pos + buf.len();
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        self.data[self.pos..end].copy_from_slice(buf);
+        self.pos = end;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+impl Seek for VecSink {
+    fn seek(&mut self, to: SeekFrom) -> Result<u64, Infallible> {
+        let target = match to {
+            SeekFrom::Start(p) => p as i128,
+            SeekFrom::End(d) => self.data.len() as i128 + d as i128,
+            SeekFrom::Current(d) => self.pos as i128 + d as i128,
+        };
+        self.pos = target.clamp(0, usize::MAX as i128) as usize;
+        Ok(self.pos as u64)
+    }
+}
