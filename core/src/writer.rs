@@ -305,6 +305,13 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         &self.sink
     }
 
+    /// The sink, mutably (to repair it after an error, say). Moving its position is harmless:
+    /// the writer seeks back to its own position before the next write.
+    pub fn get_mut(&mut self) -> &mut W {
+        self.positioned = false;
+        &mut self.sink
+    }
+
     /// Gives the sink back (finalize first for a valid file).
     pub fn into_inner(self) -> W {
         self.sink

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{
-    CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError, Writer,
-    WriterConfig,
+    CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,
+    Writer, WriterConfig,
 };
 
 /// Why a document could not be written.
@@ -65,8 +65,10 @@ fn opcode(v: &Value) -> Option<u8> {
 
 /// The constructor arguments and stats of a document.
 pub fn config(doc: &Value) -> Result<(WriterConfig, Option<Stats>), InputError> {
-    let mut cfg =
-        WriterConfig::new(u64_of(field(doc, "start_time_us")?, "start_time_us")?, u64_of(field(doc, "sample_interval_us")?, "sample_interval_us")?);
+    let mut cfg = WriterConfig::new(
+        u64_of(field(doc, "start_time_us")?, "start_time_us")?,
+        u64_of(field(doc, "sample_interval_us")?, "sample_interval_us")?,
+    );
     let int = |key: &str, default: i64| doc.get(key).and_then(Value::as_i64).unwrap_or(default);
     cfg.compression = Compression::from_field(int("compression", 0) as u32);
     let mode = int("mode", -1);
@@ -152,7 +154,12 @@ pub fn write_samples<W: Write + Seek, E: Endianity>(
                         }
                     };
                     let op = f.get(3).map_or(None, opcode);
-                    frames.push(Frame { filename: name(0)?.as_bytes(), funcname: name(1)?.as_bytes(), location, opcode: op });
+                    frames.push(Frame {
+                        filename: name(0)?.as_bytes(),
+                        funcname: name(1)?.as_bytes(),
+                        location,
+                        opcode: op,
+                    });
                 }
                 match w.write_thread_sample(ts, iid, tid, status, frames.iter().copied()) {
                     Ok(()) => {}

@@ -1,0 +1,294 @@
+//! Writer behaviour the vectors do not cover: REPEAT splitting at CPython's byte budget,
+//! limits that keep the file finalizable, sink errors that heal, the frame-id API.
+
+mod common;
+
+use common::{decode_all, writer_storage, SMALL_READER};
+use embedded_io::{ErrorType, Seek, SeekFrom, Write};
+use tachyon_core::io::Cursor;
+use tachyon_core::records::PREFIX_LEN;
+use tachyon_core::storage::{Resource, StaticWriterStorage};
+use tachyon_core::varint;
+use tachyon_core::{Frame, FrameId, LittleEndian, WriteError, Writer, WriterConfig};
+
+const MAIN: Frame<'static> = Frame { filename: b"/app/main.py", funcname: b"main", location: None, opcode: None };
+const WORK: Frame<'static> = Frame { filename: b"/app/work.py", funcname: b"work", location: None, opcode: None };
+
+fn config() -> WriterConfig {
+    WriterConfig::new(1_000_000, 1000)
+}
+
+/// Walks the raw region after one leading FULL record and returns each REPEAT record's count.
+fn repeat_counts(file: &[u8], full_len: usize) -> Vec<u64> {
+    let end = u64::from_le_bytes(file[40..48].try_into().unwrap()) as usize;
+    let mut at = 64 + full_len;
+    let mut counts = Vec::new();
+    while at < end {
+        assert_eq!(file[at + 12], 0, "expected a REPEAT record at {at}");
+        let (count, n) = varint::decode_u64(&file[at + PREFIX_LEN..]).unwrap();
+        at += PREFIX_LEN + n;
+        for _ in 0..count {
+            let (_, d) = varint::decode_u64(&file[at..]).unwrap();
+            at += d + 1;
+        }
+        counts.push(count);
+    }
+    counts
+}
+
+fn run_same_stack(samples: u64, step: u64) -> Vec<u8> {
+    let mut storage = writer_storage();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    for i in 0..samples {
+        w.write_thread_sample(1_000_000 + (i + 1) * step, 0, 1, 0, [MAIN]).unwrap();
+    }
+    let size = w.finalize().unwrap() as usize;
+    buf.truncate(size);
+    buf
+}
+
+#[test]
+fn repeat_runs_split_at_cpythons_budget() {
+    // Spec 5.7: 3-byte entries give runs of 5458, 2-byte entries runs of 8187 (CPython's
+    // own 12,000- and 20,000-sample results). The FULL record here is 13+2+1+1+1 bytes.
+    let file = run_same_stack(12_000, 1000);
+    assert_eq!(repeat_counts(&file, 18), vec![5458, 5458, 1083]);
+    let file = run_same_stack(20_000, 100);
+    assert_eq!(repeat_counts(&file, 17), vec![8187, 8187, 3625]);
+    assert_eq!(decode_all(&file, SMALL_READER).unwrap().len(), 20_000);
+}
+
+#[test]
+fn capacity_limit_keeps_everything_accepted() {
+    // Room for three strings: MAIN's two fit, WORK's file name is the third, its function
+    // name the fourth, which does not.
+    let mut storage = StaticWriterStorage::<64, 3, 8, 2, 64, 1314>::new();
+    let mut buf = [0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
+    let err = w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap_err();
+    assert_eq!(err, WriteError::Capacity { resource: Resource::Strings });
+    assert!(err.is_limit() && w.limit_reached());
+    // Still usable for what fits, and finalizable.
+    w.write_thread_sample(1_003_000, 0, 1, 2, [MAIN]).unwrap();
+    let size = w.finalize().unwrap() as usize;
+    let samples = decode_all(&buf[..size], SMALL_READER).unwrap();
+    let got: Vec<(u64, u8)> = samples.iter().map(|s| (s.ts, s.status)).collect();
+    assert_eq!(got, vec![(1_001_000, 1), (1_003_000, 2)]);
+}
+
+#[test]
+fn thread_capacity_limit() {
+    let mut storage = StaticWriterStorage::<64, 4, 4, 2, 64, 1314>::new();
+    let mut buf = [0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    w.write_thread_sample(1_001_000, 0, 1, 0, [MAIN]).unwrap();
+    w.write_thread_sample(1_001_000, 0, 2, 0, [MAIN]).unwrap();
+    assert_eq!(
+        w.write_thread_sample(1_001_000, 0, 3, 0, [MAIN]),
+        Err(WriteError::Capacity { resource: Resource::Threads })
+    );
+    let size = w.finalize().unwrap() as usize;
+    assert_eq!(decode_all(&buf[..size], SMALL_READER).unwrap().len(), 2);
+}
+
+/// A sink that fails every write while `broken` is set.
+struct Flaky<'a> {
+    inner: Cursor<&'a mut [u8]>,
+    broken: bool,
+    failures: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Broken;
+
+impl core::fmt::Display for Broken {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("broken sink")
+    }
+}
+impl core::error::Error for Broken {}
+impl embedded_io::Error for Broken {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::Other
+    }
+}
+
+impl ErrorType for Flaky<'_> {
+    type Error = Broken;
+}
+
+impl Write for Flaky<'_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
+        if self.broken {
+            self.failures += 1;
+            // Leave garbage behind, as a real partial write could.
+            let _ = self.inner.write(&[0xEE; 3][..buf.len().min(3)]);
+            return Err(Broken);
+        }
+        self.inner.write(buf).map_err(|_| Broken)
+    }
+    fn flush(&mut self) -> Result<(), Broken> {
+        Ok(())
+    }
+}
+
+impl Seek for Flaky<'_> {
+    fn seek(&mut self, pos: SeekFrom) -> Result<u64, Broken> {
+        self.inner.seek(pos).map_err(|_| Broken)
+    }
+}
+
+/// 600 samples over 3 threads with changing stacks: many records, several staging flushes.
+fn sample(i: u64) -> (u64, u64, &'static [Frame<'static>]) {
+    let stack: &[Frame<'static>] = if i % 7 < 3 { &[MAIN] } else { &[WORK, MAIN] };
+    (1_000_000 + i * 1000, i % 3, stack)
+}
+
+type Small = StaticWriterStorage<256, 8, 8, 4, 64, 1314>;
+
+fn reference() -> Vec<u8> {
+    let mut storage = Small::new();
+    let mut want = vec![0u8; 1 << 16];
+    let mut w = Writer::with_endian(Cursor::new(&mut want[..]), storage.storage(), config(), LittleEndian).unwrap();
+    for i in 0..600 {
+        let (ts, tid, st) = sample(i);
+        w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
+    }
+    let size = w.finalize().unwrap() as usize;
+    want.truncate(size);
+    want
+}
+
+#[test]
+fn sink_errors_heal_to_identical_bytes() {
+    let want = reference();
+    let mut storage = Small::new();
+    let mut got = vec![0u8; 1 << 16];
+    let sink = Flaky { inner: Cursor::new(&mut got[..]), broken: false, failures: 0 };
+    let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
+    let mut refused = 0;
+    for i in 0..600 {
+        let (ts, tid, st) = sample(i);
+        // Every 25th sample meets a broken sink; a refused sample is retried once repaired.
+        w.get_mut().broken = i % 25 == 0;
+        while let Err(e) = w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()) {
+            assert!(matches!(e, WriteError::Io { error: Broken, .. }), "{e:?}");
+            refused += 1;
+            w.get_mut().broken = false;
+        }
+    }
+    // finalize fails on a broken sink, then succeeds once it is repaired.
+    w.get_mut().broken = true;
+    assert!(matches!(w.finalize(), Err(WriteError::Io { .. })));
+    w.get_mut().broken = false;
+    let size = w.finalize().unwrap() as usize;
+    let failures = w.get_ref().failures;
+    assert!(
+        refused > 3 && failures > refused,
+        "the sink must really have failed: {refused} refused, {failures} failed writes"
+    );
+    assert_eq!(&got[..size], &want[..]);
+}
+
+#[test]
+fn finalize_fails_part_way_and_retries() {
+    // Break the sink after the tables started: the retry must rewrite them from their offset.
+    let want = reference();
+    for budget in [0usize, 1, 2] {
+        let mut storage = Small::new();
+        let mut got = vec![0u8; 1 << 16];
+        let sink = CountdownSink { inner: Cursor::new(&mut got[..]), writes_left: usize::MAX };
+        let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
+        for i in 0..600 {
+            let (ts, tid, st) = sample(i);
+            w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
+        }
+        w.get_mut().writes_left = budget;
+        assert!(w.finalize().is_err(), "budget {budget} must not be enough");
+        w.get_mut().writes_left = usize::MAX;
+        let size = w.finalize().unwrap() as usize;
+        assert_eq!(&got[..size], &want[..], "budget {budget}");
+    }
+}
+
+/// A sink that accepts `writes_left` more write calls, then fails.
+struct CountdownSink<'a> {
+    inner: Cursor<&'a mut [u8]>,
+    writes_left: usize,
+}
+
+impl ErrorType for CountdownSink<'_> {
+    type Error = Broken;
+}
+
+impl Write for CountdownSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
+        if self.writes_left == 0 {
+            return Err(Broken);
+        }
+        self.writes_left -= 1;
+        self.inner.write(buf).map_err(|_| Broken)
+    }
+    fn flush(&mut self) -> Result<(), Broken> {
+        Ok(())
+    }
+}
+
+impl Seek for CountdownSink<'_> {
+    fn seek(&mut self, pos: SeekFrom) -> Result<u64, Broken> {
+        self.inner.seek(pos).map_err(|_| Broken)
+    }
+}
+
+#[test]
+fn finalize_twice_and_write_after_are_closed() {
+    let mut storage = writer_storage();
+    let mut buf = vec![0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    w.finalize().unwrap();
+    assert_eq!(w.finalize(), Err(WriteError::Closed));
+    assert_eq!(w.write_thread_sample(1, 0, 1, 0, [MAIN]), Err(WriteError::Closed));
+}
+
+#[test]
+fn frame_id_api_matches_string_api() {
+    let mut storage = writer_storage();
+    let mut a = vec![0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut a[..]), storage.storage(), config(), LittleEndian).unwrap();
+    for (i, st) in [[WORK, MAIN].as_slice(), &[MAIN], &[WORK, MAIN], &[WORK, MAIN]].iter().enumerate() {
+        w.write_thread_sample(1_001_000 + i as u64, 0, 9, 3, st.iter().copied()).unwrap();
+    }
+    let n = w.finalize().unwrap() as usize;
+
+    let mut storage = writer_storage();
+    let mut b = vec![0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut b[..]), storage.storage(), config(), LittleEndian).unwrap();
+    let work = w.intern_frame(WORK).unwrap();
+    let main = w.intern_frame(MAIN).unwrap();
+    for (i, st) in [[work, main].as_slice(), &[main], &[work, main], &[work, main]].iter().enumerate() {
+        w.write_thread_sample_ids(1_001_000 + i as u64, 0, 9, 3, st).unwrap();
+    }
+    assert_eq!(w.write_thread_sample_ids(5, 0, 9, 3, &[FrameId(7)]), Err(WriteError::UnknownFrameId { id: 7 }));
+    let m = w.finalize().unwrap() as usize;
+    assert_eq!(&a[..n], &b[..m]);
+}
+
+#[test]
+fn full_sink_is_an_error_not_a_panic() {
+    let mut storage = StaticWriterStorage::<256, 8, 8, 4, 64, 1314>::new();
+    let mut buf = [0u8; 100];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    let mut saw_error = false;
+    for i in 0..200u64 {
+        let st: &[Frame<'static>] = if i % 2 == 0 { &[MAIN] } else { &[WORK, MAIN] };
+        if let Err(e) = w.write_thread_sample(i, 0, 1, 0, st.iter().copied()) {
+            assert!(matches!(e, WriteError::Io { .. }), "{e:?}");
+            saw_error = true;
+            break;
+        }
+    }
+    assert!(saw_error);
+    assert!(matches!(w.finalize(), Err(WriteError::Io { .. })));
+}
