@@ -149,7 +149,7 @@ impl ProfilingConfig {
             m => return Err(m),
         };
         // Bits 4–8 mean something only when bit 3 says the features are known.
-        let capture_features = (field & 8 != 0).then(|| CaptureFeatures(((field >> 4) & 0x1f) as u8));
+        let capture_features = (field & 8 != 0).then_some(CaptureFeatures(((field >> 4) & 0x1f) as u8));
         Ok(ProfilingConfig { mode, capture_features })
     }
 }

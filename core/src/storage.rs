@@ -293,6 +293,33 @@ impl<'a> FrameInterner<'a> {
     }
 }
 
+/// A direct-mapped cache from a cheap key to a frame id (id + 1, 0 = empty), one slot per
+/// frame of capacity; the writer confirms every hit by content.
+pub(crate) struct RecentFrames<'a> {
+    slots: &'a mut [u32],
+}
+
+impl RecentFrames<'_> {
+    #[inline]
+    fn slot(&self, key: u64) -> usize {
+        (((key >> 32) * self.slots.len() as u64) >> 32) as usize
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, key: u64) -> Option<u32> {
+        let v = *self.slots.get(self.slot(key))?;
+        v.checked_sub(1)
+    }
+
+    #[inline]
+    pub(crate) fn set(&mut self, key: u64, id: u32) {
+        let slot = self.slot(key);
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = id.saturating_add(1);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Threads.
 
@@ -417,6 +444,9 @@ pub struct WriterBuffers<'a> {
     pub frames: &'a mut [FrameEntry],
     /// Hash slots for frames.
     pub frame_slots: &'a mut [u32],
+    /// Recent-frame cache for the string API (any length; one per frame is a good size,
+    /// empty disables it). It only saves hashing; output does not depend on it.
+    pub frame_cache: &'a mut [u32],
     /// Thread table.
     pub threads: &'a mut [WriterThread],
     /// Hash slots for threads.
@@ -437,6 +467,7 @@ pub struct WriterStorage<'a> {
     pub(crate) strings: StringInterner<'a>,
     pub(crate) frames: FrameInterner<'a>,
     pub(crate) threads: WriterThreads<'a>,
+    pub(crate) recent: RecentFrames<'a>,
     pub(crate) staging: &'a mut [u8],
 }
 
@@ -476,6 +507,12 @@ impl<'a> WriterStorage<'a> {
                 index,
                 capacity,
             },
+            recent: RecentFrames {
+                slots: {
+                    b.frame_cache.fill(0);
+                    b.frame_cache
+                },
+            },
             staging: b.staging,
         })
     }
@@ -484,8 +521,9 @@ impl<'a> WriterStorage<'a> {
 /// Writer storage in fixed arrays, for a `static` on firmware. Hash slots are twice each
 /// capacity. Compile-time checks: `STAGING >= records::max_record_len(RLE)`, `RLE >= 11`.
 ///
-/// RAM: `STRING_BYTES + 16·STRINGS + 36·FRAMES + (1064 + RLE)·THREADS + STAGING` bytes
-/// (plus the slot-table padding of the target).
+/// RAM: `STRING_BYTES + 16·STRINGS + 40·FRAMES + (1064 + RLE)·THREADS + STAGING` bytes
+/// rounded up to 8 (on 64-bit targets; a test checks the formula against the compiler's
+/// layout).
 pub struct StaticWriterStorage<
     const STRING_BYTES: usize,
     const STRINGS: usize,
@@ -499,6 +537,7 @@ pub struct StaticWriterStorage<
     string_slots: [[u32; 2]; STRINGS],
     frames: [FrameEntry; FRAMES],
     frame_slots: [[u32; 2]; FRAMES],
+    frame_cache: [u32; FRAMES],
     threads: [WriterThread; THREADS],
     thread_slots: [[u32; 2]; THREADS],
     stacks: [[u32; MAX_STACK_DEPTH]; THREADS],
@@ -528,6 +567,7 @@ impl<
             string_slots: [[0; 2]; STRINGS],
             frames: [FrameEntry::EMPTY; FRAMES],
             frame_slots: [[0; 2]; FRAMES],
+            frame_cache: [0; FRAMES],
             threads: [WriterThread::EMPTY; THREADS],
             thread_slots: [[0; 2]; THREADS],
             stacks: [[0; MAX_STACK_DEPTH]; THREADS],
@@ -544,6 +584,7 @@ impl<
             string_slots: self.string_slots.as_flattened_mut(),
             frames: &mut self.frames,
             frame_slots: self.frame_slots.as_flattened_mut(),
+            frame_cache: &mut self.frame_cache,
             threads: &mut self.threads,
             thread_slots: self.thread_slots.as_flattened_mut(),
             stacks: self.stacks.as_flattened_mut(),
@@ -701,7 +742,8 @@ impl<'a> ReaderStorage<'a> {
 
 /// Reader storage in fixed arrays, for a `static` on firmware.
 ///
-/// RAM: `STRING_BYTES + 8·STRINGS + 28·FRAMES + 1064·THREADS + READ_BUFFER` bytes.
+/// RAM: `STRING_BYTES + 8·STRINGS + 28·FRAMES + 1056·THREADS + READ_BUFFER` bytes (on
+/// 64-bit targets; a test checks the formula against the compiler's layout).
 pub struct StaticReaderStorage<
     const STRING_BYTES: usize,
     const STRINGS: usize,
@@ -811,7 +853,7 @@ mod vec_backed {
             self.string_bytes
                 + self.strings * core::mem::size_of::<Span>()
                 + slots(self.strings)
-                + self.frames * core::mem::size_of::<FrameEntry>()
+                + self.frames * (core::mem::size_of::<FrameEntry>() + 4)
                 + slots(self.frames)
                 + self.threads * (core::mem::size_of::<WriterThread>() + MAX_STACK_DEPTH * 4 + self.rle_budget)
                 + slots(self.threads)
@@ -827,6 +869,7 @@ mod vec_backed {
         string_slots: Vec<u32>,
         frames: Vec<FrameEntry>,
         frame_slots: Vec<u32>,
+        frame_cache: Vec<u32>,
         threads: Vec<WriterThread>,
         thread_slots: Vec<u32>,
         stacks: Vec<u32>,
@@ -845,6 +888,7 @@ mod vec_backed {
                 string_slots: vec![0; 2 * cap.strings + 1],
                 frames: vec![FrameEntry::EMPTY; cap.frames],
                 frame_slots: vec![0; 2 * cap.frames + 1],
+                frame_cache: vec![0; cap.frames],
                 threads: vec![WriterThread::EMPTY; cap.threads],
                 thread_slots: vec![0; 2 * cap.threads + 1],
                 stacks: vec![0; cap.threads * MAX_STACK_DEPTH],
@@ -866,6 +910,7 @@ mod vec_backed {
                 string_slots: &mut self.string_slots,
                 frames: &mut self.frames,
                 frame_slots: &mut self.frame_slots,
+                frame_cache: &mut self.frame_cache,
                 threads: &mut self.threads,
                 thread_slots: &mut self.thread_slots,
                 stacks: &mut self.stacks,
@@ -1010,6 +1055,25 @@ mod tests {
         assert_eq!(s.threads.find_or_create(8, 0, 5), Err(Resource::Threads));
     }
 
+    /// The README's RAM formulas, checked against the real layout.
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn ram_formulas_match_layout() {
+        fn writer(b: usize, s: usize, f: usize, t: usize, r: usize, st: usize) -> usize {
+            (b + 16 * s + 40 * f + (1064 + r) * t + st).next_multiple_of(8)
+        }
+        fn reader(b: usize, s: usize, f: usize, t: usize, rb: usize) -> usize {
+            (b + 8 * s + 28 * f + 1056 * t + rb).next_multiple_of(8)
+        }
+        assert_eq!(
+            core::mem::size_of::<StaticWriterStorage<2048, 128, 128, 2, 256, 1314>>(),
+            writer(2048, 128, 128, 2, 256, 1314)
+        );
+        assert_eq!(core::mem::size_of::<StaticWriterStorage<1000, 7, 9, 3>>(), writer(1000, 7, 9, 3, 16384, 16402));
+        assert_eq!(core::mem::size_of::<StaticReaderStorage<2048, 128, 128, 2, 512>>(), reader(2048, 128, 128, 2, 512));
+        assert_eq!(core::mem::size_of::<StaticReaderStorage<999, 5, 3, 1, 64>>(), reader(999, 5, 3, 1, 64));
+    }
+
     #[test]
     fn bad_buffers_are_rejected() {
         let mut staging = [0u8; 100];
@@ -1023,6 +1087,7 @@ mod tests {
             string_slots: &mut slots,
             frames: &mut [],
             frame_slots: &mut slots2,
+            frame_cache: &mut [],
             threads: &mut [],
             thread_slots: &mut slots3,
             stacks: &mut empty_u32,

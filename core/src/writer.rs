@@ -113,6 +113,20 @@ pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
     zstd: Option<Compressor<'s>>,
 }
 
+/// Key of a frame in the recent-frame cache, from where its names live and its location: a
+/// runtime passes the same name buffers for the same code object, so this finds it without
+/// hashing the names. A hit is always confirmed by content ([`Writer::is_frame`]), so a
+/// reused buffer can never yield a wrong id.
+#[inline]
+fn recent_key(frame: &Frame<'_>) -> u64 {
+    let loc = frame.location.unwrap_or(Location::NONE);
+    let mut h = (frame.filename.as_ptr() as usize as u64) ^ ((frame.filename.len() as u64) << 40);
+    h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (frame.funcname.as_ptr() as usize as u64).rotate_left(23);
+    h ^= (frame.funcname.len() as u64) << 48 ^ u64::from(loc.lineno as u32) ^ (u64::from(loc.col as u32) << 24);
+    h ^= u64::from(frame.opcode.unwrap_or(NO_OPCODE)) << 56 ^ u64::from(loc.end_lineno as u32) << 8;
+    h.wrapping_mul(0xd6e8_feb8_6659_fd93)
+}
+
 impl<'s, W: Write + Seek> Writer<'s, W, NativeEndian> {
     /// A writer in this machine's byte order, as CPython writes. Does no I/O yet: the zero
     /// header is written with the first flush.
@@ -344,9 +358,37 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         }
     }
 
-    /// Interns file name, function name, then the 7-field key (spec 5.4 order).
+    /// True when interned frame `id` has exactly this content.
+    #[inline]
+    fn is_frame(&self, id: u32, frame: &Frame<'_>) -> bool {
+        let Some(e) = self.store.frames.entries().get(id as usize) else {
+            return false;
+        };
+        let strings = self.store.strings.table();
+        e.location == frame.location.unwrap_or(Location::NONE)
+            && e.opcode == frame.opcode.unwrap_or(NO_OPCODE)
+            && strings.get(e.filename) == Some(frame.filename)
+            && strings.get(e.funcname) == Some(frame.funcname)
+    }
+
+    /// The frame's id: from the recent-frame cache when it holds this frame, else by
+    /// interning. Either way the strings and key were interned in spec 5.4's order the first
+    /// time this content was seen, so the tables are the same as without the cache.
     #[inline]
     fn intern(&mut self, frame: &Frame<'_>) -> Result<u32, WriteError<W::Error>> {
+        let key = recent_key(frame);
+        if let Some(id) = self.store.recent.get(key) {
+            if self.is_frame(id, frame) {
+                return Ok(id);
+            }
+        }
+        let id = self.intern_uncached(frame)?;
+        self.store.recent.set(key, id);
+        Ok(id)
+    }
+
+    /// Interns file name, function name, then the 7-field key (spec 5.4 order).
+    fn intern_uncached(&mut self, frame: &Frame<'_>) -> Result<u32, WriteError<W::Error>> {
         if frame.filename.len() > u32::MAX as usize || frame.funcname.len() > u32::MAX as usize {
             return self.limit(WriteError::Limit(FormatLimit::StringLength));
         }

@@ -56,7 +56,7 @@ fn write_and_read_round_trip_without_allocating() {
     }
     w.set_stats(Stats { duration_sec: 1.0, sample_rate: 1000.0, error_rate: None, missed_samples: Some(0.5) }).unwrap();
     let size = w.finalize().unwrap() as usize;
-    drop(w);
+    let _ = w.into_inner();
 
     let mut r = Reader::open(Cursor::new(&file[..size]), rstore.storage()).unwrap();
     let mut read = 0u64;

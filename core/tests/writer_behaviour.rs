@@ -292,3 +292,20 @@ fn full_sink_is_an_error_not_a_panic() {
     assert!(saw_error);
     assert!(matches!(w.finalize(), Err(WriteError::Io { .. })));
 }
+
+#[test]
+fn reused_name_buffer_never_returns_a_stale_frame() {
+    // The recent-frame cache is keyed by where names live; the same buffer with new content
+    // must still intern the new content.
+    let mut name = *b"first";
+    let mut storage = writer_storage();
+    let mut buf = vec![0u8; 4096];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    w.write_thread_sample(1_001_000, 0, 1, 0, [Frame::new(b"f.py", &name)]).unwrap();
+    name.copy_from_slice(b"other");
+    w.write_thread_sample(1_002_000, 0, 1, 0, [Frame::new(b"f.py", &name)]).unwrap();
+    let n = w.finalize().unwrap() as usize;
+    let got: Vec<Vec<u8>> =
+        decode_all(&buf[..n], SMALL_READER).unwrap().into_iter().map(|s| s.frames[0].1.clone()).collect();
+    assert_eq!(got, vec![b"first".to_vec(), b"other".to_vec()]);
+}

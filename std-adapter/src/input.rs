@@ -153,7 +153,7 @@ pub fn write_samples<W: Write + Seek, E: Endianity>(
                             Some(Location { lineno: part(0), end_lineno: part(1), col: part(2), end_col: part(3) })
                         }
                     };
-                    let op = f.get(3).map_or(None, opcode);
+                    let op = f.get(3).and_then(opcode);
                     frames.push(Frame {
                         filename: name(0)?.as_bytes(),
                         funcname: name(1)?.as_bytes(),

@@ -17,6 +17,9 @@ pub const SMALL_WRITER: WriterCapacity =
 pub const SMALL_READER: ReaderCapacity =
     ReaderCapacity { string_bytes: 1 << 16, strings: 1024, frames: 1024, threads: 64, read_buffer: 4096 };
 
+/// A resolved frame: file name, function name, location, opcode.
+pub type OwnedFrame = (Vec<u8>, Vec<u8>, Option<tachyon_core::Location>, Option<u8>);
+
 /// A decoded thread sample with resolved names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
@@ -24,7 +27,7 @@ pub struct Decoded {
     pub iid: u32,
     pub tid: u64,
     pub status: u8,
-    pub frames: Vec<(Vec<u8>, Vec<u8>, Option<tachyon_core::Location>, Option<u8>)>,
+    pub frames: Vec<OwnedFrame>,
 }
 
 /// Decodes every sample of a raw (uncompressed) file, or the first error.

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Every test the project has, with its set-up. Run from anywhere; on a fresh Debian machine
+# run it as root so it can install what is missing (apt packages, rustup components and
+# targets). Each step prints its name; the first failure stops the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
+
+NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
+
+step "set-up: Rust toolchain"
+command -v cargo >/dev/null || missing "cargo (install Rust with rustup; this script cannot)"
+command -v rustup >/dev/null || missing "rustup (needed to add the no_std targets)"
+for component in rustfmt clippy; do
+  rustup component list --installed | grep -q "^$component" || rustup component add "$component" \
+    || missing "rustup component $component (rustup could not download it)"
+done
+installed_targets=$(rustup target list --installed)
+for target in "${NO_STD_TARGETS[@]}"; do
+  grep -qx "$target" <<<"$installed_targets" || rustup target add "$target" \
+    || missing "rustup target $target (rustup could not download it)"
+done
+
+step "set-up: C compiler for zstd-sys"
+apt_install() {
+  [ "$(id -u)" = 0 ] || missing "$* (not root, cannot apt-get install)"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq || missing "apt-get update failed"; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || missing "apt packages: $*"
+}
+command -v cc >/dev/null || apt_install gcc libc6-dev
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy: host, every target kind, all features and none"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt)"
+for target in "${NO_STD_TARGETS[@]}"; do
+  cargo clippy -p tachyon-core --target "$target" -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt -- -D warnings
+  cargo build -p tachyon-core --target "$target" --release
+done
+
+step "docs"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+
+step "tests: core without features (no alloc, no zstd)"
+cargo test -p tachyon-core
+
+step "tests: everything, all features (unit, vectors, robustness, property, no-alloc)"
+cargo test --workspace --all-features
+
+step "benchmark and example build; the example runs"
+cargo bench -p tachyon-core --features alloc,zstd --no-run
+cargo run --release -p tachyon-core --example roundtrip
+
+step "all steps passed"
