@@ -54,6 +54,22 @@ cargo test -p tachyon-core
 step "tests: everything, all features (unit, vectors, robustness, property, no-alloc)"
 cargo test --workspace --all-features
 
+step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
+MSRV=1.81.0
+rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal \
+  || missing "Rust $MSRV toolchain (rustup could not download it)"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
+(
+  cd "$scratch"
+  # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
+  CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
+)
+rm -rf "$scratch-target"
+
 step "benchmark and example build; the example runs"
 cargo bench -p tachyon-core --features alloc,zstd --no-run
 cargo run --release -p tachyon-core --example roundtrip

@@ -18,6 +18,28 @@
 //! covers one part of it: [`varint`], [`header`], [`tables`], [`records`], [`writer`],
 //! [`reader`] and, with the `zstd` feature, [`compression`].
 //!
+//! ## Example
+//!
+//! ```
+//! use tachyon_core::{io::Cursor, storage::{StaticReaderStorage, StaticWriterStorage}};
+//! use tachyon_core::{Frame, Reader, Writer, WriterConfig};
+//!
+//! // 4 KiB of names, 64 strings, 64 frames, 4 threads; CPython's REPEAT budget by default.
+//! let mut storage = Box::new(StaticWriterStorage::<4096, 64, 64, 4>::new());
+//! let mut file = [0u8; 8192];
+//! let mut w = Writer::new(Cursor::new(&mut file[..]), storage.storage(), WriterConfig::new(0, 1000))?;
+//! w.write_thread_sample(1000, 0, 1, 0, [Frame::new(b"work.py", b"work"), Frame::new(b"main.py", b"main")])?;
+//! w.write_thread_sample(2000, 0, 1, 0, [Frame::new(b"main.py", b"main")])?;
+//! let size = w.finalize()? as usize;
+//!
+//! let mut rstorage = StaticReaderStorage::<4096, 64, 64, 4>::new();
+//! let mut reader = Reader::open(Cursor::new(&file[..size]), rstorage.storage())?;
+//! let first = reader.next_sample()?.expect("one sample");
+//! let names: Vec<&[u8]> = first.frames().map(|f| f.funcname).collect();
+//! assert_eq!(names, [&b"work"[..], b"main"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Features
 //! * `alloc`: `Vec`-backed storage constructors.
 //! * `zstd`: compressed sample regions through libzstd 1.5.7 static contexts (the only

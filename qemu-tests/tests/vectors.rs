@@ -76,3 +76,58 @@ fn compression_toggled_round_trips_to_the_same_view() {
         }
     }
 }
+
+/// Re-packs a 3.15.2 file into the December 2025 design's layout (spec 10.1): u32 sample
+/// count at 28, thread count at 32, offsets at 36 and 44, compression at 52, bytes 56–63
+/// zero; no stats trailer; footer file size fixed.
+fn dec2025_twin(file: &[u8], big: bool) -> Vec<u8> {
+    let u32_at = |b: &[u8], at: usize| {
+        let w: [u8; 4] = b[at..at + 4].try_into().unwrap();
+        if big {
+            u32::from_be_bytes(w)
+        } else {
+            u32::from_le_bytes(w)
+        }
+    };
+    let u64_at = |b: &[u8], at: usize| {
+        let w: [u8; 8] = b[at..at + 8].try_into().unwrap();
+        if big {
+            u64::from_be_bytes(w)
+        } else {
+            u64::from_le_bytes(w)
+        }
+    };
+    let p32 = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+    let p64 = |v: u64| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+    let has_trailer = file.len() >= 96 + 56 && &file[file.len() - 48..file.len() - 40] == b"TACHSTAT";
+    let body_end = file.len() - 32 - if has_trailer { 56 } else { 0 };
+    let mut out = file[..body_end].to_vec();
+    let mut h = [0u8; 64];
+    h[..28].copy_from_slice(&file[..28]);
+    h[28..32].copy_from_slice(&p32(u64_at(file, 28) as u32));
+    h[32..36].copy_from_slice(&p32(u32_at(file, 36)));
+    h[36..44].copy_from_slice(&p64(u64_at(file, 40)));
+    h[44..52].copy_from_slice(&p64(u64_at(file, 48)));
+    h[52..56].copy_from_slice(&p32(u32_at(file, 56)));
+    out[..64].copy_from_slice(&h);
+    out.extend_from_slice(&file[file.len() - 32..file.len() - 24]);
+    out.extend_from_slice(&p64(out.len() as u64 + 24));
+    out.extend_from_slice(&[0; 16]);
+    out
+}
+
+#[test]
+fn dec2025_layout_twins_decode_to_the_same_samples() {
+    for v in VECTORS {
+        let want = parse_jsonl(v.expected);
+        for (file, big) in [(v.x86_64, false), (v.s390x, true)] {
+            let twin = dec2025_twin(file, big);
+            let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(&twin[..])).unwrap();
+            assert_eq!(meta.layout, tachyon_core::HeaderLayout::Dec2025, "{}", v.name);
+            let got = decode_to_json(&twin).unwrap();
+            // The old layout has no mode, features or stats; samples must be identical.
+            compare_views(v.name, &got[1..], &want[1..]).unwrap();
+            assert_eq!(got[0]["sample_count"], want[0]["sample_count"]);
+        }
+    }
+}
