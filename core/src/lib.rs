@@ -14,7 +14,7 @@
 //! * Sinks and sources are `embedded-io` 0.7 `Write + Seek` / `Read + Seek`; [`io::Cursor`]
 //!   is a seekable in-memory one.
 //!
-//! The wire format is written down in `FORMAT.md` next to this crate's sources; each module
+//! The wire format is written down in `FORMAT.md` in this crate's folder; each module
 //! covers one part of it: [`varint`], [`header`], [`tables`], [`records`], [`writer`],
 //! [`reader`] and, with the `zstd` feature, [`compression`].
 //!
