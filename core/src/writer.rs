@@ -106,6 +106,8 @@ pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
     positioned: bool,
     /// Set once the sample region is complete, so a failed finalize restarts the tables here.
     tables_start: Option<u64>,
+    /// Set by the first `finalize` call: from then on only `finalize` may be called.
+    finalizing: bool,
     finalized: bool,
     limit_reached: bool,
     scratch: [u32; MAX_STACK_DEPTH],
@@ -187,6 +189,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             committed: 0,
             positioned: false,
             tables_start: None,
+            finalizing: false,
             finalized: false,
             limit_reached: false,
             scratch: [0; MAX_STACK_DEPTH],
@@ -260,10 +263,14 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     /// Flushes pending REPEAT runs in thread-creation order, ends the sample region, writes
     /// the tables, the stats trailer and the footer, then seeks to 0 for the header. Returns
-    /// the file size. After an error it can be called again; after success it returns
-    /// [`WriteError::Closed`].
+    /// the file size. After an error it can be called again (and nothing else can: samples
+    /// and stats are refused with [`WriteError::Closed`] from the first call on); after
+    /// success it returns [`WriteError::Closed`].
     pub fn finalize(&mut self) -> Result<u64, WriteError<W::Error>> {
-        self.check_open()?;
+        if self.finalized {
+            return Err(WriteError::Closed);
+        }
+        self.finalizing = true;
         let tables_start = match self.tables_start {
             Some(start) => start,
             None => {
@@ -333,8 +340,10 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     // ------------------------------------------------------------------ sample path
 
+    /// Samples, frames and stats are accepted only before `finalize` is first called, even if
+    /// that call failed: the sample region may already be closed.
     fn check_open(&self) -> Result<(), WriteError<W::Error>> {
-        if self.finalized {
+        if self.finalizing {
             Err(WriteError::Closed)
         } else {
             Ok(())

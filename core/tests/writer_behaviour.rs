@@ -93,11 +93,19 @@ fn thread_capacity_limit() {
     assert_eq!(decode_all(&buf[..size], SMALL_READER).unwrap().len(), 2);
 }
 
-/// A sink that fails every write while `broken` is set.
-struct Flaky<'a> {
+/// A sink that fails every write while `broken` is set or once `writes_left` runs out,
+/// leaving a little garbage behind as a real partial write could.
+struct TestSink<'a> {
     inner: Cursor<&'a mut [u8]>,
     broken: bool,
+    writes_left: usize,
     failures: usize,
+}
+
+impl<'a> TestSink<'a> {
+    fn new(buf: &'a mut [u8]) -> Self {
+        TestSink { inner: Cursor::new(buf), broken: false, writes_left: usize::MAX, failures: 0 }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,18 +123,18 @@ impl embedded_io::Error for Broken {
     }
 }
 
-impl ErrorType for Flaky<'_> {
+impl ErrorType for TestSink<'_> {
     type Error = Broken;
 }
 
-impl Write for Flaky<'_> {
+impl Write for TestSink<'_> {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
-        if self.broken {
+        if self.broken || self.writes_left == 0 {
             self.failures += 1;
-            // Leave garbage behind, as a real partial write could.
             let _ = self.inner.write(&[0xEE; 3][..buf.len().min(3)]);
             return Err(Broken);
         }
+        self.writes_left = self.writes_left.saturating_sub(1);
         self.inner.write(buf).map_err(|_| Broken)
     }
     fn flush(&mut self) -> Result<(), Broken> {
@@ -134,7 +142,7 @@ impl Write for Flaky<'_> {
     }
 }
 
-impl Seek for Flaky<'_> {
+impl Seek for TestSink<'_> {
     fn seek(&mut self, pos: SeekFrom) -> Result<u64, Broken> {
         self.inner.seek(pos).map_err(|_| Broken)
     }
@@ -166,7 +174,7 @@ fn sink_errors_heal_to_identical_bytes() {
     let want = reference();
     let mut storage = Small::new();
     let mut got = vec![0u8; 1 << 16];
-    let sink = Flaky { inner: Cursor::new(&mut got[..]), broken: false, failures: 0 };
+    let sink = TestSink::new(&mut got[..]);
     let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
     let mut refused = 0;
     for i in 0..600 {
@@ -199,7 +207,7 @@ fn finalize_fails_part_way_and_retries() {
     for budget in [0usize, 1, 2] {
         let mut storage = Small::new();
         let mut got = vec![0u8; 1 << 16];
-        let sink = CountdownSink { inner: Cursor::new(&mut got[..]), writes_left: usize::MAX };
+        let sink = TestSink::new(&mut got[..]);
         let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
         for i in 0..600 {
             let (ts, tid, st) = sample(i);
@@ -210,35 +218,6 @@ fn finalize_fails_part_way_and_retries() {
         w.get_mut().writes_left = usize::MAX;
         let size = w.finalize().unwrap() as usize;
         assert_eq!(&got[..size], &want[..], "budget {budget}");
-    }
-}
-
-/// A sink that accepts `writes_left` more write calls, then fails.
-struct CountdownSink<'a> {
-    inner: Cursor<&'a mut [u8]>,
-    writes_left: usize,
-}
-
-impl ErrorType for CountdownSink<'_> {
-    type Error = Broken;
-}
-
-impl Write for CountdownSink<'_> {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
-        if self.writes_left == 0 {
-            return Err(Broken);
-        }
-        self.writes_left -= 1;
-        self.inner.write(buf).map_err(|_| Broken)
-    }
-    fn flush(&mut self) -> Result<(), Broken> {
-        Ok(())
-    }
-}
-
-impl Seek for CountdownSink<'_> {
-    fn seek(&mut self, pos: SeekFrom) -> Result<u64, Broken> {
-        self.inner.seek(pos).map_err(|_| Broken)
     }
 }
 
@@ -308,4 +287,25 @@ fn reused_name_buffer_never_returns_a_stale_frame() {
     let got: Vec<Vec<u8>> =
         decode_all(&buf[..n], SMALL_READER).unwrap().into_iter().map(|s| s.frames[0].1.clone()).collect();
     assert_eq!(got, vec![b"first".to_vec(), b"other".to_vec()]);
+}
+
+#[test]
+fn samples_are_refused_once_finalize_has_started() {
+    // A finalize that fails part-way must not let later samples slip in after the sample
+    // region; only finalize may be called again, and the file holds what came before.
+    let want = reference();
+    let mut storage = Small::new();
+    let mut got = vec![0u8; 1 << 16];
+    let sink = TestSink::new(&mut got[..]);
+    let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
+    for i in 0..600 {
+        let (ts, tid, st) = sample(i);
+        w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
+    }
+    w.get_mut().writes_left = 1;
+    assert!(w.finalize().is_err());
+    assert_eq!(w.write_thread_sample(9_999_999, 0, 0, 1, [MAIN]), Err(WriteError::Closed));
+    w.get_mut().writes_left = usize::MAX;
+    let size = w.finalize().unwrap() as usize;
+    assert_eq!(&got[..size], &want[..]);
 }
