@@ -201,6 +201,11 @@ pub enum FormatRule {
     },
     /// A compressed file was opened without a decompressor (the `zstd` feature or workspace).
     ZstdUnavailable,
+    /// The decompressed sample region is larger than the reader's limit (CPython's: 1 GiB).
+    ZstdTooLarge {
+        /// The limit, bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for FormatRule {
@@ -261,6 +266,7 @@ impl fmt::Display for FormatRule {
             ZstdTruncated => f.write_str("Incomplete zstd frame: data may be truncated"),
             Zstd { code } => write!(f, "zstd decompression error (ZSTD_ErrorCode {code})"),
             ZstdUnavailable => f.write_str("compressed sample region but no zstd decompressor was provided"),
+            ZstdTooLarge { limit } => write!(f, "decompressed sample region exceeds {limit} bytes"),
         }
     }
 }

@@ -177,11 +177,13 @@ impl<R: Read> Refill<R::Error> for FileRange<'_, R> {
     }
 }
 
-/// The decompressed sample region.
+/// The decompressed sample region, `produced` bytes so far, at most `limit`.
 #[cfg(feature = "zstd")]
 struct ZstdRange<'a, 'w, R> {
     file: FileRange<'a, R>,
     dec: &'a mut Decompressor<'w>,
+    produced: &'a mut u64,
+    limit: u64,
 }
 
 #[cfg(feature = "zstd")]
@@ -195,6 +197,11 @@ impl<R: Read> Refill<R::Error> for ZstdRange<'_, '_, R> {
                 ReadError::format(Position::File(*self.file.pos), rule)
             })?;
             if out.produced > 0 {
+                *self.produced += out.produced as u64;
+                if *self.produced > self.limit {
+                    let rule = FormatRule::ZstdTooLarge { limit: self.limit };
+                    return Err(ReadError::format(Position::Decompressed(self.limit), rule));
+                }
                 return Ok(out.produced);
             }
             if out.needs_input {
@@ -457,7 +464,17 @@ pub struct Reader<'s, R: Read + Seek> {
     region_pos: u64,
     #[cfg(feature = "zstd")]
     zstd: Option<Decompressor<'s>>,
+    /// Decompressed bytes so far, and the most allowed.
+    #[cfg(feature = "zstd")]
+    decompressed: u64,
+    #[cfg(feature = "zstd")]
+    max_decompressed: u64,
 }
+
+/// CPython's cap on a decompressed sample region: 1 GiB. Decoding time is linear in the
+/// decompressed size, which zstd lets grow about 30,000-fold over the file size; the cap
+/// keeps a small hostile file from keeping a reader busy.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
 
 impl<'s, R: Read + Seek> Reader<'s, R> {
     /// Opens a file: metadata checks, then the string and frame tables into `storage`. A
@@ -497,7 +514,19 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             region_pos: HEADER_SIZE as u64,
             #[cfg(feature = "zstd")]
             zstd: None,
+            #[cfg(feature = "zstd")]
+            decompressed: 0,
+            #[cfg(feature = "zstd")]
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
         })
+    }
+
+    /// Sets the largest decompressed sample region accepted (default
+    /// [`DEFAULT_MAX_DECOMPRESSED`], CPython's 1 GiB); beyond it, reading fails with
+    /// [`FormatRule::ZstdTooLarge`].
+    #[cfg(feature = "zstd")]
+    pub fn set_max_decompressed(&mut self, bytes: u64) {
+        self.max_decompressed = bytes;
     }
 
     /// Header, footer and stats.
@@ -576,7 +605,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         if self.meta.is_compressed() {
             #[cfg(feature = "zstd")]
             if let Some(dec) = self.zstd.as_mut() {
-                let mut src = ZstdRange { file, dec };
+                let mut src = ZstdRange { file, dec, produced: &mut self.decompressed, limit: self.max_decompressed };
                 return self.stream.step(&mut src, &ctx, Position::Decompressed);
             }
             return Err(ReadError::format(Position::File(HEADER_SIZE as u64), FormatRule::ZstdUnavailable));

@@ -136,3 +136,32 @@ fn dec2025_layout_twins_decode_to_the_same_samples() {
         }
     }
 }
+
+#[test]
+fn decompressed_size_is_capped() {
+    use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor};
+    use tachyon_core::io::Cursor;
+    use tachyon_core::storage::StaticReaderStorage;
+    let v = VECTORS.iter().find(|v| v.name == "09_zstd").unwrap();
+    // Vector 09 has the input of vector 05, whose raw sample region is 114 bytes.
+    for (limit, ok) in [(114u64, true), (113, false)] {
+        let mut ws = vec![0u64; workspace_words(decompressor_workspace_bytes(21))];
+        let mut input = [0u8; 64];
+        let mut storage = StaticReaderStorage::<256, 8, 8, 4, 64>::new();
+        let dec = Decompressor::new(&mut ws, &mut input, 21).unwrap();
+        let mut r = tachyon_core::Reader::open_zstd(Cursor::new(v.x86_64), storage.storage(), dec).unwrap();
+        r.set_max_decompressed(limit);
+        let result = loop {
+            match r.next_sample() {
+                Ok(Some(_)) => continue,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e.rule()),
+            }
+        };
+        if ok {
+            assert_eq!(result, Ok(()));
+        } else {
+            assert_eq!(result, Err(Some(tachyon_core::FormatRule::ZstdTooLarge { limit })));
+        }
+    }
+}
