@@ -45,8 +45,11 @@ for target in "${NO_STD_TARGETS[@]}"; do
   cargo build -p tachyon-core --target "$target" --release
 done
 
-step "docs"
+step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+for target in "${NO_STD_TARGETS[@]}"; do
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt
+done
 
 step "tests: core without features (no alloc, no zstd)"
 cargo test -p tachyon-core
