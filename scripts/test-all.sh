@@ -47,6 +47,7 @@ done
 
 step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
   RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt
 done

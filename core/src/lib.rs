@@ -16,7 +16,7 @@
 //!
 //! The wire format is written down in `FORMAT.md` in this crate's folder; each module
 //! covers one part of it: [`varint`], [`header`], [`tables`], [`records`], [`writer`],
-//! [`reader`] and, with the `zstd` feature, [`compression`].
+//! [`reader`] and, with the `zstd` feature, `compression`.
 //!
 //! ## Example
 //!
@@ -43,7 +43,7 @@
 //! ## Features
 //! * `alloc`: `Vec`-backed storage constructors.
 //! * `zstd`: compressed sample regions through libzstd 1.5.7 static contexts (the only
-//!   `unsafe` code, in [`compression`]).
+//!   `unsafe` code, in `compression`).
 //! * `defmt`: `defmt::Format` for errors and metadata.
 //!
 //! MSRV: Rust 1.81.

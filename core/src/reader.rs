@@ -478,7 +478,7 @@ pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
 
 impl<'s, R: Read + Seek> Reader<'s, R> {
     /// Opens a file: metadata checks, then the string and frame tables into `storage`. A
-    /// compressed file opens, but its samples need [`Self::open_zstd`].
+    /// compressed file opens, but its samples need `Reader::open_zstd` (feature `zstd`).
     pub fn open(source: R, storage: ReaderStorage<'s>) -> Res<Self, R::Error> {
         Self::open_inner(source, storage)
     }

@@ -67,7 +67,7 @@ pub struct WriterConfig {
     pub start_time_us: u64,
     /// `sample_interval_us`.
     pub sample_interval_us: u64,
-    /// Header compression field. `Zstd` needs [`Writer::new_zstd`]; any other value is stored
+    /// Header compression field. `Zstd` needs `Writer::new_zstd` (feature `zstd`); any other value is stored
     /// as given and the region is raw, as in CPython.
     pub compression: Compression,
     /// Mode and capture features.
