@@ -31,6 +31,9 @@ apt_install() {
 }
 command -v cc >/dev/null || apt_install gcc libc6-dev
 
+step "set-up: the real CPython 3.15.2 oracle (x86_64, and s390x under qemu-user)"
+bash scripts/oracle.sh >/dev/null
+
 step "format"
 cargo fmt --all -- --check
 
@@ -55,7 +58,7 @@ done
 step "tests: core without features (no alloc, no zstd)"
 cargo test -p tachyon-core
 
-step "tests: everything, all features (unit, vectors, robustness, property, no-alloc)"
+step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CPython differential)"
 cargo test --workspace --all-features
 
 step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"

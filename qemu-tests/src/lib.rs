@@ -2,6 +2,8 @@
 //! test binary (so the suite runs the same under qemu-user), decoding to CPython's JSON
 //! view, and diffs that name the first differing byte or sample.
 
+pub mod gen;
+
 use serde_json::Value;
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;

@@ -1,0 +1,186 @@
+//! Differential tests against the real CPython 3.15.2, x86_64 natively and big-endian s390x
+//! under qemu-user (set up by `scripts/oracle.sh`; this test fails, not skips, without it).
+//!
+//! Over seeded generated streams and the vector inputs:
+//! 1. CPython writes (both architectures) → our reader yields exactly what CPython's readers
+//!    yield (info and every sample, in order).
+//! 2. Our writer (little- and big-endian) → the same bytes as CPython's, compressed and not;
+//!    CPython's readers on both architectures decode our files to the input.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qemu_tests::{compare_bytes, compare_views, decode_to_json, gen, parse_jsonl, VECTORS};
+use serde_json::Value;
+use tachyon::input::encode_document;
+use tachyon_core::{BigEndian, LittleEndian};
+
+const SEED: u64 = 0x7ac4_2026;
+const ARCHES: [&str; 2] = ["amd64", "s390x"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn oracle_ready() {
+    let dir = std::env::var_os("TACHYON_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tachyon-oracle"));
+    assert!(dir.join("ready").exists(), "CPython oracle not set up in {}: run scripts/oracle.sh first", dir.display());
+}
+
+/// Runs `cpython_batch.py ACTION` over `pairs` on every architecture at once.
+fn batch(action: &str, work: &Path, jobs: &[(&str, Vec<(PathBuf, PathBuf)>)]) {
+    let script = root().join("qemu-tests/oracle/cpython_batch.py");
+    let runner = root().join("scripts/oracle-python.sh");
+    let children: Vec<_> = jobs
+        .iter()
+        .map(|(arch, pairs)| {
+            let manifest = work.join(format!("{action}-{arch}.tsv"));
+            let text: String = pairs.iter().map(|(a, b)| format!("{}\t{}\n", a.display(), b.display())).collect();
+            std::fs::write(&manifest, text).unwrap();
+            let child = Command::new(&runner).arg(arch).arg(&script).arg(action).arg(&manifest).spawn().unwrap();
+            (arch.to_string(), child)
+        })
+        .collect();
+    for (arch, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "CPython {action} on {arch} failed");
+    }
+}
+
+/// The samples a reader must return for a document, per thread in order, from the writer
+/// rules (spec 5.1, 5.4) and reader rules (spec 4) — not from the code under test.
+fn model(doc: &Value) -> BTreeMap<(u64, u64), Vec<Value>> {
+    let mut out: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
+    let part = |v: &Value| v.as_i64().map_or(-1, |n| n as i32);
+    for call in doc["samples"].as_array().unwrap() {
+        'call: for it in call["interpreters"].as_array().unwrap() {
+            let Some(iid) = it["iid"].as_u64().filter(|&i| i <= u64::from(u32::MAX)) else { break 'call };
+            for th in it["threads"].as_array().unwrap() {
+                let frames: Vec<Value> = th["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .take(256)
+                    .map(|f| {
+                        let loc = match &f[2] {
+                            Value::Null => None,
+                            l => Some([part(&l[0]), part(&l[1]), part(&l[2]), part(&l[3])]),
+                        };
+                        let loc = loc.filter(|l| l[0] != -1).map(|[a, b, c, d]| {
+                            let end = |s: i32, e: i32| {
+                                if s == -1 {
+                                    -1
+                                } else if e == -1 {
+                                    s
+                                } else {
+                                    e
+                                }
+                            };
+                            serde_json::json!([a, end(a, b), c, end(c, d)])
+                        });
+                        let op = f[3].as_i64().filter(|o| (0..255).contains(o));
+                        serde_json::json!([f[0], f[1], loc, op])
+                    })
+                    .collect();
+                let status = th["status"].as_i64().unwrap() as u8;
+                let key = (th["tid"].as_u64().unwrap(), iid);
+                out.entry(key).or_default().push(serde_json::json!([call["ts"], status, frames]));
+            }
+        }
+    }
+    out
+}
+
+fn per_thread(lines: &[Value]) -> BTreeMap<(u64, u64), Vec<Value>> {
+    let mut out: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
+    for s in &lines[1..] {
+        let key = (s["tid"].as_u64().unwrap(), s["iid"].as_u64().unwrap());
+        out.entry(key).or_default().push(serde_json::json!([s["ts"], s["status"], s["frames"]]));
+    }
+    out
+}
+
+#[test]
+fn differential_against_cpython_3_15_2() {
+    oracle_ready();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-oracle");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+
+    let mut docs = gen::corpus(SEED);
+    docs.extend(VECTORS.iter().map(|v| (format!("vector_{}", v.name), serde_json::from_str(v.input).unwrap())));
+    let path = |name: &str, what: &str| work.join(format!("{name}.{what}"));
+    for (name, doc) in &docs {
+        std::fs::write(path(name, "json"), doc.to_string()).unwrap();
+    }
+
+    // CPython writes every document on both architectures.
+    let writes: Vec<(&str, Vec<(PathBuf, PathBuf)>)> = ARCHES
+        .iter()
+        .map(|&arch| {
+            (arch, docs.iter().map(|(n, _)| (path(n, "json"), path(n, &format!("cpython-{arch}.bin")))).collect())
+        })
+        .collect();
+    batch("write", &work, &writes);
+
+    // Our writer in both byte orders: the same bytes as CPython's.
+    let mut failures = Vec::new();
+    for (name, doc) in &docs {
+        for (arch, ours) in [
+            ("amd64", encode_document(doc, LittleEndian, None).unwrap()),
+            ("s390x", encode_document(doc, BigEndian, None).unwrap()),
+        ] {
+            let theirs = std::fs::read(path(name, &format!("cpython-{arch}.bin"))).unwrap();
+            failures.extend(compare_bytes(&format!("{name} (ours vs CPython {arch})"), &ours, &theirs).err());
+            std::fs::write(path(name, &format!("ours-{arch}.bin")), ours).unwrap();
+        }
+    }
+
+    // Both CPython readers decode CPython's files and ours.
+    let files = ["cpython-amd64", "cpython-s390x", "ours-amd64", "ours-s390x"];
+    let dumps: Vec<(&str, Vec<(PathBuf, PathBuf)>)> = ARCHES
+        .iter()
+        .map(|&arch| {
+            let pairs = docs
+                .iter()
+                .flat_map(|(n, _)| files.iter().map(move |f| (n.clone(), *f)))
+                .map(|(n, f)| (path(&n, &format!("{f}.bin")), path(&n, &format!("{f}.read-by-{arch}.jsonl"))))
+                .collect();
+            (arch, pairs)
+        })
+        .collect();
+    batch("dump", &work, &dumps);
+
+    let mut samples_checked = 0usize;
+    for (name, doc) in &docs {
+        let want_model = model(doc);
+        for file in files {
+            let bin = std::fs::read(path(name, &format!("{file}.bin"))).unwrap();
+            let ours = decode_to_json(&bin);
+            for arch in ARCHES {
+                let what = format!("{name}: {file} read by CPython {arch}");
+                let theirs =
+                    parse_jsonl(&std::fs::read_to_string(path(name, &format!("{file}.read-by-{arch}.jsonl"))).unwrap());
+                if let Some(err) = theirs.last().and_then(|l| l.get("error")) {
+                    failures.push(format!("{what}: CPython error {err}"));
+                    continue;
+                }
+                // 1. Our reader yields what CPython's reader yields.
+                match &ours {
+                    Ok(got) => failures.extend(compare_views(&format!("{what} vs our reader"), got, &theirs).err()),
+                    Err(e) => failures.push(format!("{what}: our reader failed: {e}")),
+                }
+                // 2. CPython decodes the file to the input.
+                if per_thread(&theirs) != want_model {
+                    failures.push(format!("{what}: samples differ from the input"));
+                }
+                samples_checked += theirs.len() - 1;
+            }
+        }
+    }
+    println!("{} documents, {samples_checked} samples compared, {} failures", docs.len(), failures.len());
+    assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+}
