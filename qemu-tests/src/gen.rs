@@ -17,7 +17,7 @@ impl Rng {
     }
 
     /// Next value.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -26,7 +26,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 
     /// True with probability `p` percent.
@@ -159,11 +159,9 @@ pub fn mixed(seed: u64) -> Value {
                             stack.insert(0, r.pick(&frames).clone());
                         }
                     }
-                    5 => {
-                        if !stack.is_empty() {
-                            let at = r.below(stack.len() as u64) as usize;
-                            stack[at] = r.pick(&frames).clone();
-                        }
+                    5 if !stack.is_empty() => {
+                        let at = r.below(stack.len() as u64) as usize;
+                        stack[at] = r.pick(&frames).clone();
                     }
                     _ => {}
                 }
