@@ -34,6 +34,11 @@ command -v cc >/dev/null || apt_install gcc libc6-dev
 step "set-up: the real CPython 3.15.2 oracle (x86_64, and s390x under qemu-user)"
 bash scripts/oracle.sh >/dev/null
 
+step "set-up: record real profiles with CPython's sampler (4-second workloads, x86_64, needs root)"
+export TACHYON_REAL_PROFILES="$PWD/target/real-profiles"
+rm -rf "$TACHYON_REAL_PROFILES"
+qemu-tests/oracle/make_real_profiles.sh "$TACHYON_REAL_PROFILES" 4 >/dev/null
+
 step "format"
 cargo fmt --all -- --check
 

@@ -184,3 +184,46 @@ fn differential_against_cpython_3_15_2() {
     println!("{} documents, {samples_checked} samples compared, {} failures", docs.len(), failures.len());
     assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
 }
+
+/// Real profiles: the committed fixtures, plus those the test command records in this run
+/// (`TACHYON_REAL_PROFILES`). Both CPython readers and ours must agree on every sample.
+#[test]
+fn real_profiles_decode_like_cpython() {
+    oracle_ready();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![root().join("qemu-tests/fixtures/real-3.15.2")];
+    dirs.extend(std::env::var_os("TACHYON_REAL_PROFILES").map(PathBuf::from));
+    for dir in &dirs {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pyb"))
+            .collect();
+        assert!(!found.is_empty(), "no profiles in {}", dir.display());
+        found.sort();
+        files.extend(found);
+    }
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-real");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let out = |i: usize, arch: &str| work.join(format!("{i}.read-by-{arch}.jsonl"));
+    let jobs: Vec<(&str, Vec<(PathBuf, PathBuf)>)> =
+        ARCHES.iter().map(|&arch| (arch, files.iter().enumerate().map(|(i, f)| (f.clone(), out(i, arch))).collect())).collect();
+    batch("dump", &work, &jobs);
+    let mut failures = Vec::new();
+    let mut samples = 0;
+    for (i, file) in files.iter().enumerate() {
+        let ours = decode_to_json(&std::fs::read(file).unwrap());
+        for arch in ARCHES {
+            let what = format!("{} read by CPython {arch}", file.display());
+            let theirs = parse_jsonl(&std::fs::read_to_string(out(i, arch)).unwrap());
+            match &ours {
+                Ok(got) => failures.extend(compare_views(&what, got, &theirs).err()),
+                Err(e) => failures.push(format!("{what}: our reader failed: {e}")),
+            }
+            samples += theirs.len() - 1;
+        }
+    }
+    println!("{} real profiles, {samples} samples compared, {} failures", files.len(), failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
