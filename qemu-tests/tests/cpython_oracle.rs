@@ -207,8 +207,10 @@ fn real_profiles_decode_like_cpython() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let out = |i: usize, arch: &str| work.join(format!("{i}.read-by-{arch}.jsonl"));
-    let jobs: Vec<(&str, Vec<(PathBuf, PathBuf)>)> =
-        ARCHES.iter().map(|&arch| (arch, files.iter().enumerate().map(|(i, f)| (f.clone(), out(i, arch))).collect())).collect();
+    let jobs: Vec<(&str, Vec<(PathBuf, PathBuf)>)> = ARCHES
+        .iter()
+        .map(|&arch| (arch, files.iter().enumerate().map(|(i, f)| (f.clone(), out(i, arch))).collect()))
+        .collect();
     batch("dump", &work, &jobs);
     let mut failures = Vec::new();
     let mut samples = 0;
