@@ -6,10 +6,10 @@
 STREAM.json: {"start": us, "interval": us, "frames": [[file, func, [l, el, c, ec]], ...],
 "ticks": [[ts, [[tid, status, [frame index, ...]], ...]], ...]}. `write` builds every
 InterpreterInfo first and times only the write_sample loop and finalize. `read` times
-BinaryReader.replay into a collector that does nothing; maxrss_kb is the process's peak.
+BinaryReader.replay into a collector that does nothing; maxrss_kb is the process's peak RSS
+(VmHWM).
 """
 import json
-import resource
 import sys
 import time
 
@@ -48,8 +48,17 @@ def read(path):
     samples = reader.get_info()["sample_count"]
     reader.replay(Nothing(), None)
     seconds = time.perf_counter() - t0
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "samples": samples, "maxrss_kb": maxrss}))
+    print(json.dumps({"seconds": seconds, "samples": samples, "maxrss_kb": peak_rss_kb()}))
+
+
+def peak_rss_kb():
+    # VmHWM is this process's own peak; ru_maxrss would include the parent's peak, which
+    # Linux carries over fork and exec.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ impl OwnedReaderStorage {
     pub fn for_metadata(meta: &Metadata, limits: Limits) -> Self {
         let thread_bound = usize::try_from(meta.header.thread_count).unwrap_or(usize::MAX);
         let cap = ReaderCapacity {
-            string_bytes: usize::try_from(meta.file_len).unwrap_or(usize::MAX),
+            // Strings can only lie between the string table and the end of the file.
+            string_bytes: usize::try_from(meta.file_len - meta.header.string_table_offset).unwrap_or(usize::MAX),
             strings: meta.footer.string_count as usize,
             frames: meta.footer.frame_count as usize,
             threads: thread_bound.clamp(1, limits.max_threads),
