@@ -156,14 +156,19 @@ fn sample(i: u64) -> (u64, u64, &'static [Frame<'static>]) {
 
 type Small = StaticWriterStorage<256, 8, 8, 4, 64, 1314>;
 
-fn reference() -> Vec<u8> {
-    let mut storage = Small::new();
-    let mut want = vec![0u8; 1 << 16];
-    let mut w = Writer::with_endian(Cursor::new(&mut want[..]), storage.storage(), config(), LittleEndian).unwrap();
+/// Writes the 600-sample stream, every sample accepted.
+fn write_stream<W: Write + Seek>(w: &mut Writer<'_, W, LittleEndian>) {
     for i in 0..600 {
         let (ts, tid, st) = sample(i);
         w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
     }
+}
+
+fn reference() -> Vec<u8> {
+    let mut storage = Small::new();
+    let mut want = vec![0u8; 1 << 16];
+    let mut w = Writer::with_endian(Cursor::new(&mut want[..]), storage.storage(), config(), LittleEndian).unwrap();
+    write_stream(&mut w);
     let size = w.finalize().unwrap() as usize;
     want.truncate(size);
     want
@@ -209,10 +214,7 @@ fn finalize_fails_part_way_and_retries() {
         let mut got = vec![0u8; 1 << 16];
         let sink = TestSink::new(&mut got[..]);
         let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
-        for i in 0..600 {
-            let (ts, tid, st) = sample(i);
-            w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
-        }
+        write_stream(&mut w);
         w.get_mut().writes_left = budget;
         assert!(w.finalize().is_err(), "budget {budget} must not be enough");
         w.get_mut().writes_left = usize::MAX;
@@ -298,10 +300,7 @@ fn samples_are_refused_once_finalize_has_started() {
     let mut got = vec![0u8; 1 << 16];
     let sink = TestSink::new(&mut got[..]);
     let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
-    for i in 0..600 {
-        let (ts, tid, st) = sample(i);
-        w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()).unwrap();
-    }
+    write_stream(&mut w);
     w.get_mut().writes_left = 1;
     assert!(w.finalize().is_err());
     assert_eq!(w.write_thread_sample(9_999_999, 0, 0, 1, [MAIN]), Err(WriteError::Closed));
