@@ -3,6 +3,7 @@
 //! view, and diffs that name the first differing byte or sample.
 
 pub mod gen;
+pub mod model;
 
 use serde_json::Value;
 use tachyon::open::{Limits, OwnedReaderStorage};

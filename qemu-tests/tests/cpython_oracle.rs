@@ -7,12 +7,11 @@
 //! 2. Our writer (little- and big-endian) → the same bytes as CPython's, compressed and not;
 //!    CPython's readers on both architectures decode our files to the input.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use qemu_tests::model::{model, per_thread};
 use qemu_tests::{compare_bytes, compare_views, decode_to_json, gen, parse_jsonl, VECTORS};
-use serde_json::Value;
 use tachyon::input::encode_document;
 use tachyon_core::{BigEndian, LittleEndian};
 
@@ -48,59 +47,6 @@ fn batch(action: &str, work: &Path, jobs: &[(&str, Vec<(PathBuf, PathBuf)>)]) {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "CPython {action} on {arch} failed");
     }
-}
-
-/// The samples a reader must return for a document, per thread in order, from the writer
-/// rules (spec 5.1, 5.4) and reader rules (spec 4) — not from the code under test.
-fn model(doc: &Value) -> BTreeMap<(u64, u64), Vec<Value>> {
-    let mut out: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
-    let part = |v: &Value| v.as_i64().map_or(-1, |n| n as i32);
-    for call in doc["samples"].as_array().unwrap() {
-        'call: for it in call["interpreters"].as_array().unwrap() {
-            let Some(iid) = it["iid"].as_u64().filter(|&i| i <= u64::from(u32::MAX)) else { break 'call };
-            for th in it["threads"].as_array().unwrap() {
-                let frames: Vec<Value> = th["frames"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .take(256)
-                    .map(|f| {
-                        let loc = match &f[2] {
-                            Value::Null => None,
-                            l => Some([part(&l[0]), part(&l[1]), part(&l[2]), part(&l[3])]),
-                        };
-                        let loc = loc.filter(|l| l[0] != -1).map(|[a, b, c, d]| {
-                            let end = |s: i32, e: i32| {
-                                if s == -1 {
-                                    -1
-                                } else if e == -1 {
-                                    s
-                                } else {
-                                    e
-                                }
-                            };
-                            serde_json::json!([a, end(a, b), c, end(c, d)])
-                        });
-                        let op = f[3].as_i64().filter(|o| (0..255).contains(o));
-                        serde_json::json!([f[0], f[1], loc, op])
-                    })
-                    .collect();
-                let status = th["status"].as_i64().unwrap() as u8;
-                let key = (th["tid"].as_u64().unwrap(), iid);
-                out.entry(key).or_default().push(serde_json::json!([call["ts"], status, frames]));
-            }
-        }
-    }
-    out
-}
-
-fn per_thread(lines: &[Value]) -> BTreeMap<(u64, u64), Vec<Value>> {
-    let mut out: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
-    for s in &lines[1..] {
-        let key = (s["tid"].as_u64().unwrap(), s["iid"].as_u64().unwrap());
-        out.entry(key).or_default().push(serde_json::json!([s["ts"], s["status"], s["frames"]]));
-    }
-    out
 }
 
 #[test]

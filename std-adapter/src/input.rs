@@ -11,6 +11,7 @@ use std::fmt;
 use embedded_io::{Seek, Write};
 use serde_json::Value;
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+use tachyon_core::storage::WriterStorage;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{
     CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,
@@ -182,22 +183,46 @@ pub fn encode_document<E: Endianity>(
     endian: E,
     compression: Option<Compression>,
 ) -> Result<Vec<u8>, InputError> {
+    encode_with(doc, compression, |sink, storage, cfg, zstd| match zstd {
+        Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
+        None => Writer::with_endian(sink, storage, cfg, endian),
+    })
+}
+
+/// Like [`encode_document`] through the native-order constructors (`Writer::new`,
+/// `Writer::new_zstd`): the file is in this machine's byte order, as CPython writes.
+pub fn encode_document_native(doc: &Value, compression: Option<Compression>) -> Result<Vec<u8>, InputError> {
+    encode_with(doc, compression, |sink, storage, cfg, zstd| match zstd {
+        Some(c) => Writer::new_zstd(sink, storage, cfg, c),
+        None => Writer::new(sink, storage, cfg),
+    })
+}
+
+type Sink = crate::memory::VecSink;
+type Made<'s, E> = Result<Writer<'s, Sink, E>, WriteError<std::convert::Infallible>>;
+
+/// Sizes storage, builds the writer with `make` (with a compressor when the configuration
+/// asks for zstd), writes every sample and the stats, and returns the file.
+fn encode_with<E: Endianity>(
+    doc: &Value,
+    compression: Option<Compression>,
+    make: impl for<'s> FnOnce(Sink, WriterStorage<'s>, WriterConfig, Option<Compressor<'s>>) -> Made<'s, E>,
+) -> Result<Vec<u8>, InputError> {
     let (mut cfg, stats) = config(doc)?;
     if let Some(c) = compression {
         cfg.compression = c;
     }
     let mut storage = VecWriterStorage::new(capacity(doc));
-    let sink = crate::memory::VecSink::new();
     let werr = |e: WriteError<std::convert::Infallible>| InputError::Write(format!("{e:?}"));
-    let (mut ws, mut out);
-    let mut w = if cfg.compression == Compression::Zstd {
-        ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
-        out = vec![0u8; 128 << 10];
-        let c = Compressor::new(&mut ws, &mut out).ok_or_else(|| InputError::Write("zstd workspace".into()))?;
-        Writer::with_endian_zstd(sink, storage.storage(), cfg, endian, c).map_err(werr)?
+    let zstd = cfg.compression == Compression::Zstd;
+    let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
+    let mut out = vec![0u8; if zstd { 128 << 10 } else { 0 }];
+    let compressor = if zstd {
+        Some(Compressor::new(&mut ws, &mut out).ok_or_else(|| InputError::Write("zstd workspace".into()))?)
     } else {
-        Writer::with_endian(sink, storage.storage(), cfg, endian).map_err(werr)?
+        None
     };
+    let mut w = make(Sink::new(), storage.storage(), cfg, compressor).map_err(werr)?;
     write_samples(doc, &mut w)?;
     if let Some(s) = stats {
         w.set_stats(s).map_err(werr)?;
