@@ -12,6 +12,7 @@ step() { printf '\n==> %s\n' "$*"; }
 missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
 
 NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
+BIG_ENDIAN_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 
 step "set-up: Rust toolchain"
 command -v cargo >/dev/null || missing "cargo (install Rust with rustup; this script cannot)"
@@ -21,7 +22,7 @@ for component in rustfmt clippy; do
     || missing "rustup component $component (rustup could not download it)"
 done
 installed_targets=$(rustup target list --installed)
-for target in "${NO_STD_TARGETS[@]}"; do
+for target in "${NO_STD_TARGETS[@]}" "${BIG_ENDIAN_TARGETS[@]}"; do
   grep -qx "$target" <<<"$installed_targets" || rustup target add "$target" \
     || missing "rustup target $target (rustup could not download it)"
 done
@@ -33,6 +34,13 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || missing "apt packages: $*"
 }
 command -v cc >/dev/null || apt_install gcc libc6-dev
+
+step "set-up: qemu-user and cross gcc for the big-endian targets (linkers, zstd-sys's C code)"
+for pair in qemu-user:qemu-s390x qemu-user:qemu-ppc qemu-user:qemu-ppc64 \
+  gcc-s390x-linux-gnu:s390x-linux-gnu-gcc gcc-powerpc-linux-gnu:powerpc-linux-gnu-gcc \
+  gcc-powerpc64-linux-gnu:powerpc64-linux-gnu-gcc; do
+  command -v "${pair#*:}" >/dev/null || apt_install "${pair%%:*}"
+done
 
 step "set-up: the real CPython 3.15.2 oracle (x86_64, and s390x under qemu-user)"
 bash scripts/oracle.sh >/dev/null
@@ -68,6 +76,16 @@ cargo test -p tachyon-core
 
 step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CPython differential)"
 cargo test --workspace --all-features
+
+step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
+for target in "${BIG_ENDIAN_TARGETS[@]}"; do
+  cargo clippy -p tachyon-core --features alloc,zstd --target "$target" -- -D warnings
+  cargo test -p tachyon-core --features alloc,zstd --target "$target"
+  cargo test -p qemu-tests --target "$target"
+done
+
+step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
+bash scripts/exchange.sh
 
 step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
 MSRV=1.81.0

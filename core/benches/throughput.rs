@@ -122,7 +122,7 @@ fn decode(file: &[u8], storage: &mut VecReaderStorage, zstd: Option<(&mut [u64],
 
 fn benches(c: &mut Criterion) {
     let s = stream();
-    let mut wstore = VecWriterStorage::new(CAP);
+    let mut wstore = VecWriterStorage::new(CAP).unwrap();
     let mut cws = vec![0u64; workspace_words(compressor_workspace_bytes())];
     let mut cbuf = vec![0u8; 128 << 10];
     let mut out = vec![0u8; 64 << 20];
@@ -152,7 +152,7 @@ fn benches(c: &mut Criterion) {
 
     let rcap =
         ReaderCapacity { string_bytes: 1 << 20, strings: 16384, frames: 8192, threads: 16, read_buffer: 64 << 10 };
-    let mut rstore = VecReaderStorage::new(rcap);
+    let mut rstore = VecReaderStorage::new(rcap).unwrap();
     let mut dws = vec![0u64; workspace_words(decompressor_workspace_bytes(CPYTHON_WINDOW_LOG))];
     let mut dbuf = vec![0u8; 64 << 10];
     let mut g = c.benchmark_group("decode");

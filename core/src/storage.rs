@@ -39,6 +39,8 @@ pub enum StorageError {
     StagingTooSmall,
     /// The reader's window must hold at least `MIN_READ_BUFFER` bytes.
     ReadBufferTooSmall,
+    /// The capacities ask for more memory than `usize` can address (32-bit targets).
+    CapacityOverflow,
 }
 
 impl core::fmt::Display for StorageError {
@@ -50,6 +52,7 @@ impl core::fmt::Display for StorageError {
             StorageError::RleBudgetTooSmall => f.write_str("RLE budget must be at least 11 bytes"),
             StorageError::StagingTooSmall => f.write_str("staging buffer smaller than the largest record"),
             StorageError::ReadBufferTooSmall => f.write_str("read buffer smaller than MIN_READ_BUFFER"),
+            StorageError::CapacityOverflow => f.write_str("capacities exceed the address space"),
         }
     }
 }
@@ -847,17 +850,21 @@ mod vec_backed {
             rle_budget: CPYTHON_RLE_BUDGET,
         };
 
-        /// Bytes the storage takes (the README's formula).
-        pub fn ram_bytes(&self) -> usize {
-            let slots = |n: usize| (2 * n + 1) * 4;
-            self.string_bytes
-                + self.strings * core::mem::size_of::<Span>()
-                + slots(self.strings)
-                + self.frames * (core::mem::size_of::<FrameEntry>() + 4)
-                + slots(self.frames)
-                + self.threads * (core::mem::size_of::<WriterThread>() + MAX_STACK_DEPTH * 4 + self.rle_budget)
-                + slots(self.threads)
-                + max_record_len(self.rle_budget)
+        /// Bytes the storage takes (the README's formula); `None` if that exceeds `usize`.
+        pub fn ram_bytes(&self) -> Option<usize> {
+            let slots = |n: usize| n.checked_mul(2)?.checked_add(1)?.checked_mul(4);
+            let per_thread = core::mem::size_of::<WriterThread>() + MAX_STACK_DEPTH * 4;
+            let parts = [
+                Some(self.string_bytes),
+                self.strings.checked_mul(core::mem::size_of::<Span>()),
+                slots(self.strings),
+                self.frames.checked_mul(core::mem::size_of::<FrameEntry>() + 4),
+                slots(self.frames),
+                self.threads.checked_mul(per_thread.checked_add(self.rle_budget)?),
+                slots(self.threads),
+                Some(max_record_len(self.rle_budget)),
+            ];
+            parts.into_iter().try_fold(0usize, |sum, part| sum.checked_add(part?))
         }
     }
 
@@ -878,11 +885,18 @@ mod vec_backed {
     }
 
     impl VecWriterStorage {
-        /// Allocates every table once, up front.
-        pub fn new(cap: WriterCapacity) -> Self {
+        /// Allocates every table once, up front. Sizes are computed with checked arithmetic,
+        /// so capacities beyond the address space (easy on 32-bit targets) are an error, not
+        /// a wrapped size.
+        pub fn new(cap: WriterCapacity) -> Result<Self, StorageError> {
             let rle_budget = cap.rle_budget.max(MAX_RLE_ENTRY_LEN);
-            VecWriterStorage {
-                cap: WriterCapacity { rle_budget, ..cap },
+            let cap = WriterCapacity { rle_budget, ..cap };
+            cap.ram_bytes().ok_or(StorageError::CapacityOverflow)?;
+            let overflow = StorageError::CapacityOverflow;
+            let stacks = cap.threads.checked_mul(MAX_STACK_DEPTH).ok_or(overflow)?;
+            let rle = cap.threads.checked_mul(rle_budget).ok_or(overflow)?;
+            Ok(VecWriterStorage {
+                cap,
                 string_bytes: vec![0; cap.string_bytes],
                 string_spans: vec![Span::EMPTY; cap.strings],
                 string_slots: vec![0; 2 * cap.strings + 1],
@@ -891,10 +905,10 @@ mod vec_backed {
                 frame_cache: vec![0; cap.frames],
                 threads: vec![WriterThread::EMPTY; cap.threads],
                 thread_slots: vec![0; 2 * cap.threads + 1],
-                stacks: vec![0; cap.threads * MAX_STACK_DEPTH],
-                rle: vec![0; cap.threads * rle_budget],
+                stacks: vec![0; stacks],
+                rle: vec![0; rle],
                 staging: vec![0; max_record_len(rle_budget)],
-            }
+            })
         }
 
         /// The capacities this storage was made with.
@@ -950,14 +964,17 @@ mod vec_backed {
             read_buffer: 256 << 10,
         };
 
-        /// Bytes the storage takes (the README's formula).
-        pub fn ram_bytes(&self) -> usize {
-            self.string_bytes
-                + self.strings * core::mem::size_of::<Span>()
-                + self.frames * core::mem::size_of::<FrameEntry>()
-                + self.threads * (core::mem::size_of::<ReaderThread>() + MAX_STACK_DEPTH * 4)
-                + (2 * self.threads + 1) * 4
-                + self.read_buffer
+        /// Bytes the storage takes (the README's formula); `None` if that exceeds `usize`.
+        pub fn ram_bytes(&self) -> Option<usize> {
+            let per_thread = core::mem::size_of::<ReaderThread>() + MAX_STACK_DEPTH * 4 + 8;
+            let parts = [
+                Some(self.string_bytes),
+                self.strings.checked_mul(core::mem::size_of::<Span>()),
+                self.frames.checked_mul(core::mem::size_of::<FrameEntry>()),
+                self.threads.checked_mul(per_thread)?.checked_add(4),
+                Some(self.read_buffer),
+            ];
+            parts.into_iter().try_fold(0usize, |sum, part| sum.checked_add(part?))
         }
     }
 
@@ -973,17 +990,21 @@ mod vec_backed {
     }
 
     impl VecReaderStorage {
-        /// Allocates every table once, up front.
-        pub fn new(cap: ReaderCapacity) -> Self {
-            VecReaderStorage {
+        /// Allocates every table once, up front; capacities beyond the address space are an
+        /// error (see [`VecWriterStorage::new`]).
+        pub fn new(cap: ReaderCapacity) -> Result<Self, StorageError> {
+            let threads = cap.threads.max(1);
+            cap.ram_bytes().ok_or(StorageError::CapacityOverflow)?;
+            let stacks = threads.checked_mul(MAX_STACK_DEPTH).ok_or(StorageError::CapacityOverflow)?;
+            Ok(VecReaderStorage {
                 string_bytes: vec![0; cap.string_bytes],
                 string_spans: vec![Span::EMPTY; cap.strings],
                 frames: vec![FrameEntry::EMPTY; cap.frames],
-                threads: vec![ReaderThread::EMPTY; cap.threads.max(1)],
-                thread_slots: vec![0; 2 * cap.threads.max(1) + 1],
-                stacks: vec![0; cap.threads.max(1) * MAX_STACK_DEPTH],
+                threads: vec![ReaderThread::EMPTY; threads],
+                thread_slots: vec![0; 2 * threads + 1],
+                stacks: vec![0; stacks],
                 read_buffer: vec![0; cap.read_buffer.max(MIN_READ_BUFFER)],
-            }
+            })
         }
 
         /// Lends the tables to a reader.
@@ -1072,6 +1093,17 @@ mod tests {
         assert_eq!(core::mem::size_of::<StaticWriterStorage<1000, 7, 9, 3>>(), writer(1000, 7, 9, 3, 16384, 16402));
         assert_eq!(core::mem::size_of::<StaticReaderStorage<2048, 128, 128, 2, 512>>(), reader(2048, 128, 128, 2, 512));
         assert_eq!(core::mem::size_of::<StaticReaderStorage<999, 5, 3, 1, 64>>(), reader(999, 5, 3, 1, 64));
+    }
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn capacities_beyond_the_address_space_are_an_error() {
+        let huge =
+            WriterCapacity { string_bytes: 1, strings: 1, frames: 1, threads: usize::MAX / 1000, rle_budget: 16384 };
+        assert!(huge.ram_bytes().is_none());
+        assert_eq!(VecWriterStorage::new(huge).err(), Some(StorageError::CapacityOverflow));
+        let huge = ReaderCapacity { string_bytes: 1, strings: usize::MAX / 2, frames: 1, threads: 1, read_buffer: 64 };
+        assert_eq!(VecReaderStorage::new(huge).err(), Some(StorageError::CapacityOverflow));
     }
 
     #[test]

@@ -104,7 +104,7 @@ fn stream() -> impl Strategy<Value = (Vec<PoolFrame>, Vec<In>)> {
 
 fn write<E: Endianity>(pool: &[PoolFrame], samples: &[In], e: E, zstd: bool) -> Vec<u8> {
     let cap = WriterCapacity { string_bytes: 1 << 16, strings: 64, frames: 64, threads: 16, rle_budget: 16384 };
-    let mut storage = VecWriterStorage::new(cap);
+    let mut storage = VecWriterStorage::new(cap).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let cfg = WriterConfig::new(12_345, 1000);
     let frames = |f: &In| -> Vec<Frame<'_>> {
@@ -147,7 +147,7 @@ type PerThread = BTreeMap<(u64, u32), Vec<(u64, u8, Vec<FrameView>)>>;
 
 fn read(file: &[u8], zstd: bool) -> PerThread {
     let cap = ReaderCapacity { string_bytes: 1 << 16, strings: 64, frames: 64, threads: 16, read_buffer: 128 };
-    let mut storage = VecReaderStorage::new(cap);
+    let mut storage = VecReaderStorage::new(cap).unwrap();
     #[cfg(feature = "zstd")]
     let (mut ws, mut input) = (
         vec![

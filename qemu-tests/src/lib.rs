@@ -73,7 +73,7 @@ pub fn compare_bytes(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> 
 /// Decodes a file into CPython's JSON view: `get_info()` then one value per thread sample.
 pub fn decode_to_json(file: &[u8]) -> Result<Vec<Value>, String> {
     let meta = Metadata::read(&mut Cursor::new(file)).map_err(|e| e.to_string())?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default());
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
     let mut reader = storage.open(Cursor::new(file)).map_err(|e| e.to_string())?;
     let tables = reader.tables();
     let mut out = vec![tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count())];

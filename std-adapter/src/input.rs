@@ -212,7 +212,7 @@ fn encode_with<E: Endianity>(
     if let Some(c) = compression {
         cfg.compression = c;
     }
-    let mut storage = VecWriterStorage::new(capacity(doc));
+    let mut storage = VecWriterStorage::new(capacity(doc)).map_err(|e| InputError::Write(e.to_string()))?;
     let werr = |e: WriteError<std::convert::Infallible>| InputError::Write(format!("{e:?}"));
     let zstd = cfg.compression == Compression::Zstd;
     let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];

@@ -5,7 +5,7 @@
 use embedded_io::{Read, Seek};
 use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor, CPYTHON_WINDOW_LOG};
 use tachyon_core::reader::Metadata;
-use tachyon_core::storage::{ReaderCapacity, VecReaderStorage};
+use tachyon_core::storage::{ReaderCapacity, StorageError, VecReaderStorage};
 use tachyon_core::{ReadError, Reader};
 
 /// Limits on what a file can make the reader allocate.
@@ -38,8 +38,9 @@ pub struct OwnedReaderStorage {
 }
 
 impl OwnedReaderStorage {
-    /// Sizes storage for the file behind `meta`.
-    pub fn for_metadata(meta: &Metadata, limits: Limits) -> Self {
+    /// Sizes storage for the file behind `meta`; an error if the file's validated counts
+    /// still exceed the address space (possible on 32-bit targets).
+    pub fn for_metadata(meta: &Metadata, limits: Limits) -> Result<Self, StorageError> {
         let thread_bound = usize::try_from(meta.header.thread_count).unwrap_or(usize::MAX);
         let cap = ReaderCapacity {
             // Strings can only lie between the string table and the end of the file.
@@ -50,8 +51,8 @@ impl OwnedReaderStorage {
             read_buffer: limits.read_buffer,
         };
         let compressed = meta.is_compressed();
-        OwnedReaderStorage {
-            tables: VecReaderStorage::new(cap),
+        Ok(OwnedReaderStorage {
+            tables: VecReaderStorage::new(cap)?,
             zstd_workspace: if compressed {
                 vec![0; workspace_words(decompressor_workspace_bytes(limits.max_window_log))]
             } else {
@@ -59,7 +60,7 @@ impl OwnedReaderStorage {
             },
             zstd_input: if compressed { vec![0; 128 << 10] } else { Vec::new() },
             window_log: limits.max_window_log,
-        }
+        })
     }
 
     /// Opens `source` over this storage.

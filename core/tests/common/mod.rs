@@ -32,7 +32,7 @@ pub struct Decoded {
 
 /// Decodes every sample of a raw (uncompressed) file, or the first error.
 pub fn decode_all(file: &[u8], cap: ReaderCapacity) -> Result<Vec<Decoded>, ReadError<tachyon_core::io::CursorError>> {
-    let mut storage = VecReaderStorage::new(cap);
+    let mut storage = VecReaderStorage::new(cap).unwrap();
     let mut reader = Reader::open(Cursor::new(file), storage.storage())?;
     let mut out = Vec::new();
     while let Some(s) = reader.next_sample()? {
@@ -48,7 +48,7 @@ pub fn decode_all(file: &[u8], cap: ReaderCapacity) -> Result<Vec<Decoded>, Read
 }
 
 pub fn writer_storage() -> VecWriterStorage {
-    VecWriterStorage::new(SMALL_WRITER)
+    VecWriterStorage::new(SMALL_WRITER).unwrap()
 }
 
 /// Builds a file around a hand-made sample region: header, region, tables, footer.

@@ -85,7 +85,7 @@ fn stream_json(s: &Stream) -> Value {
 /// Writes the stream with our writer; returns (seconds, bytes).
 fn ours_write(s: &Stream, zstd: bool, ids: bool) -> (f64, Vec<u8>) {
     let cap = WriterCapacity { string_bytes: 1 << 20, strings: 16384, frames: 8192, threads: 16, rle_budget: 16384 };
-    let mut storage = VecWriterStorage::new(cap);
+    let mut storage = VecWriterStorage::new(cap).unwrap();
     let mut out = vec![0u8; 256 << 20];
     let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
     let mut zbuf = vec![0u8; 128 << 10];
@@ -139,7 +139,7 @@ fn read_here(path: &str) {
     let mut src = embedded_io_adapters_like::Source(std::io::BufReader::with_capacity(64 << 10, file));
     let start = Instant::now();
     let meta = Metadata::read(&mut src).unwrap();
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default());
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
     let mut r = storage.open(src).unwrap();
     let mut n = 0u64;
     while r.next_sample().unwrap().is_some() {
