@@ -4,10 +4,12 @@
 //! must equal CPython's s390x output and little-endian ones CPython's x86_64 output byte for
 //! byte, and CPython's readers must decode what the PowerPC builds wrote.
 //!
-//!     exchange docs DIR    (host) documents and the CPython manifests
-//!     exchange write DIR   (each architecture) DIR/ours-ARCH/NAME.{raw,zstd}.bin
-//!     exchange read DIR    (each architecture) checks every DIR/ours-*/ file; prints a line
-//!     exchange check DIR   (host) byte comparisons, CPython's decodes, the matrix table
+//! ```text
+//! exchange docs DIR    (host) documents and the CPython manifests
+//! exchange write DIR   (each architecture) DIR/ours-ARCH/NAME.{raw,zstd}.bin
+//! exchange read DIR    (each architecture) checks every DIR/ours-*/ file; prints a line
+//! exchange check DIR   (host) byte comparisons, CPython's decodes, the matrix table
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,9 @@
 //! sample and reader peak memory, on the same streams and files, in one run. Prints a
 //! Markdown table. Needs `scripts/oracle.sh` first.
 //!
-//!     cargo run --release -p qemu-tests --bin side_by_side -- [--samples N] [--out DIR]
+//! ```text
+//! cargo run --release -p qemu-tests --bin side_by_side -- [--samples N] [--out DIR]
+//! ```
 //!
 //! Our writer runs in this process on a stream prepared beforehand (string API and frame-id
 //! API); CPython's writer gets prebuilt `InterpreterInfo` objects and only its write loop is
