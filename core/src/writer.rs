@@ -290,7 +290,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         let (frame_table_offset, file_size) = self.write_tables(tables_start)?;
         let header = self.header(tables_start, frame_table_offset).encode(self.endian);
         self.positioned = false;
-        self.write_all(&header, 0)?;
+        write_at(&mut self.sink, &mut self.positioned, 0, &header)?;
         self.sink.flush().map_err(|error| WriteError::Io { offset: file_size, error })?;
         self.finalized = true;
         Ok(file_size)
@@ -558,26 +558,13 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         positioned: &mut bool,
         bytes: &[u8],
     ) -> Result<(), WriteError<W::Error>> {
-        if !*positioned {
-            let offset = *committed;
-            sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
-            *positioned = true;
-        }
         if *committed == 0 {
-            write_fully(sink, &[0; HEADER_SIZE], 0).inspect_err(|_| *positioned = false)?;
+            write_at(sink, positioned, 0, &[0; HEADER_SIZE])?;
             *committed = HEADER_SIZE as u64;
         }
-        write_fully(sink, bytes, *committed).inspect_err(|_| *positioned = false)?;
+        write_at(sink, positioned, *committed, bytes)?;
         *committed += bytes.len() as u64;
         Ok(())
-    }
-
-    fn write_all(&mut self, bytes: &[u8], offset: u64) -> Result<(), WriteError<W::Error>> {
-        if !self.positioned {
-            self.sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
-            self.positioned = true;
-        }
-        write_fully(&mut self.sink, bytes, offset).inspect_err(|_| self.positioned = false)
     }
 
     // ------------------------------------------------------------------ finalize parts
@@ -596,9 +583,8 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             if len > self.store.staging.len() - out.used {
                 self.table_flush(&mut out)?;
                 if len > self.store.staging.len() {
-                    let offset = out.pos;
                     let bytes = self.store.strings.table().get(i).unwrap_or(&[]);
-                    write_fully(&mut self.sink, bytes, offset).inspect_err(|_| self.positioned = false)?;
+                    write_at(&mut self.sink, &mut self.positioned, out.pos, bytes)?;
                     out.pos += len as u64;
                     continue;
                 }
@@ -638,12 +624,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     }
 
     fn table_flush(&mut self, out: &mut TableOut) -> Result<(), WriteError<W::Error>> {
-        if !self.positioned {
-            self.sink.seek(SeekFrom::Start(out.pos)).map_err(|error| WriteError::Io { offset: out.pos, error })?;
-            self.positioned = true;
-        }
-        write_fully(&mut self.sink, &self.store.staging[..out.used], out.pos)
-            .inspect_err(|_| self.positioned = false)?;
+        write_at(&mut self.sink, &mut self.positioned, out.pos, &self.store.staging[..out.used])?;
         out.pos += out.used as u64;
         out.used = 0;
         Ok(())
@@ -668,6 +649,22 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 struct TableOut {
     pos: u64,
     used: usize,
+}
+
+/// Writes `bytes` at file `offset`. `positioned` says the sink is already there (writes are
+/// sequential); otherwise it seeks first. After a failure the position is unknown, so the
+/// next write seeks again — this is what lets a failed write be redone in place.
+fn write_at<W: Write + Seek>(
+    sink: &mut W,
+    positioned: &mut bool,
+    offset: u64,
+    bytes: &[u8],
+) -> Result<(), WriteError<W::Error>> {
+    if !*positioned {
+        sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
+        *positioned = true;
+    }
+    write_fully(sink, bytes, offset).inspect_err(|_| *positioned = false)
 }
 
 /// `write_all` that never panics: a sink returning `Ok(0)` is an error, not a loop or panic.
