@@ -544,6 +544,13 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         self.stream.counts
     }
 
+    /// Bytes of the (decompressed) sample region consumed so far; after the last sample, its
+    /// whole size.
+    pub fn sample_region_bytes(&self) -> u64 {
+        let start = if self.meta.is_compressed() { 0 } else { HEADER_SIZE as u64 };
+        self.stream.window.pos.saturating_sub(start)
+    }
+
     /// Thread samples decoded so far.
     pub fn samples_decoded(&self) -> u64 {
         self.stream.decoded

@@ -10,6 +10,8 @@ use std::fmt;
 
 use embedded_io::{Seek, Write};
 use serde_json::Value;
+
+use crate::memory::VecSink;
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
 use tachyon_core::storage::WriterStorage;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
@@ -100,29 +102,49 @@ pub fn config(doc: &Value) -> Result<(WriterConfig, Option<Stats>), InputError> 
     Ok((cfg, stats))
 }
 
-/// Upper bounds of what the document interns, so storage can be sized before writing.
-pub fn capacity(doc: &Value) -> WriterCapacity {
-    let (mut string_bytes, mut frames, mut threads) = (0usize, 0usize, 0usize);
-    for s in doc.get("samples").and_then(Value::as_array).into_iter().flatten() {
+/// Upper bounds of what a stream of calls interns, so storage can be sized before writing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CapacityCount {
+    string_bytes: usize,
+    frames: usize,
+    threads: usize,
+}
+
+impl CapacityCount {
+    /// Counts one `write_sample` call.
+    pub fn add_call(&mut self, s: &Value) {
         for it in s.get("interpreters").and_then(Value::as_array).into_iter().flatten() {
             for th in it.get("threads").and_then(Value::as_array).into_iter().flatten() {
-                threads += 1;
+                self.threads += 1;
                 for f in th.get("frames").and_then(Value::as_array).into_iter().flatten().take(256) {
-                    frames += 1;
+                    self.frames += 1;
                     for i in 0..2 {
-                        string_bytes += f.get(i).and_then(Value::as_str).map_or(0, str::len);
+                        self.string_bytes += f.get(i).and_then(Value::as_str).map_or(0, str::len);
                     }
                 }
             }
         }
     }
-    WriterCapacity {
-        string_bytes: string_bytes.max(1),
-        strings: (2 * frames).max(1),
-        frames: frames.max(1),
-        threads: threads.max(1),
-        rle_budget: tachyon_core::records::CPYTHON_RLE_BUDGET,
+
+    /// The capacities (CPython's REPEAT budget).
+    pub fn capacity(&self) -> WriterCapacity {
+        WriterCapacity {
+            string_bytes: self.string_bytes.max(1),
+            strings: (2 * self.frames).max(1),
+            frames: self.frames.max(1),
+            threads: self.threads.max(1),
+            rle_budget: tachyon_core::records::CPYTHON_RLE_BUDGET,
+        }
     }
+}
+
+/// Upper bounds of what the document interns.
+pub fn capacity(doc: &Value) -> WriterCapacity {
+    let mut count = CapacityCount::default();
+    for s in doc.get("samples").and_then(Value::as_array).into_iter().flatten() {
+        count.add_call(s);
+    }
+    count.capacity()
 }
 
 /// Writes every sample of the document; returns how many calls hit a limit.
@@ -131,49 +153,52 @@ pub fn write_samples<W: Write + Seek, E: Endianity>(
     w: &mut Writer<'_, W, E>,
 ) -> Result<usize, InputError> {
     let mut limited = 0;
-    for s in array(field(doc, "samples")?, "samples")? {
-        let ts = u64_of(field(s, "ts")?, "ts")?;
-        'call: for it in array(field(s, "interpreters")?, "interpreters")? {
-            let Ok(iid) = u32::try_from(u64_of(field(it, "iid")?, "iid")?) else {
-                // CPython: OverflowError with limit_reached; the rest of the call is skipped.
-                limited += 1;
-                break 'call;
-            };
-            for th in array(field(it, "threads")?, "threads")? {
-                let tid = u64_of(field(th, "tid")?, "tid")?;
-                let status = field(th, "status")?.as_i64().ok_or_else(|| shape("status"))? as u8;
-                let raw = array(field(th, "frames")?, "frames")?;
-                let mut frames = Vec::with_capacity(raw.len().min(256));
-                for f in raw.iter().take(256) {
-                    let name = |i: usize| f.get(i).and_then(Value::as_str).ok_or_else(|| shape("frame name"));
-                    let location = match f.get(2) {
-                        None | Some(Value::Null) => None,
-                        Some(l) => {
-                            let l = array(l, "location")?;
-                            let part = |i: usize| l.get(i).map_or(-1, location_part);
-                            Some(Location { lineno: part(0), end_lineno: part(1), col: part(2), end_col: part(3) })
-                        }
-                    };
-                    let op = f.get(3).and_then(opcode);
-                    frames.push(Frame {
-                        filename: name(0)?.as_bytes(),
-                        funcname: name(1)?.as_bytes(),
-                        location,
-                        opcode: op,
-                    });
-                }
-                match w.write_thread_sample(ts, iid, tid, status, frames.iter().copied()) {
-                    Ok(()) => {}
-                    Err(e) if e.is_limit() => {
-                        limited += 1;
-                        break 'call;
+    for call in array(field(doc, "samples")?, "samples")? {
+        limited += usize::from(write_call(call, w)?);
+    }
+    Ok(limited)
+}
+
+/// Writes one `write_sample` call (`{"ts", "interpreters"}`); true if it hit a limit, which
+/// ends the call as in CPython.
+pub fn write_call<W: Write + Seek, E: Endianity>(s: &Value, w: &mut Writer<'_, W, E>) -> Result<bool, InputError> {
+    let ts = u64_of(field(s, "ts")?, "ts")?;
+    for it in array(field(s, "interpreters")?, "interpreters")? {
+        let Ok(iid) = u32::try_from(u64_of(field(it, "iid")?, "iid")?) else {
+            // CPython: OverflowError with limit_reached; the rest of the call is skipped.
+            return Ok(true);
+        };
+        for th in array(field(it, "threads")?, "threads")? {
+            let tid = u64_of(field(th, "tid")?, "tid")?;
+            let status = field(th, "status")?.as_i64().ok_or_else(|| shape("status"))? as u8;
+            let raw = array(field(th, "frames")?, "frames")?;
+            let mut frames = Vec::with_capacity(raw.len().min(256));
+            for f in raw.iter().take(256) {
+                let name = |i: usize| f.get(i).and_then(Value::as_str).ok_or_else(|| shape("frame name"));
+                let location = match f.get(2) {
+                    None | Some(Value::Null) => None,
+                    Some(l) => {
+                        let l = array(l, "location")?;
+                        let part = |i: usize| l.get(i).map_or(-1, location_part);
+                        Some(Location { lineno: part(0), end_lineno: part(1), col: part(2), end_col: part(3) })
                     }
-                    Err(e) => return Err(InputError::Write(format!("{e:?}"))),
-                }
+                };
+                let op = f.get(3).and_then(opcode);
+                frames.push(Frame {
+                    filename: name(0)?.as_bytes(),
+                    funcname: name(1)?.as_bytes(),
+                    location,
+                    opcode: op,
+                });
+            }
+            match w.write_thread_sample(ts, iid, tid, status, frames.iter().copied()) {
+                Ok(()) => {}
+                Err(e) if e.is_limit() => return Ok(true),
+                Err(e) => return Err(InputError::Write(format!("{e:?}"))),
             }
         }
     }
-    Ok(limited)
+    Ok(false)
 }
 
 /// Encodes a whole document into bytes in byte order `endian`, with `compression`
@@ -183,37 +208,68 @@ pub fn encode_document<E: Endianity>(
     endian: E,
     compression: Option<Compression>,
 ) -> Result<Vec<u8>, InputError> {
-    encode_with(doc, compression, |sink, storage, cfg, zstd| match zstd {
-        Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
-        None => Writer::with_endian(sink, storage, cfg, endian),
-    })
+    let calls = array(field(doc, "samples")?, "samples")?.iter().map(Ok);
+    let sink =
+        encode_to(VecSink::new(), doc, capacity(doc), compression, calls, |sink, storage, cfg, zstd| match zstd {
+            Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
+            None => Writer::with_endian(sink, storage, cfg, endian),
+        })?;
+    Ok(sink.into_inner())
 }
 
 /// Like [`encode_document`] through the native-order constructors (`Writer::new`,
 /// `Writer::new_zstd`): the file is in this machine's byte order, as CPython writes.
 pub fn encode_document_native(doc: &Value, compression: Option<Compression>) -> Result<Vec<u8>, InputError> {
-    encode_with(doc, compression, |sink, storage, cfg, zstd| match zstd {
-        Some(c) => Writer::new_zstd(sink, storage, cfg, c),
-        None => Writer::new(sink, storage, cfg),
+    let calls = array(field(doc, "samples")?, "samples")?.iter().map(Ok);
+    let sink =
+        encode_to(VecSink::new(), doc, capacity(doc), compression, calls, |sink, storage, cfg, zstd| match zstd {
+            Some(c) => Writer::new_zstd(sink, storage, cfg, c),
+            None => Writer::new(sink, storage, cfg),
+        })?;
+    Ok(sink.into_inner())
+}
+
+/// Encodes into any sink in byte order `endian`: `params` holds the constructor arguments and
+/// stats (a document's `samples` are ignored here), `calls` the `write_sample` calls, which
+/// may be streamed (JSON lines). Returns the sink.
+pub fn encode_stream<'v, W: Write + Seek, E: Endianity>(
+    sink: W,
+    endian: E,
+    params: &Value,
+    cap: WriterCapacity,
+    compression: Option<Compression>,
+    calls: impl Iterator<Item = Result<&'v Value, InputError>>,
+) -> Result<W, InputError>
+where
+    W::Error: fmt::Debug,
+{
+    encode_to(sink, params, cap, compression, calls, |sink, storage, cfg, zstd| match zstd {
+        Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
+        None => Writer::with_endian(sink, storage, cfg, endian),
     })
 }
 
-type Sink = crate::memory::VecSink;
-type Made<'s, E> = Result<Writer<'s, Sink, E>, WriteError<std::convert::Infallible>>;
+type Made<'s, W, E> = Result<Writer<'s, W, E>, WriteError<<W as embedded_io::ErrorType>::Error>>;
 
 /// Sizes storage, builds the writer with `make` (with a compressor when the configuration
-/// asks for zstd), writes every sample and the stats, and returns the file.
-fn encode_with<E: Endianity>(
-    doc: &Value,
+/// asks for zstd), writes every call and the stats, finalizes and returns the sink.
+fn encode_to<'v, W: Write + Seek, E: Endianity>(
+    sink: W,
+    params: &Value,
+    cap: WriterCapacity,
     compression: Option<Compression>,
-    make: impl for<'s> FnOnce(Sink, WriterStorage<'s>, WriterConfig, Option<Compressor<'s>>) -> Made<'s, E>,
-) -> Result<Vec<u8>, InputError> {
-    let (mut cfg, stats) = config(doc)?;
+    calls: impl Iterator<Item = Result<&'v Value, InputError>>,
+    make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig, Option<Compressor<'s>>) -> Made<'s, W, E>,
+) -> Result<W, InputError>
+where
+    W::Error: fmt::Debug,
+{
+    let (mut cfg, stats) = config(params)?;
     if let Some(c) = compression {
         cfg.compression = c;
     }
-    let mut storage = VecWriterStorage::new(capacity(doc)).map_err(|e| InputError::Write(e.to_string()))?;
-    let werr = |e: WriteError<std::convert::Infallible>| InputError::Write(format!("{e:?}"));
+    let mut storage = VecWriterStorage::new(cap).map_err(|e| InputError::Write(e.to_string()))?;
+    let werr = |e: WriteError<W::Error>| InputError::Write(e.to_string());
     let zstd = cfg.compression == Compression::Zstd;
     let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
     let mut out = vec![0u8; if zstd { 128 << 10 } else { 0 }];
@@ -222,11 +278,13 @@ fn encode_with<E: Endianity>(
     } else {
         None
     };
-    let mut w = make(Sink::new(), storage.storage(), cfg, compressor).map_err(werr)?;
-    write_samples(doc, &mut w)?;
+    let mut w = make(sink, storage.storage(), cfg, compressor).map_err(werr)?;
+    for call in calls {
+        write_call(call?, &mut w)?;
+    }
     if let Some(s) = stats {
         w.set_stats(s).map_err(werr)?;
     }
     w.finalize().map_err(werr)?;
-    Ok(w.into_inner().into_inner())
+    Ok(w.into_inner())
 }

@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod file;
 pub mod input;
 pub mod memory;
 pub mod open;

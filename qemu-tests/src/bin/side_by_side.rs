@@ -137,8 +137,7 @@ fn python(args: &[&str]) -> Value {
 
 /// Our reader over a file, in this process (called in a child by `ours_read`).
 fn read_here(path: &str) {
-    let file = std::fs::File::open(path).unwrap();
-    let mut src = embedded_io_adapters_like::Source(std::io::BufReader::with_capacity(64 << 10, file));
+    let mut src = tachyon::file::FileSource::open(Path::new(path)).unwrap();
     let start = Instant::now();
     let meta = Metadata::read(&mut src).unwrap();
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
@@ -154,29 +153,6 @@ fn read_here(path: &str) {
         .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap()))
         .unwrap();
     println!("{}", json!({"seconds": secs, "samples": n, "maxrss_kb": hwm}));
-}
-
-/// A `Read + Seek` embedded-io source over a std reader (the std layer's file support is
-/// issue 5's; this is just enough for the benchmark).
-mod embedded_io_adapters_like {
-    pub struct Source<R>(pub R);
-    impl<R> embedded_io::ErrorType for Source<R> {
-        type Error = std::io::Error;
-    }
-    impl<R: std::io::Read> embedded_io::Read for Source<R> {
-        fn read(&mut self, buf: &mut [u8]) -> Result<usize, std::io::Error> {
-            self.0.read(buf)
-        }
-    }
-    impl<R: std::io::Seek> embedded_io::Seek for Source<R> {
-        fn seek(&mut self, pos: embedded_io::SeekFrom) -> Result<u64, std::io::Error> {
-            self.0.seek(match pos {
-                embedded_io::SeekFrom::Start(p) => std::io::SeekFrom::Start(p),
-                embedded_io::SeekFrom::End(d) => std::io::SeekFrom::End(d),
-                embedded_io::SeekFrom::Current(d) => std::io::SeekFrom::Current(d),
-            })
-        }
-    }
 }
 
 fn ours_read(path: &Path) -> Value {

@@ -1,0 +1,228 @@
+//! `tachyon`: look inside, check, dump and make Tachyon profile files.
+//!
+//! Exit status: 0 on success, 1 on a bad or unreadable input (the message names the file,
+//! the byte offset and the rule broken), 2 on a usage error.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::{json, Value};
+use tachyon::file::{FileSource, StdIo};
+use tachyon::input::{encode_stream, CapacityCount, InputError};
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon_core::reader::Metadata;
+use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian, NativeEndian, ReadError};
+
+#[derive(Parser)]
+#[command(
+    name = "tachyon",
+    version,
+    about = "Inspect, verify, dump and encode Tachyon profiles (CPython 3.15's binary sampling format)"
+)]
+#[command(after_help = "Examples:
+  tachyon info profile.bin
+  tachyon info --json --records profile.bin
+  tachyon verify profile.bin
+  tachyon dump profile.bin > samples.jsonl
+  tachyon encode input.json -o profile.bin --byte-order big --compression zstd")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Header, counts, mode, features and stats (CPython's get_info() and more); reads no
+    /// sample data unless --records is given.
+    Info {
+        /// The profile.
+        file: PathBuf,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also decode the samples: count records of each kind and the raw region size.
+        #[arg(long)]
+        records: bool,
+    },
+    /// Full validation; exit status 1 with the first error.
+    Verify {
+        /// The profile.
+        file: PathBuf,
+    },
+    /// One JSON line per thread sample in file order, as CPython's reader returns them.
+    Dump {
+        /// The profile.
+        file: PathBuf,
+    },
+    /// Writes a profile from CPython writer input: a JSON document (`samples` inside) or JSON
+    /// lines (writer parameters on the first line, then one write_sample call per line).
+    Encode {
+        /// The writer input.
+        input: PathBuf,
+        /// The profile to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Byte order of the file.
+        #[arg(long, value_enum, default_value_t = ByteOrder::Native)]
+        byte_order: ByteOrder,
+        /// Overrides the input's compression.
+        #[arg(long, value_enum)]
+        compression: Option<Zstd>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ByteOrder {
+    Native,
+    Little,
+    Big,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Zstd {
+    None,
+    Zstd,
+}
+
+/// An error for the user: what, where.
+struct Failure(String);
+
+fn read_error<E: std::fmt::Debug>(file: &Path, e: ReadError<E>) -> Failure {
+    Failure(format!("{}: {e}", file.display()))
+}
+
+fn open_meta(file: &Path) -> Result<(FileSource, Metadata), Failure> {
+    let mut src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
+    Ok((src, meta))
+}
+
+fn info(file: &Path, as_json: bool, records: bool) -> Result<(), Failure> {
+    let (src, meta) = open_meta(file)?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
+    let tables = reader.tables();
+    let mut v = tachyon::view::info(&meta, tables.string_count(), tables.frame_count());
+    v["byte_order"] = json!(if meta.endian == tachyon_core::RunTimeEndian::Big { "big" } else { "little" });
+    v["header_layout"] = json!(match meta.layout {
+        HeaderLayout::V3_15_2 => "3.15.2",
+        HeaderLayout::Dec2025 => "dec-2025",
+    });
+    v["file_bytes"] = json!(meta.file_len);
+    v["sample_region_bytes"] = json!(meta.header.string_table_offset - 64);
+    if records {
+        while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+        let c = reader.record_counts();
+        v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
+        v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
+    }
+    let mut out = io::stdout().lock();
+    if as_json {
+        writeln!(out, "{v}").map_err(|e| Failure(e.to_string()))?;
+    } else if let Value::Object(map) = v {
+        for (k, val) in map {
+            writeln!(out, "{k:>34}: {val}").map_err(|e| Failure(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+fn verify(file: &Path) -> Result<(), Failure> {
+    let (src, meta) = open_meta(file)?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
+    while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+    println!("{}: OK, {} thread samples, {} threads", file.display(), reader.samples_decoded(), reader.threads_seen());
+    Ok(())
+}
+
+fn dump(file: &Path) -> Result<(), Failure> {
+    let (src, meta) = open_meta(file)?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
+    while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
+        tachyon::view::write_sample_line(&mut out, &s).map_err(io_err)?;
+    }
+    out.flush().map_err(io_err)
+}
+
+fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zstd>) -> Result<(), Failure> {
+    let at = |e: io::Error| Failure(format!("{}: {e}", input.display()));
+    let bad = |e: InputError| Failure(format!("{}: {e}", input.display()));
+    let text_first =
+        BufReader::new(File::open(input).map_err(at)?).lines().next().transpose().map_err(at)?.unwrap_or_default();
+    let first: Option<Value> = serde_json::from_str(&text_first).ok();
+    // A document on one line parses as a whole; otherwise read the file as one document
+    // unless its first line is a parameters object without samples (JSON lines).
+    let (params, calls): (Value, Vec<Value>) = match first {
+        Some(Value::Object(o)) if !o.contains_key("samples") => {
+            let mut calls = Vec::new();
+            for (n, line) in BufReader::new(File::open(input).map_err(at)?).lines().enumerate().skip(1) {
+                let line = line.map_err(at)?;
+                if !line.trim().is_empty() {
+                    calls.push(
+                        serde_json::from_str(&line)
+                            .map_err(|e| Failure(format!("{}: line {}: {e}", input.display(), n + 1)))?,
+                    );
+                }
+            }
+            (Value::Object(o), calls)
+        }
+        _ => {
+            let mut doc: Value = serde_json::from_reader(BufReader::new(File::open(input).map_err(at)?))
+                .map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+            let calls = match doc.get_mut("samples").map(Value::take) {
+                Some(Value::Array(a)) => a,
+                _ => return Err(Failure(format!("{}: no \"samples\" list", input.display()))),
+            };
+            (doc, calls)
+        }
+    };
+    let mut count = CapacityCount::default();
+    calls.iter().for_each(|c| count.add_call(c));
+    let compression = compression.map(|c| match c {
+        Zstd::None => Compression::None,
+        Zstd::Zstd => Compression::Zstd,
+    });
+    let sink = StdIo(BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?));
+    fn run<E: Endianity>(
+        sink: StdIo<BufWriter<File>>,
+        e: E,
+        params: &Value,
+        count: CapacityCount,
+        compression: Option<Compression>,
+        calls: &[Value],
+    ) -> Result<StdIo<BufWriter<File>>, InputError> {
+        encode_stream(sink, e, params, count.capacity(), compression, calls.iter().map(Ok))
+    }
+    let sink = match order {
+        ByteOrder::Native => run(sink, NativeEndian::default(), &params, count, compression, &calls),
+        ByteOrder::Little => run(sink, LittleEndian, &params, count, compression, &calls),
+        ByteOrder::Big => run(sink, BigEndian, &params, count, compression, &calls),
+    }
+    .map_err(bad)?;
+    sink.0.into_inner().map_err(|e| Failure(format!("{}: {}", output.display(), e.error())))?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { file, json, records } => info(&file, json, records),
+        Command::Verify { file } => verify(&file),
+        Command::Dump { file } => dump(&file),
+        Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg)) => {
+            eprintln!("tachyon: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
