@@ -420,43 +420,46 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     fn record(&mut self, thread: usize, ts: u64, status: u8, depth: usize) -> Result<(), WriteError<W::Error>> {
         let t = *self.store.threads.get(thread);
         let delta = ts.wrapping_sub(t.prev_ts);
-        let change = choose_change(self.store.threads.prev_stack(thread), &self.scratch[..depth]);
-        if change == StackChange::Repeat {
-            if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
-                self.flush_run(thread)?;
+        // A stack record's encoding, its one or two counts, and how many frames it lists.
+        let record = match choose_change(self.store.threads.prev_stack(thread), &self.scratch[..depth]) {
+            StackChange::Repeat => None,
+            StackChange::Full => Some((Encoding::Full, depth, None)),
+            StackChange::Suffix { shared, push } => Some((Encoding::Suffix, shared, Some(push))),
+            StackChange::PopPush { pop, push } => Some((Encoding::PopPush, pop, Some(push))),
+        };
+        match record {
+            None => {
+                if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
+                    self.flush_run(thread)?;
+                }
+                let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
+                let mut delta_bytes = [0u8; MAX_VARINT_LEN];
+                let n = varint::encode_u64(delta, &mut delta_bytes);
+                entry[..n].copy_from_slice(&delta_bytes[..n]);
+                entry[n] = status;
+                self.store.threads.push_rle(thread, &entry[..=n]);
             }
-            let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
-            let mut delta_bytes = [0u8; MAX_VARINT_LEN];
-            let n = varint::encode_u64(delta, &mut delta_bytes);
-            entry[..n].copy_from_slice(&delta_bytes[..n]);
-            entry[n] = status;
-            self.store.threads.push_rle(thread, &entry[..=n]);
-        } else {
-            if t.rle_count > 0 {
-                self.flush_run(thread)?;
+            Some((encoding, first, second)) => {
+                if t.rle_count > 0 {
+                    self.flush_run(thread)?;
+                }
+                self.make_room(MAX_STACK_RECORD_LEN)?;
+                let prefix =
+                    Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 };
+                self.stage(&prefix.encode(self.endian));
+                self.stage_varint(delta);
+                self.stage(&[status]);
+                self.stage_varint(first as u64);
+                if let Some(second) = second {
+                    self.stage_varint(second as u64);
+                }
+                // FULL lists the whole stack; SUFFIX and POP_PUSH the `push` innermost frames.
+                for i in 0..second.unwrap_or(depth) {
+                    self.stage_varint(u64::from(self.scratch[i]));
+                }
+                let (store, scratch) = (&mut self.store, &self.scratch);
+                store.threads.set_prev_stack(thread, &scratch[..depth]);
             }
-            self.make_room(MAX_STACK_RECORD_LEN)?;
-            let (encoding, counts) = match change {
-                StackChange::Full => (Encoding::Full, [depth, usize::MAX]),
-                StackChange::Suffix { shared, push } => (Encoding::Suffix, [shared, push]),
-                StackChange::PopPush { pop, push } => (Encoding::PopPush, [pop, push]),
-                StackChange::Repeat => unreachable!("handled above"),
-            };
-            let pushed = if encoding == Encoding::Full { depth } else { counts[1] };
-            self.stage(
-                &Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 }
-                    .encode(self.endian),
-            );
-            self.stage_varint(delta);
-            self.stage(&[status]);
-            for count in counts.into_iter().filter(|&c| c != usize::MAX) {
-                self.stage_varint(count as u64);
-            }
-            for i in 0..pushed {
-                self.stage_varint(u64::from(self.scratch[i]));
-            }
-            let (store, scratch) = (&mut self.store, &self.scratch);
-            store.threads.set_prev_stack(thread, &scratch[..depth]);
         }
         self.store.threads.get_mut(thread).prev_ts = ts;
         self.sample_count += 1;
@@ -523,21 +526,22 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     #[cfg(feature = "zstd")]
     fn compress_staging(&mut self, end: bool) -> Result<(), WriteError<W::Error>> {
+        let Some(z) = self.zstd.as_mut() else {
+            return Ok(());
+        };
         loop {
-            if let Some(z) = self.zstd.as_mut() {
-                let pending = z.pending();
-                if !pending.is_empty() {
-                    let n = pending.len();
-                    Self::sink_write(&mut self.sink, &mut self.committed, &mut self.positioned, pending)?;
-                    z.consume_pending(n);
-                }
-                let input = &self.store.staging[self.staged_from..self.staged];
-                if input.is_empty() && (!end || z.is_finished()) {
-                    break;
-                }
-                let progress = z.compress(input, end).map_err(|e| WriteError::Zstd { code: e.0 })?;
-                self.staged_from += progress.consumed;
+            let pending = z.pending();
+            if !pending.is_empty() {
+                let n = pending.len();
+                Self::sink_write(&mut self.sink, &mut self.committed, &mut self.positioned, pending)?;
+                z.consume_pending(n);
             }
+            let input = &self.store.staging[self.staged_from..self.staged];
+            if input.is_empty() && (!end || z.is_finished()) {
+                break;
+            }
+            let progress = z.compress(input, end).map_err(|e| WriteError::Zstd { code: e.0 })?;
+            self.staged_from += progress.consumed;
         }
         self.staged_from = 0;
         self.staged = 0;
