@@ -209,12 +209,7 @@ pub fn encode_document<E: Endianity>(
     compression: Option<Compression>,
 ) -> Result<Vec<u8>, InputError> {
     let calls = array(field(doc, "samples")?, "samples")?.iter().map(Ok);
-    let sink =
-        encode_to(VecSink::new(), doc, capacity(doc), compression, calls, |sink, storage, cfg, zstd| match zstd {
-            Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
-            None => Writer::with_endian(sink, storage, cfg, endian),
-        })?;
-    Ok(sink.into_inner())
+    Ok(encode_stream(VecSink::new(), endian, doc, capacity(doc), compression, calls)?.into_inner())
 }
 
 /// Like [`encode_document`] through the native-order constructors (`Writer::new`,

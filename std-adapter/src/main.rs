@@ -14,7 +14,7 @@ use tachyon::file::{FileSource, StdIo};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon_core::reader::Metadata;
-use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian, NativeEndian, ReadError};
+use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
 
 #[derive(Parser)]
 #[command(
@@ -94,61 +94,71 @@ fn read_error<E: std::fmt::Debug>(file: &Path, e: ReadError<E>) -> Failure {
     Failure(format!("{}: {e}", file.display()))
 }
 
-fn open_meta(file: &Path) -> Result<(FileSource, Metadata), Failure> {
+/// Opens `file` (metadata checked, tables loaded into storage sized from them) and hands the
+/// reader to `f`.
+fn with_reader<T>(
+    file: &Path,
+    f: impl FnOnce(&mut Reader<'_, FileSource>) -> Result<T, Failure>,
+) -> Result<T, Failure> {
     let mut src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
-    Ok((src, meta))
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
+    f(&mut reader)
 }
 
 fn info(file: &Path, as_json: bool, records: bool) -> Result<(), Failure> {
-    let (src, meta) = open_meta(file)?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
-    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
-    let tables = reader.tables();
-    let mut v = tachyon::view::info(&meta, tables.string_count(), tables.frame_count());
-    v["byte_order"] = json!(if meta.endian == tachyon_core::RunTimeEndian::Big { "big" } else { "little" });
-    v["header_layout"] = json!(match meta.layout {
-        HeaderLayout::V3_15_2 => "3.15.2",
-        HeaderLayout::Dec2025 => "dec-2025",
-    });
-    v["file_bytes"] = json!(meta.file_len);
-    v["sample_region_bytes"] = json!(meta.header.string_table_offset - 64);
-    if records {
-        while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
-        let c = reader.record_counts();
-        v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
-        v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
-    }
-    let mut out = io::stdout().lock();
-    if as_json {
-        writeln!(out, "{v}").map_err(|e| Failure(e.to_string()))?;
-    } else if let Value::Object(map) = v {
-        for (k, val) in map {
-            writeln!(out, "{k:>34}: {val}").map_err(|e| Failure(e.to_string()))?;
+    with_reader(file, |reader| {
+        let meta = *reader.metadata();
+        let tables = reader.tables();
+        let mut v = tachyon::view::info(&meta, tables.string_count(), tables.frame_count());
+        v["byte_order"] = json!(if meta.endian == tachyon_core::RunTimeEndian::Big { "big" } else { "little" });
+        v["header_layout"] = json!(match meta.layout {
+            HeaderLayout::V3_15_2 => "3.15.2",
+            HeaderLayout::Dec2025 => "dec-2025",
+        });
+        v["file_bytes"] = json!(meta.file_len);
+        v["sample_region_bytes"] = json!(meta.header.string_table_offset - 64);
+        if records {
+            while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+            let c = reader.record_counts();
+            v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
+            v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
         }
-    }
-    Ok(())
+        let mut out = io::stdout().lock();
+        if as_json {
+            writeln!(out, "{v}").map_err(|e| Failure(e.to_string()))?;
+        } else if let Value::Object(map) = v {
+            for (k, val) in map {
+                writeln!(out, "{k:>34}: {val}").map_err(|e| Failure(e.to_string()))?;
+            }
+        }
+        Ok(())
+    })
 }
 
 fn verify(file: &Path) -> Result<(), Failure> {
-    let (src, meta) = open_meta(file)?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
-    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
-    while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
-    println!("{}: OK, {} thread samples, {} threads", file.display(), reader.samples_decoded(), reader.threads_seen());
-    Ok(())
+    with_reader(file, |reader| {
+        while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+        println!(
+            "{}: OK, {} thread samples, {} threads",
+            file.display(),
+            reader.samples_decoded(),
+            reader.threads_seen()
+        );
+        Ok(())
+    })
 }
 
 fn dump(file: &Path) -> Result<(), Failure> {
-    let (src, meta) = open_meta(file)?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
-    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
-    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
-    while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
-        tachyon::view::write_sample_line(&mut out, &s).map_err(io_err)?;
-    }
-    out.flush().map_err(io_err)
+    with_reader(file, |reader| {
+        let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+        let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
+        while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
+            tachyon::view::write_sample_line(&mut out, &s).map_err(io_err)?;
+        }
+        out.flush().map_err(io_err)
+    })
 }
 
 fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zstd>) -> Result<(), Failure> {
