@@ -9,7 +9,7 @@ use embedded_io::{ErrorType, Read, Seek, SeekFrom};
 use tachyon_core::header::{Footer, Header};
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::StaticReaderStorage;
-use tachyon_core::{BigEndian, Endianity, FormatRule, Position, ReadError, Reader};
+use tachyon_core::{BigEndian, FormatRule, Position, ReadError, Reader};
 
 struct VirtualFile {
     len: u64,
@@ -86,8 +86,10 @@ fn far_file() -> (VirtualFile, u64) {
 #[test]
 fn tables_past_four_gib() {
     let (mut file, first_record_end) = far_file();
+    let built_len = file.len;
     let meta = Metadata::read(&mut file).unwrap();
-    assert_eq!(meta.file_len, FAR + meta.file_len - FAR);
+    assert!(built_len > 1 << 32);
+    assert_eq!(meta.file_len, built_len);
     assert!(meta.header.string_table_offset > u64::from(u32::MAX));
     assert!(meta.header.frame_table_offset > meta.header.string_table_offset);
 
@@ -136,5 +138,5 @@ fn rle_count_bound_uses_64_bit_distances() {
         let s = r.next_sample().unwrap().unwrap();
         assert_eq!((s.thread_id, s.status, s.timestamp_us), (7, 0, 1000));
     }
-    assert!(max > 1 << 31 && BigEndian.u32_bytes(1) == [0, 0, 0, 1]);
+    assert!(max > 1 << 31);
 }
