@@ -393,6 +393,9 @@ pub struct Sample<'r> {
     pub stack: &'r [u32],
     /// Kind of record the sample came from.
     pub encoding: Encoding,
+    /// Ordinal of that record in the sample region (0-based). Samples of one REPEAT record
+    /// share it, which is how CPython's replay batches them (spec 9.4).
+    pub record: u64,
     tables: &'r Tables<'r>,
 }
 
@@ -417,6 +420,8 @@ impl core::fmt::Debug for Sample<'_> {
             .field("thread_id", &self.thread_id)
             .field("status", &self.status)
             .field("stack", &self.stack)
+            .field("encoding", &self.encoding)
+            .field("record", &self.record)
             .finish()
     }
 }
@@ -432,6 +437,13 @@ pub struct RecordCounts {
     pub suffix: u64,
     /// POP_PUSH records.
     pub pop_push: u64,
+}
+
+impl RecordCounts {
+    /// Records of all kinds.
+    pub fn total(&self) -> u64 {
+        self.repeat + self.full + self.suffix + self.pop_push
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -581,6 +593,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                     status,
                     stack: self.stream.threads.stack(thread),
                     encoding,
+                    record: self.stream.counts.total() - 1,
                     tables: &self.tables,
                 }))
             }
