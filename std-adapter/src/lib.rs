@@ -8,10 +8,12 @@
 
 #![deny(missing_docs)]
 
+pub mod convert;
 pub mod file;
 pub mod input;
 pub mod memory;
 pub mod open;
+pub mod replay;
 pub mod view;
 
 pub use tachyon_core as core;

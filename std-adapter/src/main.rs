@@ -4,11 +4,13 @@
 //! the byte offset and the rule broken), 2 on a usage error.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write as _};
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use tachyon::file::{FileSource, StdIo};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
@@ -27,10 +29,17 @@ use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian
   tachyon info --json --records profile.bin
   tachyon verify profile.bin
   tachyon dump profile.bin > samples.jsonl
-  tachyon encode input.json -o profile.bin --byte-order big --compression zstd")]
+  tachyon encode input.json -o profile.bin --byte-order big --compression zstd
+  tachyon convert profile.bin --to collapsed -o stacks.txt
+  tachyon convert profile.bin --to pstats-text --sort cumtime --limit 30
+  tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
+  tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// No progress bars.
+    #[arg(short, long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -72,6 +81,60 @@ enum Command {
         #[arg(long, value_enum)]
         compression: Option<Zstd>,
     },
+    /// Converts a profile into another format (written to stdout without -o).
+    Convert {
+        /// The profile.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        to: Target,
+        /// Output file.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// pstats: leave out 3.15's sampled-stats marker so that older Pythons load the file.
+        #[arg(long)]
+        pstats_compat: bool,
+        /// pstats-text: row order.
+        #[arg(long, value_enum)]
+        sort: Option<Sort>,
+        /// pstats-text: most rows (default 15).
+        #[arg(short, long)]
+        limit: Option<usize>,
+        /// pstats-text: no summary of interesting functions.
+        #[arg(long)]
+        no_summary: bool,
+        /// tachyon: byte order of the output (default: the input's).
+        #[arg(long, value_enum)]
+        byte_order: Option<ByteOrder>,
+        /// tachyon: compression of the output (default: the input's).
+        #[arg(long, value_enum)]
+        compression: Option<Zstd>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Target {
+    /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
+    Collapsed,
+    /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
+    Pstats,
+    /// The table CPython's `replay` prints.
+    PstatsText,
+    /// CPython's `replay --jsonl` aggregate records.
+    Jsonl,
+    /// Tachyon again, in another byte order or compression.
+    Tachyon,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Sort {
+    Nsamples,
+    Tottime,
+    Cumtime,
+    SamplePct,
+    CumulPct,
+    NsamplesCumul,
+    Name,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -220,13 +283,154 @@ fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zst
     Ok(())
 }
 
+/// A progress bar on stderr that appears once work has taken a second, and never when
+/// stderr is not a terminal or with --quiet.
+struct Progress {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: u64, quiet: bool) -> Progress {
+        let bar = (!quiet && io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {percent:>3}% {human_pos}/{human_len} samples, {eta} left")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Progress { bar, started: Instant::now(), shown: false }
+    }
+
+    fn update(&mut self, done: u64) {
+        if let Some(bar) = &self.bar {
+            if !self.shown && self.started.elapsed().as_secs_f64() >= 1.0 {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                self.shown = true;
+            }
+            bar.set_position(done);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+struct ConvertArgs {
+    to: Target,
+    output: Option<PathBuf>,
+    pstats_compat: bool,
+    sort: Option<Sort>,
+    limit: Option<usize>,
+    no_summary: bool,
+    byte_order: Option<ByteOrder>,
+    compression: Option<Zstd>,
+}
+
+/// Options that belong to one target only are usage errors elsewhere.
+fn check_convert_args(a: &ConvertArgs) -> Result<(), String> {
+    let only = |ok: bool, flag: &str, target: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{flag} only applies to --to {target}"))
+        }
+    };
+    only(!a.pstats_compat || a.to == Target::Pstats, "--pstats-compat", "pstats")?;
+    let text = a.to == Target::PstatsText;
+    only(a.sort.is_none() || text, "--sort", "pstats-text")?;
+    only(a.limit.is_none() || text, "--limit", "pstats-text")?;
+    only(!a.no_summary || text, "--no-summary", "pstats-text")?;
+    let tach = a.to == Target::Tachyon;
+    only(a.byte_order.is_none() || tach, "--byte-order", "tachyon")?;
+    only(a.compression.is_none() || tach, "--compression", "tachyon")
+}
+
+fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
+    use tachyon::convert::{pstats::SortOrder, Format};
+    let fail = |e: tachyon::convert::ConvertError| match e {
+        tachyon::convert::ConvertError::Read(e) => read_error(file, e),
+        e => Failure(e.to_string()),
+    };
+    let create = |p: &Path| File::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())));
+    with_reader(file, |reader| {
+        let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
+        let mut tick = |n: u64| progress.update(n);
+        if a.to == Target::Tachyon {
+            let compression = a.compression.map(|c| match c {
+                Zstd::None => Compression::None,
+                Zstd::Zstd => Compression::Zstd,
+            });
+            let big = match a.byte_order {
+                Some(ByteOrder::Big) => true,
+                Some(ByteOrder::Little) => false,
+                Some(ByteOrder::Native) => cfg!(target_endian = "big"),
+                None => reader.metadata().endian == tachyon_core::RunTimeEndian::Big,
+            };
+            let sink = tachyon::memory::VecSink::default();
+            let sink = if big {
+                tachyon::convert::tachyon::reencode(reader, sink, BigEndian, compression, &mut tick)
+            } else {
+                tachyon::convert::tachyon::reencode(reader, sink, LittleEndian, compression, &mut tick)
+            }
+            .map_err(fail)?;
+            let bytes = sink.into_inner();
+            return match &a.output {
+                Some(p) => std::fs::write(p, bytes).map_err(|e| Failure(format!("{}: {e}", p.display()))),
+                None => io::stdout().lock().write_all(&bytes).map_err(|e| Failure(format!("writing the output: {e}"))),
+            };
+        }
+        let format = match a.to {
+            Target::Collapsed => Format::Collapsed,
+            Target::Pstats => Format::Pstats { compat: a.pstats_compat },
+            Target::PstatsText => Format::PstatsText {
+                sort: match a.sort.unwrap_or(Sort::Nsamples) {
+                    Sort::Nsamples => SortOrder::Nsamples,
+                    Sort::Tottime => SortOrder::Tottime,
+                    Sort::Cumtime => SortOrder::Cumtime,
+                    Sort::SamplePct => SortOrder::SamplePct,
+                    Sort::CumulPct => SortOrder::CumulPct,
+                    Sort::NsamplesCumul => SortOrder::NsamplesCumul,
+                    Sort::Name => SortOrder::Name,
+                },
+                limit: Some(a.limit.unwrap_or(15)),
+                summary: !a.no_summary,
+            },
+            Target::Jsonl => Format::Jsonl { run_id: None },
+            Target::Tachyon => unreachable!("handled above"),
+        };
+        let mut out: Box<dyn io::Write> = match &a.output {
+            Some(p) => Box::new(create(p)?),
+            None => Box::new(io::stdout().lock()),
+        };
+        tachyon::convert::convert(reader, &format, &mut out, &mut tick).map_err(fail)?;
+        Ok(())
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let quiet = cli.quiet;
     let result = match cli.command {
         Command::Info { file, json, records } => info(&file, json, records),
         Command::Verify { file } => verify(&file),
         Command::Dump { file } => dump(&file),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
+        Command::Convert { file, to, output, pstats_compat, sort, limit, no_summary, byte_order, compression } => {
+            let args = ConvertArgs { to, output, pstats_compat, sort, limit, no_summary, byte_order, compression };
+            if let Err(msg) = check_convert_args(&args) {
+                eprintln!("tachyon: {msg}");
+                return ExitCode::from(2);
+            }
+            convert(&file, args, quiet)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

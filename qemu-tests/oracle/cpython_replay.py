@@ -1,0 +1,71 @@
+"""Runs CPython's own `profiling.sampling replay` in-process over many files.
+
+usage: python3.15 cpython_replay.py MANIFEST
+
+MANIFEST has one `input<TAB>output-directory` per line. For each input this writes, into its
+directory, what `replay` produces for every conversion the tachyon command reproduces:
+collapsed.txt, pstats.marshal, jsonl.jsonl, gecko.json, and text-<variant>.txt holding
+everything `replay` printed for a pstats table (the driver's caller cuts the table out).
+A failing replay writes error-<what>.txt with the message instead.
+"""
+
+import contextlib
+import io
+import os
+import sys
+
+from profiling.sampling.cli import main
+
+TEXT_VARIANTS = {
+    "default": [],
+    "tottime": ["--sort", "tottime"],
+    "cumtime-all": ["--sort", "cumtime", "--limit", "100000"],
+    "sample-pct": ["--sort", "sample-pct", "--limit", "7"],
+    "cumul-pct": ["--sort", "cumul-pct"],
+    "nsamples-cumul": ["--sort", "nsamples-cumul", "--no-summary"],
+    "name": ["--sort", "name", "--limit", "100000"],
+}
+
+
+def replay(args, stdout_path=None):
+    argv = sys.argv
+    sys.argv = ["profiling.sampling", "replay", *args]
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            main()
+        error = None
+    except SystemExit as e:
+        error = str(e.code)
+    except Exception as e:  # the replay itself failed: record it
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        sys.argv = argv
+    if stdout_path is not None:
+        with open(stdout_path, "w", encoding="utf-8") as f:
+            f.write(buffer.getvalue())
+    return error
+
+
+def main_driver(manifest):
+    with open(manifest, encoding="utf-8") as f:
+        jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    for source, outdir in jobs:
+        os.makedirs(outdir, exist_ok=True)
+        runs = [
+            ("collapsed", ["--collapsed", "-o", os.path.join(outdir, "collapsed.txt"), source], None),
+            ("pstats", ["--pstats", "-o", os.path.join(outdir, "pstats.marshal"), source], None),
+            ("jsonl", ["--jsonl", "-o", os.path.join(outdir, "jsonl.jsonl"), source], None),
+            ("gecko", ["--gecko", "-o", os.path.join(outdir, "gecko.json"), source], None),
+        ]
+        for name, extra in TEXT_VARIANTS.items():
+            runs.append((f"text-{name}", [*extra, source], os.path.join(outdir, f"text-{name}.txt")))
+        for what, args, stdout_path in runs:
+            error = replay(args, stdout_path)
+            if error is not None:
+                with open(os.path.join(outdir, f"error-{what}.txt"), "w", encoding="utf-8") as f:
+                    f.write(error + "\n")
+
+
+if __name__ == "__main__":
+    main_driver(sys.argv[1])

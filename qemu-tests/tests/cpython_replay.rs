@@ -1,0 +1,174 @@
+//! Conversions against CPython 3.15.2's own `profiling.sampling replay` (x86_64 oracle from
+//! `scripts/oracle.sh`; fails, never skips, without it), over the shared vectors in both byte
+//! orders, the committed real profiles, those the test command records
+//! (`TACHYON_REAL_PROFILES`) and seeded generated streams:
+//!
+//! - collapsed stacks byte for byte;
+//! - the pstats table `replay` prints, for every sort order, with limits and without summary;
+//! - `--jsonl` byte for byte (given CPython's run id);
+//! - pstats files: same dictionary as CPython's, and `pstats.Stats` loads and prints them like
+//!   CPython's under Python 3.15; the `--pstats-compat` files load under Python 3.11.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qemu_tests::{compare_bytes, gen};
+use tachyon::convert::pstats::SortOrder;
+use tachyon::convert::{convert, ConvertError, Format};
+use tachyon::input::encode_document;
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon_core::io::Cursor;
+use tachyon_core::reader::Metadata;
+use tachyon_core::LittleEndian;
+
+const SEED: u64 = 0x5e9_1a7;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn oracle_ready() {
+    let dir = std::env::var_os("TACHYON_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tachyon-oracle"));
+    assert!(dir.join("ready").exists(), "CPython oracle not set up in {}: run scripts/oracle.sh first", dir.display());
+}
+
+fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    assert!(!found.is_empty(), "no .{ext} files in {}", dir.display());
+    found.sort();
+    found
+}
+
+/// Every input: vectors, real profiles, and generated streams encoded into `work`.
+fn inputs(work: &Path) -> Vec<PathBuf> {
+    let mut files = files_in(&root().join("qemu-tests/vectors/cpython-3.15.2"), "bin");
+    files.extend(files_in(&root().join("qemu-tests/fixtures/real-3.15.2"), "pyb"));
+    if let Some(dir) = std::env::var_os("TACHYON_REAL_PROFILES") {
+        files.extend(files_in(Path::new(&dir), "pyb"));
+    }
+    for (name, doc) in gen::corpus(SEED) {
+        let path = work.join(format!("{name}.bin"));
+        std::fs::write(&path, encode_document(&doc, LittleEndian, None).unwrap()).unwrap();
+        files.push(path);
+    }
+    files
+}
+
+/// Our conversion of `file` into `format`.
+fn ours(file: &Path, format: &Format) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(file).unwrap();
+    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
+    let mut reader = storage.open(Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    convert(&mut reader, format, &mut out, &mut |_| {}).map_err(|e: ConvertError<_>| e.to_string())?;
+    Ok(out)
+}
+
+/// The table in what `replay` printed: from its first line to before "Replayed N samples".
+fn table(stdout: &str) -> String {
+    let start = ["Profile Stats:\n", "No samples were collected."]
+        .iter()
+        .filter_map(|m| stdout.find(m))
+        .min()
+        .unwrap_or_else(|| panic!("no table in CPython's output:\n{stdout}"));
+    let end = stdout.rfind("Replayed ").expect("CPython's closing line");
+    stdout[start..end].to_string()
+}
+
+const TEXT_VARIANTS: [(&str, SortOrder, Option<usize>, bool); 7] = [
+    ("default", SortOrder::Nsamples, Some(15), true),
+    ("tottime", SortOrder::Tottime, Some(15), true),
+    ("cumtime-all", SortOrder::Cumtime, Some(100_000), true),
+    ("sample-pct", SortOrder::SamplePct, Some(7), true),
+    ("cumul-pct", SortOrder::CumulPct, Some(15), true),
+    ("nsamples-cumul", SortOrder::NsamplesCumul, Some(15), false),
+    ("name", SortOrder::Name, Some(100_000), true),
+];
+
+fn run_python(program: &Path, args: &[&Path]) -> std::process::Output {
+    Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", program.display()))
+}
+
+#[test]
+fn conversions_match_cpython_replay() {
+    oracle_ready();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-replay");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = inputs(&work);
+    let outdir = |i: usize| work.join(format!("out-{i}"));
+    let manifest = work.join("replay.tsv");
+    let text: String =
+        files.iter().enumerate().map(|(i, f)| format!("{}\t{}\n", f.display(), outdir(i).display())).collect();
+    std::fs::write(&manifest, text).unwrap();
+    let status = Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/cpython_replay.py"))
+        .arg(&manifest)
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython replay driver failed");
+
+    let mut failures: Vec<String> = Vec::new();
+    let mut checked = 0;
+    let mut pstats_rows = String::new();
+    for (i, file) in files.iter().enumerate() {
+        let dir = outdir(i);
+        let name = file.display();
+        let cpython_failed = |what: &str| dir.join(format!("error-{what}.txt")).exists();
+        let mut check = |what: &str, got: Result<Vec<u8>, String>, want: &dyn Fn() -> Vec<u8>| {
+            checked += 1;
+            match (got, cpython_failed(what)) {
+                (Err(_), true) => {}
+                (Err(e), false) => failures.push(format!("{name} {what}: ours failed where CPython did not: {e}")),
+                (Ok(_), true) => failures.push(format!("{name} {what}: CPython failed, ours did not")),
+                (Ok(g), false) => failures.extend(compare_bytes(&format!("{name} {what}"), &g, &want()).err()),
+            }
+        };
+        check("collapsed", ours(file, &Format::Collapsed), &|| std::fs::read(dir.join("collapsed.txt")).unwrap());
+        for (variant, sort, limit, summary) in TEXT_VARIANTS {
+            let what = format!("text-{variant}");
+            let format = Format::PstatsText { sort, limit, summary };
+            check(&what, ours(file, &format), &|| {
+                table(&std::fs::read_to_string(dir.join(format!("{what}.txt"))).unwrap()).into_bytes()
+            });
+        }
+        let cpython_jsonl = std::fs::read_to_string(dir.join("jsonl.jsonl")).unwrap_or_default();
+        let run_id = cpython_jsonl.split("\"run_id\":\"").nth(1).and_then(|t| t.get(..32)).map(str::to_owned);
+        check("jsonl", ours(file, &Format::Jsonl { run_id }), &|| cpython_jsonl.clone().into_bytes());
+
+        let got = ours(file, &Format::Pstats { compat: false });
+        let compat = ours(file, &Format::Pstats { compat: true });
+        if let (Ok(got), Ok(compat), false) = (&got, &compat, cpython_failed("pstats")) {
+            std::fs::write(dir.join("ours.marshal"), got).unwrap();
+            std::fs::write(dir.join("ours-compat.marshal"), compat).unwrap();
+            let cols = [dir.join("pstats.marshal"), dir.join("ours.marshal"), dir.join("ours-compat.marshal")];
+            pstats_rows += &format!("{}\t{}\t{}\n", cols[0].display(), cols[1].display(), cols[2].display());
+        } else if got.is_ok() == cpython_failed("pstats") {
+            failures.push(format!("{name} pstats: ours and CPython disagree on failing"));
+        }
+    }
+    let pstats_manifest = work.join("pstats.tsv");
+    std::fs::write(&pstats_manifest, pstats_rows).unwrap();
+    let script = root().join("qemu-tests/oracle/pstats_compare.py");
+    let py315 = run_python(&root().join("scripts/oracle-python.sh"), &[Path::new("amd64"), &script, &pstats_manifest]);
+    let py311 = run_python(Path::new("python3.11"), &[&script, &pstats_manifest]);
+    for (label, out) in [("3.15", py315), ("3.11", py311)] {
+        let report = String::from_utf8_lossy(&out.stdout);
+        eprintln!("pstats under Python {label}: {}", report.lines().last().unwrap_or(""));
+        if !out.status.success() {
+            failures.push(format!("pstats under Python {label}:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
+        }
+    }
+    eprintln!("{} files, {checked} conversions compared with CPython's replay", files.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -1,0 +1,126 @@
+//! Conversions of a Tachyon file into the formats people view profiles in. Each one replays
+//! the file once ([`crate::replay`]), aggregating on frame ids, and writes its output at the
+//! end; memory grows with distinct stacks and frames, not with samples (except where the
+//! format itself lists every sample: Firefox profiler and speedscope).
+
+pub mod collapsed;
+pub mod jsonl;
+pub mod pstats;
+pub mod tachyon;
+
+use std::fmt;
+use std::io;
+
+use embedded_io::{Read, Seek};
+use tachyon_core::{ReadError, Reader};
+
+use crate::replay::{replay, Collector, FrameTable};
+
+/// Why a conversion failed.
+#[derive(Debug)]
+pub enum ConvertError<E = io::Error> {
+    /// The input is bad or unreadable.
+    Read(ReadError<E>),
+    /// Writing the output failed.
+    Write(io::Error),
+    /// The writer refused a sample or its storage could not be sized (re-encoding).
+    Encode(String),
+}
+
+impl<E: fmt::Debug> fmt::Display for ConvertError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConvertError::Read(e) => write!(f, "{e}"),
+            ConvertError::Write(e) => write!(f, "writing the output: {e}"),
+            ConvertError::Encode(e) => write!(f, "encoding: {e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug> std::error::Error for ConvertError<E> {}
+
+impl<E> From<io::Error> for ConvertError<E> {
+    fn from(e: io::Error) -> Self {
+        ConvertError::Write(e)
+    }
+}
+
+/// Replays every sample of `reader` into `collector`; returns the decoded frame table and the
+/// sample count.
+pub fn collect<R: Read + Seek>(
+    reader: &mut Reader<'_, R>,
+    collector: &mut dyn Collector,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(FrameTable, u64), ConvertError<R::Error>> {
+    let frames = FrameTable::new(reader.tables());
+    let n = replay(reader, &frames, collector, progress).map_err(ConvertError::Read)?;
+    Ok((frames, n))
+}
+
+/// A text or binary output format and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Format {
+    /// Collapsed stacks, as `replay --collapsed`.
+    Collapsed,
+    /// The marshal file of `replay --pstats -o`; `compat` leaves out 3.15's marker key.
+    Pstats {
+        /// Loadable by Pythons before 3.15.
+        compat: bool,
+    },
+    /// The table `replay` prints.
+    PstatsText {
+        /// Row order.
+        sort: pstats::SortOrder,
+        /// Most rows (CPython's default is 15).
+        limit: Option<usize>,
+        /// With the "interesting functions" summary.
+        summary: bool,
+    },
+    /// `replay --jsonl`; `run_id` defaults to a random UUID.
+    Jsonl {
+        /// Tag of every line.
+        run_id: Option<String>,
+    },
+}
+
+/// Converts every sample of `reader` into `format` on `out`; returns the sample count.
+pub fn convert<R: Read + Seek>(
+    reader: &mut Reader<'_, R>,
+    format: &Format,
+    out: &mut dyn io::Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, ConvertError<R::Error>> {
+    let header = reader.metadata().header;
+    let mode = header.config.mode.map(|m| m.value());
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let n = match format {
+        Format::Collapsed => {
+            let mut c = collapsed::CollapsedCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            c.write(&frames, &mut out)?;
+            n
+        }
+        Format::Pstats { compat } => {
+            let mut c = pstats::PstatsCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            pstats::write_marshal(&c.rows(&frames, header.sample_interval_us), *compat, &mut out)?;
+            n
+        }
+        Format::PstatsText { sort, limit, summary } => {
+            let mut c = pstats::PstatsCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            let rows = c.rows(&frames, header.sample_interval_us);
+            pstats::write_text(&rows, *sort, *limit, *summary, mode, &mut out)?;
+            n
+        }
+        Format::Jsonl { run_id } => {
+            let mut c = jsonl::JsonlCollector::default();
+            let (_, n) = collect(reader, &mut c, progress)?;
+            let id = run_id.clone().unwrap_or_else(jsonl::random_run_id);
+            c.write(header.sample_interval_us, mode, &id, &mut out)?;
+            n
+        }
+    };
+    io::Write::flush(&mut out)?;
+    Ok(n)
+}

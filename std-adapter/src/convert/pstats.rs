@@ -1,0 +1,448 @@
+//! pstats: what CPython's `PstatsCollector` builds from a replay, written as the marshal file
+//! `replay --pstats -o` writes (which `pstats.Stats` loads), or printed as the table `replay`
+//! prints by default.
+//!
+//! Per function key `(filename, lineno, funcname)`: `direct` samples (the key is the
+//! innermost frame), `cumulative` samples (the key is anywhere on the stack, once per
+//! sample), and per caller key the samples in which the caller called it. The file maps each
+//! key to `(direct, cumulative, direct × interval, cumulative × interval, {caller: samples})`,
+//! in the order keys were first met, plus the marker key `("__sampled__",): True` that makes
+//! 3.15's `pstats.Stats` print sampled columns; older Pythons cannot load a file with that
+//! key, which is what `compat` leaves out.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use crate::replay::{basename, Collector, FrameTable, FunctionKey, ReplaySample};
+
+/// Aggregates samples per function key.
+#[derive(Debug, Default)]
+pub struct PstatsCollector {
+    /// Per function key: (direct, cumulative), once touched.
+    counts: Vec<Option<(u64, u64)>>,
+    /// Keys in the order CPython's `defaultdict` met them.
+    order: Vec<u32>,
+    /// Per callee: callers with samples, in the order met.
+    callers: HashMap<u32, Vec<(u32, u64)>>,
+    seen: Vec<u64>,
+    generation: u64,
+}
+
+impl Collector for PstatsCollector {
+    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+        if s.stack.is_empty() {
+            return;
+        }
+        if self.counts.len() < frames.functions.len() {
+            self.counts.resize(frames.functions.len(), None);
+            self.seen.resize(frames.functions.len(), 0);
+        }
+        self.generation += 1;
+        for &id in s.stack {
+            let k = frames.frame(id).function as usize;
+            if self.seen[k] != self.generation {
+                self.seen[k] = self.generation;
+                self.touch(k).1 += 1;
+            }
+        }
+        let top = frames.frame(s.stack[0]).function as usize;
+        self.touch(top).0 += 1;
+        for pair in s.stack.windows(2) {
+            let callee = frames.frame(pair[0]).function;
+            let caller = frames.frame(pair[1]).function;
+            let list = self.callers.entry(callee).or_default();
+            match list.iter_mut().find(|(c, _)| *c == caller) {
+                Some((_, n)) => *n += 1,
+                None => list.push((caller, 1)),
+            }
+        }
+    }
+}
+
+/// One row of the statistics: `(cc, nc, tt, ct, callers)` in pstats' terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatRow {
+    /// The function.
+    pub key: FunctionKey,
+    /// Samples with the function innermost.
+    pub direct: u64,
+    /// Samples with the function anywhere on the stack.
+    pub cumulative: u64,
+    /// `direct` × interval, seconds.
+    pub total_time: f64,
+    /// `cumulative` × interval, seconds.
+    pub cumulative_time: f64,
+    /// Callers and the samples in which each called this function.
+    pub callers: Vec<(FunctionKey, u64)>,
+}
+
+impl PstatsCollector {
+    fn touch(&mut self, k: usize) -> &mut (u64, u64) {
+        if self.counts[k].is_none() {
+            self.order.push(k as u32);
+        }
+        self.counts[k].get_or_insert((0, 0))
+    }
+
+    /// The statistics as CPython's `create_stats` makes them, in its order.
+    pub fn rows(&self, frames: &FrameTable, sample_interval_us: u64) -> Vec<StatRow> {
+        // Python: interval / 1_000_000 (correctly rounded), then count * that.
+        let interval_sec = sample_interval_us as f64 / 1_000_000.0;
+        self.order
+            .iter()
+            .map(|&k| {
+                let (direct, cumulative) = self.counts[k as usize].unwrap_or((0, 0));
+                let callers = self.callers.get(&k).map_or(&[][..], |v| &v[..]);
+                StatRow {
+                    key: frames.functions[k as usize].clone(),
+                    direct,
+                    cumulative,
+                    total_time: direct as f64 * interval_sec,
+                    cumulative_time: cumulative as f64 * interval_sec,
+                    callers: callers.iter().map(|&(c, n)| (frames.functions[c as usize].clone(), n)).collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Writes `rows` as the marshal file of `replay --pstats -o`; `compat` leaves out the
+/// `("__sampled__",)` marker so that Pythons before 3.15 can load it.
+pub fn write_marshal(rows: &[StatRow], compat: bool, out: &mut impl Write) -> io::Result<()> {
+    let mut m = Marshal(out);
+    m.0.write_all(b"{")?;
+    for row in rows {
+        m.key(&row.key)?;
+        m.0.write_all(&[b')', 5])?;
+        m.int(row.direct.into())?;
+        m.int(row.cumulative.into())?;
+        m.float(row.total_time)?;
+        m.float(row.cumulative_time)?;
+        m.0.write_all(b"{")?;
+        for (caller, n) in &row.callers {
+            m.key(caller)?;
+            m.int((*n).into())?;
+        }
+        m.0.write_all(b"0")?;
+    }
+    if !compat {
+        m.0.write_all(&[b')', 1])?;
+        m.str("__sampled__")?;
+        m.0.write_all(b"T")?;
+    }
+    m.0.write_all(b"0")
+}
+
+/// The subset of Python's marshal format (version 4) a stats dictionary needs; always
+/// little-endian, whatever the machine.
+struct Marshal<W>(W);
+
+impl<W: Write> Marshal<W> {
+    fn key(&mut self, k: &FunctionKey) -> io::Result<()> {
+        self.0.write_all(&[b')', 3])?;
+        self.str(&k.filename)?;
+        self.int(k.lineno.into())?;
+        self.str(&k.funcname)
+    }
+
+    fn str(&mut self, s: &str) -> io::Result<()> {
+        if s.is_ascii() && s.len() < 256 {
+            self.0.write_all(&[b'z', s.len() as u8])?;
+        } else {
+            let len = u32::try_from(s.len()).map_err(|_| io::Error::other("string longer than 4 GiB"))?;
+            self.0.write_all(b"u")?;
+            self.0.write_all(&len.to_le_bytes())?;
+        }
+        self.0.write_all(s.as_bytes())
+    }
+
+    fn int(&mut self, v: i128) -> io::Result<()> {
+        if let Ok(small) = i32::try_from(v) {
+            self.0.write_all(b"i")?;
+            return self.0.write_all(&small.to_le_bytes());
+        }
+        // TYPE_LONG: digit count (negative for negative numbers), then base-2^15 digits.
+        let mut magnitude = v.unsigned_abs();
+        let mut digits = Vec::new();
+        while magnitude != 0 {
+            digits.push((magnitude & 0x7fff) as u16);
+            magnitude >>= 15;
+        }
+        let n = digits.len() as i32;
+        self.0.write_all(b"l")?;
+        self.0.write_all(&(if v < 0 { -n } else { n }).to_le_bytes())?;
+        digits.iter().try_for_each(|d| self.0.write_all(&d.to_le_bytes()))
+    }
+
+    fn float(&mut self, v: f64) -> io::Result<()> {
+        self.0.write_all(b"g")?;
+        self.0.write_all(&v.to_le_bytes())
+    }
+}
+
+/// Sort orders of the printed table (CPython's `--sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Direct samples, descending (the default).
+    Nsamples,
+    /// Direct time, descending.
+    Tottime,
+    /// Cumulative time, descending.
+    Cumtime,
+    /// Direct share, descending.
+    SamplePct,
+    /// Cumulative share, descending.
+    CumulPct,
+    /// Cumulative samples, descending.
+    NsamplesCumul,
+    /// Python's `str()` of the key, ascending.
+    Name,
+}
+
+/// The profiling mode, for the "no samples" message.
+const MODE_CPU: Option<u8> = Some(1);
+
+/// Prints the table CPython's `replay` prints (without colour): rows merged by base file
+/// name like `pstats.Stats.strip_dirs`, sorted, cut to `limit`, the legend, and with
+/// `summary` the "interesting functions".
+pub fn write_text(
+    rows: &[StatRow],
+    sort: SortOrder,
+    limit: Option<usize>,
+    summary: bool,
+    mode: Option<u8>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut stripped = strip_dirs(rows);
+    if stripped.is_empty() {
+        writeln!(out, "No samples were collected.")?;
+        if mode == MODE_CPU {
+            writeln!(out, "This can happen in CPU mode when all threads are idle.")?;
+        }
+        return Ok(());
+    }
+    let total: u64 = stripped.iter().map(|r| r.direct).sum();
+    let pct = |n: u64| if total > 0 { n as f64 / total as f64 * 100.0 } else { 0.0 };
+    // Python's sort(reverse=True) is stable, like sort_by with the comparison flipped.
+    let desc = |a: f64, b: f64| b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal);
+    match sort {
+        SortOrder::Name => {
+            let mut keyed: Vec<(String, Row)> = stripped.into_iter().map(|r| (py_repr_key(&r.key), r)).collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0));
+            stripped = keyed.into_iter().map(|(_, r)| r).collect();
+        }
+        SortOrder::Nsamples => stripped.sort_by_key(|r| std::cmp::Reverse(r.direct)),
+        SortOrder::Tottime => stripped.sort_by(|a, b| desc(a.total_time, b.total_time)),
+        SortOrder::Cumtime => stripped.sort_by(|a, b| desc(a.cumulative_time, b.cumulative_time)),
+        SortOrder::SamplePct => stripped.sort_by(|a, b| desc(pct(a.direct), pct(b.direct))),
+        SortOrder::CumulPct => stripped.sort_by(|a, b| desc(pct(a.cumulative), pct(b.cumulative))),
+        SortOrder::NsamplesCumul => stripped.sort_by_key(|r| std::cmp::Reverse(r.cumulative)),
+    }
+    if let Some(limit) = limit {
+        stripped.truncate(limit);
+    }
+    let max_tt = stripped.iter().map(|r| r.total_time).fold(0.0, f64::max);
+    let max_ct = stripped.iter().map(|r| r.cumulative_time).fold(0.0, f64::max);
+    let (tt_unit, tt_scale) = best_unit(max_tt);
+    let (ct_unit, ct_scale) = best_unit(max_ct);
+    let tt_head = format!("tottime ({tt_unit})");
+    let ct_head = format!("cumtime ({ct_unit})");
+    let tt_w = 12.max(tt_head.chars().count());
+    let ct_w = 12.max(ct_head.chars().count());
+    writeln!(out, "Profile Stats:")?;
+    writeln!(
+        out,
+        "{:>15}  {:>8}  {:>tt_w$}  {:>8}  {:>ct_w$}  filename:lineno(function)",
+        "nsamples", "sample%", tt_head, "cumul%", ct_head
+    )?;
+    for r in &stripped {
+        writeln!(
+            out,
+            "{:>15}  {:8.1}  {:tt_w$.3}  {:8.1}  {:ct_w$.3}  {}:{}({})",
+            format!("{}/{}", r.direct, r.cumulative),
+            pct(r.direct),
+            r.total_time * tt_scale,
+            pct(r.cumulative),
+            r.cumulative_time * ct_scale,
+            r.key.filename,
+            r.key.lineno,
+            r.key.funcname
+        )?;
+    }
+    out.write_all(
+        "\nLegend:
+  nsamples: Direct/Cumulative samples (direct executing / on call stack)
+  sample%: Percentage of total samples this function was directly executing
+  tottime: Estimated total time spent directly in this function
+  cumul%: Percentage of total samples when this function was on the call stack
+  cumtime: Estimated cumulative time (including time in called functions)
+  filename:lineno(function): Function location and name
+"
+        .as_bytes(),
+    )?;
+    if summary {
+        write_summary(&stripped, total, out)?;
+    }
+    Ok(())
+}
+
+/// A row after `strip_dirs`.
+#[derive(Debug, Clone)]
+struct Row {
+    key: FunctionKey,
+    direct: u64,
+    cumulative: u64,
+    total_time: f64,
+    cumulative_time: f64,
+}
+
+/// `pstats.Stats.strip_dirs`: keys reduced to base file names, rows that then collide
+/// summed, in first-seen order.
+fn strip_dirs(rows: &[StatRow]) -> Vec<Row> {
+    let mut index: HashMap<FunctionKey, usize> = HashMap::new();
+    let mut out: Vec<Row> = Vec::new();
+    for r in rows {
+        let key = FunctionKey { filename: basename(&r.key.filename).to_owned(), ..r.key.clone() };
+        match index.get(&key) {
+            Some(&i) => {
+                let o = &mut out[i];
+                o.direct += r.direct;
+                o.cumulative += r.cumulative;
+                o.total_time += r.total_time;
+                o.cumulative_time += r.cumulative_time;
+            }
+            None => {
+                index.insert(key.clone(), out.len());
+                out.push(Row {
+                    key,
+                    direct: r.direct,
+                    cumulative: r.cumulative,
+                    total_time: r.total_time,
+                    cumulative_time: r.cumulative_time,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn best_unit(max: f64) -> (&'static str, f64) {
+    if max >= 1.0 {
+        ("s", 1.0)
+    } else if max >= 0.001 {
+        ("ms", 1000.0)
+    } else {
+        ("μs", 1_000_000.0)
+    }
+}
+
+/// `filename:funcname`, direct and cumulative samples.
+type Merged = (String, u64, u64);
+
+/// CPython's "Summary of Interesting Functions": rows merged on `filename:funcname` (split
+/// back at the last `:`, as CPython does), top three by three measures.
+fn write_summary(rows: &[Row], total: u64, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "\nSummary of Interesting Functions:")?;
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut agg: Vec<Merged> = Vec::new();
+    for r in rows {
+        let q = format!("{}:{}", r.key.filename, r.key.funcname);
+        match index.get(&q) {
+            Some(&i) => {
+                agg[i].1 += r.direct;
+                agg[i].2 += r.cumulative;
+            }
+            None => {
+                index.insert(q.clone(), agg.len());
+                agg.push((q, r.direct, r.cumulative));
+            }
+        }
+    }
+    let name = |q: &str| {
+        let (file, func) = q.rsplit_once(':').unwrap_or(("", q));
+        format!("{file}:({func})")
+    };
+    let pct = |n: u64| if total > 0 { n as f64 / total as f64 * 100.0 } else { 0.0 };
+    let top = |out: &mut dyn Write,
+               title: &str,
+               key: &dyn Fn(&Merged) -> f64,
+               line: &dyn Fn(&Merged) -> Option<String>|
+     -> io::Result<()> {
+        writeln!(out, "\n{title}:")?;
+        let mut sorted: Vec<&Merged> = agg.iter().collect();
+        sorted.sort_by(|a, b| key(b).partial_cmp(&key(a)).unwrap_or(std::cmp::Ordering::Equal));
+        for s in sorted.into_iter().take(3) {
+            if let Some(l) = line(s) {
+                writeln!(out, "  {l}")?;
+            }
+        }
+        Ok(())
+    };
+    top(
+        out,
+        "Functions with Highest Direct/Cumulative Ratio (Hot Spots)",
+        &|a| if a.2 > 0 { a.1 as f64 / a.2 as f64 } else { 0.0 },
+        &|a| {
+            (a.1 > 0 && a.2 > 0).then(|| {
+                format!(
+                    "{:.3} direct/cumulative ratio, {:.1}% direct samples: {}",
+                    a.1 as f64 / a.2 as f64,
+                    pct(a.1),
+                    name(&a.0)
+                )
+            })
+        },
+    )?;
+    top(out, "Functions with Highest Call Frequency (Indirect Calls)", &|a| a.2 as f64 - a.1 as f64, &|a| {
+        (a.2 > a.1)
+            .then(|| format!("{} indirect calls, {:.1}% total stack presence: {}", a.2 - a.1, pct(a.2), name(&a.0)))
+    })?;
+    top(
+        out,
+        "Functions with Highest Call Magnification (Cumulative/Direct)",
+        &|a| if a.1 > 0 { a.2 as f64 / a.1 as f64 } else { 0.0 },
+        &|a| {
+            (a.1 > 0 && a.2 > a.1).then(|| {
+                format!(
+                    "{:.1}x call magnification, {} indirect calls from {} direct: {}",
+                    a.2 as f64 / a.1 as f64,
+                    a.2 - a.1,
+                    a.1,
+                    name(&a.0)
+                )
+            })
+        },
+    )
+}
+
+/// Python's `str()` of a `(filename, lineno, funcname)` tuple, the key of `--sort name`.
+fn py_repr_key(k: &FunctionKey) -> String {
+    format!("({}, {}, {})", py_repr_str(&k.filename), k.lineno, py_repr_str(&k.funcname))
+}
+
+/// Python's `repr()` of a string: single quotes unless the text has `'` and no `"`,
+/// backslash escapes for the quote, `\\`, `\t` `\n` `\r` and other control characters.
+/// Non-ASCII characters are kept (Python escapes the non-printable ones among them too;
+/// that only changes the order of names holding such characters).
+fn py_repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (0x80..0xa0).contains(&(c as u32)) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}

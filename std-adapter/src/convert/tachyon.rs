@@ -1,0 +1,96 @@
+//! Re-encoding: a file's samples written again through the core writer, in another byte
+//! order or compression. Frames are interned in table order before the first sample and
+//! samples replayed in file order, which reproduces CPython's tables and records, so a file
+//! CPython wrote re-encodes to itself byte for byte when order and compression are kept.
+
+use embedded_io::{Read, Seek, Write};
+use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+use tachyon_core::records::CPYTHON_RLE_BUDGET;
+use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::writer::{Frame, FrameId, WriterConfig};
+use tachyon_core::{Compression, Endianity, Reader, WriteError, Writer};
+
+use super::ConvertError;
+
+/// Most threads the output gets room for (the header's count is only an upper bound).
+const MAX_THREADS: usize = 1 << 16;
+
+/// Writes every sample of `reader` into `sink` in byte order `endian`, with `compression`
+/// (default: the input's); returns the sink.
+pub fn reencode<R, W, E>(
+    reader: &mut Reader<'_, R>,
+    sink: W,
+    endian: E,
+    compression: Option<Compression>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<W, ConvertError<R::Error>>
+where
+    R: Read + Seek,
+    W: Write + Seek,
+    W::Error: std::fmt::Debug,
+    E: Endianity,
+{
+    let meta = *reader.metadata();
+    let tables = reader.tables();
+    let strings: Vec<&[u8]> = (0..tables.string_count() as u32).filter_map(|i| tables.string(i)).collect();
+    let cap = WriterCapacity {
+        string_bytes: strings.iter().map(|s| s.len()).sum::<usize>().max(1),
+        strings: strings.len().max(1),
+        frames: tables.frame_count().max(1),
+        threads: (meta.header.thread_count as usize).clamp(1, MAX_THREADS),
+        rle_budget: CPYTHON_RLE_BUDGET,
+    };
+    let mut storage = VecWriterStorage::new(cap).map_err(|e| ConvertError::Encode(e.to_string()))?;
+    let config = WriterConfig {
+        start_time_us: meta.header.start_time_us,
+        sample_interval_us: meta.header.sample_interval_us,
+        compression: compression.unwrap_or(meta.header.compression),
+        profiling: meta.header.config,
+        python_version: meta.header.python_version,
+    };
+    let zstd = config.compression == Compression::Zstd;
+    let mut workspace = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
+    let mut staging = vec![0u8; if zstd { 128 << 10 } else { 0 }];
+    let werr = |e: WriteError<W::Error>| ConvertError::Encode(e.to_string());
+    let mut writer = match Compressor::new(&mut workspace, &mut staging) {
+        Some(c) if zstd => Writer::with_endian_zstd(sink, storage.storage(), config, endian, c),
+        _ => Writer::with_endian(sink, storage.storage(), config, endian),
+    }
+    .map_err(werr)?;
+
+    // Source frame id → output frame id. A frame naming a missing string is never used by a
+    // sample the reader lets through, so it gets a placeholder.
+    let mut ids: Vec<FrameId> = Vec::with_capacity(tables.frame_count());
+    for id in 0..tables.frame_count() as u32 {
+        ids.push(match tables.frame(id) {
+            Some(f) => writer
+                .intern_frame(Frame {
+                    filename: f.filename,
+                    funcname: f.funcname,
+                    location: f.location,
+                    opcode: f.opcode,
+                })
+                .map_err(werr)?,
+            None => FrameId(0),
+        });
+    }
+    let mut stack: Vec<FrameId> = Vec::new();
+    let mut count = 0u64;
+    while let Some(s) = reader.next_sample().map_err(ConvertError::Read)? {
+        stack.clear();
+        stack.extend(s.stack.iter().map(|&id| ids[id as usize]));
+        writer
+            .write_thread_sample_ids(s.timestamp_us, s.interpreter_id, s.thread_id, s.status, &stack)
+            .map_err(werr)?;
+        count += 1;
+        if count % 65_536 == 0 {
+            progress(count);
+        }
+    }
+    progress(count);
+    if let Some(stats) = meta.stats {
+        writer.set_stats(stats).map_err(werr)?;
+    }
+    writer.finalize().map_err(werr)?;
+    Ok(writer.into_inner())
+}

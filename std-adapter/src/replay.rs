@@ -1,0 +1,177 @@
+//! Replays a file's samples the way CPython 3.15.2's `BinaryReader.replay` feeds its
+//! collectors, so that every conversion sees what CPython's `replay` command sees:
+//!
+//! - samples in file order, names decoded with `errors='replace'`;
+//! - frames of the profiler's own `_sync_coordinator.py` removed (CPython's
+//!   `filter_internal_frames`);
+//! - grouped into *calls*: each FULL, SUFFIX or POP_PUSH record is one call, a REPEAT record one
+//!   call per run of consecutive equal status bytes (spec 9.4). Counting collectors only need
+//!   the samples; the Firefox profiler's state markers are taken once per call.
+//!
+//! Per-frame facts are computed once from the tables, which are complete before the first
+//! sample, so the per-sample work is on frame ids only and memory does not grow with the
+//! number of samples.
+
+use std::collections::HashMap;
+
+use embedded_io::{Read, Seek};
+use tachyon_core::reader::Tables;
+use tachyon_core::records::Encoding;
+use tachyon_core::tables::Location;
+use tachyon_core::{ReadError, Reader};
+
+/// Where CPython's profiler leaves its own frames; they are never shown.
+const INTERNAL_FRAME_SUFFIXES: [&[u8]; 1] = [b"_sync_coordinator.py"];
+
+/// One frame of the table, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameInfo {
+    /// File name (lossy UTF-8).
+    pub filename: String,
+    /// Function name (lossy UTF-8).
+    pub funcname: String,
+    /// Source span, `None` for synthetic frames.
+    pub location: Option<Location>,
+    /// Opcode, if captured.
+    pub opcode: Option<u8>,
+    /// Index into [`FrameTable::functions`]: frames with equal `(filename, lineno, funcname)`.
+    pub function: u32,
+    internal: bool,
+}
+
+impl FrameInfo {
+    /// First line, 0 when there is no location (CPython's `extract_lineno`).
+    pub fn lineno(&self) -> i32 {
+        self.location.map_or(0, |l| l.lineno)
+    }
+}
+
+/// The `(filename, lineno, funcname)` triple CPython's pstats, collapsed and flame-graph
+/// collectors aggregate on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FunctionKey {
+    /// File name.
+    pub filename: String,
+    /// First line (0 without a location).
+    pub lineno: i32,
+    /// Function name.
+    pub funcname: String,
+}
+
+/// The frame table of a file, decoded once.
+#[derive(Debug, Clone, Default)]
+pub struct FrameTable {
+    /// Indexed by frame id.
+    pub frames: Vec<FrameInfo>,
+    /// Distinct `(filename, lineno, funcname)` keys, in frame-table order.
+    pub functions: Vec<FunctionKey>,
+    any_internal: bool,
+}
+
+impl FrameTable {
+    /// Decodes every frame of `tables`.
+    pub fn new(tables: &Tables<'_>) -> FrameTable {
+        let mut table = FrameTable::default();
+        let mut index: HashMap<FunctionKey, u32> = HashMap::new();
+        for id in 0..tables.frame_count() {
+            // A frame naming a missing string keeps its slot, so that ids stay positions;
+            // the reader rejects any sample that uses it (CPython checks lazily too).
+            let resolved = u32::try_from(id).ok().and_then(|id| tables.frame(id));
+            let (filename, funcname, location, opcode) =
+                resolved.map_or((&b""[..], &b""[..], None, None), |f| (f.filename, f.funcname, f.location, f.opcode));
+            let internal = INTERNAL_FRAME_SUFFIXES.iter().any(|s| filename.ends_with(s));
+            let key = FunctionKey {
+                filename: String::from_utf8_lossy(filename).into_owned(),
+                lineno: location.map_or(0, |l| l.lineno),
+                funcname: String::from_utf8_lossy(funcname).into_owned(),
+            };
+            let next = table.functions.len() as u32;
+            let function = *index.entry(key.clone()).or_insert_with(|| {
+                table.functions.push(key.clone());
+                next
+            });
+            table.any_internal |= internal;
+            table.frames.push(FrameInfo {
+                filename: key.filename,
+                funcname: key.funcname,
+                location,
+                opcode,
+                function,
+                internal,
+            });
+        }
+        table
+    }
+
+    /// The frame of `id`.
+    pub fn frame(&self, id: u32) -> &FrameInfo {
+        &self.frames[id as usize]
+    }
+}
+
+/// One thread sample as a collector sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplaySample<'a> {
+    /// Timestamp, µs.
+    pub timestamp_us: u64,
+    /// Interpreter id.
+    pub interpreter_id: u32,
+    /// Thread id.
+    pub thread_id: u64,
+    /// Status flags.
+    pub status: u8,
+    /// Frame ids, innermost first, internal frames removed; may be empty.
+    pub stack: &'a [u32],
+    /// First sample of a CPython `collect()` call (see the module documentation).
+    pub starts_call: bool,
+}
+
+/// Something that consumes replayed samples.
+pub trait Collector {
+    /// One sample.
+    fn sample(&mut self, frames: &FrameTable, sample: &ReplaySample<'_>);
+}
+
+/// Feeds every remaining sample of `reader` to `collector`, calling `progress` with the
+/// number of samples so far every 65,536 samples. Returns the number of samples.
+pub fn replay<R: Read + Seek>(
+    reader: &mut Reader<'_, R>,
+    frames: &FrameTable,
+    collector: &mut dyn Collector,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, ReadError<R::Error>> {
+    let mut filtered: Vec<u32> = Vec::new();
+    let mut previous: Option<(u64, u8)> = None;
+    let mut count = 0u64;
+    while let Some(s) = reader.next_sample()? {
+        let starts_call = s.encoding != Encoding::Repeat || previous != Some((s.record, s.status));
+        previous = Some((s.record, s.status));
+        let stack = if frames.any_internal {
+            filtered.clear();
+            filtered.extend(s.stack.iter().copied().filter(|&id| !frames.frame(id).internal));
+            &filtered[..]
+        } else {
+            s.stack
+        };
+        let sample = ReplaySample {
+            timestamp_us: s.timestamp_us,
+            interpreter_id: s.interpreter_id,
+            thread_id: s.thread_id,
+            status: s.status,
+            stack,
+            starts_call,
+        };
+        collector.sample(frames, &sample);
+        count += 1;
+        if count % 65_536 == 0 {
+            progress(count);
+        }
+    }
+    progress(count);
+    Ok(count)
+}
+
+/// Python's `os.path.basename` on a POSIX path: everything after the last `/`.
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
