@@ -6,6 +6,8 @@
 //! - collapsed stacks byte for byte;
 //! - the pstats table `replay` prints, for every sort order, with limits and without summary;
 //! - `--jsonl` byte for byte (given CPython's run id);
+//! - `--gecko` with the same JSON content, number types included (`1` is not `1.0`), except the
+//!   fields describing the converting process;
 //! - pstats files: same dictionary as CPython's, and `pstats.Stats` loads and prints them like
 //!   CPython's under Python 3.15; the `--pstats-compat` files load under Python 3.11.
 
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qemu_tests::{compare_bytes, gen};
+use serde_json::Value;
 use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{convert, ConvertError, Format};
 use tachyon::input::encode_document;
@@ -92,6 +95,42 @@ const TEXT_VARIANTS: [(&str, SortOrder, Option<usize>, bool); 7] = [
     ("name", SortOrder::Name, Some(100_000), true),
 ];
 
+/// A Firefox profile without the fields that describe the converting process (its clock,
+/// CPU count and pid), which differ between any two runs of CPython too.
+fn gecko_content(bytes: &[u8]) -> Value {
+    let mut v: Value = serde_json::from_slice(bytes).expect("gecko output is JSON");
+    for key in ["startTime", "physicalCPUs", "logicalCPUs"] {
+        v["meta"][key] = Value::Null;
+    }
+    for t in v["threads"].as_array_mut().expect("threads") {
+        t["pid"] = Value::Null;
+    }
+    v
+}
+
+/// `Err` naming the first path where `got` and `want` differ (numbers compared with their
+/// JSON type: `1` is not `1.0`).
+fn same_json(path: &str, got: &Value, want: &Value) -> Result<(), String> {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let gk: Vec<&String> = g.keys().collect();
+            let wk: Vec<&String> = w.keys().collect();
+            if gk != wk {
+                return Err(format!("{path}: keys {gk:?}, want {wk:?}"));
+            }
+            g.iter().try_for_each(|(k, v)| same_json(&format!("{path}.{k}"), v, &w[k]))
+        }
+        (Value::Array(g), Value::Array(w)) => {
+            if g.len() != w.len() {
+                return Err(format!("{path}: {} items, want {}", g.len(), w.len()));
+            }
+            g.iter().zip(w).enumerate().try_for_each(|(i, (a, b))| same_json(&format!("{path}[{i}]"), a, b))
+        }
+        _ if got == want => Ok(()),
+        _ => Err(format!("{path}: {got}, want {want}")),
+    }
+}
+
 fn run_python(program: &Path, args: &[&Path]) -> std::process::Output {
     Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", program.display()))
 }
@@ -145,6 +184,22 @@ fn conversions_match_cpython_replay() {
         let cpython_jsonl = std::fs::read_to_string(dir.join("jsonl.jsonl")).unwrap_or_default();
         let run_id = cpython_jsonl.split("\"run_id\":\"").nth(1).and_then(|t| t.get(..32)).map(str::to_owned);
         check("jsonl", ours(file, &Format::Jsonl { run_id }), &|| cpython_jsonl.clone().into_bytes());
+
+        checked += 1;
+        match (ours(file, &Format::Gecko), cpython_failed("gecko")) {
+            (Ok(g), false) => {
+                let want = std::fs::read(dir.join("gecko.json")).unwrap();
+                if let Err(e) = same_json("", &gecko_content(&g), &gecko_content(&want)) {
+                    failures.push(format!("{name} gecko: {e}"));
+                }
+            }
+            (Err(_), true) => {}
+            (got, _) => failures.push(format!(
+                "{name} gecko: ours {:?}, CPython failed: {}",
+                got.err(),
+                cpython_failed("gecko")
+            )),
+        }
 
         let got = ours(file, &Format::Pstats { compat: false });
         let compat = ours(file, &Format::Pstats { compat: true });

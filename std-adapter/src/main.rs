@@ -30,7 +30,11 @@ use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian
   tachyon verify profile.bin
   tachyon dump profile.bin > samples.jsonl
   tachyon encode input.json -o profile.bin --byte-order big --compression zstd
+  tachyon convert profile.bin --to flamegraph -o flame.svg
   tachyon convert profile.bin --to collapsed -o stacks.txt
+  tachyon convert profile.bin --to speedscope -o profile.speedscope.json
+  tachyon convert profile.bin --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
+  tachyon diff before.bin after.bin -o diff.svg
   tachyon convert profile.bin --to pstats-text --sort cumtime --limit 30
   tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
   tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin")]
@@ -81,6 +85,20 @@ enum Command {
         #[arg(long, value_enum)]
         compression: Option<Zstd>,
     },
+    /// A differential flame graph: NEW's stacks, coloured by how each frame's share changed
+    /// from BASE (red grew, blue shrank).
+    Diff {
+        /// The baseline profile.
+        base: PathBuf,
+        /// The profile to compare.
+        new: PathBuf,
+        /// The SVG to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Title (default: "BASE → NEW").
+        #[arg(long)]
+        title: Option<String>,
+    },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
         /// The profile.
@@ -103,6 +121,9 @@ enum Command {
         /// pstats-text: no summary of interesting functions.
         #[arg(long)]
         no_summary: bool,
+        /// flamegraph: title (default: the input's file name).
+        #[arg(long)]
+        title: Option<String>,
         /// tachyon: byte order of the output (default: the input's).
         #[arg(long, value_enum)]
         byte_order: Option<ByteOrder>,
@@ -120,6 +141,14 @@ enum Target {
     Pstats,
     /// The table CPython's `replay` prints.
     PstatsText,
+    /// An SVG flame graph.
+    Flamegraph,
+    /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
+    Gecko,
+    /// speedscope JSON, one sampled profile per thread.
+    Speedscope,
+    /// Gzipped pprof profile.proto (go tool pprof).
+    Pprof,
     /// CPython's `replay --jsonl` aggregate records.
     Jsonl,
     /// Tachyon again, in another byte order or compression.
@@ -325,6 +354,7 @@ impl Drop for Progress {
 
 struct ConvertArgs {
     to: Target,
+    title: Option<String>,
     output: Option<PathBuf>,
     pstats_compat: bool,
     sort: Option<Sort>,
@@ -344,6 +374,7 @@ fn check_convert_args(a: &ConvertArgs) -> Result<(), String> {
         }
     };
     only(!a.pstats_compat || a.to == Target::Pstats, "--pstats-compat", "pstats")?;
+    only(a.title.is_none() || a.to == Target::Flamegraph, "--title", "flamegraph")?;
     let text = a.to == Target::PstatsText;
     only(a.sort.is_none() || text, "--sort", "pstats-text")?;
     only(a.limit.is_none() || text, "--limit", "pstats-text")?;
@@ -404,6 +435,10 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
                 summary: !a.no_summary,
             },
             Target::Jsonl => Format::Jsonl { run_id: None },
+            Target::Flamegraph => Format::Flamegraph { title: a.title.clone().unwrap_or_else(|| file_name(file)) },
+            Target::Gecko => Format::Gecko,
+            Target::Speedscope => Format::Speedscope { name: file_name(file) },
+            Target::Pprof => Format::Pprof,
             Target::Tachyon => unreachable!("handled above"),
         };
         let mut out: Box<dyn io::Write> = match &a.output {
@@ -415,6 +450,28 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
     })
 }
 
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bool) -> Result<(), Failure> {
+    let lines = |file: &Path| {
+        with_reader(file, |reader| {
+            let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
+            tachyon::convert::collapsed_lines(reader, &mut |n| progress.update(n)).map_err(|e| match e {
+                tachyon::convert::ConvertError::Read(e) => read_error(file, e),
+                e => Failure(e.to_string()),
+            })
+        })
+    };
+    let (base_lines, new_lines) = (lines(base)?, lines(new)?);
+    let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
+    let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
+    tachyon::convert::flamegraph::write_diff(&base_lines, &new_lines, &title, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure(format!("{}: {e}", output.display())))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = cli.quiet;
@@ -423,14 +480,27 @@ fn main() -> ExitCode {
         Command::Verify { file } => verify(&file),
         Command::Dump { file } => dump(&file),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
-        Command::Convert { file, to, output, pstats_compat, sort, limit, no_summary, byte_order, compression } => {
-            let args = ConvertArgs { to, output, pstats_compat, sort, limit, no_summary, byte_order, compression };
+        Command::Convert {
+            file,
+            to,
+            output,
+            title,
+            pstats_compat,
+            sort,
+            limit,
+            no_summary,
+            byte_order,
+            compression,
+        } => {
+            let args =
+                ConvertArgs { to, output, title, pstats_compat, sort, limit, no_summary, byte_order, compression };
             if let Err(msg) = check_convert_args(&args) {
                 eprintln!("tachyon: {msg}");
                 return ExitCode::from(2);
             }
             convert(&file, args, quiet)
         }
+        Command::Diff { base, new, output, title } => diff(&base, &new, &output, title, quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,8 +4,12 @@
 //! format itself lists every sample: Firefox profiler and speedscope).
 
 pub mod collapsed;
+pub mod flamegraph;
+pub mod gecko;
 pub mod jsonl;
+pub mod pprof;
 pub mod pstats;
+pub mod speedscope;
 pub mod tachyon;
 
 use std::fmt;
@@ -76,6 +80,20 @@ pub enum Format {
         /// With the "interesting functions" summary.
         summary: bool,
     },
+    /// An SVG flame graph titled `title`.
+    Flamegraph {
+        /// Title.
+        title: String,
+    },
+    /// Firefox Profiler JSON, as `replay --gecko`.
+    Gecko,
+    /// speedscope JSON, one sampled profile per thread; `name` titles it.
+    Speedscope {
+        /// Title (usually the input's file name).
+        name: String,
+    },
+    /// Gzipped pprof `profile.proto`.
+    Pprof,
     /// `replay --jsonl`; `run_id` defaults to a random UUID.
     Jsonl {
         /// Tag of every line.
@@ -113,6 +131,32 @@ pub fn convert<R: Read + Seek>(
             pstats::write_text(&rows, *sort, *limit, *summary, mode, &mut out)?;
             n
         }
+        Format::Flamegraph { title } => {
+            let mut c = collapsed::CollapsedCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            flamegraph::write(&c.lines(&frames), title, &mut out)?;
+            n
+        }
+        Format::Gecko => {
+            let mut c = gecko::GeckoCollector::default();
+            let (_, n) = collect(reader, &mut c, progress)?;
+            c.write(header.start_time_us as f64 / 1000.0, &mut out)?;
+            n
+        }
+        Format::Speedscope { name } => {
+            let mut c = speedscope::SpeedscopeCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            c.write(&frames, name, header.sample_interval_us, &mut out)?;
+            n
+        }
+        Format::Pprof => {
+            let mut c = pprof::PprofCollector::default();
+            let (frames, n) = collect(reader, &mut c, progress)?;
+            let mode = jsonl::mode_name(mode.unwrap_or(0));
+            let profile = c.profile(&frames, header.start_time_us, header.sample_interval_us, mode);
+            pprof::write_gzipped(&profile, &mut out)?;
+            n
+        }
         Format::Jsonl { run_id } => {
             let mut c = jsonl::JsonlCollector::default();
             let (_, n) = collect(reader, &mut c, progress)?;
@@ -123,4 +167,14 @@ pub fn convert<R: Read + Seek>(
     };
     io::Write::flush(&mut out)?;
     Ok(n)
+}
+
+/// Collapsed lines of a whole file (for differential flame graphs).
+pub fn collapsed_lines<R: Read + Seek>(
+    reader: &mut Reader<'_, R>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<(String, u64)>, ConvertError<R::Error>> {
+    let mut c = collapsed::CollapsedCollector::default();
+    let (frames, _) = collect(reader, &mut c, progress)?;
+    Ok(c.lines(&frames))
 }

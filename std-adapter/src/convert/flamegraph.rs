@@ -1,0 +1,56 @@
+//! Flame graphs (SVG, drawn by the inferno crate) from the collapsed stacks of
+//! [`super::collapsed`]: one tower per thread (`tid:N` at the root), frames named
+//! `file:function:line`. A differential graph takes two profiles: widths from the new one,
+//! colour from the change of each frame's share (red grew, blue shrank), and frames only the
+//! base had are drawn too.
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Options};
+
+/// Options shared by both graphs: deterministic colours per name, counts called samples.
+fn options(title: &str) -> Options<'static> {
+    let mut opt = Options::default();
+    opt.title = title.to_owned();
+    opt.count_name = "samples".to_owned();
+    opt.deterministic = true;
+    opt
+}
+
+fn folded(lines: &[(String, u64)]) -> String {
+    lines.iter().map(|(stack, n)| format!("{stack} {n}\n")).collect()
+}
+
+/// Writes a flame graph of collapsed `lines`; an empty profile is an SVG saying so.
+pub fn write(lines: &[(String, u64)], title: &str, out: &mut impl Write) -> io::Result<()> {
+    if lines.is_empty() {
+        return write_empty(title, out);
+    }
+    let text = folded(lines);
+    flamegraph::from_lines(&mut options(title), text.lines(), out)
+}
+
+/// Writes a differential flame graph of `new` against `base` (normalised to the same total,
+/// so a longer or shorter run does not colour everything).
+pub fn write_diff(base: &[(String, u64)], new: &[(String, u64)], title: &str, out: &mut impl Write) -> io::Result<()> {
+    if base.is_empty() && new.is_empty() {
+        return write_empty(title, out);
+    }
+    let mut both = Vec::new();
+    let diff_opt = inferno::differential::Options { normalize: true, strip_hex: false };
+    inferno::differential::from_readers(diff_opt, folded(base).as_bytes(), folded(new).as_bytes(), &mut both)?;
+    let text = String::from_utf8(both).map_err(io::Error::other)?;
+    flamegraph::from_lines(&mut options(title), text.lines(), out)
+}
+
+/// A small SVG for a profile without a single non-empty stack (inferno refuses those).
+fn write_empty(title: &str, out: &mut impl Write) -> io::Result<()> {
+    let escaped = title.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    write!(
+        out,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" \
+         xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"24\" text-anchor=\"middle\" \
+         font-family=\"Verdana\" font-size=\"17\">{escaped}</text><text x=\"600\" y=\"48\" \
+         text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"12\">no samples with a stack</text></svg>\n"
+    )
+}

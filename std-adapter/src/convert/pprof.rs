@@ -1,0 +1,258 @@
+//! pprof: a gzipped `profile.proto` message (github.com/google/pprof, proto/profile.proto),
+//! encoded by prost from the message definitions below, which `go tool pprof` reads.
+//!
+//! Content: two sample types, `samples/count` and `<mode>/nanoseconds` (samples × interval;
+//! `wall` unless the header says `cpu`, `gil` ...); one sample per distinct (thread, stack)
+//! with a numeric `thread_id` label (`-tagfocus`, `-tagshow`); one function per
+//! `(funcname, filename)` with the first line seen as `start_line`; one location per
+//! `(function, line)`. Samples with an empty stack are left out, as CPython's collectors
+//! leave them out.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use prost::Message;
+
+use crate::replay::{Collector, FrameTable, ReplaySample};
+
+/// `perftools.profiles.Profile`, the fields this writer uses.
+#[derive(Clone, PartialEq, Message)]
+pub struct Profile {
+    /// What each sample value means.
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    /// The samples.
+    #[prost(message, repeated, tag = "2")]
+    pub sample: Vec<Sample>,
+    /// Locations referenced by samples.
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    /// Functions referenced by locations.
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    /// Strings; index 0 must be "".
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    /// Start of collection, ns since the epoch.
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    /// Length of collection, ns.
+    #[prost(int64, tag = "10")]
+    pub duration_nanos: i64,
+    /// Kind of the sampling period.
+    #[prost(message, optional, tag = "11")]
+    pub period_type: Option<ValueType>,
+    /// Sampling period.
+    #[prost(int64, tag = "12")]
+    pub period: i64,
+    /// Free-form notes (string indices).
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    /// Index of the sample type shown by default (string index of its type).
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
+}
+
+/// `ValueType`: type and unit as string indices.
+#[derive(Clone, PartialEq, Message)]
+pub struct ValueType {
+    /// Type (string index).
+    #[prost(int64, tag = "1")]
+    pub r#type: i64,
+    /// Unit (string index).
+    #[prost(int64, tag = "2")]
+    pub unit: i64,
+}
+
+/// `Sample`: a stack (leaf first) and its values.
+#[derive(Clone, PartialEq, Message)]
+pub struct Sample {
+    /// Location ids, leaf first.
+    #[prost(uint64, repeated, tag = "1")]
+    pub location_id: Vec<u64>,
+    /// One value per sample type.
+    #[prost(int64, repeated, tag = "2")]
+    pub value: Vec<i64>,
+    /// Labels.
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+/// `Label`: a key with a string or numeric value.
+#[derive(Clone, PartialEq, Message)]
+pub struct Label {
+    /// Key (string index).
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    /// String value (string index).
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    /// Numeric value.
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+}
+
+/// `Location`: one source line of a function.
+#[derive(Clone, PartialEq, Message)]
+pub struct Location {
+    /// Id (non-zero).
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// The line.
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+}
+
+/// `Line`: function and line number.
+#[derive(Clone, PartialEq, Message)]
+pub struct Line {
+    /// Function id.
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    /// Line number (0 = unknown).
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+}
+
+/// `Function`: name and file as string indices.
+#[derive(Clone, PartialEq, Message)]
+pub struct Function {
+    /// Id (non-zero).
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// Name (string index).
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    /// System name (string index).
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    /// File name (string index).
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
+    /// First line seen.
+    #[prost(int64, tag = "5")]
+    pub start_line: i64,
+}
+
+/// Counts samples per (thread, stack) and remembers the time span.
+#[derive(Debug, Default)]
+pub struct PprofCollector {
+    /// `[tid low, tid high, function keys leaf → root]` → samples, in first-seen order.
+    stacks: HashMap<Box<[u32]>, usize>,
+    counts: Vec<(Box<[u32]>, u64)>,
+    key: Vec<u32>,
+    last_us: Option<u64>,
+}
+
+impl Collector for PprofCollector {
+    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+        self.last_us = Some(self.last_us.map_or(s.timestamp_us, |t| t.max(s.timestamp_us)));
+        if s.stack.is_empty() {
+            return;
+        }
+        self.key.clear();
+        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
+        self.key.extend(s.stack.iter().map(|&id| frames.frame(id).function));
+        match self.stacks.get(&self.key[..]) {
+            Some(&i) => self.counts[i].1 += 1,
+            None => {
+                self.stacks.insert(self.key.clone().into_boxed_slice(), self.counts.len());
+                self.counts.push((self.key.clone().into_boxed_slice(), 1));
+            }
+        }
+    }
+}
+
+/// String table under construction.
+#[derive(Default)]
+struct Strings {
+    list: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as i64;
+        self.list.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+impl PprofCollector {
+    /// The profile message. `mode` names the time sample type (`wall`, `cpu` ...).
+    pub fn profile(&self, frames: &FrameTable, start_time_us: u64, interval_us: u64, mode: &str) -> Profile {
+        let mut strings = Strings::default();
+        strings.id("");
+        let samples_type = ValueType { r#type: strings.id("samples"), unit: strings.id("count") };
+        let time_type = ValueType { r#type: strings.id(mode), unit: strings.id("nanoseconds") };
+        let thread_key = strings.id("thread_id");
+        let interval_ns = i64::try_from(interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
+
+        let mut functions: Vec<Function> = Vec::new();
+        let mut function_ids: HashMap<(&str, &str), u64> = HashMap::new();
+        let mut locations: Vec<Location> = Vec::new();
+        // Function key → location id, made on first use.
+        let mut location_of: Vec<u64> = vec![0; frames.functions.len()];
+        let mut samples = Vec::with_capacity(self.counts.len());
+        for (key, count) in &self.counts {
+            let tid = u64::from(key[0]) | (u64::from(key[1]) << 32);
+            let mut location_id = Vec::with_capacity(key.len() - 2);
+            for &k in &key[2..] {
+                if location_of[k as usize] == 0 {
+                    let f = &frames.functions[k as usize];
+                    let next = functions.len() as u64 + 1;
+                    let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
+                        let name = strings.id(&f.funcname);
+                        functions.push(Function {
+                            id: next,
+                            name,
+                            system_name: name,
+                            filename: strings.id(&f.filename),
+                            start_line: i64::from(f.lineno),
+                        });
+                        next
+                    });
+                    let id = locations.len() as u64 + 1;
+                    locations.push(Location { id, line: vec![Line { function_id, line: i64::from(f.lineno) }] });
+                    location_of[k as usize] = id;
+                }
+                location_id.push(location_of[k as usize]);
+            }
+            let n = i64::try_from(*count).unwrap_or(i64::MAX);
+            samples.push(Sample {
+                location_id,
+                value: vec![n, n.saturating_mul(interval_ns)],
+                label: vec![Label { key: thread_key, str: 0, num: tid as i64 }],
+            });
+        }
+        let comment = strings.id(concat!("converted by tachyon ", env!("CARGO_PKG_VERSION")));
+        let time_nanos = i64::try_from(start_time_us.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let end_us = self.last_us.unwrap_or(start_time_us);
+        let duration_nanos = i64::try_from(end_us.saturating_sub(start_time_us).saturating_mul(1000)).unwrap_or(0);
+        Profile {
+            default_sample_type: time_type.r#type,
+            sample_type: vec![samples_type, time_type.clone()],
+            sample: samples,
+            location: locations,
+            function: functions,
+            string_table: strings.list,
+            time_nanos,
+            duration_nanos,
+            period_type: Some(time_type),
+            period: interval_ns,
+            comment: vec![comment],
+        }
+    }
+}
+
+/// Writes `profile` gzipped, as pprof files are.
+pub fn write_gzipped(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    gz.write_all(&profile.encode_to_vec())?;
+    gz.finish()?;
+    Ok(())
+}
