@@ -3,6 +3,8 @@
 //! view, and diffs that name the first differing byte or sample.
 
 pub mod gen;
+#[cfg(feature = "oracle")]
+pub mod inputs;
 pub mod model;
 
 use serde_json::Value;

@@ -11,68 +11,16 @@
 //! - pstats files: same dictionary as CPython's, and `pstats.Stats` loads and prints them like
 //!   CPython's under Python 3.15; the `--pstats-compat` files load under Python 3.11.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use qemu_tests::{compare_bytes, gen};
+use qemu_tests::compare_bytes;
+use qemu_tests::inputs::{convert_file as ours, inputs, oracle_ready, root};
 use serde_json::Value;
 use tachyon::convert::pstats::SortOrder;
-use tachyon::convert::{convert, ConvertError, Format};
-use tachyon::input::encode_document;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon_core::io::Cursor;
-use tachyon_core::reader::Metadata;
-use tachyon_core::LittleEndian;
+use tachyon::convert::Format;
 
 const SEED: u64 = 0x5e9_1a7;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn oracle_ready() {
-    let dir = std::env::var_os("TACHYON_ORACLE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tachyon-oracle"));
-    assert!(dir.join("ready").exists(), "CPython oracle not set up in {}: run scripts/oracle.sh first", dir.display());
-}
-
-fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect();
-    assert!(!found.is_empty(), "no .{ext} files in {}", dir.display());
-    found.sort();
-    found
-}
-
-/// Every input: vectors, real profiles, and generated streams encoded into `work`.
-fn inputs(work: &Path) -> Vec<PathBuf> {
-    let mut files = files_in(&root().join("qemu-tests/vectors/cpython-3.15.2"), "bin");
-    files.extend(files_in(&root().join("qemu-tests/fixtures/real-3.15.2"), "pyb"));
-    if let Some(dir) = std::env::var_os("TACHYON_REAL_PROFILES") {
-        files.extend(files_in(Path::new(&dir), "pyb"));
-    }
-    for (name, doc) in gen::corpus(SEED) {
-        let path = work.join(format!("{name}.bin"));
-        std::fs::write(&path, encode_document(&doc, LittleEndian, None).unwrap()).unwrap();
-        files.push(path);
-    }
-    files
-}
-
-/// Our conversion of `file` into `format`.
-fn ours(file: &Path, format: &Format) -> Result<Vec<u8>, String> {
-    let bytes = std::fs::read(file).unwrap();
-    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
-    let mut reader = storage.open(Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    convert(&mut reader, format, &mut out, &mut |_| {}).map_err(|e: ConvertError<_>| e.to_string())?;
-    Ok(out)
-}
 
 /// The table in what `replay` printed: from its first line to before "Replayed N samples".
 fn table(stdout: &str) -> String {
@@ -141,7 +89,7 @@ fn conversions_match_cpython_replay() {
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-replay");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
-    let files = inputs(&work);
+    let files = inputs(&work, SEED);
     let outdir = |i: usize| work.join(format!("out-{i}"));
     let manifest = work.join("replay.tsv");
     let text: String =

@@ -1,0 +1,76 @@
+//! The files the conversion tests run over (host only: they read the repository's files):
+//! the shared vectors in both byte orders, the committed real profiles, those the test
+//! command records (`TACHYON_REAL_PROFILES`), and seeded generated streams.
+
+use std::path::{Path, PathBuf};
+
+use tachyon::convert::{convert, Format};
+use tachyon::input::encode_document;
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon_core::io::Cursor;
+use tachyon_core::reader::Metadata;
+use tachyon_core::LittleEndian;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Files ending in `.ext` in `dir`, sorted; panics if there are none.
+pub fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    assert!(!found.is_empty(), "no .{ext} files in {}", dir.display());
+    found.sort();
+    found
+}
+
+/// Every input; generated streams from `seed` are encoded into `work`.
+pub fn inputs(work: &Path, seed: u64) -> Vec<PathBuf> {
+    let mut files = files_in(&root().join("qemu-tests/vectors/cpython-3.15.2"), "bin");
+    files.extend(files_in(&root().join("qemu-tests/fixtures/real-3.15.2"), "pyb"));
+    if let Some(dir) = std::env::var_os("TACHYON_REAL_PROFILES") {
+        files.extend(files_in(Path::new(&dir), "pyb"));
+    }
+    for (name, doc) in crate::gen::corpus(seed) {
+        let path = work.join(format!("{name}.bin"));
+        std::fs::write(&path, encode_document(&doc, LittleEndian, None).expect("corpus encodes")).expect("write");
+        files.push(path);
+    }
+    files
+}
+
+/// Our conversion of `file` into `format`.
+pub fn convert_file(file: &Path, format: &Format) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
+    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
+    let mut reader = storage.open(Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    convert(&mut reader, format, &mut out, &mut |_| {}).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Panics unless the CPython oracle of `scripts/oracle.sh` is set up.
+pub fn oracle_ready() {
+    let dir = std::env::var_os("TACHYON_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tachyon-oracle"));
+    assert!(dir.join("ready").exists(), "CPython oracle not set up in {}: run scripts/oracle.sh first", dir.display());
+}
+
+/// The directory of `scripts/viewer-tools.sh`; panics unless it is set up.
+pub fn viewer_tools() -> PathBuf {
+    let dir = std::env::var_os("TACHYON_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tachyon-tools"));
+    assert!(
+        dir.join("ready").exists(),
+        "viewer tools not set up in {}: run scripts/viewer-tools.sh first",
+        dir.display()
+    );
+    dir
+}

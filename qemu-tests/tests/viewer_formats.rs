@@ -1,0 +1,116 @@
+//! The viewer formats read by the viewers' own tools, over the same files as the CPython
+//! replay test (tools from `scripts/viewer-tools.sh`; this fails, never skips, without them):
+//!
+//! - pprof: `go tool pprof -raw` reads every file; its samples are exactly our collapsed
+//!   stacks (one per thread and stack, same counts), and `-top` runs;
+//! - speedscope: valid against speedscope's published schema, indices and weights consistent;
+//! - Firefox profiler: the processed format's tables consistent (it has no published schema);
+//! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack.
+
+use std::path::Path;
+use std::process::Command;
+
+use qemu_tests::inputs::{convert_file, inputs, root, viewer_tools};
+use tachyon::convert::Format;
+
+const SEED: u64 = 0x71e_e4e5;
+
+/// `(samples, total count)` of `go tool pprof -raw` output.
+fn pprof_raw_samples(text: &str) -> Option<(usize, u64)> {
+    let body = text.split("\nSamples:\n").nth(1)?.split("\nLocations").next()?;
+    let mut samples = 0;
+    let mut total = 0;
+    for line in body.lines().skip(1) {
+        // "     COUNT   NANOS: LOCATION IDS" lines; label lines have no colon after numbers.
+        let Some((values, _)) = line.split_once(':') else { continue };
+        let mut nums = values.split_whitespace();
+        if let (Some(Ok(n)), Some(Ok(_))) = (nums.next().map(str::parse::<u64>), nums.next().map(str::parse::<u64>)) {
+            samples += 1;
+            total += n;
+        }
+    }
+    Some((samples, total))
+}
+
+#[test]
+fn viewers_read_our_outputs() {
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-formats");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = inputs(&work, SEED);
+    let mut failures: Vec<String> = Vec::new();
+    let mut manifest = String::new();
+    let mut svgs = 0;
+    for (i, file) in files.iter().enumerate() {
+        let name = file.display().to_string();
+        let Ok(collapsed) = convert_file(file, &Format::Collapsed) else { continue };
+        let collapsed = String::from_utf8(collapsed).unwrap();
+        let stacks = collapsed.lines().count();
+        let total: u64 = collapsed.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+
+        let pprof = work.join(format!("{i}.pb.gz"));
+        std::fs::write(&pprof, convert_file(file, &Format::Pprof).unwrap()).unwrap();
+        let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pprof).output().unwrap();
+        let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(&pprof).output().unwrap();
+        let text = String::from_utf8_lossy(&raw.stdout);
+        match (raw.status.success() && top.status.success(), pprof_raw_samples(&text)) {
+            (true, Some(got)) if got == (stacks, total) => {}
+            (ok, got) => failures.push(format!(
+                "{name} pprof: go tool pprof ok={ok}, (samples, total) {got:?}, want {:?}; stderr: {}",
+                (stacks, total),
+                String::from_utf8_lossy(&raw.stderr).lines().last().unwrap_or("")
+            )),
+        }
+
+        for (kind, format) in [("speedscope", Format::Speedscope { name: name.clone() }), ("gecko", Format::Gecko)] {
+            let path = work.join(format!("{i}.{kind}.json"));
+            std::fs::write(&path, convert_file(file, &format).unwrap()).unwrap();
+            manifest += &format!("{kind}\t{}\n", path.display());
+        }
+
+        if i % 4 == 0 || total > 1000 {
+            svgs += 1;
+            let svg = work.join(format!("{i}.svg"));
+            let bytes = convert_file(file, &Format::Flamegraph { title: name.clone() }).unwrap();
+            std::fs::write(&svg, &bytes).unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            let rendered = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(work.join(format!("{i}.png"))).status();
+            if !rendered.is_ok_and(|s| s.success()) {
+                failures.push(format!("{name} flamegraph: rsvg-convert failed"));
+            }
+            let want = format!("<title>all ({} samples, 100%)", thousands(total));
+            if total > 0 && !text.contains(&want) {
+                failures.push(format!("{name} flamegraph: no \"{want}\""));
+            }
+        }
+    }
+    let manifest_path = work.join("viewers.tsv");
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let out = Command::new(tools.join("venv/bin/python"))
+        .arg(root().join("qemu-tests/oracle/viewer_formats.py"))
+        .arg(tools.join("speedscope-schema.json"))
+        .arg(&manifest_path)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("speedscope/gecko: {}", report.lines().last().unwrap_or(""));
+    if !out.status.success() {
+        failures.push(format!("speedscope/gecko checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    eprintln!("{} files through go tool pprof, {svgs} flame graphs rendered", files.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `1234567` as inferno prints it: `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the conversion tests check our outputs with, into ~/.cache/tachyon-tools
+# (or $TACHYON_TOOLS_DIR): Debian's golang-go (go tool pprof) and librsvg2-bin (rsvg-convert),
+# Python 3.11 (pstats of older Pythons), a venv with jsonschema, and speedscope's published
+# file-format schema from its npm package. Idempotent; each failure names its step.
+set -euo pipefail
+T=${TACHYON_TOOLS_DIR:-$HOME/.cache/tachyon-tools}
+SPEEDSCOPE_VERSION=1.25.0
+step() { echo "viewer-tools: $*" >&2; }
+fail() { echo "viewer-tools: FAILED: $*" >&2; exit 1; }
+mkdir -p "$T"
+
+need_apt=()
+command -v go >/dev/null || need_apt+=(golang-go)
+command -v rsvg-convert >/dev/null || need_apt+=(librsvg2-bin)
+command -v python3.11 >/dev/null || need_apt+=(python3.11 python3.11-venv)
+python3.11 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3.11-venv)
+command -v npm >/dev/null || need_apt+=(npm)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  step "apt-get install ${need_apt[*]}"
+  if [ "$(id -u)" != 0 ]; then fail "need root to install ${need_apt[*]}"; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_apt[@]}" >"$T/apt.log" 2>&1 \
+    || { apt-get update -q >>"$T/apt.log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_apt[@]}" >>"$T/apt.log" 2>&1; } \
+    || fail "apt-get install ${need_apt[*]} (log: $T/apt.log)"
+fi
+go version >/dev/null || fail "go does not run"
+go tool pprof -h >/dev/null 2>&1 || fail "go tool pprof missing"
+
+if [ ! -x "$T/venv/bin/python" ] || ! "$T/venv/bin/python" -c 'import jsonschema' 2>/dev/null; then
+  step "venv with jsonschema"
+  python3.11 -m venv "$T/venv" || fail "python3.11 -m venv"
+  "$T/venv/bin/pip" install -q jsonschema >"$T/pip.log" 2>&1 || fail "pip install jsonschema (log: $T/pip.log)"
+fi
+
+SCHEMA=$T/speedscope-$SPEEDSCOPE_VERSION/package/dist/release/file-format-schema.json
+if [ ! -f "$SCHEMA" ]; then
+  step "speedscope $SPEEDSCOPE_VERSION schema from npm"
+  mkdir -p "$T/speedscope-$SPEEDSCOPE_VERSION"
+  (cd "$T/speedscope-$SPEEDSCOPE_VERSION" && npm pack -q "speedscope@$SPEEDSCOPE_VERSION" >/dev/null 2>"$T/npm.log" \
+    && tar xzf "speedscope-$SPEEDSCOPE_VERSION.tgz") || fail "npm pack speedscope (log: $T/npm.log)"
+  [ -f "$SCHEMA" ] || fail "speedscope package has no dist/release/file-format-schema.json"
+fi
+ln -sf "$SCHEMA" "$T/speedscope-schema.json"
+touch "$T/ready"
+step "ready in $T"
