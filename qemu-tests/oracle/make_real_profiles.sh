@@ -39,4 +39,7 @@ record opcodes_native_zstd threads.py -a --opcodes --native --compression zstd
 record mixed_gil_raw mixed.py -a --mode gil --compression none
 record mixed_exception_zstd mixed.py -a --mode exception --compression zstd
 record mixed_wall_blocking_raw mixed.py -a --blocking --compression none
+if [ "${TACHYON_STDLIB_WORK:-0}" = 1 ]; then
+  record stdlib_work stdlib_work.py -a --compression zstd
+fi
 ls "$out"/*.pyb
