@@ -294,6 +294,24 @@ impl<'a> FrameInterner<'a> {
             }
         }
     }
+
+    /// Appends `frame` as a new entry even when an equal one exists (lookups keep finding
+    /// the first), for copying a table whose entries coincide after decoding.
+    pub(crate) fn push(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
+        let hash = hash_frame(&frame);
+        let entries = &self.entries[..self.count];
+        let vacant = self.index.find(hash, |i| entries[i as usize] == frame).err();
+        if self.count >= self.entries.len().min(self.index.capacity()) {
+            return Err(Resource::Frames);
+        }
+        self.entries[self.count] = frame;
+        let i = self.count as u32;
+        self.count += 1;
+        if let Some(slot) = vacant {
+            self.index.occupy(slot, i);
+        }
+        Ok(i)
+    }
 }
 
 /// A direct-mapped cache from a cheap key to a frame id (id + 1, 0 = empty), one slot per

@@ -229,6 +229,32 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.intern(&frame).map(FrameId)
     }
 
+    /// Adds a frame as a new table entry even if an equal frame is already interned, and
+    /// returns its id. For copying another file's frame table entry by entry: CPython keeps
+    /// frames that differ only in location parts the format cannot store (an end line of -1
+    /// beside a known line is stored as a zero delta, like an end line equal to the line), so
+    /// such a table can hold entries that decode alike. [`Self::intern_frame`] keeps finding
+    /// the first of them.
+    pub fn append_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, WriteError<W::Error>> {
+        self.check_open()?;
+        if frame.filename.len() > u32::MAX as usize || frame.funcname.len() > u32::MAX as usize {
+            return self.limit(WriteError::Limit(FormatLimit::StringLength));
+        }
+        let pushed = self.store.strings.intern(frame.filename).and_then(|filename| {
+            let funcname = self.store.strings.intern(frame.funcname)?;
+            self.store.frames.push(FrameEntry {
+                filename,
+                funcname,
+                location: frame.location.unwrap_or(Location::NONE),
+                opcode: frame.opcode.unwrap_or(NO_OPCODE),
+            })
+        });
+        match pushed {
+            Ok(id) => Ok(FrameId(id)),
+            Err(resource) => self.limit(WriteError::Capacity { resource }),
+        }
+    }
+
     /// Writes one thread sample from interned frame ids, innermost first (the first 256 are
     /// kept).
     pub fn write_thread_sample_ids(

@@ -308,3 +308,31 @@ fn samples_are_refused_once_finalize_has_started() {
     let size = w.finalize().unwrap() as usize;
     assert_eq!(&got[..size], &want[..]);
 }
+
+#[test]
+fn append_frame_keeps_equal_frames_apart() {
+    let mut storage = StaticWriterStorage::<64, 4, 4, 1, 64, 1314>::new();
+    let mut buf = [0u8; 1024];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    let first = w.append_frame(MAIN).unwrap();
+    let second = w.append_frame(MAIN).unwrap();
+    assert_ne!(first, second, "a second table entry");
+    assert_eq!(w.intern_frame(MAIN).unwrap(), first, "lookups find the first");
+    assert_eq!((w.frame_count(), w.string_count()), (2, 2), "names are still interned once");
+    w.write_thread_sample_ids(1_001_000, 0, 1, 0, &[second, first]).unwrap();
+    let size = w.finalize().unwrap() as usize;
+    let samples = decode_all(&buf[..size], SMALL_READER).unwrap();
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].frames.len(), 2);
+    // Both entries hold the same frame.
+    assert_eq!(samples[0].frames[0], samples[0].frames[1]);
+
+    // Capacity is still checked: room for four frames.
+    let mut storage = StaticWriterStorage::<64, 4, 4, 1, 64, 1314>::new();
+    let mut buf = [0u8; 1024];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    for _ in 0..4 {
+        w.append_frame(MAIN).unwrap();
+    }
+    assert_eq!(w.append_frame(MAIN).unwrap_err(), WriteError::Capacity { resource: Resource::Frames });
+}

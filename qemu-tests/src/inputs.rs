@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use tachyon::convert::tachyon::reencode;
 use tachyon::convert::{convert, Format};
 use tachyon::input::encode_document;
 use tachyon::open::{Limits, OwnedReaderStorage};
@@ -73,4 +74,20 @@ pub fn viewer_tools() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// `file` re-encoded in its own byte order and compression.
+pub fn reencode_file(file: &Path) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
+    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
+    let mut reader = storage.open(Cursor::new(&bytes[..])).map_err(|e| e.to_string())?;
+    let sink = tachyon::memory::VecSink::default();
+    let sink = if meta.endian == tachyon_core::RunTimeEndian::Big {
+        reencode(&mut reader, sink, tachyon_core::BigEndian, None, &mut |_| {})
+    } else {
+        reencode(&mut reader, sink, LittleEndian, None, &mut |_| {})
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(sink.into_inner())
 }

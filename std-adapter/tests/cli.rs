@@ -126,3 +126,117 @@ fn verify_and_exit_codes() {
     let out = tachyon().arg("frobnicate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb")
+}
+
+/// The golden files next to the example are CPython 3.15.2's own `replay` output.
+#[test]
+fn convert_matches_cpythons_replay_of_the_example() {
+    let dir = example().parent().unwrap().to_path_buf();
+    let collapsed = tachyon().args(["convert", "--to", "collapsed"]).arg(example()).output().unwrap();
+    assert!(collapsed.status.success());
+    assert_eq!(collapsed.stdout, std::fs::read(dir.join("stdlib_work.cpython-collapsed.txt")).unwrap());
+    let table = tachyon().args(["convert", "--to", "pstats-text"]).arg(example()).output().unwrap();
+    assert!(table.status.success());
+    assert_eq!(
+        String::from_utf8(table.stdout).unwrap(),
+        std::fs::read_to_string(dir.join("stdlib_work.cpython-table.txt")).unwrap()
+    );
+}
+
+#[test]
+fn every_format_writes_to_a_file_what_it_prints() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-formats");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for to in ["collapsed", "pstats", "pstats-text", "flamegraph", "gecko", "speedscope", "pprof", "jsonl"] {
+        let file = tmp.join(to);
+        tachyon().args(["convert", "--quiet", "--to", to, "-o"]).arg(&file).arg(example()).assert().success();
+        let printed = tachyon().args(["convert", "--to", to]).arg(example()).output().unwrap();
+        assert!(printed.status.success(), "{to}");
+        let written = std::fs::read(&file).unwrap();
+        assert!(!written.is_empty(), "{to}");
+        // Run ids and gzip need not repeat; everything else must.
+        if to != "jsonl" && to != "pprof" {
+            assert_eq!(written, printed.stdout, "{to}");
+        }
+    }
+    // The root counts every sample with a stack (7,996 of the 8,086 in the golden collapsed
+    // file; CPython's collectors leave out the 90 with empty stacks too).
+    let golden = std::fs::read_to_string(example().with_file_name("stdlib_work.cpython-collapsed.txt")).unwrap();
+    let total: u64 = golden.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 7_996);
+    let svg = String::from_utf8(std::fs::read(tmp.join("flamegraph")).unwrap()).unwrap();
+    assert!(svg.contains("<title>all (7,996 samples, 100%)"), "flame graph root counts every stacked sample");
+    let speedscope: Value = serde_json::from_slice(&std::fs::read(tmp.join("speedscope")).unwrap()).unwrap();
+    assert_eq!(speedscope["profiles"].as_array().unwrap().len(), 3, "one profile per thread");
+}
+
+#[test]
+fn reencoding_changes_byte_order_and_back() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-reencode");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for name in names() {
+        let le = vectors().join(format!("{name}.x86_64.bin"));
+        let be = vectors().join(format!("{name}.s390x.bin"));
+        let to_big = tmp.join(format!("{name}.big"));
+        let back = tmp.join(format!("{name}.little"));
+        tachyon()
+            .args(["convert", "--to", "tachyon", "--byte-order", "big", "-o"])
+            .arg(&to_big)
+            .arg(&le)
+            .assert()
+            .success();
+        assert_eq!(std::fs::read(&to_big).unwrap(), std::fs::read(&be).unwrap(), "{name}: as CPython on s390x");
+        tachyon()
+            .args(["convert", "--to", "tachyon", "--byte-order", "little", "-o"])
+            .arg(&back)
+            .arg(&to_big)
+            .assert()
+            .success();
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&le).unwrap(), "{name}: back as CPython on x86_64");
+    }
+}
+
+#[test]
+fn diff_draws_a_differential_flame_graph() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-diff");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2/threads_wall_zstd.pyb");
+    let out = tmp.join("diff.svg");
+    tachyon().arg("diff").arg(&base).arg(example()).arg("-o").arg(&out).assert().success();
+    let svg = String::from_utf8(std::fs::read(&out).unwrap()).unwrap();
+    assert!(svg.contains("threads_wall_zstd.pyb → stdlib_work.pyb"), "default title names both files");
+    // Widths come from the new profile: its frames are drawn, frames only the base had are not.
+    assert!(svg.contains("difflib.py"), "new profile's frames");
+    assert!(!svg.contains("threads.py:fib"), "base-only frames have no width");
+    assert!(svg.contains("all (7,996 samples"), "root counts the new profile");
+}
+
+#[test]
+fn options_of_other_formats_are_usage_errors() {
+    for args in [
+        &["--to", "collapsed", "--pstats-compat"][..],
+        &["--to", "pstats", "--sort", "name"],
+        &["--to", "gecko", "--byte-order", "big"],
+        &["--to", "collapsed", "--title", "x"],
+        &["--to", "nonsense"],
+    ] {
+        tachyon().arg("convert").args(args).arg(example()).assert().code(2);
+    }
+}
+
+#[test]
+fn a_corrupt_file_fails_with_its_offset() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-corrupt");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut bytes = std::fs::read(vectors().join("04_pop_push.x86_64.bin")).unwrap();
+    bytes[64 + 12] = 9; // encoding byte of the first record
+    let bad = tmp.join("bad.bin");
+    std::fs::write(&bad, bytes).unwrap();
+    let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let msg = String::from_utf8(out.stderr).unwrap();
+    assert!(msg.contains("bad.bin") && msg.contains("76"), "names the file and offset: {msg}");
+}

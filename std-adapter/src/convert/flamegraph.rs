@@ -1,8 +1,8 @@
 //! Flame graphs (SVG, drawn by the inferno crate) from the collapsed stacks of
 //! [`super::collapsed`]: one tower per thread (`tid:N` at the root), frames named
 //! `file:function:line`. A differential graph takes two profiles: widths from the new one,
-//! colour from the change of each frame's share (red grew, blue shrank), and frames only the
-//! base had are drawn too.
+//! colour from the change of each frame's share (red grew, blue shrank); frames only the base
+//! had have no width in the new profile and are not drawn.
 
 use std::io::{self, Write};
 

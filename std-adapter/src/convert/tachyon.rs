@@ -1,7 +1,11 @@
 //! Re-encoding: a file's samples written again through the core writer, in another byte
-//! order or compression. Frames are interned in table order before the first sample and
-//! samples replayed in file order, which reproduces CPython's tables and records, so a file
-//! CPython wrote re-encodes to itself byte for byte when order and compression are kept.
+//! order or compression. The frame table is copied entry by entry before the first sample
+//! (entries that decode alike stay separate, as CPython wrote them) and samples are replayed
+//! in file order, which reproduces CPython's tables and records: CPython's files (the shared
+//! vectors, real profiles) re-encode to themselves byte for byte when order and compression
+//! are kept. Not always, though: a thread whose first sample had an empty stack starts with a
+//! deferred REPEAT record, so the file does not say when the writer created it, and that
+//! order decides the final flush; every thread's samples still come back, in order.
 
 use embedded_io::{Read, Seek, Write};
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
@@ -58,18 +62,16 @@ where
     }
     .map_err(werr)?;
 
-    // Source frame id → output frame id. A frame naming a missing string is never used by a
-    // sample the reader lets through, so it gets a placeholder.
+    // Source frame id → output frame id, from the stored entries (the resolved view drops
+    // the columns of a frame without a line). A frame naming a missing string is never used
+    // by a sample the reader lets through, so it gets a placeholder.
     let mut ids: Vec<FrameId> = Vec::with_capacity(tables.frame_count());
     for id in 0..tables.frame_count() as u32 {
-        ids.push(match tables.frame(id) {
-            Some(f) => writer
-                .intern_frame(Frame {
-                    filename: f.filename,
-                    funcname: f.funcname,
-                    location: f.location,
-                    opcode: f.opcode,
-                })
+        let entry = tables.frame_entry(id);
+        let names = entry.and_then(|e| Some((e, tables.string(e.filename)?, tables.string(e.funcname)?)));
+        ids.push(match names {
+            Some((e, filename, funcname)) => writer
+                .append_frame(Frame { filename, funcname, location: Some(e.location), opcode: Some(e.opcode) })
                 .map_err(werr)?,
             None => FrameId(0),
         });
