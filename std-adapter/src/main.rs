@@ -246,8 +246,9 @@ fn dump(file: &Path) -> Result<(), Failure> {
     with_reader(file, |reader| {
         let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
         let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
+        let mut lines = tachyon::view::SampleLines::default();
         while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
-            tachyon::view::write_sample_line(&mut out, &s).map_err(io_err)?;
+            lines.write(&mut out, &s).map_err(io_err)?;
         }
         out.flush().map_err(io_err)
     })
