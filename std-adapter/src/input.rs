@@ -6,6 +6,7 @@
 //! 0..=254 become "none", status keeps its low 8 bits, and an interpreter id above 2^32-1 is
 //! a limit error that ends the call (earlier threads of the call stay written).
 
+use std::borrow::Borrow;
 use std::fmt;
 
 use embedded_io::{Seek, Write};
@@ -227,13 +228,13 @@ pub fn encode_document_native(doc: &Value, compression: Option<Compression>) -> 
 /// Encodes into any sink in byte order `endian`: `params` holds the constructor arguments and
 /// stats (a document's `samples` are ignored here), `calls` the `write_sample` calls, which
 /// may be streamed (JSON lines). Returns the sink.
-pub fn encode_stream<'v, W: Write + Seek, E: Endianity>(
+pub fn encode_stream<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
     sink: W,
     endian: E,
     params: &Value,
     cap: WriterCapacity,
     compression: Option<Compression>,
-    calls: impl Iterator<Item = Result<&'v Value, InputError>>,
+    calls: impl Iterator<Item = Result<V, InputError>>,
 ) -> Result<W, InputError>
 where
     W::Error: fmt::Debug,
@@ -248,12 +249,12 @@ type Made<'s, W, E> = Result<Writer<'s, W, E>, WriteError<<W as embedded_io::Err
 
 /// Sizes storage, builds the writer with `make` (with a compressor when the configuration
 /// asks for zstd), writes every call and the stats, finalizes and returns the sink.
-fn encode_to<'v, W: Write + Seek, E: Endianity>(
+fn encode_to<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
     sink: W,
     params: &Value,
     cap: WriterCapacity,
     compression: Option<Compression>,
-    calls: impl Iterator<Item = Result<&'v Value, InputError>>,
+    calls: impl Iterator<Item = Result<V, InputError>>,
     make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig, Option<Compressor<'s>>) -> Made<'s, W, E>,
 ) -> Result<W, InputError>
 where
@@ -275,7 +276,7 @@ where
     };
     let mut w = make(sink, storage.storage(), cfg, compressor).map_err(werr)?;
     for call in calls {
-        write_call(call?, &mut w)?;
+        write_call(call?.borrow(), &mut w)?;
     }
     if let Some(s) = stats {
         w.set_stats(s).map_err(werr)?;

@@ -16,7 +16,7 @@ use tachyon::file::{FileSource, StdIo};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon_core::reader::Metadata;
-use tachyon_core::{BigEndian, Compression, Endianity, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
+use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
 
 #[derive(Parser)]
 #[command(
@@ -257,60 +257,72 @@ fn dump(file: &Path) -> Result<(), Failure> {
 fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zstd>) -> Result<(), Failure> {
     let at = |e: io::Error| Failure(format!("{}: {e}", input.display()));
     let bad = |e: InputError| Failure(format!("{}: {e}", input.display()));
-    let text_first =
-        BufReader::new(File::open(input).map_err(at)?).lines().next().transpose().map_err(at)?.unwrap_or_default();
+    let open = || File::open(input).map(BufReader::new).map_err(at);
+    let text_first = open()?.lines().next().transpose().map_err(at)?.unwrap_or_default();
     let first: Option<Value> = serde_json::from_str(&text_first).ok();
-    // A document on one line parses as a whole; otherwise read the file as one document
-    // unless its first line is a parameters object without samples (JSON lines).
-    let (params, calls): (Value, Vec<Value>) = match first {
-        Some(Value::Object(o)) if !o.contains_key("samples") => {
-            let mut calls = Vec::new();
-            for (n, line) in BufReader::new(File::open(input).map_err(at)?).lines().enumerate().skip(1) {
-                let line = line.map_err(at)?;
-                if !line.trim().is_empty() {
-                    calls.push(
-                        serde_json::from_str(&line)
-                            .map_err(|e| Failure(format!("{}: line {}: {e}", input.display(), n + 1)))?,
-                    );
-                }
-            }
-            (Value::Object(o), calls)
-        }
-        _ => {
-            let mut doc: Value = serde_json::from_reader(BufReader::new(File::open(input).map_err(at)?))
-                .map_err(|e| Failure(format!("{}: {e}", input.display())))?;
-            let calls = match doc.get_mut("samples").map(Value::take) {
-                Some(Value::Array(a)) => a,
-                _ => return Err(Failure(format!("{}: no \"samples\" list", input.display()))),
-            };
-            (doc, calls)
-        }
-    };
-    let mut count = CapacityCount::default();
-    calls.iter().for_each(|c| count.add_call(c));
     let compression = compression.map(|c| match c {
         Zstd::None => Compression::None,
         Zstd::Zstd => Compression::Zstd,
     });
     let sink = StdIo(BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?));
-    fn run<E: Endianity>(
-        sink: StdIo<BufWriter<File>>,
-        e: E,
-        params: &Value,
-        count: CapacityCount,
-        compression: Option<Compression>,
-        calls: &[Value],
-    ) -> Result<StdIo<BufWriter<File>>, InputError> {
-        encode_stream(sink, e, params, count.capacity(), compression, calls.iter().map(Ok))
-    }
-    let sink = match order {
-        ByteOrder::Native => run(sink, NativeEndian::default(), &params, count, compression, &calls),
-        ByteOrder::Little => run(sink, LittleEndian, &params, count, compression, &calls),
-        ByteOrder::Big => run(sink, BigEndian, &params, count, compression, &calls),
+    // A document on one line parses as a whole; otherwise read the file as one document
+    // unless its first line is a parameters object without samples (JSON lines).
+    let sink = match first {
+        Some(Value::Object(params)) if !params.contains_key("samples") => {
+            // JSON lines: one pass counts what the calls can intern, a second streams them
+            // into the writer, so no more than one call is held at a time.
+            let params = Value::Object(params);
+            let mut count = CapacityCount::default();
+            for call in json_lines(open()?, input) {
+                count.add_call(&call?);
+            }
+            let calls = json_lines(open()?, input).map(|c| c.map_err(|Failure(m)| InputError::Shape(m)));
+            encode_in_order(sink, order, &params, count, compression, calls)
+        }
+        _ => {
+            let mut doc: Value =
+                serde_json::from_reader(open()?).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+            let calls = match doc.get_mut("samples").map(Value::take) {
+                Some(Value::Array(a)) => a,
+                _ => return Err(Failure(format!("{}: no \"samples\" list", input.display()))),
+            };
+            let mut count = CapacityCount::default();
+            calls.iter().for_each(|c| count.add_call(c));
+            encode_in_order(sink, order, &doc, count, compression, calls.iter().map(Ok))
+        }
     }
     .map_err(bad)?;
     sink.0.into_inner().map_err(|e| Failure(format!("{}: {}", output.display(), e.error())))?;
     Ok(())
+}
+
+/// The `write_sample` calls of a JSON-lines input: every non-blank line after the first.
+fn json_lines<'p>(reader: BufReader<File>, input: &'p Path) -> impl Iterator<Item = Result<Value, Failure>> + 'p {
+    reader.lines().enumerate().skip(1).filter_map(move |(n, line)| match line {
+        Err(e) => Some(Err(Failure(format!("{}: {e}", input.display())))),
+        Ok(l) if l.trim().is_empty() => None,
+        Ok(l) => {
+            Some(serde_json::from_str(&l).map_err(|e| Failure(format!("{}: line {}: {e}", input.display(), n + 1))))
+        }
+    })
+}
+
+type FileSink = StdIo<BufWriter<File>>;
+
+fn encode_in_order<V: std::borrow::Borrow<Value>>(
+    sink: FileSink,
+    order: ByteOrder,
+    params: &Value,
+    count: CapacityCount,
+    compression: Option<Compression>,
+    calls: impl Iterator<Item = Result<V, InputError>>,
+) -> Result<FileSink, InputError> {
+    let cap = count.capacity();
+    match order {
+        ByteOrder::Native => encode_stream(sink, NativeEndian::default(), params, cap, compression, calls),
+        ByteOrder::Little => encode_stream(sink, LittleEndian, params, cap, compression, calls),
+        ByteOrder::Big => encode_stream(sink, BigEndian, params, cap, compression, calls),
+    }
 }
 
 /// A progress bar on stderr that appears once work has taken a second, and never when
