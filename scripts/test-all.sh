@@ -45,6 +45,9 @@ done
 step "set-up: the real CPython 3.15.2 oracle (x86_64, and s390x under qemu-user)"
 bash scripts/oracle.sh >/dev/null
 
+step "set-up: what conversions are checked with (go tool pprof, rsvg-convert, Python 3.11, jsonschema, speedscope's schema)"
+bash scripts/viewer-tools.sh
+
 step "set-up: record real profiles with CPython's sampler (4-second workloads, x86_64, needs root)"
 export TACHYON_REAL_PROFILES="$PWD/target/real-profiles"
 rm -rf "$TACHYON_REAL_PROFILES"
@@ -74,7 +77,7 @@ done
 step "tests: core without features (no alloc, no zstd)"
 cargo test -p tachyon-core
 
-step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CPython differential)"
+step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools)"
 cargo test --workspace --all-features
 
 step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
@@ -105,7 +108,12 @@ rm -rf "$scratch-target"
 
 step "benchmark and example build; the example runs"
 cargo bench -p tachyon-core --features alloc,zstd --no-run
-cargo run --release -p tachyon-core --example roundtrip
+cargo run --release -p tachyon-core --example roundtrip -- target/roundtrip.bin
+
+step "README main job: flame graph and info of the profile in the box; the SVG renders"
+cargo run --release -p tachyon -- convert examples/stdlib_work.pyb --to flamegraph -o target/flame.svg
+cargo run --release -p tachyon -- info examples/stdlib_work.pyb
+rsvg-convert target/flame.svg -o target/flame.png
 
 step "all steps passed"
 exit 0

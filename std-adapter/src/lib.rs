@@ -1,10 +1,11 @@
 //! # tachyon
 //!
-//! The std layer over [`tachyon_core`]: a growable in-memory sink, storage sized from a
-//! file's validated metadata, CPython's JSON writer-input documents, and the JSON view of a
-//! decoded file that CPython's own reader produces.
-//!
-//! The command-line tool will live here too.
+//! The std layer over [`tachyon_core`]: files (memory-mapped, buffered fallback), a growable
+//! in-memory sink, storage sized from a file's validated metadata, CPython's JSON writer-input
+//! documents, the JSON view CPython's own reader gives of a file, a replay that feeds samples
+//! to collectors the way CPython's `replay` does ([`replay`]), and the conversions into the
+//! formats people view profiles in ([`convert`]). The `tachyon` command is a thin layer over
+//! these.
 
 #![deny(missing_docs)]
 
