@@ -1,8 +1,9 @@
-//! Files as embedded-io sources and sinks: [`StdIo`] adapts any std reader or writer, and
-//! [`FileSource`] reads a file memory-mapped, or buffered where mapping fails.
+//! Files as embedded-io sources and sinks: [`StdIo`] adapts any std reader or writer,
+//! [`FileSource`] reads a file memory-mapped, or buffered where mapping fails, and
+//! [`create`] gives the core `Writer` a buffered, seekable file to write into.
 
 use std::fs::File;
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, BufWriter};
 use std::path::Path;
 
 use embedded_io::{ErrorType, Read, Seek, SeekFrom, Write};
@@ -40,6 +41,28 @@ impl<T: io::Seek> Seek for StdIo<T> {
             SeekFrom::Current(d) => io::SeekFrom::Current(d),
         })
     }
+}
+
+/// A profile file opened for writing: buffered, and seekable (the buffer is flushed before
+/// each seek), as the core `Writer` needs.
+pub type FileSink = StdIo<BufWriter<File>>;
+
+/// Creates (or truncates) `path` for a `Writer`:
+///
+/// ```no_run
+/// use tachyon::core::storage::{VecWriterStorage, WriterCapacity};
+/// use tachyon::core::{Frame, Writer, WriterConfig};
+///
+/// let mut storage = VecWriterStorage::new(WriterCapacity::DESKTOP).unwrap();
+/// let sink = tachyon::file::create("profile.bin".as_ref()).unwrap();
+/// let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
+/// w.write_thread_sample(1_001_000, 0, 1, 0, [Frame::new(b"app.py", b"main")]).unwrap();
+/// w.finalize().unwrap();
+/// // Flush the buffer; dropping the sink would too, but would swallow an error.
+/// w.into_inner().0.into_inner().unwrap();
+/// ```
+pub fn create(path: &Path) -> io::Result<FileSink> {
+    Ok(StdIo(BufWriter::with_capacity(256 << 10, File::create(path)?)))
 }
 
 /// A profile file opened for reading.

@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use tachyon::file::{FileSource, StdIo};
+use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon_core::reader::Metadata;
@@ -199,7 +199,7 @@ fn with_reader<T>(
     f(&mut reader)
 }
 
-fn info(file: &Path, as_json: bool, records: bool) -> Result<(), Failure> {
+fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Failure> {
     with_reader(file, |reader| {
         let meta = *reader.metadata();
         let tables = reader.tables();
@@ -212,7 +212,7 @@ fn info(file: &Path, as_json: bool, records: bool) -> Result<(), Failure> {
         v["file_bytes"] = json!(meta.file_len);
         v["sample_region_bytes"] = json!(meta.header.string_table_offset - 64);
         if records {
-            while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+            drain(file, reader, quiet)?;
             let c = reader.record_counts();
             v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
             v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
@@ -229,9 +229,22 @@ fn info(file: &Path, as_json: bool, records: bool) -> Result<(), Failure> {
     })
 }
 
-fn verify(file: &Path) -> Result<(), Failure> {
+/// Decodes every remaining sample, with a progress bar.
+fn drain(file: &Path, reader: &mut Reader<'_, FileSource>, quiet: bool) -> Result<(), Failure> {
+    let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
+    let mut n = 0u64;
+    while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {
+        n += 1;
+        if n % 65_536 == 0 {
+            progress.update(n);
+        }
+    }
+    Ok(())
+}
+
+fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
     with_reader(file, |reader| {
-        while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {}
+        drain(file, reader, quiet)?;
         println!(
             "{}: OK, {} thread samples, {} threads",
             file.display(),
@@ -242,13 +255,19 @@ fn verify(file: &Path) -> Result<(), Failure> {
     })
 }
 
-fn dump(file: &Path) -> Result<(), Failure> {
+fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
     with_reader(file, |reader| {
         let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
         let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
+        let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
         let mut lines = tachyon::view::SampleLines::default();
+        let mut n = 0u64;
         while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
             lines.write(&mut out, &s).map_err(io_err)?;
+            n += 1;
+            if n % 65_536 == 0 {
+                progress.update(n);
+            }
         }
         out.flush().map_err(io_err)
     })
@@ -264,7 +283,7 @@ fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zst
         Zstd::None => Compression::None,
         Zstd::Zstd => Compression::Zstd,
     });
-    let sink = StdIo(BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?));
+    let sink = tachyon::file::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?;
     // A document on one line parses as a whole; otherwise read the file as one document
     // unless its first line is a parameters object without samples (JSON lines).
     let sink = match first {
@@ -307,8 +326,6 @@ fn json_lines<'p>(reader: BufReader<File>, input: &'p Path) -> impl Iterator<Ite
     })
 }
 
-type FileSink = StdIo<BufWriter<File>>;
-
 fn encode_in_order<V: std::borrow::Borrow<Value>>(
     sink: FileSink,
     order: ByteOrder,
@@ -338,7 +355,7 @@ impl Progress {
         let bar = (!quiet && io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
             bar.set_style(
-                ProgressStyle::with_template("{bar:40} {percent:>3}% {human_pos}/{human_len} samples, {eta} left")
+                ProgressStyle::with_template("{bar:30} {percent:>3}% {human_pos}/{human_len} samples, {eta}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
@@ -489,9 +506,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = cli.quiet;
     let result = match cli.command {
-        Command::Info { file, json, records } => info(&file, json, records),
-        Command::Verify { file } => verify(&file),
-        Command::Dump { file } => dump(&file),
+        Command::Info { file, json, records } => info(&file, json, records, quiet),
+        Command::Verify { file } => verify(&file, quiet),
+        Command::Dump { file } => dump(&file, quiet),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
         Command::Convert {
             file,

@@ -13,6 +13,7 @@
 //! number of samples.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use embedded_io::{Read, Seek};
 use tachyon_core::reader::Tables;
@@ -174,4 +175,80 @@ pub fn replay<R: Read + Seek>(
 /// Python's `os.path.basename` on a POSIX path: everything after the last `/`.
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A frame with its names, shared between all samples that use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedFrame {
+    /// File name (lossy UTF-8).
+    pub filename: Arc<str>,
+    /// Function name (lossy UTF-8).
+    pub funcname: Arc<str>,
+    /// Source span, `None` for synthetic frames.
+    pub location: Option<Location>,
+    /// Opcode, if captured.
+    pub opcode: Option<u8>,
+}
+
+/// One thread sample with its frames resolved, innermost first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSample {
+    /// Timestamp, µs.
+    pub timestamp_us: u64,
+    /// Interpreter id.
+    pub interpreter_id: u32,
+    /// Thread id.
+    pub thread_id: u64,
+    /// Status flags.
+    pub status: u8,
+    /// Frames, innermost first (all of them: nothing is filtered).
+    pub frames: Vec<NamedFrame>,
+}
+
+/// Iterates over a file's samples with names and locations instead of ids (see [`samples`]).
+pub struct Samples<'a, 's, R: Read + Seek> {
+    reader: &'a mut Reader<'s, R>,
+    frames: Vec<NamedFrame>,
+    failed: bool,
+}
+
+/// The remaining samples of `reader`, resolved. Names are decoded once per frame and shared
+/// (`Arc<str>`), so a sample costs one vector of its depth. After an error the iteration ends.
+pub fn samples<'a, 's, R: Read + Seek>(reader: &'a mut Reader<'s, R>) -> Samples<'a, 's, R> {
+    let table = FrameTable::new(reader.tables());
+    let frames = table
+        .frames
+        .into_iter()
+        .map(|f| NamedFrame {
+            filename: f.filename.into(),
+            funcname: f.funcname.into(),
+            location: f.location,
+            opcode: f.opcode,
+        })
+        .collect();
+    Samples { reader, frames, failed: false }
+}
+
+impl<R: Read + Seek> Iterator for Samples<'_, '_, R> {
+    type Item = Result<ThreadSample, ReadError<R::Error>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.reader.next_sample() {
+            Ok(Some(s)) => Some(Ok(ThreadSample {
+                timestamp_us: s.timestamp_us,
+                interpreter_id: s.interpreter_id,
+                thread_id: s.thread_id,
+                status: s.status,
+                frames: s.stack.iter().map(|&id| self.frames[id as usize].clone()).collect(),
+            })),
+            Ok(None) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
