@@ -21,7 +21,7 @@ use crate::records::{
     choose_change, max_repeat_record_len, Encoding, Prefix, StackChange, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH,
     MAX_STACK_RECORD_LEN,
 };
-use crate::storage::WriterStorage;
+use crate::storage::{FrameInterner, Resource, WriterStorage};
 use crate::tables::{FrameEntry, Location, MAX_FRAME_ENTRY_LEN, NO_OPCODE};
 use crate::varint::{self, MAX_VARINT_LEN};
 
@@ -237,22 +237,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// the first of them.
     pub fn append_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, WriteError<W::Error>> {
         self.check_open()?;
-        if frame.filename.len() > u32::MAX as usize || frame.funcname.len() > u32::MAX as usize {
-            return self.limit(WriteError::Limit(FormatLimit::StringLength));
-        }
-        let pushed = self.store.strings.intern(frame.filename).and_then(|filename| {
-            let funcname = self.store.strings.intern(frame.funcname)?;
-            self.store.frames.push(FrameEntry {
-                filename,
-                funcname,
-                location: frame.location.unwrap_or(Location::NONE),
-                opcode: frame.opcode.unwrap_or(NO_OPCODE),
-            })
-        });
-        match pushed {
-            Ok(id) => Ok(FrameId(id)),
-            Err(resource) => self.limit(WriteError::Capacity { resource }),
-        }
+        self.store_frame(&frame, FrameInterner::push).map(FrameId)
     }
 
     /// Writes one thread sample from interned frame ids, innermost first (the first 256 are
@@ -424,19 +409,30 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     /// Interns file name, function name, then the 7-field key (spec 5.4 order).
     fn intern_uncached(&mut self, frame: &Frame<'_>) -> Result<u32, WriteError<W::Error>> {
+        self.store_frame(frame, FrameInterner::intern)
+    }
+
+    /// Interns the names of `frame`, then hands its table entry to `add` (look up or insert,
+    /// or always insert); a full table or an oversized name is a limit.
+    fn store_frame(
+        &mut self,
+        frame: &Frame<'_>,
+        add: fn(&mut FrameInterner<'s>, FrameEntry) -> Result<u32, Resource>,
+    ) -> Result<u32, WriteError<W::Error>> {
         if frame.filename.len() > u32::MAX as usize || frame.funcname.len() > u32::MAX as usize {
             return self.limit(WriteError::Limit(FormatLimit::StringLength));
         }
-        let interned = self.store.strings.intern(frame.filename).and_then(|filename| {
+        let stored = self.store.strings.intern(frame.filename).and_then(|filename| {
             let funcname = self.store.strings.intern(frame.funcname)?;
-            self.store.frames.intern(FrameEntry {
+            let entry = FrameEntry {
                 filename,
                 funcname,
                 location: frame.location.unwrap_or(Location::NONE),
                 opcode: frame.opcode.unwrap_or(NO_OPCODE),
-            })
+            };
+            add(&mut self.store.frames, entry)
         });
-        match interned {
+        match stored {
             Ok(id) => Ok(id),
             Err(resource) => self.limit(WriteError::Capacity { resource }),
         }

@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
+use tachyon::convert::pstats::SortOrder;
 use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
@@ -114,7 +115,7 @@ enum Command {
         pstats_compat: bool,
         /// pstats-text: row order.
         #[arg(long, value_enum)]
-        sort: Option<Sort>,
+        sort: Option<SortOrder>,
         /// pstats-text: most rows (default 15).
         #[arg(short, long)]
         limit: Option<usize>,
@@ -153,17 +154,6 @@ enum Target {
     Jsonl,
     /// Tachyon again, in another byte order or compression.
     Tachyon,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Sort {
-    Nsamples,
-    Tottime,
-    Cumtime,
-    SamplePct,
-    CumulPct,
-    NsamplesCumul,
-    Name,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -387,7 +377,7 @@ struct ConvertArgs {
     title: Option<String>,
     output: Option<PathBuf>,
     pstats_compat: bool,
-    sort: Option<Sort>,
+    sort: Option<SortOrder>,
     limit: Option<usize>,
     no_summary: bool,
     byte_order: Option<ByteOrder>,
@@ -415,7 +405,7 @@ fn check_convert_args(a: &ConvertArgs) -> Result<(), String> {
 }
 
 fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
-    use tachyon::convert::{pstats::SortOrder, Format};
+    use tachyon::convert::Format;
     let fail = |e: tachyon::convert::ConvertError| match e {
         tachyon::convert::ConvertError::Read(e) => read_error(file, e),
         e => Failure(e.to_string()),
@@ -452,15 +442,7 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
             Target::Collapsed => Format::Collapsed,
             Target::Pstats => Format::Pstats { compat: a.pstats_compat },
             Target::PstatsText => Format::PstatsText {
-                sort: match a.sort.unwrap_or(Sort::Nsamples) {
-                    Sort::Nsamples => SortOrder::Nsamples,
-                    Sort::Tottime => SortOrder::Tottime,
-                    Sort::Cumtime => SortOrder::Cumtime,
-                    Sort::SamplePct => SortOrder::SamplePct,
-                    Sort::CumulPct => SortOrder::CumulPct,
-                    Sort::NsamplesCumul => SortOrder::NsamplesCumul,
-                    Sort::Name => SortOrder::Name,
-                },
+                sort: a.sort.unwrap_or(SortOrder::Nsamples),
                 limit: Some(a.limit.unwrap_or(15)),
                 summary: !a.no_summary,
             },

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::StringIndex;
 use crate::replay::{basename, Collector, FrameTable, ReplaySample};
 use crate::view::write_py_str;
 
@@ -124,8 +125,7 @@ struct Thread {
 /// Builds the profile.
 #[derive(Debug)]
 pub struct GeckoCollector {
-    strings: Vec<String>,
-    string_ids: HashMap<String, u32>,
+    strings: StringIndex,
     threads: Vec<Thread>,
     thread_index: HashMap<u64, usize>,
     starts: [Starts; 10],
@@ -142,9 +142,10 @@ pub struct GeckoCollector {
 
 impl Default for GeckoCollector {
     fn default() -> Self {
+        let mut strings = StringIndex::default();
+        strings.id("(root)");
         GeckoCollector {
-            strings: vec!["(root)".to_owned()],
-            string_ids: HashMap::from([("(root)".to_owned(), 0)]),
+            strings,
             threads: Vec::new(),
             thread_index: HashMap::new(),
             starts: Default::default(),
@@ -192,13 +193,7 @@ fn ms_between(a: u64, b: u64) -> f64 {
 
 impl GeckoCollector {
     fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.string_ids.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_owned());
-        self.string_ids.insert(s.to_owned(), i);
-        i
+        self.strings.id(s)
     }
 
     fn marker(&mut self, thread: usize, state: usize, start: f64, end: f64) {
@@ -433,7 +428,7 @@ impl GeckoCollector {
             write_thread(th, out)?;
         }
         out.write_all(b"],\"pages\":[],\"shared\":{\"stringArray\":[")?;
-        for (i, s) in self.strings.iter().enumerate() {
+        for (i, s) in self.strings.strings().iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }

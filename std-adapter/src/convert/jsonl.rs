@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::StringIndex;
 use crate::replay::{Collector, FrameTable, ReplaySample};
 use crate::view::write_py_str;
 
@@ -24,8 +25,7 @@ pub struct JsonlCollector {
     /// Exported frames: (path string, function string, location fields).
     frames: Vec<(u32, u32, LocationFields)>,
     frame_ids: HashMap<(u32, u32, LocationFields), u32>,
-    strings: Vec<String>,
-    string_ids: HashMap<String, u32>,
+    strings: StringIndex,
     /// Per exported frame: (self, cumulative).
     counts: Vec<(u64, u64)>,
     seen: Vec<u64>,
@@ -65,8 +65,8 @@ impl JsonlCollector {
         let loc = f.location.map_or((0, 0, -1, -1), |l| (l.lineno, l.end_lineno, l.col, l.end_col));
         let fields =
             (loc.0, (loc.1 > 0).then_some(loc.1), (loc.2 >= 0).then_some(loc.2), (loc.3 >= 0).then_some(loc.3));
-        let func = self.intern(&f.funcname);
-        let path = self.intern(&f.filename);
+        let func = self.strings.id(&f.funcname);
+        let path = self.strings.id(&f.filename);
         let key = (path, func, fields);
         let next = self.frames.len() as u32;
         let e = *self.frame_ids.entry(key).or_insert(next);
@@ -77,16 +77,6 @@ impl JsonlCollector {
         }
         self.export_id[id as usize] = Some(e);
         e
-    }
-
-    fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.string_ids.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_owned());
-        self.string_ids.insert(s.to_owned(), i);
-        i
     }
 
     /// Writes the records; `run_id` tags every line (CPython uses a random UUID4 in hex).
@@ -103,7 +93,7 @@ impl JsonlCollector {
             write!(out, ",\"mode\":\"{}\"", mode_name(m))?;
         }
         out.write_all(b"}\n")?;
-        for (c, chunk) in self.strings.chunks(CHUNK).enumerate() {
+        for (c, chunk) in self.strings.strings().chunks(CHUNK).enumerate() {
             write!(out, "{},\"strings\":[", head("string_table"))?;
             for (i, s) in chunk.iter().enumerate() {
                 let comma = if i > 0 { "," } else { "" };

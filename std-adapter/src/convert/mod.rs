@@ -12,6 +12,7 @@ pub mod pstats;
 pub mod speedscope;
 pub mod tachyon;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 
@@ -19,6 +20,37 @@ use embedded_io::{Read, Seek};
 use tachyon_core::{ReadError, Reader};
 
 use crate::replay::{replay, Collector, FrameTable};
+
+/// Strings numbered in the order first met, as the string tables of the jsonl, Firefox
+/// profiler and pprof formats are.
+#[derive(Debug, Default, Clone)]
+pub struct StringIndex {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl StringIndex {
+    /// The id of `s`, numbering it if it is new.
+    pub fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(s.to_owned());
+        self.ids.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The strings, by id.
+    pub fn strings(&self) -> &[String] {
+        &self.list
+    }
+
+    /// The strings, by id, owned.
+    pub fn into_strings(self) -> Vec<String> {
+        self.list
+    }
+}
 
 /// Why a conversion failed.
 #[derive(Debug)]

@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use prost::Message;
 
+use super::StringIndex;
 use crate::replay::{Collector, FrameTable, ReplaySample};
 
 /// `perftools.profiles.Profile`, the fields this writer uses.
@@ -163,33 +164,15 @@ impl Collector for PprofCollector {
     }
 }
 
-/// String table under construction.
-#[derive(Default)]
-struct Strings {
-    list: Vec<String>,
-    index: HashMap<String, i64>,
-}
-
-impl Strings {
-    fn id(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.list.len() as i64;
-        self.list.push(s.to_owned());
-        self.index.insert(s.to_owned(), i);
-        i
-    }
-}
-
 impl PprofCollector {
     /// The profile message. `mode` names the time sample type (`wall`, `cpu` ...).
     pub fn profile(&self, frames: &FrameTable, start_time_us: u64, interval_us: u64, mode: &str) -> Profile {
-        let mut strings = Strings::default();
-        strings.id("");
-        let samples_type = ValueType { r#type: strings.id("samples"), unit: strings.id("count") };
-        let time_type = ValueType { r#type: strings.id(mode), unit: strings.id("nanoseconds") };
-        let thread_key = strings.id("thread_id");
+        let mut strings = StringIndex::default();
+        let mut id = |s: &str| i64::from(strings.id(s));
+        id("");
+        let samples_type = ValueType { r#type: id("samples"), unit: id("count") };
+        let time_type = ValueType { r#type: id(mode), unit: id("nanoseconds") };
+        let thread_key = id("thread_id");
         let interval_ns = i64::try_from(interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
 
         let mut functions: Vec<Function> = Vec::new();
@@ -206,12 +189,12 @@ impl PprofCollector {
                     let f = &frames.functions[k as usize];
                     let next = functions.len() as u64 + 1;
                     let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
-                        let name = strings.id(&f.funcname);
+                        let name = id(&f.funcname);
                         functions.push(Function {
                             id: next,
                             name,
                             system_name: name,
-                            filename: strings.id(&f.filename),
+                            filename: id(&f.filename),
                             start_line: i64::from(f.lineno),
                         });
                         next
@@ -229,7 +212,7 @@ impl PprofCollector {
                 label: vec![Label { key: thread_key, str: 0, num: tid as i64 }],
             });
         }
-        let comment = strings.id(concat!("converted by tachyon ", env!("CARGO_PKG_VERSION")));
+        let comment = id(concat!("converted by tachyon ", env!("CARGO_PKG_VERSION")));
         let time_nanos = i64::try_from(start_time_us.saturating_mul(1000)).unwrap_or(i64::MAX);
         let end_us = self.last_us.unwrap_or(start_time_us);
         let duration_nanos = i64::try_from(end_us.saturating_sub(start_time_us).saturating_mul(1000)).unwrap_or(0);
@@ -239,7 +222,7 @@ impl PprofCollector {
             sample: samples,
             location: locations,
             function: functions,
-            string_table: strings.list,
+            string_table: strings.into_strings(),
             time_nanos,
             duration_nanos,
             period_type: Some(time_type),

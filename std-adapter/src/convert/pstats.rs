@@ -180,8 +180,8 @@ impl<W: Write> Marshal<W> {
     }
 }
 
-/// Sort orders of the printed table (CPython's `--sort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Sort orders of the printed table (CPython's `--sort`, same names on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SortOrder {
     /// Direct samples, descending (the default).
     Nsamples,
