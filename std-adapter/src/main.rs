@@ -86,8 +86,8 @@ enum Command {
         #[arg(long, value_enum)]
         compression: Option<Zstd>,
     },
-    /// A differential flame graph: NEW's stacks, coloured by how each frame's share changed
-    /// from BASE (red grew, blue shrank).
+    /// A differential flame graph: NEW's stacks (threads merged), coloured by how each
+    /// frame's share changed from BASE (red grew, blue shrank).
     Diff {
         /// The baseline profile.
         base: PathBuf,

@@ -212,6 +212,7 @@ fn diff_draws_a_differential_flame_graph() {
     assert!(svg.contains("difflib.py"), "new profile's frames");
     assert!(!svg.contains("threads.py:fib"), "base-only frames have no width");
     assert!(svg.contains("all (7,996 samples"), "root counts the new profile");
+    assert!(!svg.contains("tid:"), "threads are merged");
 }
 
 #[test]
