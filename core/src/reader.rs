@@ -137,6 +137,18 @@ impl Metadata {
         Ok(Some(stats))
     }
 
+    /// Most strings the string table can hold, each taking at least its length byte
+    /// (CPython's bound on the footer's string count).
+    pub fn max_string_count(&self) -> u64 {
+        self.file_len - self.header.string_table_offset
+    }
+
+    /// Most frames the frame table can hold, each taking at least 7 bytes (CPython's bound on
+    /// the footer's frame count).
+    pub fn max_frame_count(&self) -> u64 {
+        (self.file_len - self.header.frame_table_offset) / MIN_FRAME_LEN
+    }
+
     /// Whether the sample region is zstd-compressed.
     pub fn is_compressed(&self) -> bool {
         self.header.compression == Compression::Zstd
@@ -814,7 +826,7 @@ fn load_strings<R: Read + Seek>(
 ) -> Res<(), R::Error> {
     let start = meta.header.string_table_offset;
     let count = meta.footer.string_count;
-    let max = meta.file_len - start;
+    let max = meta.max_string_count();
     if u64::from(count) > max {
         let rule = FormatRule::StringCountTooLarge { count, max };
         return Err(ReadError::format(Position::File(meta.file_len - FOOTER_SIZE as u64), rule));
@@ -847,6 +859,9 @@ fn load_strings<R: Read + Seek>(
     Ok(())
 }
 
+/// The smallest frame entry: six one-byte varints and the opcode byte.
+const MIN_FRAME_LEN: u64 = 7;
+
 /// Loads the frame table (checks 15–17) into the caller's frame storage.
 fn load_frames<R: Read + Seek>(
     src: &mut R,
@@ -854,10 +869,9 @@ fn load_frames<R: Read + Seek>(
     window: &mut Window<'_>,
     tables: &mut Tables<'_>,
 ) -> Res<(), R::Error> {
-    const MIN_FRAME_LEN: u64 = 7;
     let start = meta.header.frame_table_offset;
     let count = meta.footer.frame_count;
-    let max = (meta.file_len - start) / MIN_FRAME_LEN;
+    let max = meta.max_frame_count();
     if u64::from(count) > max {
         let rule = FormatRule::FrameCountTooLarge { count, max };
         return Err(ReadError::format(Position::File(meta.file_len - FOOTER_SIZE as u64 + 4), rule));

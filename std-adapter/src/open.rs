@@ -1,6 +1,7 @@
-//! Reader storage sized from a file's validated metadata: the tables get exactly what the
-//! footer declares (already checked against the file length), threads what the header
-//! declares up to a limit, so no count the file has not backed can make it allocate.
+//! Reader storage sized from a file's metadata: the tables get what the footer declares, but
+//! never more than the file's bytes can hold (the bounds the reader then enforces), threads
+//! what the header declares up to a limit, so no count the file has not backed can make it
+//! allocate.
 
 use embedded_io::{Read, Seek};
 use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor, CPYTHON_WINDOW_LOG};
@@ -38,15 +39,18 @@ pub struct OwnedReaderStorage {
 }
 
 impl OwnedReaderStorage {
-    /// Sizes storage for the file behind `meta`; an error if the file's validated counts
-    /// still exceed the address space (possible on 32-bit targets).
+    /// Sizes storage for the file behind `meta` (at most a few times the file's size); an
+    /// error if that still exceeds the address space (possible on 32-bit targets).
     pub fn for_metadata(meta: &Metadata, limits: Limits) -> Result<Self, StorageError> {
         let thread_bound = usize::try_from(meta.header.thread_count).unwrap_or(usize::MAX);
         let cap = ReaderCapacity {
             // Strings can only lie between the string table and the end of the file.
             string_bytes: usize::try_from(meta.file_len - meta.header.string_table_offset).unwrap_or(usize::MAX),
-            strings: meta.footer.string_count as usize,
-            frames: meta.footer.frame_count as usize,
+            // A larger declared count fails when the tables load, before any use.
+            strings: usize::try_from(u64::from(meta.footer.string_count).min(meta.max_string_count()))
+                .unwrap_or(usize::MAX),
+            frames: usize::try_from(u64::from(meta.footer.frame_count).min(meta.max_frame_count()))
+                .unwrap_or(usize::MAX),
             threads: thread_bound.clamp(1, limits.max_threads),
             read_buffer: limits.read_buffer,
         };

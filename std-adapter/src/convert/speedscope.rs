@@ -84,7 +84,8 @@ impl SpeedscopeCollector {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            let total: u64 = t.runs.iter().map(|r| r.1 * interval_us).sum();
+            // Saturating: a corrupt header can claim any interval.
+            let total = t.runs.iter().fold(0u64, |acc, r| acc.saturating_add(r.1.saturating_mul(interval_us)));
             let title = if many_interpreters {
                 format!("Thread {} (interpreter {})", t.thread_id, t.interpreter_id)
             } else {
@@ -108,7 +109,7 @@ impl SpeedscopeCollector {
                 if j > 0 {
                     out.write_all(b",")?;
                 }
-                write!(out, "{}", n * interval_us)?;
+                write!(out, "{}", n.saturating_mul(interval_us))?;
             }
             out.write_all(b"]}")?;
         }
