@@ -562,7 +562,10 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             if input.is_empty() && (!end || z.is_finished()) {
                 break;
             }
-            let progress = z.compress(input, end).map_err(|e| WriteError::Zstd { code: e.0 })?;
+            // As CPython: the input always goes in with "continue" and the frame is ended on
+            // empty input. Ending on the last input instead would tell zstd the whole size,
+            // and it would write a content size into the frame header.
+            let progress = z.compress(input, end && input.is_empty()).map_err(|e| WriteError::Zstd { code: e.0 })?;
             self.staged_from += progress.consumed;
         }
         self.staged_from = 0;

@@ -336,3 +336,26 @@ fn append_frame_keeps_equal_frames_apart() {
     }
     assert_eq!(w.append_frame(MAIN).unwrap_err(), WriteError::Capacity { resource: Resource::Frames });
 }
+
+/// CPython passes every byte with "continue" and ends the frame on empty input, so its frame
+/// header has no content size (`28 b5 2f fd 00 58`, spec 8), however small the region. Ending
+/// on the last input instead made zstd write one for a 2-sample real profile.
+#[cfg(feature = "zstd")]
+#[test]
+fn small_zstd_regions_have_no_content_size() {
+    use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+    let mut storage = writer_storage();
+    let mut ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
+    let mut out = vec![0u8; 1 << 16];
+    let mut buf = vec![0u8; 1 << 16];
+    let mut cfg = config();
+    cfg.compression = tachyon_core::Compression::Zstd;
+    let z = Compressor::new(&mut ws, &mut out).unwrap();
+    let mut w = Writer::with_endian_zstd(Cursor::new(&mut buf[..]), storage.storage(), cfg, LittleEndian, z).unwrap();
+    w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
+    w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap();
+    let size = w.finalize().unwrap() as usize;
+    assert_eq!(&buf[64..70], &[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]);
+    let meta = tachyon_core::Metadata::read(&mut Cursor::new(&buf[..size])).unwrap();
+    assert_eq!(meta.header.sample_count, 2);
+}

@@ -199,6 +199,23 @@ fn reencoding_changes_byte_order_and_back() {
     }
 }
 
+/// CPython's real profiles (and the example) come back byte for byte.
+#[test]
+fn reencoding_real_profiles_gives_them_back() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-reencode-real");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|x| x == "pyb"));
+    files.push(example());
+    assert!(files.len() >= 9);
+    for file in files {
+        let out = tmp.join(file.file_name().unwrap());
+        tachyon().args(["convert", "--to", "tachyon", "-o"]).arg(&out).arg(&file).assert().success();
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(&file).unwrap(), "{}", file.display());
+    }
+}
+
 #[test]
 fn diff_draws_a_differential_flame_graph() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-diff");
