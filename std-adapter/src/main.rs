@@ -425,17 +425,21 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
                 Some(ByteOrder::Native) => cfg!(target_endian = "big"),
                 None => reader.metadata().endian == tachyon_core::RunTimeEndian::Big,
             };
-            let sink = tachyon::memory::VecSink::default();
-            let sink = if big {
-                tachyon::convert::tachyon::reencode(reader, sink, BigEndian, compression, &mut tick)
-            } else {
-                tachyon::convert::tachyon::reencode(reader, sink, LittleEndian, compression, &mut tick)
-            }
-            .map_err(fail)?;
-            let bytes = sink.into_inner();
+            // Straight into the output file; stdout cannot seek, so that goes through memory.
             return match &a.output {
-                Some(p) => std::fs::write(p, bytes).map_err(|e| Failure(format!("{}: {e}", p.display()))),
-                None => io::stdout().lock().write_all(&bytes).map_err(|e| Failure(format!("writing the output: {e}"))),
+                Some(p) => {
+                    let sink = tachyon::file::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())))?;
+                    let sink = reencode(reader, sink, big, compression, &mut tick).map_err(fail)?;
+                    sink.0.into_inner().map(drop).map_err(|e| Failure(format!("{}: {}", p.display(), e.error())))
+                }
+                None => {
+                    let sink = tachyon::memory::VecSink::default();
+                    let sink = reencode(reader, sink, big, compression, &mut tick).map_err(fail)?;
+                    io::stdout()
+                        .lock()
+                        .write_all(&sink.into_inner())
+                        .map_err(|e| Failure(format!("writing the output: {e}")))
+                }
             };
         }
         let format = match a.to {
@@ -460,6 +464,24 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
         tachyon::convert::convert(reader, &format, &mut out, &mut tick).map_err(fail)?;
         Ok(())
     })
+}
+
+/// Re-encodes into `sink`, big- or little-endian.
+fn reencode<W: embedded_io::Write + embedded_io::Seek>(
+    reader: &mut Reader<'_, FileSource>,
+    sink: W,
+    big: bool,
+    compression: Option<Compression>,
+    tick: &mut dyn FnMut(u64),
+) -> Result<W, tachyon::convert::ConvertError>
+where
+    W::Error: std::fmt::Debug,
+{
+    if big {
+        tachyon::convert::tachyon::reencode(reader, sink, BigEndian, compression, tick)
+    } else {
+        tachyon::convert::tachyon::reencode(reader, sink, LittleEndian, compression, tick)
+    }
 }
 
 fn file_name(path: &Path) -> String {
