@@ -13,9 +13,9 @@ use embedded_io::{Seek, Write};
 use serde_json::Value;
 
 use crate::memory::VecSink;
-use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
-use tachyon_core::storage::WriterStorage;
-use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use crate::open::OwnedWriterStorage;
+use tachyon_core::compression::Compressor;
+use tachyon_core::storage::{WriterCapacity, WriterStorage};
 use tachyon_core::{
     CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,
     Writer, WriterConfig,
@@ -247,8 +247,8 @@ where
 
 type Made<'s, W, E> = Result<Writer<'s, W, E>, WriteError<<W as embedded_io::ErrorType>::Error>>;
 
-/// Sizes storage, builds the writer with `make` (with a compressor when the configuration
-/// asks for zstd), writes every call and the stats, finalizes and returns the sink.
+/// Sizes storage, builds the writer with `make` (given a compressor when the configuration
+/// asks for zstd; without one a zstd writer is an error), writes every call and the stats, finalizes and returns the sink.
 fn encode_to<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
     sink: W,
     params: &Value,
@@ -264,17 +264,10 @@ where
     if let Some(c) = compression {
         cfg.compression = c;
     }
-    let mut storage = VecWriterStorage::new(cap).map_err(|e| InputError::Write(e.to_string()))?;
+    let mut storage = OwnedWriterStorage::new(cap, cfg.compression).map_err(|e| InputError::Write(e.to_string()))?;
     let werr = |e: WriteError<W::Error>| InputError::Write(e.to_string());
-    let zstd = cfg.compression == Compression::Zstd;
-    let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
-    let mut out = vec![0u8; if zstd { 128 << 10 } else { 0 }];
-    let compressor = if zstd {
-        Some(Compressor::new(&mut ws, &mut out).ok_or_else(|| InputError::Write("zstd workspace".into()))?)
-    } else {
-        None
-    };
-    let mut w = make(sink, storage.storage(), cfg, compressor).map_err(werr)?;
+    let (tables, compressor) = storage.parts();
+    let mut w = make(sink, tables, cfg, compressor).map_err(werr)?;
     for call in calls {
         write_call(call?.borrow(), &mut w)?;
     }

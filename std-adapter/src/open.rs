@@ -1,13 +1,19 @@
-//! Reader storage sized from a file's metadata: the tables get what the footer declares, but
-//! never more than the file's bytes can hold (the bounds the reader then enforces), threads
-//! what the header declares up to a limit, so no count the file has not backed can make it
-//! allocate.
+//! Owned storage for one reader or one writer.
+//!
+//! Reader storage is sized from a file's metadata: the tables get what the footer declares,
+//! but never more than the file's bytes can hold (the bounds the reader then enforces),
+//! threads what the header declares up to a limit, so no count the file has not backed can
+//! make it allocate. Writer storage is sized by the caller's capacities; both carry the zstd
+//! buffers only when the file is compressed.
 
-use embedded_io::{Read, Seek};
-use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor, CPYTHON_WINDOW_LOG};
+use embedded_io::{Read, Seek, Write};
+use tachyon_core::compression::{
+    compressor_workspace_bytes, decompressor_workspace_bytes, workspace_words, Compressor, Decompressor,
+    CPYTHON_WINDOW_LOG,
+};
 use tachyon_core::reader::Metadata;
-use tachyon_core::storage::{ReaderCapacity, StorageError, VecReaderStorage};
-use tachyon_core::{ReadError, Reader};
+use tachyon_core::storage::{ReaderCapacity, StorageError, VecReaderStorage, VecWriterStorage, WriterCapacity};
+use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError, Writer, WriterConfig, WriterStorage};
 
 /// Limits on what a file can make the reader allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +79,46 @@ impl OwnedReaderStorage {
         match Decompressor::new(&mut self.zstd_workspace, &mut self.zstd_input, self.window_log) {
             Some(dec) => Reader::open_zstd(source, storage, dec),
             None => Reader::open(source, storage),
+        }
+    }
+}
+
+/// Storage owned for one writer: tables of the given capacities, and a zstd workspace and
+/// output buffer when the file is compressed.
+pub struct OwnedWriterStorage {
+    /// Tables, thread state and staging.
+    pub tables: VecWriterStorage,
+    zstd_workspace: Vec<u64>,
+    zstd_out: Vec<u8>,
+}
+
+impl OwnedWriterStorage {
+    /// Allocates everything once; an error if `cap` exceeds the address space.
+    pub fn new(cap: WriterCapacity, compression: Compression) -> Result<Self, StorageError> {
+        let zstd = compression == Compression::Zstd;
+        Ok(OwnedWriterStorage {
+            tables: VecWriterStorage::new(cap)?,
+            zstd_workspace: vec![0; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }],
+            zstd_out: vec![0; if zstd { 128 << 10 } else { 0 }],
+        })
+    }
+
+    /// What a writer constructor takes: the storage and, for a compressed file, a compressor.
+    pub fn parts(&mut self) -> (WriterStorage<'_>, Option<Compressor<'_>>) {
+        (self.tables.storage(), Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out))
+    }
+
+    /// A writer in byte order `endian` over this storage (compressing when sized for zstd;
+    /// a zstd `config` without the buffers is the writer's `CompressorMissing` error).
+    pub fn writer<W: Write + Seek, E: Endianity>(
+        &mut self,
+        sink: W,
+        config: WriterConfig,
+        endian: E,
+    ) -> Result<Writer<'_, W, E>, WriteError<W::Error>> {
+        match self.parts() {
+            (storage, Some(c)) => Writer::with_endian_zstd(sink, storage, config, endian, c),
+            (storage, None) => Writer::with_endian(sink, storage, config, endian),
         }
     }
 }

@@ -16,12 +16,11 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tachyon::convert::{convert, Format};
 use tachyon::file::{FileSource, StdIo};
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+use tachyon::open::{Limits, OwnedReaderStorage, OwnedWriterStorage};
 use tachyon_core::reader::Metadata;
-use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
-use tachyon_core::{Compression, Writer};
+use tachyon_core::{Compression, NativeEndian};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -55,9 +54,7 @@ fn make_file(target: u64, path: &Path) {
     }
     let span = samples.last().unwrap().0 - meta.header.start_time_us + 1000;
     let cap = WriterCapacity { string_bytes: 1 << 16, strings: 1024, frames: 1024, threads: 16, rle_budget: 16_384 };
-    let mut wstore = VecWriterStorage::new(cap).unwrap();
-    let mut ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
-    let mut staging = vec![0u8; 128 << 10];
+    let mut wstore = OwnedWriterStorage::new(cap, Compression::Zstd).unwrap();
     let config = WriterConfig {
         start_time_us: meta.header.start_time_us,
         sample_interval_us: meta.header.sample_interval_us,
@@ -66,8 +63,7 @@ fn make_file(target: u64, path: &Path) {
         python_version: meta.header.python_version,
     };
     let sink = StdIo(std::io::BufWriter::new(std::fs::File::create(path).unwrap()));
-    let mut w =
-        Writer::new_zstd(sink, wstore.storage(), config, Compressor::new(&mut ws, &mut staging).unwrap()).unwrap();
+    let mut w = wstore.writer(sink, config, NativeEndian::default()).unwrap();
     let ids: Vec<FrameId> = frames
         .iter()
         .map(|(f, n, e)| {

@@ -8,13 +8,13 @@
 //! order decides the final flush; every thread's samples still come back, in order.
 
 use embedded_io::{Read, Seek, Write};
-use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
-use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
-use tachyon_core::{Compression, Endianity, Reader, WriteError, Writer};
+use tachyon_core::{Compression, Endianity, Reader, WriteError};
 
 use super::ConvertError;
+use crate::open::OwnedWriterStorage;
 
 /// Most threads the output gets room for (the header's count is only an upper bound).
 const MAX_THREADS: usize = 1 << 16;
@@ -44,23 +44,17 @@ where
         threads: (meta.header.thread_count as usize).clamp(1, MAX_THREADS),
         rle_budget: CPYTHON_RLE_BUDGET,
     };
-    let mut storage = VecWriterStorage::new(cap).map_err(|e| ConvertError::Encode(e.to_string()))?;
+    let compression = compression.unwrap_or(meta.header.compression);
+    let mut storage = OwnedWriterStorage::new(cap, compression).map_err(|e| ConvertError::Encode(e.to_string()))?;
     let config = WriterConfig {
         start_time_us: meta.header.start_time_us,
         sample_interval_us: meta.header.sample_interval_us,
-        compression: compression.unwrap_or(meta.header.compression),
+        compression,
         profiling: meta.header.config,
         python_version: meta.header.python_version,
     };
-    let zstd = config.compression == Compression::Zstd;
-    let mut workspace = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
-    let mut staging = vec![0u8; if zstd { 128 << 10 } else { 0 }];
     let werr = |e: WriteError<W::Error>| ConvertError::Encode(e.to_string());
-    let mut writer = match Compressor::new(&mut workspace, &mut staging) {
-        Some(c) if zstd => Writer::with_endian_zstd(sink, storage.storage(), config, endian, c),
-        _ => Writer::with_endian(sink, storage.storage(), config, endian),
-    }
-    .map_err(werr)?;
+    let mut writer = storage.writer(sink, config, endian).map_err(werr)?;
 
     // Source frame id → output frame id, from the stored entries (the resolved view drops
     // the columns of a frame without a line). A frame naming a missing string is never used
