@@ -9,13 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use tachyon::convert::pstats::SortOrder;
+use tachyon::convert::ConvertError;
 use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::replay::PROGRESS_EVERY;
+use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::reader::Metadata;
 use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
 
@@ -104,34 +107,40 @@ enum Command {
     Convert {
         /// The profile.
         file: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum)]
-        to: Target,
-        /// Output file.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// pstats: leave out 3.15's sampled-stats marker so that older Pythons load the file.
-        #[arg(long)]
-        pstats_compat: bool,
-        /// pstats-text: row order.
-        #[arg(long, value_enum)]
-        sort: Option<SortOrder>,
-        /// pstats-text: most rows (default 15).
-        #[arg(short, long)]
-        limit: Option<usize>,
-        /// pstats-text: no summary of interesting functions.
-        #[arg(long)]
-        no_summary: bool,
-        /// flamegraph: title (default: the input's file name).
-        #[arg(long)]
-        title: Option<String>,
-        /// tachyon: byte order of the output (default: the input's).
-        #[arg(long, value_enum)]
-        byte_order: Option<ByteOrder>,
-        /// tachyon: compression of the output (default: the input's).
-        #[arg(long, value_enum)]
-        compression: Option<Zstd>,
+        #[command(flatten)]
+        args: ConvertArgs,
     },
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    /// Output format.
+    #[arg(long, value_enum)]
+    to: Target,
+    /// Output file.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// pstats: leave out 3.15's sampled-stats marker so that older Pythons load the file.
+    #[arg(long)]
+    pstats_compat: bool,
+    /// pstats-text: row order.
+    #[arg(long, value_enum)]
+    sort: Option<SortOrder>,
+    /// pstats-text: most rows (default 15).
+    #[arg(short, long)]
+    limit: Option<usize>,
+    /// pstats-text: no summary of interesting functions.
+    #[arg(long)]
+    no_summary: bool,
+    /// flamegraph: title (default: the input's file name).
+    #[arg(long)]
+    title: Option<String>,
+    /// tachyon: byte order of the output (default: the input's).
+    #[arg(long, value_enum)]
+    byte_order: Option<ByteOrder>,
+    /// tachyon: compression of the output (default: the input's).
+    #[arg(long, value_enum)]
+    compression: Option<Zstd>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -169,11 +178,28 @@ enum Zstd {
     Zstd,
 }
 
+impl From<Zstd> for Compression {
+    fn from(z: Zstd) -> Compression {
+        match z {
+            Zstd::None => Compression::None,
+            Zstd::Zstd => Compression::Zstd,
+        }
+    }
+}
+
 /// An error for the user: what, where.
 struct Failure(String);
 
 fn read_error<E: std::fmt::Debug>(file: &Path, e: ReadError<E>) -> Failure {
     Failure(format!("{}: {e}", file.display()))
+}
+
+/// A bad input names the file; a failed output says so itself.
+fn convert_error(file: &Path, e: ConvertError) -> Failure {
+    match e {
+        ConvertError::Read(e) => read_error(file, e),
+        e => Failure(e.to_string()),
+    }
 }
 
 /// Opens `file` (metadata checked, tables loaded into storage sized from them) and hands the
@@ -200,7 +226,7 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
             HeaderLayout::Dec2025 => "dec-2025",
         });
         v["file_bytes"] = json!(meta.file_len);
-        v["sample_region_bytes"] = json!(meta.header.string_table_offset - 64);
+        v["sample_region_bytes"] = json!(meta.header.string_table_offset - HEADER_SIZE as u64);
         if records {
             drain(file, reader, quiet)?;
             let c = reader.record_counts();
@@ -222,12 +248,8 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
 /// Decodes every remaining sample, with a progress bar.
 fn drain(file: &Path, reader: &mut Reader<'_, FileSource>, quiet: bool) -> Result<(), Failure> {
     let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-    let mut n = 0u64;
     while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {
-        n += 1;
-        if n % 65_536 == 0 {
-            progress.update(n);
-        }
+        progress.tick();
     }
     Ok(())
 }
@@ -251,13 +273,9 @@ fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
         let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
         let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
         let mut lines = tachyon::view::SampleLines::default();
-        let mut n = 0u64;
         while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
             lines.write(&mut out, &s).map_err(io_err)?;
-            n += 1;
-            if n % 65_536 == 0 {
-                progress.update(n);
-            }
+            progress.tick();
         }
         out.flush().map_err(io_err)
     })
@@ -269,10 +287,7 @@ fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zst
     let open = || File::open(input).map(BufReader::new).map_err(at);
     let text_first = open()?.lines().next().transpose().map_err(at)?.unwrap_or_default();
     let first: Option<Value> = serde_json::from_str(&text_first).ok();
-    let compression = compression.map(|c| match c {
-        Zstd::None => Compression::None,
-        Zstd::Zstd => Compression::Zstd,
-    });
+    let compression = compression.map(Compression::from);
     let sink = tachyon::file::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?;
     // A document on one line parses as a whole; otherwise read the file as one document
     // unless its first line is a parameters object without samples (JSON lines).
@@ -338,6 +353,7 @@ struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     shown: bool,
+    done: u64,
 }
 
 impl Progress {
@@ -350,7 +366,15 @@ impl Progress {
             );
             bar
         });
-        Progress { bar, started: Instant::now(), shown: false }
+        Progress { bar, started: Instant::now(), shown: false, done: 0 }
+    }
+
+    /// One more sample; the bar moves every [`PROGRESS_EVERY`] samples.
+    fn tick(&mut self) {
+        self.done += 1;
+        if self.done % PROGRESS_EVERY == 0 {
+            self.update(self.done);
+        }
     }
 
     fn update(&mut self, done: u64) {
@@ -370,18 +394,6 @@ impl Drop for Progress {
             bar.finish_and_clear();
         }
     }
-}
-
-struct ConvertArgs {
-    to: Target,
-    title: Option<String>,
-    output: Option<PathBuf>,
-    pstats_compat: bool,
-    sort: Option<SortOrder>,
-    limit: Option<usize>,
-    no_summary: bool,
-    byte_order: Option<ByteOrder>,
-    compression: Option<Zstd>,
 }
 
 /// Options that belong to one target only are usage errors elsewhere.
@@ -406,19 +418,13 @@ fn check_convert_args(a: &ConvertArgs) -> Result<(), String> {
 
 fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
     use tachyon::convert::Format;
-    let fail = |e: tachyon::convert::ConvertError| match e {
-        tachyon::convert::ConvertError::Read(e) => read_error(file, e),
-        e => Failure(e.to_string()),
-    };
+    let fail = |e| convert_error(file, e);
     let create = |p: &Path| File::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())));
     with_reader(file, |reader| {
         let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
         let mut tick = |n: u64| progress.update(n);
         if a.to == Target::Tachyon {
-            let compression = a.compression.map(|c| match c {
-                Zstd::None => Compression::None,
-                Zstd::Zstd => Compression::Zstd,
-            });
+            let compression = a.compression.map(Compression::from);
             let big = match a.byte_order {
                 Some(ByteOrder::Big) => true,
                 Some(ByteOrder::Little) => false,
@@ -473,7 +479,7 @@ fn reencode<W: embedded_io::Write + embedded_io::Seek>(
     big: bool,
     compression: Option<Compression>,
     tick: &mut dyn FnMut(u64),
-) -> Result<W, tachyon::convert::ConvertError>
+) -> Result<W, ConvertError>
 where
     W::Error: std::fmt::Debug,
 {
@@ -492,10 +498,7 @@ fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bo
     let lines = |file: &Path| {
         with_reader(file, |reader| {
             let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-            tachyon::convert::collapsed_lines(reader, &mut |n| progress.update(n)).map_err(|e| match e {
-                tachyon::convert::ConvertError::Read(e) => read_error(file, e),
-                e => Failure(e.to_string()),
-            })
+            tachyon::convert::collapsed_lines(reader, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
         })
     };
     let (base_lines, new_lines) = (lines(base)?, lines(new)?);
@@ -514,20 +517,7 @@ fn main() -> ExitCode {
         Command::Verify { file } => verify(&file, quiet),
         Command::Dump { file } => dump(&file, quiet),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
-        Command::Convert {
-            file,
-            to,
-            output,
-            title,
-            pstats_compat,
-            sort,
-            limit,
-            no_summary,
-            byte_order,
-            compression,
-        } => {
-            let args =
-                ConvertArgs { to, output, title, pstats_compat, sort, limit, no_summary, byte_order, compression };
+        Command::Convert { file, args } => {
             if let Err(msg) = check_convert_args(&args) {
                 eprintln!("tachyon: {msg}");
                 return ExitCode::from(2);

@@ -40,12 +40,13 @@ pub struct FrameInfo {
     internal: bool,
 }
 
-impl FrameInfo {
-    /// First line, 0 when there is no location (CPython's `extract_lineno`).
-    pub fn lineno(&self) -> i32 {
-        self.location.map_or(0, |l| l.lineno)
-    }
+/// First line, 0 when there is no location (CPython's `extract_lineno`).
+pub fn extract_lineno(location: Option<Location>) -> i32 {
+    location.map_or(0, |l| l.lineno)
 }
+
+/// Replays and re-encodes report progress every this many samples.
+pub const PROGRESS_EVERY: u64 = 65_536;
 
 /// The `(filename, lineno, funcname)` triple CPython's pstats, collapsed and flame-graph
 /// collectors aggregate on.
@@ -83,7 +84,7 @@ impl FrameTable {
             let internal = INTERNAL_FRAME_SUFFIXES.iter().any(|s| filename.ends_with(s));
             let key = FunctionKey {
                 filename: String::from_utf8_lossy(filename).into_owned(),
-                lineno: location.map_or(0, |l| l.lineno),
+                lineno: extract_lineno(location),
                 funcname: String::from_utf8_lossy(funcname).into_owned(),
             };
             let next = table.functions.len() as u32;
@@ -134,7 +135,7 @@ pub trait Collector {
 }
 
 /// Feeds every remaining sample of `reader` to `collector`, calling `progress` with the
-/// number of samples so far every 65,536 samples. Returns the number of samples.
+/// number of samples so far every [`PROGRESS_EVERY`] samples. Returns the number of samples.
 pub fn replay<R: Read + Seek>(
     reader: &mut Reader<'_, R>,
     frames: &FrameTable,
@@ -164,7 +165,7 @@ pub fn replay<R: Read + Seek>(
         };
         collector.sample(frames, &sample);
         count += 1;
-        if count % 65_536 == 0 {
+        if count % PROGRESS_EVERY == 0 {
             progress(count);
         }
     }

@@ -15,6 +15,7 @@ use tachyon_core::{Compression, Endianity, Reader, WriteError};
 
 use super::ConvertError;
 use crate::open::OwnedWriterStorage;
+use crate::replay::PROGRESS_EVERY;
 
 /// Most threads the output gets room for (the header's count is only an upper bound).
 const MAX_THREADS: usize = 1 << 16;
@@ -79,7 +80,7 @@ where
             .write_thread_sample_ids(s.timestamp_us, s.interpreter_id, s.thread_id, s.status, &stack)
             .map_err(werr)?;
         count += 1;
-        if count % 65_536 == 0 {
+        if count % PROGRESS_EVERY == 0 {
             progress(count);
         }
     }
