@@ -108,6 +108,8 @@ struct Thread {
     frame_line: Vec<Option<i32>>,
     frame_column: Vec<Option<i32>>,
     frame_cache: HashMap<(u32, Option<i32>, Option<i32>), u32>,
+    /// Per table frame id: its index in this thread's frame table, once made.
+    frame_of_id: Vec<Option<u32>>,
     // funcTable
     func_name: Vec<u32>,
     func_is_python: Vec<bool>,
@@ -136,8 +138,8 @@ pub struct GeckoCollector {
     last_sample_time: f64,
     /// The call in progress: (last time, samples).
     call: Option<(f64, u64)>,
-    /// Stack index of the call in progress, per its thread.
-    call_stack: Option<u32>,
+    /// The call in progress's thread and stack index, when its stack is not empty.
+    call_stack: Option<(usize, u32)>,
 }
 
 impl Default for GeckoCollector {
@@ -267,7 +269,7 @@ impl GeckoCollector {
         }
         self.initialized.insert(tid);
         if !s.stack.is_empty() {
-            self.call_stack = Some(self.process_stack(frames, thread, s.stack));
+            self.call_stack = Some((thread, self.process_stack(frames, thread, s.stack)));
         }
     }
 
@@ -275,23 +277,8 @@ impl GeckoCollector {
         let mut prefix: Option<u32> = None;
         for &id in stack.iter().rev() {
             let f = frames.frame(id);
-            let lineno = f.location.map(|l| l.lineno);
-            let col = f.location.map(|l| l.col).filter(|&c| c >= 0);
-            let func = self.func(thread, &f.filename, &f.funcname, lineno);
+            let frame = self.frame(frames, thread, id);
             let th = &mut self.threads[thread];
-            let frame = match th.frame_cache.get(&(func, lineno, col)) {
-                Some(&i) => i,
-                None => {
-                    let i = th.frame_func.len() as u32;
-                    let python = th.func_is_python[func as usize];
-                    th.frame_func.push(func);
-                    th.frame_category.push(if python { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
-                    th.frame_line.push(lineno.filter(|&l| l != 0));
-                    th.frame_column.push(col);
-                    th.frame_cache.insert((func, lineno, col), i);
-                    i
-                }
-            };
             prefix = Some(match th.stack_cache.get(&(frame, prefix)) {
                 Some(&i) => i,
                 None => {
@@ -305,6 +292,38 @@ impl GeckoCollector {
             });
         }
         prefix.unwrap_or(0)
+    }
+
+    /// The thread's frame-table index for table frame `id`, made on first use. A table frame
+    /// always maps to the same index, so after the first time this is one vector lookup.
+    fn frame(&mut self, frames: &FrameTable, thread: usize, id: u32) -> u32 {
+        let th = &mut self.threads[thread];
+        if th.frame_of_id.len() < frames.frames.len() {
+            th.frame_of_id.resize(frames.frames.len(), None);
+        }
+        if let Some(i) = th.frame_of_id[id as usize] {
+            return i;
+        }
+        let f = frames.frame(id);
+        let lineno = f.location.map(|l| l.lineno);
+        let col = f.location.map(|l| l.col).filter(|&c| c >= 0);
+        let func = self.func(thread, &f.filename, &f.funcname, lineno);
+        let th = &mut self.threads[thread];
+        let frame = match th.frame_cache.get(&(func, lineno, col)) {
+            Some(&i) => i,
+            None => {
+                let i = th.frame_func.len() as u32;
+                let python = th.func_is_python[func as usize];
+                th.frame_func.push(func);
+                th.frame_category.push(if python { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
+                th.frame_line.push(lineno.filter(|&l| l != 0));
+                th.frame_column.push(col);
+                th.frame_cache.insert((func, lineno, col), i);
+                i
+            }
+        };
+        th.frame_of_id[id as usize] = Some(frame);
+        frame
     }
 
     fn func(&mut self, thread: usize, filename: &str, funcname: &str, lineno: Option<i32>) -> u32 {
@@ -349,8 +368,7 @@ impl Collector for GeckoCollector {
         if let Some(call) = &mut self.call {
             *call = (t, call.1 + 1);
         }
-        if let Some(stack) = self.call_stack {
-            let thread = self.thread_index[&s.thread_id];
+        if let Some((thread, stack)) = self.call_stack {
             self.threads[thread].samples.push((stack, t));
         }
     }
