@@ -75,7 +75,7 @@ pub mod compression;
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};
 pub use header::{CaptureFeatures, Compression, Header, HeaderLayout, ProfilingConfig, ProfilingMode, Stats};
-pub use reader::{Metadata, Reader, ResolvedFrame, Sample};
+pub use reader::{Metadata, Reader, Record, RegionSource, ResolvedFrame, Run, RunEntry, Sample};
 pub use storage::{ReaderStorage, StaticReaderStorage, StaticWriterStorage, WriterStorage};
 pub use tables::Location;
 pub use writer::{Frame, FrameId, Writer, WriterConfig};

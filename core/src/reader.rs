@@ -1,6 +1,13 @@
 //! The decoder (spec section 9): byte order and layout from the header, every count checked
-//! before it is trusted, then the samples streamed in file order through a window in the
-//! caller's storage (a zstd region is decompressed through the same bounded window).
+//! before it is trusted, then the records streamed in file order through a window in the
+//! caller's storage (a zstd region is decompressed through the same bounded window, here or
+//! by a [`RegionSource`] of the caller's).
+//!
+//! A REPEAT record comes out as one [`Run`]: the stack once, then its timestamps and statuses
+//! decoded on demand, so a consumer pays per run what it pays per stack
+//! ([`Reader::next_record`]); [`Reader::next_sample`] gives the same samples one by one.
+//! Records are decoded from the window in one piece whenever it holds the largest possible
+//! record, with a single bounds check per field rather than a refill check per byte.
 //!
 //! Replay follows CPython 3.15.2 exactly, quirks included (spec 9.3): a POP_PUSH popping more
 //! frames than the stack has keeps nothing, a SUFFIX pushing nothing keeps the innermost
@@ -15,8 +22,8 @@ use crate::header::{
     decode_stats, stats_prefix_len, Compression, Footer, Header, HeaderError, HeaderLayout, Stats, StatsTail,
     FOOTER_SIZE, HEADER_SIZE, STATS_VERSION,
 };
-use crate::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
-use crate::storage::{ReaderStorage, ReaderThreads, Resource, StringTable};
+use crate::records::{Encoding, Prefix, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH, PREFIX_LEN};
+use crate::storage::{Keep, ReaderStorage, ReaderThreads, Resource, StringTable};
 use crate::tables::{frame_from_fields, FrameEntry, FrameField, Location};
 use crate::varint::{self, VarintError, MAX_VARINT_LEN};
 
@@ -156,7 +163,8 @@ impl Metadata {
 }
 
 // ---------------------------------------------------------------------------------------
-// Byte streams: the file itself, or the decompressed sample region.
+// Byte streams: the file itself, the sample region decompressed here, or the region from a
+// source of the caller's.
 
 /// Something that fills a buffer with the next bytes of a stream; 0 means the end.
 trait Refill<E> {
@@ -189,35 +197,36 @@ impl<R: Read> Refill<R::Error> for FileRange<'_, R> {
     }
 }
 
-/// The decompressed sample region, `produced` bytes so far, at most `limit`.
+/// The decompressing side of a zstd sample region: the decompressor, the bytes it has
+/// produced and the most it may produce.
 #[cfg(feature = "zstd")]
-struct ZstdRange<'a, 'w, R> {
-    file: FileRange<'a, R>,
-    dec: &'a mut Decompressor<'w>,
-    produced: &'a mut u64,
+struct ZstdState<'w> {
+    dec: Decompressor<'w>,
+    produced: u64,
     limit: u64,
 }
 
 #[cfg(feature = "zstd")]
-impl<R: Read> Refill<R::Error> for ZstdRange<'_, '_, R> {
-    fn refill(&mut self, dst: &mut [u8]) -> Res<usize, R::Error> {
+impl ZstdState<'_> {
+    /// The region's next decompressed bytes, reading compressed ones through `file`.
+    fn refill<R: Read>(&mut self, file: &mut FileRange<'_, R>, dst: &mut [u8]) -> Res<usize, R::Error> {
         loop {
             let at_start = self.dec.at_start();
             let out = self.dec.decompress(dst).map_err(|e| {
                 // Bytes that are not a zstd frame at all read as CPython's header error.
                 let rule = if at_start { FormatRule::ZstdFrameHeader } else { FormatRule::Zstd { code: e.0 } };
-                ReadError::format(Position::File(*self.file.pos), rule)
+                ReadError::format(Position::File(*file.pos), rule)
             })?;
             if out.produced > 0 {
-                *self.produced += out.produced as u64;
-                if *self.produced > self.limit {
+                self.produced += out.produced as u64;
+                if self.produced > self.limit {
                     let rule = FormatRule::ZstdTooLarge { limit: self.limit };
                     return Err(ReadError::format(Position::Decompressed(self.limit), rule));
                 }
                 return Ok(out.produced);
             }
             if out.needs_input {
-                let n = self.file.refill(self.dec.input_space())?;
+                let n = file.refill(self.dec.input_space())?;
                 if n == 0 {
                     let rule = if self.dec.at_start() {
                         FormatRule::ZstdFrameHeader
@@ -226,11 +235,64 @@ impl<R: Read> Refill<R::Error> for ZstdRange<'_, '_, R> {
                     } else {
                         return Ok(0);
                     };
-                    return Err(ReadError::format(Position::File(*self.file.pos), rule));
+                    return Err(ReadError::format(Position::File(*file.pos), rule));
                 }
                 self.dec.commit_input(n);
             }
         }
+    }
+}
+
+/// The bytes of a sample region, decompressed if the file is compressed, from a source of
+/// the caller's instead of the reader's own reads: the std layer decompresses a zstd region
+/// in a second thread, say, while the reader decodes ([`Reader::open_with_region`]).
+pub trait RegionSource<E> {
+    /// Fills `dst` with the region's next bytes and returns how many; 0 at the end. Errors
+    /// are positioned as the reader positions its own ([`ZstdRegion`] gives the same errors
+    /// at the same offsets as the reader's built-in decompression).
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<E>>;
+}
+
+impl<E, S: RegionSource<E> + ?Sized> Refill<E> for &mut S {
+    fn refill(&mut self, dst: &mut [u8]) -> Res<usize, E> {
+        (**self).read_region(dst)
+    }
+}
+
+/// A file's zstd sample region decompressed from a source of its own: the reader's own
+/// decompression, rules and error positions included, as a [`RegionSource`] that can run
+/// apart from the reader (in another thread, over a second handle on the same file).
+#[cfg(feature = "zstd")]
+pub struct ZstdRegion<'w, R> {
+    source: R,
+    pos: u64,
+    end: u64,
+    state: ZstdState<'w>,
+}
+
+#[cfg(feature = "zstd")]
+impl<'w, R: Read + Seek> ZstdRegion<'w, R> {
+    /// The sample region of the file `meta` describes, read from `source` (the same file)
+    /// through `decompressor`; more than `max_decompressed` bytes is an error
+    /// ([`DEFAULT_MAX_DECOMPRESSED`] is CPython's cap).
+    pub fn new(
+        mut source: R,
+        meta: &Metadata,
+        decompressor: Decompressor<'w>,
+        max_decompressed: u64,
+    ) -> Res<Self, R::Error> {
+        let start = HEADER_SIZE as u64;
+        source.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
+        let state = ZstdState { dec: decompressor, produced: 0, limit: max_decompressed };
+        Ok(ZstdRegion { source, pos: start, end: meta.header.string_table_offset, state })
+    }
+}
+
+#[cfg(feature = "zstd")]
+impl<R: Read + Seek> RegionSource<R::Error> for ZstdRegion<'_, R> {
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<R::Error>> {
+        let mut file = FileRange { src: &mut self.source, pos: &mut self.pos, end: self.end };
+        self.state.refill(&mut file, dst)
     }
 }
 
@@ -266,6 +328,12 @@ impl<'b> Window<'b> {
         if self.end - self.start >= n {
             return Ok(true);
         }
+        self.fill(src, n)
+    }
+
+    /// Moves the unread bytes to the front and reads until `n` are available or the stream
+    /// ends.
+    fn fill<E>(&mut self, src: &mut impl Refill<E>, n: usize) -> Res<bool, E> {
         self.buf.copy_within(self.start..self.end, 0);
         self.end -= self.start;
         self.start = 0;
@@ -318,6 +386,168 @@ impl<'b> Window<'b> {
             self.pos += got as u64;
         }
         Ok(true)
+    }
+}
+
+/// Where the sample region's bytes come from.
+enum Region<'s, E> {
+    /// The file's own bytes.
+    Raw,
+    /// zstd frames in the file, decompressed here.
+    #[cfg(feature = "zstd")]
+    Zstd(ZstdState<'s>),
+    /// The caller's source.
+    External(&'s mut dyn RegionSource<E>),
+    /// A compressed region and nothing to decompress it with.
+    Unavailable,
+}
+
+/// The sample region as a byte stream: its source and the window over it.
+struct Input<'s, R: Read + Seek> {
+    source: R,
+    window: Window<'s>,
+    /// File offset of the next byte to read from the file (raw, or into zstd).
+    file_pos: u64,
+    /// Where the region ends in the file.
+    file_end: u64,
+    region: Region<'s, R::Error>,
+    /// Offsets count decompressed bytes rather than file bytes.
+    decompressed: bool,
+}
+
+impl<R: Read + Seek> Input<'_, R> {
+    #[inline]
+    fn at(&self, offset: u64) -> Position {
+        if self.decompressed {
+            Position::Decompressed(offset)
+        } else {
+            Position::File(offset)
+        }
+    }
+
+    /// Tries to have `n` bytes (`n` ≤ the window's size) available; false if the region ends
+    /// first, and then all of it is.
+    #[inline]
+    fn ensure(&mut self, n: usize) -> Res<bool, R::Error> {
+        if self.window.end - self.window.start >= n {
+            return Ok(true);
+        }
+        self.fill(n)
+    }
+
+    fn fill(&mut self, n: usize) -> Res<bool, R::Error> {
+        let Input { source, window, file_pos, file_end, region, .. } = self;
+        let mut file = FileRange { src: source, pos: file_pos, end: *file_end };
+        match region {
+            Region::Raw => window.fill(&mut file, n),
+            #[cfg(feature = "zstd")]
+            Region::Zstd(state) => window.fill(&mut ZstdRefill { file, state }, n),
+            Region::External(src) => window.fill(src, n),
+            Region::Unavailable => {
+                Err(ReadError::format(Position::File(HEADER_SIZE as u64), FormatRule::ZstdUnavailable))
+            }
+        }
+    }
+
+    /// Makes the next record available whole if the window can hold the largest one; true
+    /// when it is (or when the region ends first, so that all of it is).
+    #[inline]
+    fn ensure_record(&mut self) -> Res<bool, R::Error> {
+        let want = LARGEST_RECORD.min(self.window.buf.len());
+        let complete = self.ensure(want)?;
+        Ok(!complete || self.window.end - self.window.start >= LARGEST_RECORD)
+    }
+}
+
+#[cfg(feature = "zstd")]
+struct ZstdRefill<'a, 'w, R> {
+    file: FileRange<'a, R>,
+    state: &'a mut ZstdState<'w>,
+}
+
+#[cfg(feature = "zstd")]
+impl<R: Read> Refill<R::Error> for ZstdRefill<'_, '_, R> {
+    fn refill(&mut self, dst: &mut [u8]) -> Res<usize, R::Error> {
+        self.state.refill(&mut self.file, dst)
+    }
+}
+
+/// The largest record a reader accepts: the prefix, a 10-byte delta, the status, two 10-byte
+/// counts and 256 indices of 10 bytes each (CPython reads non-minimal varints).
+const LARGEST_RECORD: usize = PREFIX_LEN + MAX_VARINT_LEN + 1 + 2 * MAX_VARINT_LEN + MAX_STACK_DEPTH * MAX_VARINT_LEN;
+
+/// The bytes of one record after its prefix, seen either in the window, which holds all of
+/// it (or all the region has left), or through the window with refills, for windows smaller
+/// than the largest record. The record rules are written once over this.
+trait RecordBytes<E> {
+    /// Stream offset of the next byte.
+    fn offset(&self) -> u64;
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, E>;
+    fn byte(&mut self) -> Res<Option<u8>, E>;
+
+    #[inline]
+    fn varint32(&mut self) -> Res<Result<u32, VarintError>, E> {
+        Ok(self.varint()?.and_then(|v| u32::try_from(v).map_err(|_| VarintError::Exceeds32Bits)))
+    }
+}
+
+/// A record held in the window: decoding needs no bounds check beyond the slice's own.
+struct Held<'b> {
+    bytes: &'b [u8],
+    used: usize,
+    base: u64,
+}
+
+impl<E> RecordBytes<E> for Held<'_> {
+    #[inline]
+    fn offset(&self) -> u64 {
+        self.base + self.used as u64
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, E> {
+        let rest = self.bytes.get(self.used..).unwrap_or_default();
+        Ok(varint::decode_u64(rest).map(|(v, n)| {
+            self.used += n;
+            v
+        }))
+    }
+
+    #[inline]
+    fn byte(&mut self) -> Res<Option<u8>, E> {
+        let b = self.bytes.get(self.used).copied();
+        self.used += usize::from(b.is_some());
+        Ok(b)
+    }
+}
+
+/// A record read through a window smaller than the largest record.
+struct Streamed<'a, 's, R: Read + Seek> {
+    input: &'a mut Input<'s, R>,
+}
+
+impl<R: Read + Seek> RecordBytes<R::Error> for Streamed<'_, '_, R> {
+    fn offset(&self) -> u64 {
+        self.input.window.pos
+    }
+
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, R::Error> {
+        self.input.ensure(MAX_VARINT_LEN)?;
+        let w = &mut self.input.window;
+        Ok(varint::decode_u64(w.available()).map(|(v, n)| {
+            w.consume(n);
+            v
+        }))
+    }
+
+    fn byte(&mut self) -> Res<Option<u8>, R::Error> {
+        if !self.input.ensure(1)? {
+            return Ok(None);
+        }
+        let w = &mut self.input.window;
+        let b = w.available().first().copied();
+        w.consume(usize::from(b.is_some()));
+        Ok(b)
     }
 }
 
@@ -438,6 +668,111 @@ impl core::fmt::Debug for Sample<'_> {
     }
 }
 
+/// One record of the sample region, as [`Reader::next_record`] yields it.
+pub enum Record<'r, 's, R: Read + Seek> {
+    /// A FULL, SUFFIX or POP_PUSH record: one sample with a new stack.
+    Sample(Sample<'r>),
+    /// A REPEAT record: samples of one thread with its current stack, whose timestamps and
+    /// statuses the [`Run`] decodes on demand.
+    Repeat(Run<'r, 's, R>),
+}
+
+/// The samples of one REPEAT record: one thread, one stack, `count` (timestamp, status)
+/// entries decoded one by one as they are asked for. Entries left unread when the run is
+/// dropped are still decoded and checked (and the thread's clock advanced) by the reader's
+/// next call; [`Reader::next_sample`] would yield them one by one.
+pub struct Run<'r, 's, R: Read + Seek> {
+    /// Interpreter id.
+    pub interpreter_id: u32,
+    /// Thread id.
+    pub thread_id: u64,
+    /// The stack of every sample of the run: frame ids, innermost first.
+    pub stack: &'r [u32],
+    /// Samples in the run, as the record declares.
+    pub count: u32,
+    /// Ordinal of the record in the sample region (0-based).
+    pub record: u64,
+    tables: &'r Tables<'r>,
+    prev_ts: &'r mut u64,
+    stream: &'r mut Stream<'s, R>,
+}
+
+/// One sample of a [`Run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEntry {
+    /// Timestamp, µs.
+    pub timestamp_us: u64,
+    /// Status byte.
+    pub status: u8,
+}
+
+impl<'r, R: Read + Seek> Run<'r, '_, R> {
+    /// Entries not read yet.
+    pub fn remaining(&self) -> u32 {
+        self.stream.run.remaining
+    }
+
+    /// The next sample of the run, `Ok(None)` after the last. After an error the reader's
+    /// stream is over.
+    #[inline]
+    pub fn next_entry(&mut self) -> Res<Option<RunEntry>, R::Error> {
+        if self.stream.run.remaining == 0 {
+            return Ok(None);
+        }
+        match self.stream.entry() {
+            Ok((delta, status)) => {
+                *self.prev_ts = self.prev_ts.wrapping_add(delta);
+                Ok(Some(RunEntry { timestamp_us: *self.prev_ts, status }))
+            }
+            Err(e) => Err(self.stream.fail(e)),
+        }
+    }
+
+    /// Decodes and checks the entries left; returns how many there were.
+    pub fn skip(&mut self) -> Res<u32, R::Error> {
+        let left = self.stream.run.remaining;
+        while self.next_entry()?.is_some() {}
+        Ok(left)
+    }
+
+    /// The stack resolved to names and locations, innermost first.
+    pub fn frames(&self) -> impl Iterator<Item = ResolvedFrame<'r>> + 'r {
+        let tables = self.tables;
+        self.stack.iter().filter_map(move |&id| tables.frame(id))
+    }
+
+    /// The tables the ids refer to.
+    pub fn tables(&self) -> &'r Tables<'r> {
+        self.tables
+    }
+}
+
+impl<R: Read + Seek> Iterator for Run<'_, '_, R> {
+    type Item = Res<RunEntry, R::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().transpose()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.remaining() as usize;
+        (0, Some(n))
+    }
+}
+
+impl<R: Read + Seek> core::fmt::Debug for Run<'_, '_, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Run")
+            .field("interpreter_id", &self.interpreter_id)
+            .field("thread_id", &self.thread_id)
+            .field("stack", &self.stack)
+            .field("count", &self.count)
+            .field("remaining", &self.remaining())
+            .field("record", &self.record)
+            .finish()
+    }
+}
+
 /// Records of each kind seen so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RecordCounts {
@@ -458,41 +793,76 @@ impl RecordCounts {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Between records.
-    Records,
-    /// Inside a REPEAT record of this thread with this many entries left.
-    Repeat { thread: usize, remaining: u32 },
-    /// The stream ended (or failed).
-    Done,
+/// The REPEAT record being read: its thread and the entries left (0: none).
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    thread: usize,
+    remaining: u32,
 }
 
-/// Decoding state of the sample region.
-struct Stream<'s> {
-    window: Window<'s>,
-    threads: ReaderThreads<'s>,
-    state: State,
+/// Decoding state of the sample region, apart from the threads.
+struct Stream<'s, R: Read + Seek> {
+    input: Input<'s, R>,
+    run: Pending,
+    /// The region ended, or an error ended it.
+    done: bool,
     decoded: u64,
     counts: RecordCounts,
-    started: bool,
+}
+
+/// What a record decoded to.
+enum Decoded {
+    /// A sample of `thread` with its new stack.
+    Sample { thread: usize, status: u8, encoding: Encoding },
+    /// A REPEAT record of `thread` with `count` entries to read.
+    Run { thread: usize, count: u32 },
+    /// The region is over and its sample count checked.
+    End,
+}
+
+/// The body of a record after its prefix.
+enum Body {
+    Stack { delta: u64, status: u8 },
+    Run { count: u32 },
+}
+
+impl<R: Read + Seek> Stream<'_, R> {
+    /// Ends the stream on `e` and hands it back.
+    #[cold]
+    fn fail(&mut self, e: ReadError<R::Error>) -> ReadError<R::Error> {
+        self.done = true;
+        self.run.remaining = 0;
+        e
+    }
+
+    /// Decodes the next REPEAT entry of the pending run: `(delta, status)`. One length check
+    /// per entry; a refill only when fewer than the longest entry's bytes are left.
+    #[inline]
+    fn entry(&mut self) -> Res<(u64, u8), R::Error> {
+        let input = &mut self.input;
+        if input.window.end - input.window.start < MAX_RLE_ENTRY_LEN {
+            input.fill(MAX_RLE_ENTRY_LEN)?;
+        }
+        let at = input.window.pos;
+        let bytes = input.window.available();
+        let (delta, n) =
+            varint::decode_u64(bytes).map_err(|_| ReadError::format(input.at(at), FormatRule::MalformedRleDelta))?;
+        let Some(&status) = bytes.get(n) else {
+            return Err(ReadError::format(input.at(at + n as u64), FormatRule::TruncatedRle));
+        };
+        input.window.consume(n + 1);
+        self.run.remaining -= 1;
+        self.decoded += 1;
+        Ok((delta, status))
+    }
 }
 
 /// Streams the samples of a Tachyon file.
 pub struct Reader<'s, R: Read + Seek> {
-    source: R,
     meta: Metadata,
     tables: Tables<'s>,
-    stream: Stream<'s>,
-    /// File offset of the next sample-region byte to read (into the window or zstd).
-    region_pos: u64,
-    #[cfg(feature = "zstd")]
-    zstd: Option<Decompressor<'s>>,
-    /// Decompressed bytes so far, and the most allowed.
-    #[cfg(feature = "zstd")]
-    decompressed: u64,
-    #[cfg(feature = "zstd")]
-    max_decompressed: u64,
+    threads: ReaderThreads<'s>,
+    stream: Stream<'s, R>,
 }
 
 /// CPython's cap on a decompressed sample region: 1 GiB. Decoding time is linear in the
@@ -502,55 +872,74 @@ pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
 
 impl<'s, R: Read + Seek> Reader<'s, R> {
     /// Opens a file: metadata checks, then the string and frame tables into `storage`. A
-    /// compressed file opens, but its samples need `Reader::open_zstd` (feature `zstd`).
+    /// compressed file opens, but its samples need `Reader::open_zstd` (feature `zstd`) or
+    /// [`Reader::open_with_region`].
     pub fn open(source: R, storage: ReaderStorage<'s>) -> Res<Self, R::Error> {
-        Self::open_inner(source, storage)
+        Self::open_inner(source, storage, |meta| if meta.is_compressed() { Region::Unavailable } else { Region::Raw })
     }
 
     /// Opens a file whose sample region may be zstd-compressed, decoding it through
     /// `decompressor` (its window limit bounds the memory a hostile frame can ask for).
     #[cfg(feature = "zstd")]
     pub fn open_zstd(source: R, storage: ReaderStorage<'s>, decompressor: Decompressor<'s>) -> Res<Self, R::Error> {
-        let mut r = Self::open_inner(source, storage)?;
-        r.zstd = Some(decompressor);
-        Ok(r)
+        Self::open_inner(source, storage, |meta| {
+            if meta.is_compressed() {
+                Region::Zstd(ZstdState { dec: decompressor, produced: 0, limit: DEFAULT_MAX_DECOMPRESSED })
+            } else {
+                Region::Raw
+            }
+        })
     }
 
-    fn open_inner(mut source: R, storage: ReaderStorage<'s>) -> Res<Self, R::Error> {
+    /// Opens a file whose sample region comes from `region`: its bytes as the reader would
+    /// read them (decompressed, for a compressed file), from another thread, say. The source
+    /// is then only read for the metadata and the tables.
+    pub fn open_with_region(
+        source: R,
+        storage: ReaderStorage<'s>,
+        region: &'s mut dyn RegionSource<R::Error>,
+    ) -> Res<Self, R::Error> {
+        Self::open_inner(source, storage, |_| Region::External(region))
+    }
+
+    fn open_inner(
+        mut source: R,
+        storage: ReaderStorage<'s>,
+        region: impl FnOnce(&Metadata) -> Region<'s, R::Error>,
+    ) -> Res<Self, R::Error> {
         let meta = Metadata::read(&mut source)?;
         let ReaderStorage { strings, frames, threads, read_buffer } = storage;
         let mut window = Window { buf: read_buffer, start: 0, end: 0, pos: 0 };
         let mut tables = Tables { strings, frames, frame_count: 0 };
         load_strings(&mut source, &meta, &mut window, &mut tables)?;
         load_frames(&mut source, &meta, &mut window, &mut tables)?;
-        Ok(Reader {
-            source,
-            meta,
-            tables,
-            stream: Stream {
-                window,
-                threads,
-                state: State::Records,
-                decoded: 0,
-                counts: RecordCounts::default(),
-                started: false,
-            },
-            region_pos: HEADER_SIZE as u64,
-            #[cfg(feature = "zstd")]
-            zstd: None,
-            #[cfg(feature = "zstd")]
-            decompressed: 0,
-            #[cfg(feature = "zstd")]
-            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
-        })
+        let region = region(&meta);
+        let start = HEADER_SIZE as u64;
+        if !matches!(region, Region::External(_)) {
+            source.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
+        }
+        let decompressed = meta.is_compressed();
+        window.reset(if decompressed { 0 } else { start });
+        let input =
+            Input { source, window, file_pos: start, file_end: meta.header.string_table_offset, region, decompressed };
+        let stream = Stream {
+            input,
+            run: Pending { thread: 0, remaining: 0 },
+            done: false,
+            decoded: 0,
+            counts: RecordCounts::default(),
+        };
+        Ok(Reader { meta, tables, threads, stream })
     }
 
     /// Sets the largest decompressed sample region accepted (default
-    /// [`DEFAULT_MAX_DECOMPRESSED`], CPython's 1 GiB); beyond it, reading fails with
-    /// [`FormatRule::ZstdTooLarge`].
+    /// [`DEFAULT_MAX_DECOMPRESSED`], CPython's 1 GiB) when this reader decompresses; beyond
+    /// it, reading fails with [`FormatRule::ZstdTooLarge`].
     #[cfg(feature = "zstd")]
     pub fn set_max_decompressed(&mut self, bytes: u64) {
-        self.max_decompressed = bytes;
+        if let Region::Zstd(state) = &mut self.stream.input.region {
+            state.limit = bytes;
+        }
     }
 
     /// Header, footer and stats.
@@ -572,7 +961,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     /// whole size.
     pub fn sample_region_bytes(&self) -> u64 {
         let start = if self.meta.is_compressed() { 0 } else { HEADER_SIZE as u64 };
-        self.stream.window.pos.saturating_sub(start)
+        self.stream.input.window.pos.saturating_sub(start)
     }
 
     /// Thread samples decoded so far.
@@ -582,238 +971,272 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
 
     /// Distinct threads seen so far.
     pub fn threads_seen(&self) -> usize {
-        self.stream.threads.len()
+        self.threads.len()
     }
 
     /// Gives the source back.
     pub fn into_inner(self) -> R {
-        self.source
+        self.stream.input.source
     }
 
-    /// The next thread sample in file order, `Ok(None)` at the end. At the end the decoded
-    /// count is checked against the header (CPython's check after replay). After an error
-    /// the stream is over.
-    pub fn next_sample(&mut self) -> Res<Option<Sample<'_>>, R::Error> {
-        let result = self.step();
-        match result {
-            Ok(Some((thread, status, encoding))) => {
-                let t = self.stream.threads.get(thread);
-                Ok(Some(Sample {
-                    timestamp_us: t.prev_ts,
-                    interpreter_id: t.interpreter_id,
-                    thread_id: t.thread_id,
-                    status,
-                    stack: self.stream.threads.stack(thread),
-                    encoding,
-                    record: self.stream.counts.total() - 1,
-                    tables: &self.tables,
-                }))
-            }
-            Ok(None) => {
-                self.stream.state = State::Done;
-                Ok(None)
-            }
-            Err(e) => {
-                self.stream.state = State::Done;
-                Err(e)
-            }
-        }
-    }
-
-    fn step(&mut self) -> Res<Option<(usize, u8, Encoding)>, R::Error> {
-        if self.stream.state == State::Done {
+    /// The next record in file order, `Ok(None)` at the end: a sample with a new stack, or a
+    /// REPEAT run whose samples share one stack (so a consumer can pay per run what it pays
+    /// per stack). Entries of a previous run left unread are decoded first. At the end the
+    /// decoded count is checked against the header (CPython's check after replay). After an
+    /// error the stream is over.
+    pub fn next_record(&mut self) -> Res<Option<Record<'_, 's, R>>, R::Error> {
+        if self.stream.done {
             return Ok(None);
         }
-        if !self.stream.started {
-            self.source.seek(SeekFrom::Start(HEADER_SIZE as u64)).map_err(io_err(HEADER_SIZE as u64))?;
-            self.stream.started = true;
-            self.region_pos = HEADER_SIZE as u64;
-            let compressed = self.meta.is_compressed();
-            self.stream.window.reset(if compressed { 0 } else { HEADER_SIZE as u64 });
-        }
-        let end = self.meta.header.string_table_offset;
-        let file = FileRange { src: &mut self.source, pos: &mut self.region_pos, end };
-        let ctx = Ctx { meta: &self.meta, tables: &self.tables };
-        if self.meta.is_compressed() {
-            #[cfg(feature = "zstd")]
-            if let Some(dec) = self.zstd.as_mut() {
-                let mut src = ZstdRange { file, dec, produced: &mut self.decompressed, limit: self.max_decompressed };
-                return self.stream.step(&mut src, &ctx, Position::Decompressed);
+        let decoded = self.finish_run().and_then(|()| self.decode_record());
+        match decoded {
+            Ok(Decoded::Sample { thread, status, encoding }) => {
+                Ok(Some(Record::Sample(self.sample(thread, status, encoding))))
             }
-            return Err(ReadError::format(Position::File(HEADER_SIZE as u64), FormatRule::ZstdUnavailable));
+            Ok(Decoded::Run { thread, count }) => {
+                let record = self.stream.counts.total() - 1;
+                let (stack, entry) = self.threads.stack_and_entry(thread);
+                Ok(Some(Record::Repeat(Run {
+                    interpreter_id: entry.interpreter_id,
+                    thread_id: entry.thread_id,
+                    stack,
+                    count,
+                    record,
+                    tables: &self.tables,
+                    prev_ts: &mut entry.prev_ts,
+                    stream: &mut self.stream,
+                })))
+            }
+            Ok(Decoded::End) => {
+                self.stream.done = true;
+                Ok(None)
+            }
+            Err(e) => Err(self.stream.fail(e)),
         }
-        let mut src = file;
-        self.stream.step(&mut src, &ctx, Position::File)
     }
-}
 
-/// What decoding needs to see besides the stream.
-struct Ctx<'a, 's> {
-    meta: &'a Metadata,
-    tables: &'a Tables<'s>,
-}
-
-impl<'s> Stream<'s> {
-    /// Decodes up to the next sample: `(thread, status, encoding)`.
-    fn step<E>(
-        &mut self,
-        src: &mut impl Refill<E>,
-        ctx: &Ctx<'_, '_>,
-        at: fn(u64) -> Position,
-    ) -> Res<Option<(usize, u8, Encoding)>, E> {
+    /// The next thread sample in file order, `Ok(None)` at the end; REPEAT runs come one
+    /// sample at a time. Same checks as [`Self::next_record`].
+    pub fn next_sample(&mut self) -> Res<Option<Sample<'_>>, R::Error> {
         loop {
-            if let State::Repeat { thread, remaining } = self.state {
-                if remaining > 0 {
-                    let pos = at(self.window.pos);
-                    let delta =
-                        self.window.varint(src)?.map_err(|_| ReadError::format(pos, FormatRule::MalformedRleDelta))?;
-                    let status = self
-                        .window
-                        .byte(src)?
-                        .ok_or_else(|| ReadError::format(at(self.window.pos), FormatRule::TruncatedRle))?;
-                    self.state = State::Repeat { thread, remaining: remaining - 1 };
-                    let t = self.threads.get_mut(thread);
-                    t.prev_ts = t.prev_ts.wrapping_add(delta);
-                    self.decoded += 1;
-                    return Ok(Some((thread, status, Encoding::Repeat)));
-                }
-                self.state = State::Records;
-            }
-            let record_at = self.window.pos;
-            if !self.window.ensure(src, PREFIX_LEN)? {
-                let trailing = self.window.available().len() as u64;
-                if trailing != 0 {
-                    return Err(ReadError::format(at(record_at), FormatRule::TruncatedRecord { trailing }));
-                }
-                let declared = ctx.meta.header.sample_count;
-                if self.decoded != declared {
-                    let rule = FormatRule::SampleCountMismatch { declared, decoded: self.decoded };
-                    return Err(ReadError::format(at(record_at), rule));
-                }
+            if self.stream.done {
                 return Ok(None);
             }
-            let mut pb = [0u8; PREFIX_LEN];
-            pb.copy_from_slice(&self.window.available()[..PREFIX_LEN]);
-            let prefix = Prefix::decode(&pb, ctx.meta.endian);
-            self.window.consume(PREFIX_LEN);
-            let thread = self.thread(prefix, ctx, at(record_at))?;
-            let encoding = Encoding::from_byte(prefix.encoding).ok_or_else(|| {
-                ReadError::format(at(record_at + 12), FormatRule::UnknownEncoding { encoding: prefix.encoding })
-            })?;
-            if encoding == Encoding::Repeat {
-                self.counts.repeat += 1;
-                let pos = at(self.window.pos);
-                let count =
-                    self.window.varint32(src)?.map_err(|_| ReadError::format(pos, FormatRule::MalformedRleCount))?;
-                // Where the region's length is known, reject counts it cannot hold, as CPython.
-                if !ctx.meta.is_compressed() {
-                    let left = ctx.meta.header.string_table_offset.saturating_sub(self.window.pos);
-                    if u64::from(count) > left / 2 {
-                        return Err(ReadError::format(pos, FormatRule::RleCountTooLarge { count, max: left / 2 }));
-                    }
-                }
-                self.state = State::Repeat { thread, remaining: count };
-                continue;
+            if self.stream.run.remaining > 0 {
+                let thread = self.stream.run.thread;
+                let (delta, status) = match self.stream.entry() {
+                    Ok(entry) => entry,
+                    Err(e) => return Err(self.stream.fail(e)),
+                };
+                let (_, entry) = self.threads.stack_and_entry(thread);
+                entry.prev_ts = entry.prev_ts.wrapping_add(delta);
+                return Ok(Some(self.sample(thread, status, Encoding::Repeat)));
             }
-            let status = self.stack_record(src, ctx, at, thread, encoding)?;
-            self.decoded += 1;
-            return Ok(Some((thread, status, encoding)));
+            match self.decode_record() {
+                Ok(Decoded::Sample { thread, status, encoding }) => {
+                    return Ok(Some(self.sample(thread, status, encoding)));
+                }
+                Ok(Decoded::Run { .. }) => {}
+                Ok(Decoded::End) => {
+                    self.stream.done = true;
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.stream.fail(e)),
+            }
+        }
+    }
+
+    fn sample(&self, thread: usize, status: u8, encoding: Encoding) -> Sample<'_> {
+        let t = self.threads.get(thread);
+        Sample {
+            timestamp_us: t.prev_ts,
+            interpreter_id: t.interpreter_id,
+            thread_id: t.thread_id,
+            status,
+            stack: self.threads.stack(thread),
+            encoding,
+            record: self.stream.counts.total() - 1,
+            tables: &self.tables,
+        }
+    }
+
+    /// Decodes what is left of the pending run, advancing its thread's clock.
+    fn finish_run(&mut self) -> Res<(), R::Error> {
+        if self.stream.run.remaining == 0 {
+            return Ok(());
+        }
+        let (_, entry) = self.threads.stack_and_entry(self.stream.run.thread);
+        let mut ts = entry.prev_ts;
+        while self.stream.run.remaining > 0 {
+            ts = ts.wrapping_add(self.stream.entry()?.0);
+        }
+        entry.prev_ts = ts;
+        Ok(())
+    }
+
+    /// Decodes the next record (the pending run is finished): a stack record into its
+    /// thread's stack, or a REPEAT record's count.
+    fn decode_record(&mut self) -> Res<Decoded, R::Error> {
+        let input = &mut self.stream.input;
+        let record_at = input.window.pos;
+        let whole = input.ensure_record()?;
+        // Short of a prefix only at the region's end: a window that cannot hold the largest
+        // record still holds more than a prefix.
+        if input.window.available().len() < PREFIX_LEN {
+            let trailing = input.window.available().len() as u64;
+            if trailing != 0 {
+                return Err(ReadError::format(input.at(record_at), FormatRule::TruncatedRecord { trailing }));
+            }
+            let declared = self.meta.header.sample_count;
+            if self.stream.decoded != declared {
+                let rule = FormatRule::SampleCountMismatch { declared, decoded: self.stream.decoded };
+                return Err(ReadError::format(input.at(record_at), rule));
+            }
+            return Ok(Decoded::End);
+        }
+        let mut pb = [0u8; PREFIX_LEN];
+        pb.copy_from_slice(&input.window.available()[..PREFIX_LEN]);
+        let prefix = Prefix::decode(&pb, self.meta.endian);
+        input.window.consume(PREFIX_LEN);
+        let thread = self.thread(prefix, record_at)?;
+        let input = &mut self.stream.input;
+        let encoding = Encoding::from_byte(prefix.encoding).ok_or_else(|| {
+            let rule = FormatRule::UnknownEncoding { encoding: prefix.encoding };
+            ReadError::format(input.at(record_at + 12), rule)
+        })?;
+        let decompressed = input.decompressed;
+        let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
+        let (meta, tables, threads) = (&self.meta, &self.tables, &mut self.threads);
+        let body = if whole {
+            let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
+            let body = record_body(&mut held, at, meta, tables, threads, thread, encoding);
+            let used = held.used;
+            input.window.consume(used);
+            body?
+        } else {
+            record_body(&mut Streamed { input }, at, meta, tables, threads, thread, encoding)?
+        };
+        let stream = &mut self.stream;
+        match body {
+            Body::Run { count } => {
+                stream.counts.repeat += 1;
+                stream.run = Pending { thread, remaining: count };
+                Ok(Decoded::Run { thread, count })
+            }
+            Body::Stack { delta, status } => {
+                match encoding {
+                    Encoding::Full => stream.counts.full += 1,
+                    Encoding::Suffix => stream.counts.suffix += 1,
+                    _ => stream.counts.pop_push += 1,
+                }
+                stream.decoded += 1;
+                let (_, entry) = self.threads.stack_and_entry(thread);
+                entry.prev_ts = entry.prev_ts.wrapping_add(delta);
+                Ok(Decoded::Sample { thread, status, encoding })
+            }
         }
     }
 
     /// The thread of a record, created on first sight within the header's thread count.
-    fn thread<E>(&mut self, p: Prefix, ctx: &Ctx<'_, '_>, pos: Position) -> Res<usize, E> {
+    fn thread(&mut self, p: Prefix, record_at: u64) -> Res<usize, R::Error> {
         match self.threads.find(p.thread_id, p.interpreter_id) {
             Ok(i) => Ok(i),
             Err(slot) => {
-                let declared = ctx.meta.header.thread_count;
+                let pos = self.stream.input.at(record_at);
+                let declared = self.meta.header.thread_count;
                 let found = self.threads.len() as u64 + 1;
                 if found > u64::from(declared) {
                     return Err(ReadError::format(pos, FormatRule::TooManyThreads { declared, found }));
                 }
-                let start = ctx.meta.header.start_time_us;
-                self.threads.create(slot, p.thread_id, p.interpreter_id, start).ok_or(ReadError::Capacity {
-                    position: pos,
-                    resource: Resource::Threads,
-                    capacity: self.threads.len(),
-                })
+                let start = self.meta.header.start_time_us;
+                let capacity = self.threads.capacity();
+                self.threads
+                    .create(slot, p.thread_id, p.interpreter_id, start)
+                    .map_err(|resource| ReadError::Capacity { position: pos, resource, capacity })
             }
         }
     }
+}
 
-    /// Decodes a FULL, SUFFIX or POP_PUSH body into the thread's stack; returns the status.
-    fn stack_record<E>(
-        &mut self,
-        src: &mut impl Refill<E>,
-        ctx: &Ctx<'_, '_>,
-        at: fn(u64) -> Position,
-        thread: usize,
-        encoding: Encoding,
-    ) -> Res<u8, E> {
-        let w = &mut self.window;
-        let pos = at(w.pos);
-        let delta = w.varint(src)?.map_err(|_| ReadError::format(pos, FormatRule::MalformedDelta))?;
-        let status = w.byte(src)?.ok_or_else(|| ReadError::format(at(w.pos), FormatRule::TruncatedStatus))?;
-        let mut count = |w: &mut Window<'_>| -> Res<u32, E> {
-            let pos = at(w.pos);
-            w.varint32(src)?.map_err(|_| ReadError::format(pos, FormatRule::MalformedStackVarint))
-        };
-        let first = count(w)?;
-        let second = if encoding == Encoding::Full { 0 } else { count(w)? };
-        let (slot, start) = self.threads.stack_slot(thread);
-        let depth = MAX_STACK_DEPTH - usize::from(*start);
-        let counts_at = at(w.pos);
-        // Work out which old frames survive (moving them if needed) and how many to read.
-        let (push, new_start) = match encoding {
-            Encoding::Full => {
-                if first as usize > MAX_STACK_DEPTH {
-                    return Err(ReadError::format(counts_at, FormatRule::StackTooDeep { depth: first }));
-                }
-                (first as usize, MAX_STACK_DEPTH - first as usize)
+/// Reads a record body through `b`: a REPEAT count, or a stack record into the thread's
+/// stack (spec 2 and the checks of 9.3, CPython's quirks included).
+fn record_body<E, B: RecordBytes<E>>(
+    b: &mut B,
+    at: impl Fn(u64) -> Position,
+    meta: &Metadata,
+    tables: &Tables<'_>,
+    threads: &mut ReaderThreads<'_>,
+    thread: usize,
+    encoding: Encoding,
+) -> Res<Body, E> {
+    if encoding == Encoding::Repeat {
+        let pos = b.offset();
+        let count = b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedRleCount))?;
+        // Where the region's length is known, reject counts it cannot hold, as CPython.
+        if !meta.is_compressed() {
+            let left = meta.header.string_table_offset.saturating_sub(b.offset());
+            if u64::from(count) > left / 2 {
+                return Err(ReadError::format(at(pos), FormatRule::RleCountTooLarge { count, max: left / 2 }));
             }
-            Encoding::Suffix => {
-                let (shared, push) = (first as usize, second as usize);
-                if shared > depth {
-                    let rule = FormatRule::SharedExceedsDepth { shared: first, depth: depth as u32 };
-                    return Err(ReadError::format(counts_at, rule));
-                }
-                let total = shared as u64 + u64::from(second);
-                if total > MAX_STACK_DEPTH as u64 {
-                    return Err(ReadError::format(counts_at, FormatRule::FinalStackTooDeep { depth: total }));
-                }
-                if push == 0 {
-                    // CPython quirk: with nothing pushed the innermost `shared` frames stay.
-                    let s = usize::from(*start);
-                    slot.copy_within(s..s + shared, MAX_STACK_DEPTH - shared);
-                }
-                (push, MAX_STACK_DEPTH - shared - push)
-            }
-            Encoding::PopPush | Encoding::Repeat => {
-                // CPython quirk: popping more than the depth leaves an empty stack.
-                let kept = depth.saturating_sub(first as usize);
-                let total = kept as u64 + u64::from(second);
-                if total > MAX_STACK_DEPTH as u64 {
-                    return Err(ReadError::format(counts_at, FormatRule::FinalStackTooDeep { depth: total }));
-                }
-                (second as usize, MAX_STACK_DEPTH - kept - second as usize)
-            }
-        };
-        for entry in &mut slot[new_start..new_start + push] {
-            let pos = at(w.pos);
-            let index = w.varint32(src)?.map_err(|_| ReadError::format(pos, FormatRule::MalformedStackVarint))?;
-            ctx.tables.check_frame(index).map_err(|rule| ReadError::format(pos, rule))?;
-            *entry = index;
         }
-        *start = new_start as u16;
-        let t = self.threads.get_mut(thread);
-        t.prev_ts = t.prev_ts.wrapping_add(delta);
-        match encoding {
-            Encoding::Full => self.counts.full += 1,
-            Encoding::Suffix => self.counts.suffix += 1,
-            _ => self.counts.pop_push += 1,
-        }
-        Ok(status)
+        return Ok(Body::Run { count });
     }
+    let pos = b.offset();
+    let delta = b.varint()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedDelta))?;
+    let status = b.byte()?.ok_or_else(|| ReadError::format(at(b.offset()), FormatRule::TruncatedStatus))?;
+    let count = |b: &mut B| -> Res<u32, E> {
+        let pos = b.offset();
+        b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))
+    };
+    let first = count(b)?;
+    let second = if encoding == Encoding::Full { 0 } else { count(b)? };
+    let depth = threads.stack(thread).len();
+    let counts_at = at(b.offset());
+    let too_deep = |total: u64| ReadError::format(counts_at, FormatRule::FinalStackTooDeep { depth: total });
+    // Which old frames survive, and how many new ones follow.
+    let (keep, push) = match encoding {
+        Encoding::Full => {
+            if first as usize > MAX_STACK_DEPTH {
+                return Err(ReadError::format(counts_at, FormatRule::StackTooDeep { depth: first }));
+            }
+            (Keep::Bottom(0), first as usize)
+        }
+        Encoding::Suffix => {
+            let (shared, push) = (first as usize, second as usize);
+            if shared > depth {
+                let rule = FormatRule::SharedExceedsDepth { shared: first, depth: depth as u32 };
+                return Err(ReadError::format(counts_at, rule));
+            }
+            let total = shared as u64 + u64::from(second);
+            if total > MAX_STACK_DEPTH as u64 {
+                return Err(too_deep(total));
+            }
+            // CPython quirk: with nothing pushed the innermost `shared` frames stay.
+            (if push == 0 { Keep::Innermost(shared) } else { Keep::Bottom(shared) }, push)
+        }
+        Encoding::PopPush | Encoding::Repeat => {
+            // CPython quirk: popping more than the depth leaves an empty stack.
+            let kept = depth.saturating_sub(first as usize);
+            let total = kept as u64 + u64::from(second);
+            if total > MAX_STACK_DEPTH as u64 {
+                return Err(too_deep(total));
+            }
+            (Keep::Bottom(kept), second as usize)
+        }
+    };
+    let capacity = threads.capacity();
+    let slots = threads.reshape(thread, keep, push).map_err(|resource| ReadError::Capacity {
+        position: counts_at,
+        resource,
+        capacity,
+    })?;
+    for entry in slots {
+        let pos = b.offset();
+        let index = b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+        tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+        *entry = index;
+    }
+    Ok(Body::Stack { delta, status })
 }
 
 /// Loads the string table (checks 12–14): count bounded by the bytes left in the file before

@@ -21,6 +21,8 @@ pub enum Resource {
     Frames,
     /// Thread-table entries.
     Threads,
+    /// Frame ids of the reader's current stacks (growable storage that could not grow).
+    Stacks,
 }
 
 /// A set of storage slices that cannot work together.
@@ -116,22 +118,30 @@ impl<'a> SlotIndex<'a> {
 
     /// `Ok(index)` of the entry for which `is_match` holds, or `Err(slot)` where it would go.
     #[inline]
-    fn find(&self, hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Result<u32, usize> {
-        let len = self.slots.len();
-        // Multiply-shift maps the hash onto any table length, not only powers of two.
-        let mut pos = (((hash >> 32) * len as u64) >> 32) as usize;
-        loop {
-            match self.slots[pos] {
-                0 => return Err(pos),
-                stored if is_match(stored - 1) => return Ok(stored - 1),
-                _ => pos = if pos + 1 == len { 0 } else { pos + 1 },
-            }
-        }
+    fn find(&self, hash: u64, is_match: impl FnMut(u32) -> bool) -> Result<u32, usize> {
+        slot_find(self.slots, hash, is_match)
     }
 
     #[inline]
     fn occupy(&mut self, slot: usize, index: u32) {
         self.slots[slot] = index + 1;
+    }
+}
+
+/// Linear probing over `slots` (0 = empty, otherwise entry index + 1): `Ok(index)` of the
+/// entry for which `is_match` holds, or `Err(slot)` where it would go. At least one slot must
+/// be empty so that a probe always ends.
+#[inline]
+fn slot_find(slots: &[u32], hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Result<u32, usize> {
+    let len = slots.len();
+    // Multiply-shift maps the hash onto any table length, not only powers of two.
+    let mut pos = (((hash >> 32) * len as u64) >> 32) as usize;
+    loop {
+        match slots[pos] {
+            0 => return Err(pos),
+            stored if is_match(stored - 1) => return Ok(stored - 1),
+            _ => pos = if pos + 1 == len { 0 } else { pos + 1 },
+        }
     }
 }
 
@@ -638,79 +648,277 @@ impl<
 // ---------------------------------------------------------------------------------------
 // Reader storage.
 
-/// One reader thread: its pair, its timestamp and where its current stack starts in its
-/// 256-entry slot (stacks are kept end-aligned, innermost first, so pops and pushes touch
-/// only the front).
+/// A table the reader fills as it goes: a borrowed slice of fixed length, or (feature `alloc`)
+/// a `Vec` it may lengthen as the file's data asks for more.
+pub(crate) enum Table<'a, T> {
+    Fixed(&'a mut [T]),
+    #[cfg(feature = "alloc")]
+    Growable(&'a mut alloc::vec::Vec<T>),
+}
+
+impl<T: Copy> Table<'_, T> {
+    #[inline]
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Table::Fixed(s) => s,
+            #[cfg(feature = "alloc")]
+            Table::Growable(v) => v,
+        }
+    }
+
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        match self {
+            Table::Fixed(s) => s,
+            #[cfg(feature = "alloc")]
+            Table::Growable(v) => v,
+        }
+    }
+
+    /// Makes the table at least `len` long, doubling a growable one so that growth costs
+    /// amortised constant time per element; false if it cannot (fixed, or out of memory).
+    fn grow(&mut self, len: usize, fill: T) -> bool {
+        match self {
+            Table::Fixed(s) => {
+                let _ = fill;
+                s.len() >= len
+            }
+            #[cfg(feature = "alloc")]
+            Table::Growable(v) => {
+                if v.len() >= len {
+                    return true;
+                }
+                let target = len.max(v.len().saturating_mul(2));
+                // try_reserve: running out of memory is a capacity error, not an abort.
+                if v.try_reserve_exact(target - v.len()).is_err() && v.try_reserve_exact(len - v.len()).is_err() {
+                    return false;
+                }
+                let target = target.min(v.capacity());
+                v.resize(target, fill);
+                true
+            }
+        }
+    }
+
+    fn is_growable(&self) -> bool {
+        !matches!(self, Table::Fixed(_))
+    }
+}
+
+/// One reader thread: its pair, its timestamp and its current stack, which lives end-aligned
+/// in the thread's chunk of the stack arena (innermost first, so pops and pushes touch only
+/// the front and the frames a record keeps never move).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReaderThread {
     pub(crate) thread_id: u64,
     pub(crate) prev_ts: u64,
     pub(crate) interpreter_id: u32,
-    pub(crate) start: u16,
+    /// First arena slot of the chunk.
+    chunk: u32,
+    /// Slots in the chunk.
+    chunk_len: u16,
+    /// Frames in the current stack.
+    depth: u16,
 }
 
 impl ReaderThread {
     /// An unused entry, for initialising storage.
     pub const EMPTY: ReaderThread =
-        ReaderThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, start: MAX_STACK_DEPTH as u16 };
+        ReaderThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, chunk: 0, chunk_len: 0, depth: 0 };
+}
+
+/// Which frames of a thread's current stack a record keeps below the frames it pushes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The outermost `n` frames (FULL keeps none; SUFFIX and POP_PUSH keep the bottom).
+    Bottom(usize),
+    /// The innermost `n` frames, moved to the bottom: CPython's SUFFIX with nothing pushed.
+    Innermost(usize),
 }
 
 /// The reader's thread table with each thread's current stack.
+///
+/// On fixed storage every thread gets a whole 256-slot chunk when it appears, as many
+/// threads as the slices allow. On growable storage a thread's chunk is the smallest power
+/// of two (at least 4) that holds its deepest stack so far: a deeper stack moves it to a new
+/// chunk twice the size at the end of the arena, leaving the old one unused, which at most
+/// doubles the arena (the old chunks of one thread sum to less than its current one). So
+/// memory follows what the threads hold — about 60 bytes for a thread with a shallow stack —
+/// never the count a header declares.
 pub(crate) struct ReaderThreads<'a> {
-    entries: &'a mut [ReaderThread],
+    entries: Table<'a, ReaderThread>,
     count: usize,
-    stacks: &'a mut [u32],
-    index: SlotIndex<'a>,
+    /// Open-addressing index over `entries` (see [`SlotIndex`]).
+    slots: Table<'a, u32>,
+    arena: Table<'a, u32>,
+    arena_used: usize,
+    /// Most threads: fixed storage's capacity, or the growable limit.
     capacity: usize,
 }
 
+/// Smallest chunk on growable storage.
+const MIN_CHUNK: usize = 4;
+
 impl<'a> ReaderThreads<'a> {
+    fn fixed(entries: &'a mut [ReaderThread], slots: &'a mut [u32], stacks: &'a mut [u32]) -> Self {
+        slots.fill(0);
+        let capacity = entries.len().min(slots.len() - 1).min(stacks.len() / MAX_STACK_DEPTH);
+        ReaderThreads {
+            entries: Table::Fixed(entries),
+            count: 0,
+            slots: Table::Fixed(slots),
+            arena: Table::Fixed(stacks),
+            arena_used: 0,
+            capacity,
+        }
+    }
+
+    #[cfg(feature = "alloc")]
+    fn growable(
+        entries: &'a mut alloc::vec::Vec<ReaderThread>,
+        slots: &'a mut alloc::vec::Vec<u32>,
+        stacks: &'a mut alloc::vec::Vec<u32>,
+        max_threads: usize,
+    ) -> Self {
+        slots.clear();
+        slots.resize(16, 0);
+        ReaderThreads {
+            entries: Table::Growable(entries),
+            count: 0,
+            slots: Table::Growable(slots),
+            arena: Table::Growable(stacks),
+            arena_used: 0,
+            // Chunk offsets are u32, and so are slot values.
+            capacity: max_threads.min(u32::MAX as usize - 1),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.count
     }
 
-    /// The entry for the pair: `Ok(Ok(i))` if known, `Ok(Err(slot))` if new, which
-    /// [`Self::create`] then fills.
-    #[inline]
-    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
-        let entries = &self.entries[..self.count];
-        self.index
-            .find(hash_thread(thread_id, interpreter_id), |i| {
-                let t = &entries[i as usize];
-                t.thread_id == thread_id && t.interpreter_id == interpreter_id
-            })
-            .map(|i| i as usize)
+    /// Most threads this table can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
     }
 
-    pub(crate) fn create(&mut self, slot: usize, thread_id: u64, interpreter_id: u32, start_ts: u64) -> Option<usize> {
-        if self.count >= self.capacity {
-            return None;
+    /// The entry for the pair: `Ok(i)` if known, `Err(slot)` if new, which [`Self::create`]
+    /// then fills.
+    #[inline]
+    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
+        let entries = &self.entries.as_slice()[..self.count];
+        slot_find(self.slots.as_slice(), hash_thread(thread_id, interpreter_id), |i| {
+            let t = &entries[i as usize];
+            t.thread_id == thread_id && t.interpreter_id == interpreter_id
+        })
+        .map(|i| i as usize)
+    }
+
+    /// Adds the pair found missing at `slot`; `Err` names what ran out.
+    pub(crate) fn create(
+        &mut self,
+        mut slot: usize,
+        thread_id: u64,
+        interpreter_id: u32,
+        start_ts: u64,
+    ) -> Result<usize, Resource> {
+        if self.count >= self.capacity || !self.entries.grow(self.count + 1, ReaderThread::EMPTY) {
+            return Err(Resource::Threads);
+        }
+        // Growable slots stay at most half full, so probes stay short.
+        if self.slots.is_growable() && 2 * (self.count + 1) >= self.slots.as_slice().len() {
+            self.rehash(4 * (self.count + 1))?;
+            slot = match self.find(thread_id, interpreter_id) {
+                Err(slot) => slot,
+                Ok(_) => unreachable!("the pair was missing before the rehash"),
+            };
+        }
+        let mut entry = ReaderThread { thread_id, interpreter_id, prev_ts: start_ts, ..ReaderThread::EMPTY };
+        if !self.arena.is_growable() {
+            // Fixed storage: a whole chunk now, so a valid file never runs out mid-stack.
+            entry.chunk = self.arena_used as u32;
+            entry.chunk_len = MAX_STACK_DEPTH as u16;
+            self.arena_used += MAX_STACK_DEPTH;
         }
         let i = self.count;
-        self.entries[i] = ReaderThread { thread_id, interpreter_id, prev_ts: start_ts, start: MAX_STACK_DEPTH as u16 };
+        self.entries.as_mut_slice()[i] = entry;
         self.count += 1;
-        self.index.occupy(slot, i as u32);
-        Some(i)
+        self.slots.as_mut_slice()[slot] = i as u32 + 1;
+        Ok(i)
+    }
+
+    /// Rebuilds the growable index with `len` slots.
+    fn rehash(&mut self, len: usize) -> Result<(), Resource> {
+        if !self.slots.grow(len, 0) {
+            return Err(Resource::Threads);
+        }
+        let slots = self.slots.as_mut_slice();
+        slots.fill(0);
+        for (i, t) in self.entries.as_slice()[..self.count].iter().enumerate() {
+            if let Err(slot) = slot_find(slots, hash_thread(t.thread_id, t.interpreter_id), |_| false) {
+                slots[slot] = i as u32 + 1;
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn get(&self, i: usize) -> &ReaderThread {
-        &self.entries[i]
-    }
-
-    pub(crate) fn get_mut(&mut self, i: usize) -> &mut ReaderThread {
-        &mut self.entries[i]
-    }
-
-    /// The thread's whole 256-id slot and its current start.
-    pub(crate) fn stack_slot(&mut self, i: usize) -> (&mut [u32], &mut u16) {
-        let slot = &mut self.stacks[i * MAX_STACK_DEPTH..(i + 1) * MAX_STACK_DEPTH];
-        (slot, &mut self.entries[i].start)
+        &self.entries.as_slice()[i]
     }
 
     /// The thread's current stack, innermost first.
+    #[inline]
     pub(crate) fn stack(&self, i: usize) -> &[u32] {
-        let start = usize::from(self.entries[i].start);
-        &self.stacks[i * MAX_STACK_DEPTH + start..(i + 1) * MAX_STACK_DEPTH]
+        let t = &self.entries.as_slice()[i];
+        let end = t.chunk as usize + usize::from(t.chunk_len);
+        &self.arena.as_slice()[end - usize::from(t.depth)..end]
+    }
+
+    /// The thread's current stack and its entry, for a REPEAT run that reads one and
+    /// advances the other's timestamp.
+    #[inline]
+    pub(crate) fn stack_and_entry(&mut self, i: usize) -> (&[u32], &mut ReaderThread) {
+        let t = &mut self.entries.as_mut_slice()[i];
+        let end = t.chunk as usize + usize::from(t.chunk_len);
+        (&self.arena.as_slice()[end - usize::from(t.depth)..end], t)
+    }
+
+    /// Makes the thread's stack `keep` followed (outward) by `push` new innermost frames and
+    /// returns the slots for those frames, innermost first, for the caller to fill. The caller
+    /// has checked `keep` against the current depth and the total against 256.
+    pub(crate) fn reshape(&mut self, i: usize, keep: Keep, push: usize) -> Result<&mut [u32], Resource> {
+        let kept = match keep {
+            Keep::Bottom(n) | Keep::Innermost(n) => n,
+        };
+        let depth = kept + push;
+        let t = self.entries.as_slice()[i];
+        let (mut chunk, mut chunk_len) = (t.chunk as usize, usize::from(t.chunk_len));
+        if depth > chunk_len {
+            // Only growable storage gets here: fixed chunks hold 256.
+            let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
+            let start = self.arena_used;
+            let end = start.checked_add(len).filter(|&e| e <= u32::MAX as usize).ok_or(Resource::Stacks)?;
+            if !self.arena.grow(end, 0) {
+                return Err(Resource::Stacks);
+            }
+            let old_end = chunk + chunk_len;
+            // Only the bottom frames survive a growth (Keep::Innermost never grows).
+            self.arena.as_mut_slice().copy_within(old_end - kept..old_end, end - kept);
+            self.arena_used = end;
+            chunk = start;
+            chunk_len = len;
+        }
+        let end = chunk + chunk_len;
+        let arena = self.arena.as_mut_slice();
+        if let Keep::Innermost(n) = keep {
+            let old_top = end - usize::from(t.depth);
+            arena.copy_within(old_top..old_top + n, end - n);
+        }
+        let t = &mut self.entries.as_mut_slice()[i];
+        t.chunk = chunk as u32;
+        t.chunk_len = chunk_len as u16;
+        t.depth = depth as u16;
+        Ok(&mut arena[end - depth..end - kept])
     }
 }
 
@@ -750,20 +958,23 @@ impl<'a> ReaderStorage<'a> {
         if b.read_buffer.len() < MIN_READ_BUFFER {
             return Err(StorageError::ReadBufferTooSmall);
         }
-        let index = SlotIndex::new(b.thread_slots);
-        let capacity = b.threads.len().min(index.capacity()).min(b.stacks.len() / MAX_STACK_DEPTH);
         Ok(ReaderStorage {
             strings: StringTable::new(b.string_bytes, b.string_spans),
             frames: b.frames,
-            threads: ReaderThreads { entries: b.threads, count: 0, stacks: b.stacks, index, capacity },
+            threads: ReaderThreads::fixed(b.threads, b.thread_slots, b.stacks),
             read_buffer: b.read_buffer,
         })
+    }
+
+    /// Most threads a file may have.
+    pub fn thread_capacity(&self) -> usize {
+        self.threads.capacity()
     }
 }
 
 /// Reader storage in fixed arrays, for a `static` on firmware.
 ///
-/// RAM: `STRING_BYTES + 8·STRINGS + 28·FRAMES + 1056·THREADS + READ_BUFFER` bytes (on
+/// RAM: `STRING_BYTES + 8·STRINGS + 28·FRAMES + 1064·THREADS + READ_BUFFER` bytes (on
 /// 64-bit targets; a test checks the formula against the compiler's layout).
 pub struct StaticReaderStorage<
     const STRING_BYTES: usize,
@@ -966,37 +1177,38 @@ mod vec_backed {
         pub strings: usize,
         /// Frames.
         pub frames: usize,
-        /// Threads.
+        /// Most threads. The thread table starts empty and grows as threads appear in the
+        /// samples, so this costs nothing until the file uses it.
         pub threads: usize,
         /// Window over the sample stream.
         pub read_buffer: usize,
     }
 
     impl ReaderCapacity {
-        /// A desktop configuration: 64 MiB of strings, 1 Mi strings and frames, 4096 threads.
+        /// A desktop configuration: 64 MiB of strings, 1 Mi strings and frames, threads
+        /// without limit, a 256 KiB window.
         pub const DESKTOP: ReaderCapacity = ReaderCapacity {
             string_bytes: 64 << 20,
             strings: 1 << 20,
             frames: 1 << 20,
-            threads: 4096,
+            threads: usize::MAX,
             read_buffer: 256 << 10,
         };
 
-        /// Bytes the storage takes (the README's formula); `None` if that exceeds `usize`.
+        /// Bytes allocated up front (the README's formula; threads come on top as they
+        /// appear); `None` if that exceeds `usize`.
         pub fn ram_bytes(&self) -> Option<usize> {
-            let per_thread = core::mem::size_of::<ReaderThread>() + MAX_STACK_DEPTH * 4 + 8;
             let parts = [
                 Some(self.string_bytes),
                 self.strings.checked_mul(core::mem::size_of::<Span>()),
                 self.frames.checked_mul(core::mem::size_of::<FrameEntry>()),
-                self.threads.checked_mul(per_thread)?.checked_add(4),
-                Some(self.read_buffer),
+                Some(self.read_buffer.max(MIN_READ_BUFFER)),
             ];
             parts.into_iter().try_fold(0usize, |sum, part| sum.checked_add(part?))
         }
     }
 
-    /// Reader storage in `Vec`s of the given capacities.
+    /// Reader storage in `Vec`s of the given capacities; the thread table grows with use.
     pub struct VecReaderStorage {
         string_bytes: Vec<u8>,
         string_spans: Vec<Span>,
@@ -1005,41 +1217,46 @@ mod vec_backed {
         thread_slots: Vec<u32>,
         stacks: Vec<u32>,
         read_buffer: Vec<u8>,
+        max_threads: usize,
     }
 
     impl VecReaderStorage {
-        /// Allocates every table once, up front; capacities beyond the address space are an
-        /// error (see [`VecWriterStorage::new`]).
+        /// Allocates the string and frame tables and the window once, up front; capacities
+        /// beyond the address space are an error (see [`VecWriterStorage::new`]).
         pub fn new(cap: ReaderCapacity) -> Result<Self, StorageError> {
-            let threads = cap.threads.max(1);
             cap.ram_bytes().ok_or(StorageError::CapacityOverflow)?;
-            let stacks = threads.checked_mul(MAX_STACK_DEPTH).ok_or(StorageError::CapacityOverflow)?;
             Ok(VecReaderStorage {
                 string_bytes: vec![0; cap.string_bytes],
                 string_spans: vec![Span::EMPTY; cap.strings],
                 frames: vec![FrameEntry::EMPTY; cap.frames],
-                threads: vec![ReaderThread::EMPTY; threads],
-                thread_slots: vec![0; 2 * threads + 1],
-                stacks: vec![0; stacks],
+                threads: Vec::new(),
+                thread_slots: Vec::new(),
+                stacks: Vec::new(),
                 read_buffer: vec![0; cap.read_buffer.max(MIN_READ_BUFFER)],
+                max_threads: cap.threads.max(1),
             })
         }
 
         /// Lends the tables to a reader.
         pub fn storage(&mut self) -> ReaderStorage<'_> {
-            let buffers = ReaderBuffers {
-                string_bytes: &mut self.string_bytes,
-                string_spans: &mut self.string_spans,
+            ReaderStorage {
+                strings: StringTable::new(&mut self.string_bytes, &mut self.string_spans),
                 frames: &mut self.frames,
-                threads: &mut self.threads,
-                thread_slots: &mut self.thread_slots,
-                stacks: &mut self.stacks,
+                threads: ReaderThreads::growable(
+                    &mut self.threads,
+                    &mut self.thread_slots,
+                    &mut self.stacks,
+                    self.max_threads,
+                ),
                 read_buffer: &mut self.read_buffer,
-            };
-            match ReaderStorage::new(buffers) {
-                Ok(s) => s,
-                Err(_) => unreachable!("sizes derived from one capacity set"),
             }
+        }
+
+        /// Bytes the thread table holds now (entries, index and stacks), which grows with
+        /// the threads a file uses.
+        pub fn thread_bytes(&self) -> usize {
+            self.threads.capacity() * core::mem::size_of::<ReaderThread>()
+                + (self.thread_slots.capacity() + self.stacks.capacity()) * 4
         }
     }
 }
@@ -1102,7 +1319,7 @@ mod tests {
             (b + 16 * s + 40 * f + (1064 + r) * t + st).next_multiple_of(8)
         }
         fn reader(b: usize, s: usize, f: usize, t: usize, rb: usize) -> usize {
-            (b + 8 * s + 28 * f + 1056 * t + rb).next_multiple_of(8)
+            (b + 8 * s + 28 * f + 1064 * t + rb).next_multiple_of(8)
         }
         assert_eq!(
             core::mem::size_of::<StaticWriterStorage<2048, 128, 128, 2, 256, 1314>>(),

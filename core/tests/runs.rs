@@ -1,0 +1,286 @@
+//! Records and runs: `Reader::next_record` yields the samples `next_sample` yields (which the
+//! vector and CPython tests check against CPython), whatever the window size and however a
+//! run is consumed, with the same first error on every truncated or corrupted vector; a
+//! caller's region source gives what the built-in decompression gives; thread storage
+//! follows what the threads hold.
+
+mod common;
+
+use common::{FileBuilder, SMALL_READER};
+use tachyon_core::io::Cursor;
+use tachyon_core::reader::Record;
+use tachyon_core::storage::{ReaderCapacity, VecReaderStorage};
+use tachyon_core::{LittleEndian, ReadError, Reader};
+
+/// What a decoding saw: every sample (timestamp, interpreter, thread, status, stack) in the
+/// order it came, and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+struct Trace {
+    samples: Vec<(u64, u32, u64, u8, Vec<u32>)>,
+    end: Result<u64, String>,
+}
+
+/// How to walk the records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Walk {
+    /// `next_sample` only.
+    Samples,
+    /// `next_record`, every run read to its end.
+    Records,
+    /// `next_record`, one entry of each run read, the rest through `next_sample`.
+    Mixed,
+    /// `next_record`, runs dropped unread (their samples are then missing from the trace,
+    /// but the decoded count and the first error must not change).
+    DropRuns,
+}
+
+/// A reader over `file` with a window of `window` bytes, through the built-in decompressor
+/// or (`external`) a `ZstdRegion` handed in as a region source.
+fn decode(file: &[u8], window: usize, walk: Walk, external: bool) -> Trace {
+    use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor};
+    use tachyon_core::reader::{Metadata, ZstdRegion, DEFAULT_MAX_DECOMPRESSED};
+    let cap = ReaderCapacity { read_buffer: window, ..SMALL_READER };
+    let mut storage = VecReaderStorage::new(cap).unwrap();
+    let compressed = Metadata::read(&mut Cursor::new(file)).is_ok_and(|m| m.is_compressed());
+    let mut workspace = vec![0u64; if compressed { workspace_words(decompressor_workspace_bytes(21)) } else { 0 }];
+    // A small input buffer, so that compressed bytes arrive in many refills.
+    let mut input = vec![0u8; 57];
+    let dec = Decompressor::new(&mut workspace, &mut input, 21);
+    let mut trace = Trace { samples: Vec::new(), end: Ok(0) };
+    let mut region;
+    let opened = if external {
+        let meta = match Metadata::read(&mut Cursor::new(file)) {
+            Ok(m) => m,
+            Err(e) => {
+                trace.end = Err(format!("{e:?}"));
+                return trace;
+            }
+        };
+        region = ZstdRegion::new(Cursor::new(file), &meta, dec.unwrap(), DEFAULT_MAX_DECOMPRESSED).unwrap();
+        Reader::open_with_region(Cursor::new(file), storage.storage(), &mut region)
+    } else if let Some(dec) = dec {
+        Reader::open_zstd(Cursor::new(file), storage.storage(), dec)
+    } else {
+        Reader::open(Cursor::new(file), storage.storage())
+    };
+    match opened {
+        Ok(mut reader) => {
+            trace.end = walk_all(&mut reader, walk, &mut trace.samples).map_err(|e| format!("{e:?}"));
+        }
+        Err(e) => trace.end = Err(format!("{e:?}")),
+    }
+    trace
+}
+
+fn walk_all<R: embedded_io::Read + embedded_io::Seek>(
+    reader: &mut Reader<'_, R>,
+    walk: Walk,
+    out: &mut Vec<(u64, u32, u64, u8, Vec<u32>)>,
+) -> Result<u64, ReadError<R::Error>> {
+    if walk == Walk::Samples {
+        while let Some(s) = reader.next_sample()? {
+            out.push((s.timestamp_us, s.interpreter_id, s.thread_id, s.status, s.stack.to_vec()));
+        }
+        return Ok(reader.samples_decoded());
+    }
+    loop {
+        let mut left = 0;
+        match reader.next_record()? {
+            None => return Ok(reader.samples_decoded()),
+            Some(Record::Sample(s)) => {
+                out.push((s.timestamp_us, s.interpreter_id, s.thread_id, s.status, s.stack.to_vec()))
+            }
+            Some(Record::Repeat(mut run)) => {
+                assert_eq!(run.remaining(), run.count);
+                let stack = run.stack.to_vec();
+                let (iid, tid) = (run.interpreter_id, run.thread_id);
+                let take = match walk {
+                    Walk::Records => usize::MAX,
+                    Walk::Mixed => 1,
+                    _ => 0,
+                };
+                for entry in run.by_ref().take(take) {
+                    let e = entry?;
+                    out.push((e.timestamp_us, iid, tid, e.status, stack.clone()));
+                }
+                if walk == Walk::Mixed {
+                    left = run.remaining();
+                }
+            }
+        }
+        for _ in 0..left {
+            let s = reader.next_sample()?.expect("the run's remaining samples");
+            out.push((s.timestamp_us, s.interpreter_id, s.thread_id, s.status, s.stack.to_vec()));
+        }
+    }
+}
+
+fn vectors() -> Vec<(String, Vec<u8>)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/cpython-3.15.2");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 28);
+    files
+        .into_iter()
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(p).unwrap()))
+        .collect()
+}
+
+/// Two decodings of a compressed file through different windows agree: the same samples if
+/// both succeed. On corrupt frames they can differ, and not through our rules: libzstd checks
+/// some things (a frame's declared content size, say) only when the output buffer can hold
+/// the whole frame, and the window decides how much it offers; a read-ahead can also meet the
+/// error before samples a smaller window still yields. Same window, same result, though.
+fn assert_agree(got: &Trace, want: &Trace, what: &str) {
+    if got.end.is_ok() && want.end.is_ok() {
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+/// Every way of reading `file` agrees with `next_sample` through the same window, and with
+/// a large window where that can be promised (see [`assert_agree`]).
+fn all_ways_agree(name: &str, file: &[u8]) {
+    let reference = decode(file, 1 << 16, Walk::Samples, false);
+    let compressed = tachyon_core::reader::Metadata::read(&mut Cursor::new(file)).is_ok_and(|m| m.is_compressed());
+    for window in [64, 1 << 16] {
+        let same_window =
+            if window == 1 << 16 { reference.clone() } else { decode(file, window, Walk::Samples, false) };
+        if compressed {
+            assert_agree(&same_window, &reference, &format!("{name}: window {window}"));
+        } else {
+            assert_eq!(same_window, reference, "{name}: window {window}");
+        }
+        for walk in [Walk::Records, Walk::Mixed] {
+            assert_eq!(decode(file, window, walk, false), same_window, "{name}: window {window}, {walk:?}");
+        }
+        let dropped = decode(file, window, Walk::DropRuns, false);
+        assert_eq!(dropped.end, same_window.end, "{name}: window {window}, runs dropped");
+        if compressed {
+            for walk in [Walk::Samples, Walk::Records] {
+                let got = decode(file, window, walk, true);
+                assert_eq!(got, same_window, "{name}: window {window}, external region, {walk:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn records_and_runs_give_the_samples_of_next_sample() {
+    for (name, file) in vectors() {
+        let reference = decode(&file, 1 << 16, Walk::Samples, false);
+        assert!(reference.end.is_ok(), "{name}: {:?}", reference.end);
+        all_ways_agree(&name, &file);
+    }
+}
+
+/// Every truncation and a corruption of every byte (alternating a low-bit and a
+/// continuation-bit flip) of every vector. Under qemu-user, where the big-endian targets run
+/// this suite about twenty times slower, every ninth offset is taken instead; the native run
+/// covers them all.
+#[test]
+fn same_first_error_on_every_truncation_and_corruption() {
+    let stride = if cfg!(target_endian = "big") { 9 } else { 1 };
+    for (name, file) in vectors() {
+        for len in (0..file.len()).step_by(stride) {
+            all_ways_agree(&format!("{name}[..{len}]"), &file[..len]);
+        }
+        for at in (0..file.len()).step_by(stride) {
+            let flip = if at % 2 == 0 { 0x01 } else { 0x80 };
+            let mut bad = file.clone();
+            bad[at] ^= flip;
+            all_ways_agree(&format!("{name} ^{flip:#x}@{at}"), &bad);
+        }
+    }
+}
+
+/// A valid file where each of `threads` threads has one sample of a two-frame stack, as a
+/// server with short-lived threads gives; CPython reads it.
+fn many_threads(threads: u64) -> Vec<u8> {
+    let mut b = FileBuilder::new(LittleEndian);
+    for tid in 0..threads {
+        // FULL, delta 0, status 0, depth 2, frames (tid % 4, 0).
+        b.prefix(tid, 0, 1).bytes(&[0, 0, 2, (tid % 4) as u8, 0]);
+    }
+    b.sample_count = threads;
+    b.thread_count = threads as u32;
+    b.build()
+}
+
+#[test]
+fn a_million_threads_decode_in_memory_that_follows_their_stacks() {
+    const THREADS: u64 = 1_000_000;
+    let file = many_threads(THREADS);
+    let cap = ReaderCapacity { threads: usize::MAX, ..SMALL_READER };
+    let mut storage = VecReaderStorage::new(cap).unwrap();
+    {
+        let mut reader = Reader::open(Cursor::new(&file[..]), storage.storage()).unwrap();
+        let mut n = 0u64;
+        while let Some(Record::Sample(s)) = reader.next_record().unwrap() {
+            assert_eq!((s.thread_id, s.stack), (n, &[(n % 4) as u32, 0][..]));
+            n += 1;
+        }
+        assert_eq!((n, reader.threads_seen()), (THREADS, THREADS as usize));
+    }
+    let per_thread = storage.thread_bytes() as f64 / THREADS as f64;
+    eprintln!("thread table: {} bytes, {per_thread:.0} per thread", storage.thread_bytes());
+    // Entry 32 B, index 8–16 B, a 4-id chunk 16 B, and at most doubling slack.
+    assert!(per_thread <= 128.0, "{per_thread} bytes per thread");
+
+    // Bounded storage still refuses more threads than it allows, with a typed error.
+    let mut small = VecReaderStorage::new(ReaderCapacity { threads: 1000, ..SMALL_READER }).unwrap();
+    let mut reader = Reader::open(Cursor::new(&file[..]), small.storage()).unwrap();
+    let err = loop {
+        match reader.next_record() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("more threads than the storage allows"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(
+        err,
+        ReadError::Capacity { resource: tachyon_core::storage::Resource::Threads, capacity: 1000, .. }
+    ));
+}
+
+#[test]
+fn stacks_grow_and_shrink_through_every_chunk_size() {
+    // One thread climbs to 256 frames one SUFFIX at a time while another alternates; then
+    // the first pops back down with POP_PUSH and jumps with FULL. Expected stacks follow
+    // the spec's rules on the record contents written here.
+    let mut b = FileBuilder::new(LittleEndian);
+    b.frames =
+        (0..300).map(|i| tachyon_core::tables::FrameEntry { filename: 0, funcname: 1, ..b.frames[i % 4] }).collect();
+    let mut expect: Vec<(u64, Vec<u32>)> = Vec::new();
+    let mut climbing: Vec<u32> = Vec::new();
+    for depth in 1..=256u32 {
+        // SUFFIX: shared = current depth, push 1 (innermost first).
+        b.prefix(1, 0, 2).varint(0).bytes(&[0]).varint(u64::from(depth - 1)).varint(1).varint(u64::from(depth));
+        climbing.insert(0, depth);
+        expect.push((1, climbing.clone()));
+        let other = vec![depth % 7, 299];
+        b.prefix(2, 0, 1).varint(0).bytes(&[0]).varint(2).varint(u64::from(depth % 7)).varint(299);
+        expect.push((2, other));
+    }
+    // POP_PUSH 250 frames, push 2.
+    b.prefix(1, 0, 3).varint(0).bytes(&[0]).varint(250).varint(2).varint(7).varint(8);
+    climbing.drain(..250);
+    climbing.splice(0..0, [7, 8]);
+    expect.push((1, climbing.clone()));
+    // FULL back to depth 3, then a REPEAT of it.
+    b.prefix(1, 0, 1).varint(0).bytes(&[0]).varint(3).varint(5).varint(6).varint(9);
+    expect.push((1, vec![5, 6, 9]));
+    b.prefix(1, 0, 0).varint(2).bytes(&[0, 0, 0, 0]);
+    expect.extend([(1, vec![5, 6, 9]), (1, vec![5, 6, 9])]);
+    b.sample_count = expect.len() as u64;
+    b.thread_count = 2;
+    let file = b.build();
+    let trace = decode(&file, 1 << 16, Walk::Records, false);
+    assert_eq!(trace.end, Ok(expect.len() as u64));
+    let got: Vec<(u64, Vec<u32>)> = trace.samples.into_iter().map(|s| (s.2, s.4)).collect();
+    assert_eq!(got, expect);
+    all_ways_agree("climb", &file);
+}
