@@ -262,6 +262,21 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.record(thread, timestamp_us, status, kept.len())
     }
 
+    /// Writes one more sample of a thread with the stack of its previous sample (an empty
+    /// stack for a thread not seen yet): what a REPEAT entry holds. The same bytes as passing
+    /// that stack again, without the stack to copy and compare; re-encoding a file's REPEAT
+    /// runs, or a runtime whose thread has not moved, can use it.
+    pub fn repeat_thread_sample(
+        &mut self,
+        timestamp_us: u64,
+        interpreter_id: u32,
+        thread_id: u64,
+        status: u8,
+    ) -> Result<(), WriteError<W::Error>> {
+        let thread = self.begin_sample(interpreter_id, thread_id)?;
+        self.repeat(thread, timestamp_us, status)
+    }
+
     /// Records `set_stats()`; the last call wins. Values CPython rejects are refused.
     pub fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<W::Error>> {
         self.check_open()?;
@@ -440,49 +455,50 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     /// Encodes the sample whose stack is `scratch[..depth]` (spec 5.5–5.7).
     fn record(&mut self, thread: usize, ts: u64, status: u8, depth: usize) -> Result<(), WriteError<W::Error>> {
-        let t = *self.store.threads.get(thread);
-        let delta = ts.wrapping_sub(t.prev_ts);
         // A stack record's encoding, its one or two counts, and how many frames it lists.
-        let record = match choose_change(self.store.threads.prev_stack(thread), &self.scratch[..depth]) {
-            StackChange::Repeat => None,
-            StackChange::Full => Some((Encoding::Full, depth, None)),
-            StackChange::Suffix { shared, push } => Some((Encoding::Suffix, shared, Some(push))),
-            StackChange::PopPush { pop, push } => Some((Encoding::PopPush, pop, Some(push))),
-        };
-        match record {
-            None => {
-                if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
-                    self.flush_run(thread)?;
-                }
-                let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
-                let mut delta_bytes = [0u8; MAX_VARINT_LEN];
-                let n = varint::encode_u64(delta, &mut delta_bytes);
-                entry[..n].copy_from_slice(&delta_bytes[..n]);
-                entry[n] = status;
-                self.store.threads.push_rle(thread, &entry[..=n]);
-            }
-            Some((encoding, first, second)) => {
-                if t.rle_count > 0 {
-                    self.flush_run(thread)?;
-                }
-                self.make_room(MAX_STACK_RECORD_LEN)?;
-                let prefix =
-                    Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 };
-                self.stage(&prefix.encode(self.endian));
-                self.stage_varint(delta);
-                self.stage(&[status]);
-                self.stage_varint(first as u64);
-                if let Some(second) = second {
-                    self.stage_varint(second as u64);
-                }
-                // FULL lists the whole stack; SUFFIX and POP_PUSH the `push` innermost frames.
-                for i in 0..second.unwrap_or(depth) {
-                    self.stage_varint(u64::from(self.scratch[i]));
-                }
-                let (store, scratch) = (&mut self.store, &self.scratch);
-                store.threads.set_prev_stack(thread, &scratch[..depth]);
-            }
+        let (encoding, first, second) =
+            match choose_change(self.store.threads.prev_stack(thread), &self.scratch[..depth]) {
+                StackChange::Repeat => return self.repeat(thread, ts, status),
+                StackChange::Full => (Encoding::Full, depth, None),
+                StackChange::Suffix { shared, push } => (Encoding::Suffix, shared, Some(push)),
+                StackChange::PopPush { pop, push } => (Encoding::PopPush, pop, Some(push)),
+            };
+        if self.store.threads.get(thread).rle_count > 0 {
+            self.flush_run(thread)?;
         }
+        self.make_room(MAX_STACK_RECORD_LEN)?;
+        let t = *self.store.threads.get(thread);
+        let prefix = Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 };
+        self.stage(&prefix.encode(self.endian));
+        self.stage_varint(ts.wrapping_sub(t.prev_ts));
+        self.stage(&[status]);
+        self.stage_varint(first as u64);
+        if let Some(second) = second {
+            self.stage_varint(second as u64);
+        }
+        // FULL lists the whole stack; SUFFIX and POP_PUSH the `push` innermost frames.
+        for i in 0..second.unwrap_or(depth) {
+            self.stage_varint(u64::from(self.scratch[i]));
+        }
+        let (store, scratch) = (&mut self.store, &self.scratch);
+        store.threads.set_prev_stack(thread, &scratch[..depth]);
+        store.threads.get_mut(thread).prev_ts = ts;
+        self.sample_count += 1;
+        Ok(())
+    }
+
+    /// Adds a sample with the thread's previous stack to its pending REPEAT run.
+    fn repeat(&mut self, thread: usize, ts: u64, status: u8) -> Result<(), WriteError<W::Error>> {
+        let t = *self.store.threads.get(thread);
+        if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
+            self.flush_run(thread)?;
+        }
+        let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
+        let mut delta_bytes = [0u8; MAX_VARINT_LEN];
+        let n = varint::encode_u64(ts.wrapping_sub(t.prev_ts), &mut delta_bytes);
+        entry[..n].copy_from_slice(&delta_bytes[..n]);
+        entry[n] = status;
+        self.store.threads.push_rle(thread, &entry[..=n]);
         self.store.threads.get_mut(thread).prev_ts = ts;
         self.sample_count += 1;
         Ok(())
