@@ -5,19 +5,19 @@
 //! - frames of the profiler's own `_sync_coordinator.py` removed (CPython's
 //!   `filter_internal_frames`);
 //! - grouped into *calls*: each FULL, SUFFIX or POP_PUSH record is one call, a REPEAT record one
-//!   call per run of consecutive equal status bytes (spec 9.4). Counting collectors only need
-//!   the samples; the Firefox profiler's state markers are taken once per call.
+//!   call per run of consecutive equal status bytes (spec 9.4), each with its stack once and
+//!   the list of its timestamps. Counting collectors add the list's length; the Firefox
+//!   profiler's state markers are taken once per call.
 //!
 //! Per-frame facts are computed once from the tables, which are complete before the first
-//! sample, so the per-sample work is on frame ids only and memory does not grow with the
-//! number of samples.
+//! sample, so the per-call work is on frame ids only, the per-sample work is decoding a
+//! timestamp, and memory does not grow with the number of samples.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use embedded_io::{Read, Seek};
-use tachyon_core::reader::Tables;
-use tachyon_core::records::Encoding;
+use tachyon_core::reader::{Record, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{ReadError, Reader};
 
@@ -109,13 +109,27 @@ impl FrameTable {
     pub fn frame(&self, id: u32) -> &FrameInfo {
         &self.frames[id as usize]
     }
+
+    /// `stack` without the profiler's own frames (copied into `scratch` only if it has any).
+    pub fn visible<'a>(&self, stack: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
+        if !self.any_internal {
+            return stack;
+        }
+        scratch.clear();
+        scratch.extend(stack.iter().copied().filter(|&id| !self.frame(id).internal));
+        scratch
+    }
 }
 
-/// One thread sample as a collector sees it.
+/// One CPython `collect()` call as a collector sees it: one thread with one status and one
+/// stack, standing for the samples at `timestamps_us`. A FULL, SUFFIX or POP_PUSH record is a
+/// call of one sample; a REPEAT record is one call per run of equal statuses (spec 9.4),
+/// handed over in parts of at most [`CALL_PART`] timestamps so that memory stays bounded
+/// whatever count a record declares.
 #[derive(Debug, Clone, Copy)]
-pub struct ReplaySample<'a> {
-    /// Timestamp, µs.
-    pub timestamp_us: u64,
+pub struct Call<'a> {
+    /// Timestamps of the samples, µs, in file order; never empty.
+    pub timestamps_us: &'a [u64],
     /// Interpreter id.
     pub interpreter_id: u32,
     /// Thread id.
@@ -124,18 +138,32 @@ pub struct ReplaySample<'a> {
     pub status: u8,
     /// Frame ids, innermost first, internal frames removed; may be empty.
     pub stack: &'a [u32],
-    /// First sample of a CPython `collect()` call (see the module documentation).
-    pub starts_call: bool,
+    /// A further part of the call before it (same thread, status and stack): collectors
+    /// that act once per call (the Firefox profiler's state markers) act on the first part.
+    pub continued: bool,
 }
 
-/// Something that consumes replayed samples.
+impl Call<'_> {
+    /// Samples this call stands for.
+    pub fn samples(&self) -> u64 {
+        self.timestamps_us.len() as u64
+    }
+}
+
+/// Most timestamps in one part of a call.
+pub const CALL_PART: usize = 4096;
+
+/// Something that consumes replayed samples, a call at a time.
 pub trait Collector {
-    /// One sample.
-    fn sample(&mut self, frames: &FrameTable, sample: &ReplaySample<'_>);
+    /// One call, or a further part of one.
+    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>);
 }
 
-/// Feeds every remaining sample of `reader` to `collector`, calling `progress` with the
-/// number of samples so far every [`PROGRESS_EVERY`] samples. Returns the number of samples.
+/// Feeds every remaining sample of `reader` to `collector` as CPython's replay does, a
+/// record at a time: the stack of a REPEAT run is filtered once and handed over with its
+/// timestamps, so a run costs what one sample costs plus a timestamp each. Calls `progress`
+/// with the number of samples so far about every [`PROGRESS_EVERY`] samples. Returns the
+/// number of samples.
 pub fn replay<R: Read + Seek>(
     reader: &mut Reader<'_, R>,
     frames: &FrameTable,
@@ -143,34 +171,55 @@ pub fn replay<R: Read + Seek>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ReadError<R::Error>> {
     let mut filtered: Vec<u32> = Vec::new();
-    let mut previous: Option<(u64, u8)> = None;
-    let mut count = 0u64;
-    while let Some(s) = reader.next_sample()? {
-        let starts_call = s.encoding != Encoding::Repeat || previous != Some((s.record, s.status));
-        previous = Some((s.record, s.status));
-        let stack = if frames.any_internal {
-            filtered.clear();
-            filtered.extend(s.stack.iter().copied().filter(|&id| !frames.frame(id).internal));
-            &filtered[..]
-        } else {
-            s.stack
-        };
-        let sample = ReplaySample {
-            timestamp_us: s.timestamp_us,
-            interpreter_id: s.interpreter_id,
-            thread_id: s.thread_id,
-            status: s.status,
-            stack,
-            starts_call,
-        };
-        collector.sample(frames, &sample);
-        count += 1;
-        if count % PROGRESS_EVERY == 0 {
-            progress(count);
+    let mut times: Vec<u64> = Vec::with_capacity(CALL_PART);
+    let mut next_report = PROGRESS_EVERY;
+    while let Some(record) = reader.next_record()? {
+        match record {
+            Record::Sample(s) => {
+                let call = Call {
+                    timestamps_us: &[s.timestamp_us],
+                    interpreter_id: s.interpreter_id,
+                    thread_id: s.thread_id,
+                    status: s.status,
+                    stack: frames.visible(s.stack, &mut filtered),
+                    continued: false,
+                };
+                collector.collect(frames, &call);
+            }
+            Record::Repeat(mut run) => {
+                let stack = frames.visible(run.stack, &mut filtered);
+                let (interpreter_id, thread_id) = (run.interpreter_id, run.thread_id);
+                let mut status = None;
+                let mut continued = false;
+                loop {
+                    let entry = run.next_entry()?;
+                    let ends_part = match entry {
+                        None => true,
+                        Some(e) => status != Some(e.status) || times.len() == CALL_PART,
+                    };
+                    if let (true, Some(s)) = (ends_part && !times.is_empty(), status) {
+                        let call =
+                            Call { timestamps_us: &times, interpreter_id, thread_id, status: s, stack, continued };
+                        collector.collect(frames, &call);
+                        times.clear();
+                        // A full part of the same status goes on in the next one.
+                        continued = entry.is_some_and(|e| e.status == s);
+                    }
+                    let Some(e) = entry else { break };
+                    status = Some(e.status);
+                    times.push(e.timestamp_us);
+                }
+            }
+        }
+        let done = reader.samples_decoded();
+        if done >= next_report {
+            progress(done);
+            next_report = done + PROGRESS_EVERY;
         }
     }
-    progress(count);
-    Ok(count)
+    let done = reader.samples_decoded();
+    progress(done);
+    Ok(done)
 }
 
 /// Python's `os.path.basename` on a POSIX path: everything after the last `/`.

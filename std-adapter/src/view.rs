@@ -5,7 +5,7 @@
 use std::io;
 
 use serde_json::{json, Value};
-use tachyon_core::reader::{Metadata, ResolvedFrame, Sample};
+use tachyon_core::reader::{Metadata, ResolvedFrame, Sample, Tables};
 
 /// `get_info()` of a file.
 pub fn info(meta: &Metadata, string_count: usize, frame_count: usize) -> Value {
@@ -92,24 +92,30 @@ pub fn write_sample_line(out: &mut impl io::Write, s: &Sample<'_>) -> io::Result
     SampleLines::default().write(out, s)
 }
 
-/// Writes sample lines like [`write_sample_line`], rendering each frame's JSON once and
-/// copying it afterwards (memory: one rendered frame per frame id used).
+/// Writes sample lines like [`write_sample_line`], rendering each frame's JSON once and a
+/// stack's once per stack: the samples of a REPEAT run share it ([`Self::set_stack`], then
+/// [`Self::write_line`] per sample). Memory: one rendered frame per frame id used.
 #[derive(Debug, Default)]
 pub struct SampleLines {
     rendered: Vec<Option<Box<[u8]>>>,
+    /// `[frame,...]}` and the newline: the end of every line of the current stack.
+    tail: Vec<u8>,
 }
 
 impl SampleLines {
     /// Writes the line of `s`.
     pub fn write(&mut self, out: &mut impl io::Write, s: &Sample<'_>) -> io::Result<()> {
-        write!(
-            out,
-            "{{\"ts\":{},\"iid\":{},\"tid\":{},\"status\":{},\"frames\":[",
-            s.timestamp_us, s.interpreter_id, s.thread_id, s.status
-        )?;
-        for (i, &id) in s.stack.iter().enumerate() {
+        self.set_stack(s.tables(), s.stack)?;
+        self.write_line(out, s.timestamp_us, s.interpreter_id, s.thread_id, s.status)
+    }
+
+    /// Renders the frames of `stack` for the lines that follow.
+    pub fn set_stack(&mut self, tables: &Tables<'_>, stack: &[u32]) -> io::Result<()> {
+        self.tail.clear();
+        self.tail.push(b'[');
+        for (i, &id) in stack.iter().enumerate() {
             if i > 0 {
-                out.write_all(b",")?;
+                self.tail.push(b',');
             }
             let slot = id as usize;
             if self.rendered.len() <= slot {
@@ -117,14 +123,76 @@ impl SampleLines {
             }
             if self.rendered[slot].is_none() {
                 let mut text = Vec::new();
-                if let Some(f) = s.tables().frame(id) {
+                if let Some(f) = tables.frame(id) {
                     write_frame(&mut text, &f)?;
                 }
                 self.rendered[slot] = Some(text.into_boxed_slice());
             }
-            out.write_all(self.rendered[slot].as_deref().unwrap_or_default())?;
+            self.tail.extend_from_slice(self.rendered[slot].as_deref().unwrap_or_default());
         }
-        out.write_all(b"]}\n")
+        self.tail.extend_from_slice(b"]}\n");
+        Ok(())
+    }
+
+    /// Writes one line with the stack last set.
+    pub fn write_line(
+        &mut self,
+        out: &mut impl io::Write,
+        timestamp_us: u64,
+        interpreter_id: u32,
+        thread_id: u64,
+        status: u8,
+    ) -> io::Result<()> {
+        let mut head = Digits::default();
+        head.push(b"{\"ts\":");
+        head.number(timestamp_us);
+        head.push(b",\"iid\":");
+        head.number(interpreter_id.into());
+        head.push(b",\"tid\":");
+        head.number(thread_id);
+        head.push(b",\"status\":");
+        head.number(status.into());
+        head.push(b",\"frames\":");
+        out.write_all(head.as_bytes())?;
+        out.write_all(&self.tail)
+    }
+}
+
+/// A line's head built on the stack: fixed text and decimal numbers (at most 4 × 20 digits
+/// and 38 bytes of keys).
+struct Digits {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Default for Digits {
+    fn default() -> Self {
+        Digits { buf: [0; 128], len: 0 }
+    }
+}
+
+impl Digits {
+    fn push(&mut self, text: &[u8]) {
+        self.buf[self.len..self.len + text.len()].copy_from_slice(text);
+        self.len += text.len();
+    }
+
+    fn number(&mut self, mut v: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 

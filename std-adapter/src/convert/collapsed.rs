@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::replay::{basename, Collector, FrameTable, ReplaySample};
+use crate::replay::{basename, Call, Collector, FrameTable};
 
 /// Counts stacks per thread.
 #[derive(Debug, Default)]
@@ -17,7 +17,7 @@ pub struct CollapsedCollector {
 }
 
 impl Collector for CollapsedCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         if s.stack.is_empty() {
             return;
         }
@@ -25,10 +25,10 @@ impl Collector for CollapsedCollector {
         self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
         self.key.extend(s.stack.iter().rev().map(|&id| frames.frame(id).function));
         if let Some(entry) = self.stacks.get_mut(&self.key[..]) {
-            entry.0 += 1;
+            entry.0 += s.samples();
         } else {
             let order = self.stacks.len();
-            self.stacks.insert(self.key.clone().into_boxed_slice(), (1, order));
+            self.stacks.insert(self.key.clone().into_boxed_slice(), (s.samples(), order));
         }
     }
 }

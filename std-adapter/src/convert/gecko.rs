@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::StringIndex;
-use crate::replay::{basename, Collector, FrameTable, ReplaySample};
+use crate::replay::{basename, Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 const HAS_GIL: u8 = 1;
@@ -234,7 +234,7 @@ impl GeckoCollector {
         }
     }
 
-    fn start_call(&mut self, frames: &FrameTable, s: &ReplaySample<'_>, t: f64) {
+    fn start_call(&mut self, frames: &FrameTable, s: &Call<'_>, t: f64) {
         self.end_call();
         self.call = Some((t, 0));
         self.call_stack = None;
@@ -359,17 +359,20 @@ impl GeckoCollector {
 }
 
 impl Collector for GeckoCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
-        let base = *self.base_us.get_or_insert(s.timestamp_us);
-        let t = ms_between(s.timestamp_us, base);
-        if s.starts_call {
-            self.start_call(frames, s, t);
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
+        let Some(&first) = s.timestamps_us.first() else { return };
+        let base = *self.base_us.get_or_insert(first);
+        if !s.continued {
+            self.start_call(frames, s, ms_between(first, base));
         }
-        if let Some(call) = &mut self.call {
-            *call = (t, call.1 + 1);
-        }
-        if let Some((thread, stack)) = self.call_stack {
-            self.threads[thread].samples.push((stack, t));
+        for &ts in s.timestamps_us {
+            let t = ms_between(ts, base);
+            if let Some(call) = &mut self.call {
+                *call = (t, call.1 + 1);
+            }
+            if let Some((thread, stack)) = self.call_stack {
+                self.threads[thread].samples.push((stack, t));
+            }
         }
     }
 }

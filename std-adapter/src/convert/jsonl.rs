@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::StringIndex;
-use crate::replay::{Collector, FrameTable, ReplaySample};
+use crate::replay::{Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 const CHUNK: usize = 256;
@@ -34,23 +34,24 @@ pub struct JsonlCollector {
 }
 
 impl Collector for JsonlCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         if s.stack.is_empty() {
             return;
         }
+        let n = s.samples();
         if self.export_id.len() < frames.frames.len() {
             self.export_id.resize(frames.frames.len(), None);
         }
-        self.samples_total += 1;
+        self.samples_total += n;
         self.generation += 1;
         for (i, &id) in s.stack.iter().enumerate() {
             let f = self.frame_id(frames, id) as usize;
             if i == 0 {
-                self.counts[f].0 += 1;
+                self.counts[f].0 += n;
             }
             if self.seen[f] != self.generation {
                 self.seen[f] = self.generation;
-                self.counts[f].1 += 1;
+                self.counts[f].1 += n;
             }
         }
     }

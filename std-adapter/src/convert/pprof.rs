@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use prost::Message;
 
 use super::StringIndex;
-use crate::replay::{Collector, FrameTable, ReplaySample};
+use crate::replay::{Call, Collector, FrameTable};
 
 /// `perftools.profiles.Profile`, the fields this writer uses.
 #[derive(Clone, PartialEq, Message)]
@@ -146,8 +146,9 @@ pub struct PprofCollector {
 }
 
 impl Collector for PprofCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
-        self.last_us = Some(self.last_us.map_or(s.timestamp_us, |t| t.max(s.timestamp_us)));
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
+        let last = s.timestamps_us.iter().copied().max().unwrap_or(0);
+        self.last_us = Some(self.last_us.map_or(last, |t| t.max(last)));
         if s.stack.is_empty() {
             return;
         }
@@ -155,10 +156,10 @@ impl Collector for PprofCollector {
         self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
         self.key.extend(s.stack.iter().map(|&id| frames.frame(id).function));
         match self.stacks.get(&self.key[..]) {
-            Some(&i) => self.counts[i].1 += 1,
+            Some(&i) => self.counts[i].1 += s.samples(),
             None => {
                 self.stacks.insert(self.key.clone().into_boxed_slice(), self.counts.len());
-                self.counts.push((self.key.clone().into_boxed_slice(), 1));
+                self.counts.push((self.key.clone().into_boxed_slice(), s.samples()));
             }
         }
     }

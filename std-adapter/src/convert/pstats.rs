@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::replay::{basename, Collector, FrameTable, FunctionKey, ReplaySample};
+use crate::replay::{basename, Call, Collector, FrameTable, FunctionKey};
 
 /// Aggregates samples per function key.
 #[derive(Debug, Default)]
@@ -29,10 +29,11 @@ pub struct PstatsCollector {
 }
 
 impl Collector for PstatsCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         if s.stack.is_empty() {
             return;
         }
+        let n = s.samples();
         if self.counts.len() < frames.functions.len() {
             self.counts.resize(frames.functions.len(), None);
             self.seen.resize(frames.functions.len(), 0);
@@ -42,18 +43,18 @@ impl Collector for PstatsCollector {
             let k = frames.frame(id).function as usize;
             if self.seen[k] != self.generation {
                 self.seen[k] = self.generation;
-                self.touch(k).1 += 1;
+                self.touch(k).1 += n;
             }
         }
         let top = frames.frame(s.stack[0]).function as usize;
-        self.touch(top).0 += 1;
+        self.touch(top).0 += n;
         for pair in s.stack.windows(2) {
             let callee = frames.frame(pair[0]).function;
             let caller = frames.frame(pair[1]).function;
             let list = self.callers.entry(callee).or_default();
             match list.iter_mut().find(|(c, _)| *c == caller) {
-                Some((_, n)) => *n += 1,
-                None => list.push((caller, 1)),
+                Some((_, calls)) => *calls += n,
+                None => list.push((caller, n)),
             }
         }
     }

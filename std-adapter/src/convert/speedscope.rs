@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::replay::{Collector, FrameTable, ReplaySample};
+use crate::replay::{Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 #[derive(Debug, Default)]
@@ -31,7 +31,7 @@ pub struct SpeedscopeCollector {
 }
 
 impl Collector for SpeedscopeCollector {
-    fn sample(&mut self, frames: &FrameTable, s: &ReplaySample<'_>) {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         if s.stack.is_empty() {
             return;
         }
@@ -53,8 +53,8 @@ impl Collector for SpeedscopeCollector {
             }
         };
         match th.runs.last_mut() {
-            Some((last, n)) if *last == stack => *n += 1,
-            _ => th.runs.push((stack, 1)),
+            Some((last, n)) if *last == stack => *n += s.samples(),
+            _ => th.runs.push((stack, s.samples())),
         }
     }
 }

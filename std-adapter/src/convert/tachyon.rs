@@ -8,6 +8,7 @@
 //! order decides the final flush; every thread's samples still come back, in order.
 
 use embedded_io::{Read, Seek, Write};
+use tachyon_core::reader::Record;
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
 use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
@@ -17,7 +18,9 @@ use super::ConvertError;
 use crate::open::OwnedWriterStorage;
 use crate::replay::PROGRESS_EVERY;
 
-/// Most threads the output gets room for (the header's count is only an upper bound).
+/// Most threads the output gets room for (the header's count is only an upper bound). The
+/// writer's thread table is fixed at creation, with a 16 KiB REPEAT buffer per thread as
+/// CPython's, so a file with more threads than this is refused with a capacity error.
 const MAX_THREADS: usize = 1 << 16;
 
 /// Writes every sample of `reader` into `sink` in byte order `endian`, with `compression`
@@ -72,19 +75,33 @@ where
         });
     }
     let mut stack: Vec<FrameId> = Vec::new();
-    let mut count = 0u64;
-    while let Some(s) = reader.next_sample().map_err(ConvertError::Read)? {
-        stack.clear();
-        stack.extend(s.stack.iter().map(|&id| ids[id as usize]));
-        writer
-            .write_thread_sample_ids(s.timestamp_us, s.interpreter_id, s.thread_id, s.status, &stack)
-            .map_err(werr)?;
-        count += 1;
-        if count % PROGRESS_EVERY == 0 {
-            progress(count);
+    let mut next_report = PROGRESS_EVERY;
+    while let Some(record) = reader.next_record().map_err(ConvertError::Read)? {
+        match record {
+            Record::Sample(s) => {
+                stack.clear();
+                stack.extend(s.stack.iter().map(|&id| ids[id as usize]));
+                writer
+                    .write_thread_sample_ids(s.timestamp_us, s.interpreter_id, s.thread_id, s.status, &stack)
+                    .map_err(werr)?;
+            }
+            // The writer's previous stack for the thread is this run's stack, mapped: every
+            // sample before it was written in file order.
+            Record::Repeat(mut run) => {
+                while let Some(e) = run.next_entry().map_err(ConvertError::Read)? {
+                    writer
+                        .repeat_thread_sample(e.timestamp_us, run.interpreter_id, run.thread_id, e.status)
+                        .map_err(werr)?;
+                }
+            }
+        }
+        let done = reader.samples_decoded();
+        if done >= next_report {
+            progress(done);
+            next_report = done + PROGRESS_EVERY;
         }
     }
-    progress(count);
+    progress(reader.samples_decoded());
     if let Some(stats) = meta.stats {
         writer.set_stats(stats).map_err(werr)?;
     }
