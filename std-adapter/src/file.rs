@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter};
 use std::path::Path;
+use std::sync::Arc;
 
 use embedded_io::{ErrorType, Read, Seek, SeekFrom, Write};
 use memmap2::Mmap;
@@ -65,10 +66,20 @@ pub fn create(path: &Path) -> io::Result<FileSink> {
     Ok(StdIo(BufWriter::with_capacity(256 << 10, File::create(path)?)))
 }
 
+/// A read-only mapping that several readers (threads) can share.
+#[derive(Debug, Clone)]
+pub struct SharedMap(Arc<Mmap>);
+
+impl AsRef<[u8]> for SharedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// A profile file opened for reading.
 pub enum FileSource {
     /// Memory-mapped: reads are copies out of the mapping.
-    Mapped(Cursor<Mmap>),
+    Mapped(Cursor<SharedMap>),
     /// Read through a buffer (pipes, special files, or where mapping failed).
     Buffered(StdIo<BufReader<File>>),
 }
@@ -83,10 +94,21 @@ impl FileSource {
         if std::env::var_os("TACHYON_NO_MMAP").is_none() && file.metadata()?.is_file() {
             // SAFETY: read-only mapping of a regular file; see the caveat above.
             if let Ok(map) = unsafe { Mmap::map(&file) } {
-                return Ok(FileSource::Mapped(Cursor::new(map)));
+                return Ok(FileSource::Mapped(Cursor::new(SharedMap(Arc::new(map)))));
             }
         }
         Ok(FileSource::Buffered(StdIo(BufReader::with_capacity(256 << 10, file))))
+    }
+}
+
+impl FileSource {
+    /// A second, independent reader over the same mapping (positioned at 0), for another
+    /// thread; `None` for a file read through a buffer.
+    pub fn second_handle(&self) -> Option<FileSource> {
+        match self {
+            FileSource::Mapped(c) => Some(FileSource::Mapped(Cursor::new(c.get_ref().clone()))),
+            FileSource::Buffered(_) => None,
+        }
     }
 }
 

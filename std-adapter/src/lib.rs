@@ -14,6 +14,7 @@ pub mod file;
 pub mod input;
 pub mod memory;
 pub mod open;
+pub mod region;
 pub mod replay;
 pub mod view;
 

@@ -19,7 +19,7 @@ use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::replay::PROGRESS_EVERY;
 use tachyon_core::header::HEADER_SIZE;
-use tachyon_core::reader::Metadata;
+use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
 
 #[derive(Parser)]
@@ -211,7 +211,7 @@ fn with_reader<T>(
     let mut src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
-    let mut reader = storage.open(src).map_err(|e| read_error(file, e))?;
+    let mut reader = storage.open_file(src).map_err(|e| read_error(file, e))?;
     f(&mut reader)
 }
 
@@ -245,11 +245,12 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
     })
 }
 
-/// Decodes every remaining sample, with a progress bar.
+/// Decodes every remaining record (a REPEAT run's entries are checked and skipped when the
+/// next record is read), with a progress bar.
 fn drain(file: &Path, reader: &mut Reader<'_, FileSource>, quiet: bool) -> Result<(), Failure> {
     let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-    while reader.next_sample().map_err(|e| read_error(file, e))?.is_some() {
-        progress.tick();
+    while reader.next_record().map_err(|e| read_error(file, e))?.is_some() {
+        progress.set(reader.samples_decoded());
     }
     Ok(())
 }
@@ -273,9 +274,20 @@ fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
         let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
         let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
         let mut lines = tachyon::view::SampleLines::default();
-        while let Some(s) = reader.next_sample().map_err(|e| read_error(file, e))? {
-            lines.write(&mut out, &s).map_err(io_err)?;
-            progress.tick();
+        while let Some(record) = reader.next_record().map_err(|e| read_error(file, e))? {
+            match record {
+                Record::Sample(s) => lines.write(&mut out, &s).map_err(io_err)?,
+                Record::Repeat(mut run) => {
+                    // A run's frames are rendered once for all its lines.
+                    lines.set_stack(run.tables(), run.stack).map_err(io_err)?;
+                    while let Some(e) = run.next_entry().map_err(|e| read_error(file, e))? {
+                        lines
+                            .write_line(&mut out, e.timestamp_us, run.interpreter_id, run.thread_id, e.status)
+                            .map_err(io_err)?;
+                    }
+                }
+            }
+            progress.set(reader.samples_decoded());
         }
         out.flush().map_err(io_err)
     })
@@ -353,7 +365,8 @@ struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     shown: bool,
-    done: u64,
+    /// The bar moves when this many samples are done.
+    next: u64,
 }
 
 impl Progress {
@@ -366,14 +379,15 @@ impl Progress {
             );
             bar
         });
-        Progress { bar, started: Instant::now(), shown: false, done: 0 }
+        Progress { bar, started: Instant::now(), shown: false, next: PROGRESS_EVERY }
     }
 
-    /// One more sample; the bar moves every [`PROGRESS_EVERY`] samples.
-    fn tick(&mut self) {
-        self.done += 1;
-        if self.done % PROGRESS_EVERY == 0 {
-            self.update(self.done);
+    /// `done` samples so far; the bar moves about every [`PROGRESS_EVERY`] samples.
+    #[inline]
+    fn set(&mut self, done: u64) {
+        if done >= self.next {
+            self.next = done + PROGRESS_EVERY;
+            self.update(done);
         }
     }
 

@@ -1,24 +1,36 @@
 //! Owned storage for one reader or one writer.
 //!
 //! Reader storage is sized from a file's metadata: the tables get what the footer declares,
-//! but never more than the file's bytes can hold (the bounds the reader then enforces),
-//! threads what the header declares up to a limit, so no count the file has not backed can
-//! make it allocate. Writer storage is sized by the caller's capacities; both carry the zstd
-//! buffers only when the file is compressed.
+//! but never more than the file's bytes can hold (the bounds the reader then enforces); the
+//! thread table starts empty and grows with the threads the samples actually use, so no count
+//! the file has not backed can make it allocate. A compressed file opened with
+//! [`OwnedReaderStorage::open_file`] is decompressed in a second thread while it is decoded.
+//! Writer storage is sized by the caller's capacities; both carry the zstd buffers only when
+//! the file is compressed.
+
+use std::io;
 
 use embedded_io::{Read, Seek, Write};
 use tachyon_core::compression::{
     compressor_workspace_bytes, decompressor_workspace_bytes, workspace_words, Compressor, Decompressor,
     CPYTHON_WINDOW_LOG,
 };
-use tachyon_core::reader::Metadata;
+use tachyon_core::header::HEADER_SIZE;
+use tachyon_core::reader::{Metadata, DEFAULT_MAX_DECOMPRESSED};
 use tachyon_core::storage::{ReaderCapacity, StorageError, VecReaderStorage, VecWriterStorage, WriterCapacity};
-use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError, Writer, WriterConfig, WriterStorage};
+use tachyon_core::{
+    Compression, Endianity, Position, ReadError, Reader, WriteError, Writer, WriterConfig, WriterStorage,
+};
+
+use crate::file::FileSource;
+use crate::region::ThreadedRegion;
 
 /// Limits on what a file can make the reader allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Most threads (each costs about 1 KiB of stack storage).
+    /// Most threads. Storage grows with the threads the samples use (about 60 bytes each
+    /// for shallow stacks, at most about 2 KiB for 256-frame ones), so by default there is
+    /// no limit but the header's count, which the reader enforces.
     pub max_threads: usize,
     /// Largest zstd window accepted, as a log2 (memory ≈ 2 × window).
     pub max_window_log: u32,
@@ -29,7 +41,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         // CPython writes 2 MiB windows; 2^23 leaves room for other zstd writers at ~9 MB.
-        Limits { max_threads: 1 << 16, max_window_log: 23.max(CPYTHON_WINDOW_LOG), read_buffer: 256 << 10 }
+        Limits { max_threads: usize::MAX, max_window_log: 23.max(CPYTHON_WINDOW_LOG), read_buffer: 256 << 10 }
     }
 }
 
@@ -37,10 +49,13 @@ impl Default for Limits {
 pub struct OwnedReaderStorage {
     /// Tables and window.
     pub tables: VecReaderStorage,
-    /// zstd workspace (empty for raw files).
-    pub zstd_workspace: Vec<u64>,
-    /// Compressed-input buffer (empty for raw files).
-    pub zstd_input: Vec<u8>,
+    /// zstd workspace (empty for raw files, and until a reader decompresses in this thread).
+    zstd_workspace: Vec<u64>,
+    /// Compressed-input buffer (likewise).
+    zstd_input: Vec<u8>,
+    /// The second thread's decompression, once started.
+    region: Option<ThreadedRegion>,
+    meta: Metadata,
     window_log: u32,
 }
 
@@ -48,7 +63,6 @@ impl OwnedReaderStorage {
     /// Sizes storage for the file behind `meta` (at most a few times the file's size); an
     /// error if that still exceeds the address space (possible on 32-bit targets).
     pub fn for_metadata(meta: &Metadata, limits: Limits) -> Result<Self, StorageError> {
-        let thread_bound = usize::try_from(meta.header.thread_count).unwrap_or(usize::MAX);
         let cap = ReaderCapacity {
             // Strings can only lie between the string table and the end of the file.
             string_bytes: usize::try_from(meta.file_len - meta.header.string_table_offset).unwrap_or(usize::MAX),
@@ -57,29 +71,46 @@ impl OwnedReaderStorage {
                 .unwrap_or(usize::MAX),
             frames: usize::try_from(u64::from(meta.footer.frame_count).min(meta.max_frame_count()))
                 .unwrap_or(usize::MAX),
-            threads: thread_bound.clamp(1, limits.max_threads),
+            threads: limits.max_threads,
             read_buffer: limits.read_buffer,
         };
-        let compressed = meta.is_compressed();
         Ok(OwnedReaderStorage {
             tables: VecReaderStorage::new(cap)?,
-            zstd_workspace: if compressed {
-                vec![0; workspace_words(decompressor_workspace_bytes(limits.max_window_log))]
-            } else {
-                Vec::new()
-            },
-            zstd_input: if compressed { vec![0; 128 << 10] } else { Vec::new() },
+            zstd_workspace: Vec::new(),
+            zstd_input: Vec::new(),
+            region: None,
+            meta: *meta,
             window_log: limits.max_window_log,
         })
     }
 
-    /// Opens `source` over this storage.
+    /// Opens `source` over this storage, decompressing a zstd region in this thread.
     pub fn open<R: Read + Seek>(&mut self, source: R) -> Result<Reader<'_, R>, ReadError<R::Error>> {
+        self.region = None;
+        if self.meta.is_compressed() && self.zstd_workspace.is_empty() {
+            self.zstd_workspace = vec![0; workspace_words(decompressor_workspace_bytes(self.window_log))];
+            self.zstd_input = vec![0; 128 << 10];
+        }
         let storage = self.tables.storage();
         match Decompressor::new(&mut self.zstd_workspace, &mut self.zstd_input, self.window_log) {
             Some(dec) => Reader::open_zstd(source, storage, dec),
             None => Reader::open(source, storage),
         }
+    }
+
+    /// Opens a file over this storage. A zstd region of a memory-mapped file is decompressed
+    /// in a second thread while this one decodes, when the machine has a second core; the
+    /// samples and errors are those of [`Self::open`].
+    pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        let second = source.second_handle().filter(|_| parallel && self.meta.is_compressed());
+        let Some(second) = second else {
+            return self.open(source);
+        };
+        let region = ThreadedRegion::spawn(second, &self.meta, self.window_log, DEFAULT_MAX_DECOMPRESSED)
+            .map_err(|error| ReadError::Io { position: Position::File(HEADER_SIZE as u64), error })?;
+        let region = self.region.insert(region);
+        Reader::open_with_region(source, self.tables.storage(), region)
     }
 }
 

@@ -1,0 +1,172 @@
+//! A zstd sample region decompressed in a second thread while the reader decodes, so that on
+//! two cores reading a compressed file costs about what decompressing it costs.
+//!
+//! The worker runs core's own [`ZstdRegion`] (the same decompression, rules and error
+//! positions as the reader's built-in path) over a second handle on the file and fills a ring
+//! of buffers; the reader takes them in order through [`RegionSource`]. An error is delivered
+//! where it occurred in the stream, after the bytes before it, as the built-in path would
+//! deliver it. Memory: the worker's zstd workspace and input buffer, plus [`BUFFERS`] ×
+//! [`BUFFER_BYTES`] in flight.
+
+use std::io;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
+
+use embedded_io::{Read, Seek};
+use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor};
+use tachyon_core::reader::{Metadata, ZstdRegion};
+use tachyon_core::{Position, ReadError, RegionSource};
+
+/// Buffers in the ring.
+pub const BUFFERS: usize = 4;
+/// Bytes per buffer.
+pub const BUFFER_BYTES: usize = 256 << 10;
+/// Compressed bytes read from the file at a time.
+const INPUT_BYTES: usize = 128 << 10;
+
+enum Chunk {
+    Bytes(Vec<u8>, usize),
+    End,
+    Failed(ReadError<io::Error>),
+}
+
+/// The decompressed sample region, made by a worker thread.
+pub struct ThreadedRegion {
+    full: Receiver<Chunk>,
+    empty: Option<Sender<Vec<u8>>>,
+    current: Vec<u8>,
+    len: usize,
+    pos: usize,
+    ended: bool,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl ThreadedRegion {
+    /// Starts decompressing the region of the file `meta` describes from `source` (a second
+    /// handle on that file, which the worker owns), refusing zstd windows above
+    /// `2^window_log_max` and regions above `max_decompressed` bytes.
+    pub fn spawn<R>(source: R, meta: &Metadata, window_log_max: u32, max_decompressed: u64) -> io::Result<Self>
+    where
+        R: Read<Error = io::Error> + Seek + Send + 'static,
+    {
+        let (full_tx, full) = mpsc::sync_channel(BUFFERS);
+        let (empty, empty_rx) = mpsc::channel();
+        for _ in 0..BUFFERS {
+            // The receiver is alive: it is in this function.
+            let _ = empty.send(vec![0u8; BUFFER_BYTES]);
+        }
+        let meta = *meta;
+        let worker = std::thread::Builder::new().name("tachyon-zstd".into()).spawn(move || {
+            decompress(source, &meta, window_log_max, max_decompressed, &full_tx, &empty_rx);
+        })?;
+        Ok(ThreadedRegion {
+            full,
+            empty: Some(empty),
+            current: Vec::new(),
+            len: 0,
+            pos: 0,
+            ended: false,
+            worker: Some(worker),
+        })
+    }
+}
+
+/// The worker: fills empty buffers with the region until it ends or fails, or until the
+/// reader hangs up.
+fn decompress<R: Read<Error = io::Error> + Seek>(
+    source: R,
+    meta: &Metadata,
+    window_log_max: u32,
+    max_decompressed: u64,
+    full: &SyncSender<Chunk>,
+    empty: &Receiver<Vec<u8>>,
+) {
+    let mut workspace = vec![0u64; workspace_words(decompressor_workspace_bytes(window_log_max))];
+    let mut input = vec![0u8; INPUT_BYTES];
+    let Some(dec) = Decompressor::new(&mut workspace, &mut input, window_log_max) else {
+        let error = io::Error::other("libzstd refused the decompression workspace");
+        let _ = full.send(Chunk::Failed(ReadError::Io { position: Position::File(0), error }));
+        return;
+    };
+    let mut region = match ZstdRegion::new(source, meta, dec, max_decompressed) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = full.send(Chunk::Failed(e));
+            return;
+        }
+    };
+    while let Ok(mut buf) = empty.recv() {
+        let mut len = 0;
+        let end = loop {
+            match region.read_region(&mut buf[len..]) {
+                Ok(0) => break Some(Chunk::End),
+                Ok(n) => {
+                    len += n;
+                    if len == buf.len() {
+                        break None;
+                    }
+                }
+                Err(e) => break Some(Chunk::Failed(e)),
+            }
+        };
+        if len > 0 && full.send(Chunk::Bytes(buf, len)).is_err() {
+            return;
+        }
+        if let Some(last) = end {
+            let _ = full.send(last);
+            return;
+        }
+    }
+}
+
+impl RegionSource<io::Error> for ThreadedRegion {
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<io::Error>> {
+        loop {
+            if self.pos < self.len {
+                let n = dst.len().min(self.len - self.pos);
+                dst[..n].copy_from_slice(&self.current[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            if self.ended {
+                return Ok(0);
+            }
+            if !self.current.is_empty() {
+                if let Some(empty) = &self.empty {
+                    // The worker may have finished already; then the buffer is not needed.
+                    let _ = empty.send(std::mem::take(&mut self.current));
+                }
+                (self.len, self.pos) = (0, 0);
+            }
+            match self.full.recv() {
+                Ok(Chunk::Bytes(buf, len)) => {
+                    self.current = buf;
+                    self.len = len;
+                    self.pos = 0;
+                }
+                Ok(Chunk::End) => self.ended = true,
+                Ok(Chunk::Failed(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.ended = true;
+                    let error = io::Error::other("the decompression thread stopped");
+                    return Err(ReadError::Io { position: Position::File(0), error });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ThreadedRegion {
+    fn drop(&mut self) {
+        // Hanging up ends the worker at its next send or receive.
+        self.empty = None;
+        let (_, full) = mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.full, full));
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! A zstd region decompressed in a second thread reads like one decompressed in the reader's
+//! own thread: the same samples from every compressed vector and the real profile in the
+//! box, and the same first error from their truncations and corruptions.
+
+use std::path::Path;
+
+use tachyon::file::FileSource;
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon_core::io::Cursor;
+use tachyon_core::reader::{Metadata, Record};
+use tachyon_core::{ReadError, Reader};
+
+/// Samples (thread, timestamp, status, stack length) and how the stream ended.
+fn walk<R: embedded_io::Read + embedded_io::Seek>(
+    reader: Result<Reader<'_, R>, ReadError<R::Error>>,
+) -> (Vec<(u64, u64, u8, usize)>, String)
+where
+    R::Error: std::fmt::Debug,
+{
+    let mut samples = Vec::new();
+    let mut reader = match reader {
+        Ok(r) => r,
+        Err(e) => return (samples, format!("{e:?}")),
+    };
+    loop {
+        match reader.next_record() {
+            Ok(None) => return (samples, format!("end after {}", reader.samples_decoded())),
+            Ok(Some(Record::Sample(s))) => samples.push((s.thread_id, s.timestamp_us, s.status, s.stack.len())),
+            Ok(Some(Record::Repeat(mut run))) => loop {
+                match run.next_entry() {
+                    Ok(Some(e)) => samples.push((run.thread_id, e.timestamp_us, e.status, run.stack.len())),
+                    Ok(None) => break,
+                    Err(e) => return (samples, format!("{e:?}")),
+                }
+            },
+            Err(e) => return (samples, format!("{e:?}")),
+        }
+    }
+}
+
+/// `bytes` read both ways; `Some` with what each saw when they differ.
+fn both_ways(bytes: &[u8], scratch: &Path) -> Option<String> {
+    let Ok(meta) = Metadata::read(&mut Cursor::new(bytes)) else { return None };
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+    let here = walk(storage.open(Cursor::new(bytes)));
+    std::fs::write(scratch, bytes).unwrap();
+    let source = FileSource::open(scratch).unwrap();
+    assert!(source.second_handle().is_some(), "a regular file is mapped");
+    let threaded = walk(storage.open_file(source));
+    (here != threaded).then(|| format!("in-thread {here:?}\nthreaded {threaded:?}"))
+}
+
+#[test]
+fn threaded_decompression_reads_like_the_readers_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let vectors = root.join("qemu-tests/vectors/cpython-3.15.2");
+    let mut files: Vec<(String, Vec<u8>, usize)> = Vec::new();
+    for name in ["09_zstd.x86_64", "09_zstd.s390x", "14_zstd_empty.x86_64", "14_zstd_empty.s390x"] {
+        files.push((name.into(), std::fs::read(vectors.join(format!("{name}.bin"))).unwrap(), 1));
+    }
+    files.push(("stdlib_work".into(), std::fs::read(root.join("examples/stdlib_work.pyb")).unwrap(), 97));
+    let scratch = std::env::temp_dir().join(format!("tachyon-threaded-{}.pyb", std::process::id()));
+    let mut failures = Vec::new();
+    let mut variants = 0;
+    for (name, good, stride) in &files {
+        let meta = Metadata::read(&mut Cursor::new(&good[..])).unwrap();
+        assert!(meta.is_compressed(), "{name} is compressed");
+        let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+        std::fs::write(&scratch, good).unwrap();
+        let (samples, end) = walk(storage.open_file(FileSource::open(&scratch).unwrap()));
+        assert_eq!(end, format!("end after {}", meta.header.sample_count), "{name}");
+        assert_eq!(samples.len() as u64, meta.header.sample_count, "{name}");
+        let mut check = |what: String, bytes: &[u8]| {
+            variants += 1;
+            if let Some(diff) = both_ways(bytes, &scratch) {
+                failures.push(format!("{what}:\n{diff}"));
+            }
+        };
+        check(name.clone(), good);
+        for len in (0..good.len()).step_by(*stride) {
+            check(format!("{name}[..{len}]"), &good[..len]);
+        }
+        for at in (0..good.len()).step_by(*stride) {
+            let mut bad = good.clone();
+            bad[at] ^= if at % 2 == 0 { 0x01 } else { 0x80 };
+            check(format!("{name} flipped at {at}"), &bad);
+        }
+    }
+    let _ = std::fs::remove_file(&scratch);
+    eprintln!("{variants} variants read both ways");
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+}
