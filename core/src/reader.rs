@@ -472,6 +472,46 @@ impl<R: Read> Refill<R::Error> for ZstdRefill<'_, '_, R> {
     }
 }
 
+/// Continuation bits of four REPEAT entries of three bytes (a two-byte delta and the status):
+/// set in each entry's first byte, clear in its second.
+const THREE_BYTE_CONTINUED: u128 = 0x80 | 0x80 << 24 | 0x80 << 48 | 0x80 << 72;
+const THREE_BYTE_ENDED: u128 = THREE_BYTE_CONTINUED << 8;
+
+/// Four REPEAT entries `(delta, status)` if `bytes` starts with four of three bytes each:
+/// sampling intervals of 128 µs to 16 ms give two-byte deltas, so this is what real runs
+/// are made of. One 16-byte load, a check of the continuation bits, fixed shifts.
+#[inline(always)]
+fn four_three_byte_entries(bytes: &[u8]) -> Option<[(u64, u8); 4]> {
+    let mut c = [0u8; 16];
+    c.copy_from_slice(bytes.get(..16)?);
+    let x = u128::from_le_bytes(c);
+    if x & THREE_BYTE_CONTINUED != THREE_BYTE_CONTINUED || x & THREE_BYTE_ENDED != 0 {
+        return None;
+    }
+    Some(core::array::from_fn(|k| {
+        let e = (x >> (24 * k)) as u32;
+        (u64::from(e & 0x7f) | u64::from((e >> 8) & 0x7f) << 7, (e >> 16) as u8)
+    }))
+}
+
+/// Two REPEAT entries and their length in bytes if `bytes` starts with two whose deltas take
+/// one or two bytes: decoded from one 8-byte word with shifts and masks, without a branch on
+/// the lengths (which the data decides, so they predict badly).
+#[inline(always)]
+fn two_short_entries(bytes: &[u8]) -> Option<([(u64, u8); 2], usize)> {
+    let mut c = [0u8; 8];
+    c.copy_from_slice(bytes.get(..8)?);
+    let w = u64::from_le_bytes(c);
+    let two_a = (w >> 7) & 1;
+    let w_b = w >> (8 * (2 + two_a));
+    let two_b = (w_b >> 7) & 1;
+    if two_a & (w >> 15) != 0 || two_b & (w_b >> 15) != 0 {
+        return None;
+    }
+    let entry = |w: u64, two: u64| ((w & 0x7f) | (((w >> 8) & 0x7f) * two) << 7, (w >> (8 * (1 + two))) as u8);
+    Some(([entry(w, two_a), entry(w_b, two_b)], (4 + two_a + two_b) as usize))
+}
+
 /// The largest record a reader accepts: the prefix, a 10-byte delta, the status, two 10-byte
 /// counts and 256 indices of 10 bytes each (CPython reads non-minimal varints).
 const LARGEST_RECORD: usize = PREFIX_LEN + MAX_VARINT_LEN + 1 + 2 * MAX_VARINT_LEN + MAX_STACK_DEPTH * MAX_VARINT_LEN;
@@ -488,6 +528,19 @@ trait RecordBytes<E> {
     #[inline]
     fn varint32(&mut self) -> Res<Result<u32, VarintError>, E> {
         Ok(self.varint()?.and_then(|v| u32::try_from(v).map_err(|_| VarintError::Exceeds32Bits)))
+    }
+
+    /// Fills `slots` with frame indices (spec 2: `uvarint32` each, checked against the
+    /// tables as CPython checks them), positioned by `at`.
+    #[inline]
+    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
+        for entry in slots {
+            let pos = self.offset();
+            let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+            *entry = index;
+        }
+        Ok(())
     }
 }
 
@@ -518,6 +571,57 @@ impl<E> RecordBytes<E> for Held<'_> {
         let b = self.bytes.get(self.used).copied();
         self.used += usize::from(b.is_some());
         Ok(b)
+    }
+
+    /// The common case in a tight loop: a one- or two-byte index below the frame count of
+    /// tables whose frames are all valid. Anything else (a longer or malformed varint, an
+    /// index out of range, a table with a bad frame) goes through the general path for that
+    /// one index, which reports the error.
+    #[inline]
+    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
+        let limit = tables.trusted_index_limit();
+        let bytes = self.bytes;
+        // Frame tables of real profiles put the frames met first, the hot ones, first: most
+        // records list one-byte indices only. Then one pass finds the largest and one copies
+        // them out, both over plain bytes (the compiler vectorises them).
+        if let Some(run) = bytes.get(self.used..self.used + slots.len()) {
+            let max = run.iter().fold(0u8, |m, &b| m.max(b));
+            if max < 0x80 && u32::from(max) < limit {
+                for (slot, &b) in slots.iter_mut().zip(run) {
+                    *slot = u32::from(b);
+                }
+                self.used += run.len();
+                return Ok(());
+            }
+        }
+        let mut used = self.used;
+        for slot in slots {
+            match bytes.get(used..used + 2) {
+                Some(&[b0, _]) if b0 < 0x80 && u32::from(b0) < limit => {
+                    *slot = u32::from(b0);
+                    used += 1;
+                    continue;
+                }
+                Some(&[b0, b1]) if b1 < 0x80 => {
+                    let index = u32::from(b0 & 0x7f) | u32::from(b1) << 7;
+                    if index < limit {
+                        *slot = index;
+                        used += 2;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            self.used = used;
+            let pos = self.base + used as u64;
+            let index = RecordBytes::<E>::varint32(self)?
+                .map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+            *slot = index;
+            used = self.used;
+        }
+        self.used = used;
+        Ok(())
     }
 }
 
@@ -559,6 +663,9 @@ pub struct Tables<'a> {
     strings: StringTable<'a>,
     frames: &'a mut [FrameEntry],
     frame_count: usize,
+    /// Every frame names strings that exist (known once the tables are loaded), so a frame
+    /// index needs only a range check.
+    frames_valid: bool,
 }
 
 /// A frame resolved to its strings.
@@ -607,10 +714,24 @@ impl<'a> Tables<'a> {
         })
     }
 
+    /// Indices below this need no check: the frame count when every frame names valid
+    /// strings, else 0.
+    #[inline]
+    fn trusted_index_limit(&self) -> u32 {
+        if self.frames_valid {
+            u32::try_from(self.frame_count).unwrap_or(u32::MAX)
+        } else {
+            0
+        }
+    }
+
     /// Checks that frame `index` exists and names valid strings (CPython checks this when a
     /// sample using the frame is emitted).
     #[inline]
     fn check_frame(&self, index: u32) -> Result<(), FormatRule> {
+        if self.frames_valid && (index as usize) < self.frame_count {
+            return Ok(());
+        }
         let f = self.frame_entry(index).ok_or(FormatRule::InvalidFrameIndex { index })?;
         let n = self.strings.len() as u64;
         if u64::from(f.filename) >= n || u64::from(f.funcname) >= n {
@@ -716,23 +837,32 @@ impl<'r, R: Read + Seek> Run<'r, '_, R> {
     /// stream is over.
     #[inline]
     pub fn next_entry(&mut self) -> Res<Option<RunEntry>, R::Error> {
-        if self.stream.run.remaining == 0 {
-            return Ok(None);
-        }
-        match self.stream.entry() {
-            Ok((delta, status)) => {
-                *self.prev_ts = self.prev_ts.wrapping_add(delta);
-                Ok(Some(RunEntry { timestamp_us: *self.prev_ts, status }))
-            }
+        let mut next = None;
+        match self
+            .stream
+            .entries(1, self.prev_ts, |timestamp_us, status| next = Some(RunEntry { timestamp_us, status }))
+        {
+            Ok(_) => Ok(next),
             Err(e) => Err(self.stream.fail(e)),
         }
     }
 
+    /// Decodes the next entries into `out`, as many as fit and the run has; returns how many
+    /// (0 after the last). Faster than [`Self::next_entry`] for long runs.
+    pub fn read_entries(&mut self, out: &mut [RunEntry]) -> Res<usize, R::Error> {
+        let max = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        let mut slots = out.iter_mut();
+        let filled = self.stream.entries(max, self.prev_ts, |timestamp_us, status| {
+            if let Some(slot) = slots.next() {
+                *slot = RunEntry { timestamp_us, status };
+            }
+        });
+        filled.map(|n| n as usize).map_err(|e| self.stream.fail(e))
+    }
+
     /// Decodes and checks the entries left; returns how many there were.
     pub fn skip(&mut self) -> Res<u32, R::Error> {
-        let left = self.stream.run.remaining;
-        while self.next_entry()?.is_some() {}
-        Ok(left)
+        self.stream.entries(u32::MAX, self.prev_ts, |_, _| {}).map_err(|e| self.stream.fail(e))
     }
 
     /// The stack resolved to names and locations, innermost first.
@@ -835,25 +965,82 @@ impl<R: Read + Seek> Stream<'_, R> {
         e
     }
 
-    /// Decodes the next REPEAT entry of the pending run: `(delta, status)`. One length check
-    /// per entry; a refill only when fewer than the longest entry's bytes are left.
+    /// Decodes up to `max` entries of the pending run (fewer if it has fewer left), adding
+    /// each delta to `prev_ts` and handing each timestamp and status to `each`; returns how
+    /// many. Entries are decoded straight from the window in a tight loop while it holds at
+    /// least the longest entry (11 bytes), so there is one length check per entry and a
+    /// refill only per window.
     #[inline]
-    fn entry(&mut self) -> Res<(u64, u8), R::Error> {
-        let input = &mut self.input;
-        if input.window.end - input.window.start < MAX_RLE_ENTRY_LEN {
-            input.fill(MAX_RLE_ENTRY_LEN)?;
-        }
-        let at = input.window.pos;
-        let bytes = input.window.available();
-        let (delta, n) =
-            varint::decode_u64(bytes).map_err(|_| ReadError::format(input.at(at), FormatRule::MalformedRleDelta))?;
-        let Some(&status) = bytes.get(n) else {
-            return Err(ReadError::format(input.at(at + n as u64), FormatRule::TruncatedRle));
+    fn entries(&mut self, max: u32, prev_ts: &mut u64, mut each: impl FnMut(u64, u8)) -> Res<u32, R::Error> {
+        let want = max.min(self.run.remaining);
+        let mut done = 0;
+        let mut ts = *prev_ts;
+        let result = loop {
+            if done == want {
+                break Ok(());
+            }
+            let input = &mut self.input;
+            if input.window.end - input.window.start < MAX_RLE_ENTRY_LEN {
+                if let Err(e) = input.fill(MAX_RLE_ENTRY_LEN) {
+                    break Err(e);
+                }
+            }
+            let at = input.window.pos;
+            let bytes = input.window.available();
+            let mut used = 0;
+            let mut failed = None;
+            // Fewer than 11 bytes after a refill means the region ends within them: one
+            // entry, whose varint or status may then be cut off.
+            let short = bytes.len() < MAX_RLE_ENTRY_LEN;
+            while done < want {
+                let rest = bytes.get(used..).unwrap_or_default();
+                if rest.len() < MAX_RLE_ENTRY_LEN && !(short && used == 0) {
+                    break;
+                }
+                if want - done >= 4 {
+                    if let Some(four) = four_three_byte_entries(rest) {
+                        for (delta, status) in four {
+                            ts = ts.wrapping_add(delta);
+                            each(ts, status);
+                        }
+                        used += 12;
+                        done += 4;
+                        continue;
+                    }
+                }
+                if want - done >= 2 {
+                    if let Some((two, len)) = two_short_entries(rest) {
+                        for (delta, status) in two {
+                            ts = ts.wrapping_add(delta);
+                            each(ts, status);
+                        }
+                        used += len;
+                        done += 2;
+                        continue;
+                    }
+                }
+                let Ok((delta, n)) = varint::decode_u64(rest) else {
+                    failed = Some(ReadError::format(input.at(at + used as u64), FormatRule::MalformedRleDelta));
+                    break;
+                };
+                let Some(&status) = rest.get(n) else {
+                    failed = Some(ReadError::format(input.at(at + (used + n) as u64), FormatRule::TruncatedRle));
+                    break;
+                };
+                ts = ts.wrapping_add(delta);
+                each(ts, status);
+                used += n + 1;
+                done += 1;
+            }
+            input.window.consume(used);
+            if let Some(e) = failed {
+                break Err(e);
+            }
         };
-        input.window.consume(n + 1);
-        self.run.remaining -= 1;
-        self.decoded += 1;
-        Ok((delta, status))
+        *prev_ts = ts;
+        self.run.remaining -= done;
+        self.decoded += u64::from(done);
+        result.map(|()| done)
     }
 }
 
@@ -910,9 +1097,13 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let meta = Metadata::read(&mut source)?;
         let ReaderStorage { strings, frames, threads, read_buffer } = storage;
         let mut window = Window { buf: read_buffer, start: 0, end: 0, pos: 0 };
-        let mut tables = Tables { strings, frames, frame_count: 0 };
+        let mut tables = Tables { strings, frames, frame_count: 0, frames_valid: false };
         load_strings(&mut source, &meta, &mut window, &mut tables)?;
         load_frames(&mut source, &meta, &mut window, &mut tables)?;
+        let strings = tables.strings.len() as u64;
+        tables.frames_valid = tables.frames[..tables.frame_count]
+            .iter()
+            .all(|f| u64::from(f.filename) < strings && u64::from(f.funcname) < strings);
         let region = region(&meta);
         let start = HEADER_SIZE as u64;
         if !matches!(region, Region::External(_)) {
@@ -1024,12 +1215,11 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             }
             if self.stream.run.remaining > 0 {
                 let thread = self.stream.run.thread;
-                let (delta, status) = match self.stream.entry() {
-                    Ok(entry) => entry,
-                    Err(e) => return Err(self.stream.fail(e)),
-                };
                 let (_, entry) = self.threads.stack_and_entry(thread);
-                entry.prev_ts = entry.prev_ts.wrapping_add(delta);
+                let mut status = 0;
+                if let Err(e) = self.stream.entries(1, &mut entry.prev_ts, |_, s| status = s) {
+                    return Err(self.stream.fail(e));
+                }
                 return Ok(Some(self.sample(thread, status, Encoding::Repeat)));
             }
             match self.decode_record() {
@@ -1066,12 +1256,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             return Ok(());
         }
         let (_, entry) = self.threads.stack_and_entry(self.stream.run.thread);
-        let mut ts = entry.prev_ts;
-        while self.stream.run.remaining > 0 {
-            ts = ts.wrapping_add(self.stream.entry()?.0);
-        }
-        entry.prev_ts = ts;
-        Ok(())
+        self.stream.entries(u32::MAX, &mut entry.prev_ts, |_, _| {}).map(drop)
     }
 
     /// Decodes the next record (the pending run is finished): a stack record into its
@@ -1230,12 +1415,7 @@ fn record_body<E, B: RecordBytes<E>>(
         resource,
         capacity,
     })?;
-    for entry in slots {
-        let pos = b.offset();
-        let index = b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
-        tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
-        *entry = index;
-    }
+    b.frame_indices(slots, tables, &at)?;
     Ok(Body::Stack { delta, status })
 }
 

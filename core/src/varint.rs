@@ -46,6 +46,18 @@ pub fn encoded_len(value: u64) -> usize {
 /// Decodes a varint from the start of `input`: `(value, bytes consumed)`.
 #[inline]
 pub fn decode_u64(input: &[u8]) -> Result<(u64, usize), VarintError> {
+    // Most varints in a profile are one or two bytes (frame indices, deltas of a sampling
+    // interval): decode those inline, the rest out of line.
+    match input {
+        [b0, ..] if b0 & 0x80 == 0 => Ok((u64::from(*b0), 1)),
+        [b0, b1, ..] if b1 & 0x80 == 0 => Ok((u64::from(b0 & 0x7f) | u64::from(*b1) << 7, 2)),
+        _ => decode_long(input),
+    }
+}
+
+/// [`decode_u64`] for varints of three bytes or more (or a truncated one).
+#[inline(never)]
+fn decode_long(input: &[u8]) -> Result<(u64, usize), VarintError> {
     let mut value = 0u64;
     for i in 0..MAX_VARINT_LEN {
         let Some(&byte) = input.get(i) else {

@@ -284,3 +284,54 @@ fn stacks_grow_and_shrink_through_every_chunk_size() {
     assert_eq!(got, expect);
     all_ways_agree("climb", &file);
 }
+
+#[test]
+fn repeat_entries_of_every_length_and_status() {
+    // Deltas of one, two, three and ten bytes in every order the decoder's paths meet them
+    // (four three-byte entries in a row, pairs of short ones, long ones between), statuses
+    // with the high bit set, in runs of 1 to 40 entries and one of 3,000.
+    let deltas = [5u64, 200, 1000, 127, 128, 16_383, 16_384, 2_000_000, u64::MAX, 0, 900, 901, 902, 903, 40];
+    let mut b = FileBuilder::new(LittleEndian);
+    b.start_time_us = 1000;
+    let mut expect = Vec::new();
+    let mut ts = 1000u64;
+    let mut k = 0usize;
+    let lengths: Vec<usize> = (1..=40).chain([3000]).collect();
+    for (i, &n) in lengths.iter().enumerate() {
+        b.prefix(7, 0, 0).varint(n as u64);
+        for _ in 0..n {
+            // Mostly three-byte entries, as a sampler's, with the others mixed in.
+            let delta = if k % 5 < 3 { 1000 + (k as u64 % 7) } else { deltas[k % deltas.len()] };
+            let status = (k * 37 + i) as u8;
+            b.varint(delta).bytes(&[status]);
+            ts = ts.wrapping_add(delta);
+            expect.push((ts, status));
+            k += 1;
+        }
+    }
+    b.sample_count = expect.len() as u64;
+    let file = b.build();
+    let trace = decode(&file, 1 << 16, Walk::Records, false);
+    assert_eq!(trace.end, Ok(expect.len() as u64));
+    let got: Vec<(u64, u8)> = trace.samples.iter().map(|s| (s.0, s.3)).collect();
+    assert_eq!(got, expect);
+    all_ways_agree("entries", &file);
+    // Runs read in batches of every size give the same entries.
+    for batch in [1usize, 3, 4, 7, 64] {
+        let mut storage = VecReaderStorage::new(SMALL_READER).unwrap();
+        let mut reader = Reader::open(Cursor::new(&file[..]), storage.storage()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![tachyon_core::RunEntry { timestamp_us: 0, status: 0 }; batch];
+        while let Some(record) = reader.next_record().unwrap() {
+            let Record::Repeat(mut run) = record else { panic!("only REPEAT records") };
+            loop {
+                let n = run.read_entries(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend(buf[..n].iter().map(|e| (e.timestamp_us, e.status)));
+            }
+        }
+        assert_eq!(got, expect, "batches of {batch}");
+    }
+}
