@@ -210,9 +210,15 @@ fn with_reader<T>(
 ) -> Result<T, Failure> {
     let mut src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    let storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
+    // The command ends soon after: returning megabytes of tables, zstd workspace and buffers
+    // to the system one by one would cost more than some whole reads (about 0.5 ms), so the
+    // storage lives until the process exits.
+    let storage = Box::leak(Box::new(storage));
     let mut reader = storage.open_file(src).map_err(|e| read_error(file, e))?;
-    f(&mut reader)
+    let result = f(&mut reader);
+    std::mem::forget(reader);
+    result
 }
 
 fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Failure> {

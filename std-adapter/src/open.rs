@@ -102,8 +102,8 @@ impl OwnedReaderStorage {
     /// in a second thread while this one decodes, when the machine has a second core; the
     /// samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
-        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let second = source.second_handle().filter(|_| parallel && self.meta.is_compressed());
+        let parallel = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        let second = source.second_handle().filter(|_| self.meta.is_compressed() && parallel());
         let Some(second) = second else {
             return self.open(source);
         };

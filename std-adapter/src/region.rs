@@ -18,9 +18,10 @@ use tachyon_core::reader::{Metadata, ZstdRegion};
 use tachyon_core::{Position, ReadError, RegionSource};
 
 /// Buffers in the ring.
-pub const BUFFERS: usize = 4;
-/// Bytes per buffer.
-pub const BUFFER_BYTES: usize = 256 << 10;
+pub const BUFFERS: usize = 8;
+/// Bytes per buffer: large enough that handing buffers over costs little (a few µs each),
+/// small enough that the first one arrives soon and few pages are touched for small regions.
+pub const BUFFER_BYTES: usize = 64 << 10;
 /// Compressed bytes read from the file at a time.
 const INPUT_BYTES: usize = 128 << 10;
 
