@@ -11,6 +11,7 @@
 
 pub mod convert;
 pub mod file;
+pub mod hash;
 pub mod input;
 pub mod memory;
 pub mod open;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use embedded_io::{Read, Seek};
-use tachyon_core::reader::{Record, Tables};
+use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{ReadError, Reader};
 
@@ -172,6 +172,7 @@ pub fn replay<R: Read + Seek>(
 ) -> Result<u64, ReadError<R::Error>> {
     let mut filtered: Vec<u32> = Vec::new();
     let mut times: Vec<u64> = Vec::with_capacity(CALL_PART);
+    let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; CALL_PART];
     let mut next_report = PROGRESS_EVERY;
     while let Some(record) = reader.next_record()? {
         match record {
@@ -192,22 +193,36 @@ pub fn replay<R: Read + Seek>(
                 let mut status = None;
                 let mut continued = false;
                 loop {
-                    let entry = run.next_entry()?;
-                    let ends_part = match entry {
-                        None => true,
-                        Some(e) => status != Some(e.status) || times.len() == CALL_PART,
-                    };
-                    if let (true, Some(s)) = (ends_part && !times.is_empty(), status) {
-                        let call =
-                            Call { timestamps_us: &times, interpreter_id, thread_id, status: s, stack, continued };
-                        collector.collect(frames, &call);
-                        times.clear();
-                        // A full part of the same status goes on in the next one.
-                        continued = entry.is_some_and(|e| e.status == s);
+                    let n = run.read_entries(&mut batch)?;
+                    for e in &batch[..n] {
+                        if let Some(s) = status {
+                            if s != e.status || times.len() == CALL_PART {
+                                let call = Call {
+                                    timestamps_us: &times,
+                                    interpreter_id,
+                                    thread_id,
+                                    status: s,
+                                    stack,
+                                    continued,
+                                };
+                                collector.collect(frames, &call);
+                                times.clear();
+                                // A full part of the same status goes on in the next one.
+                                continued = e.status == s;
+                            }
+                        }
+                        status = Some(e.status);
+                        times.push(e.timestamp_us);
                     }
-                    let Some(e) = entry else { break };
-                    status = Some(e.status);
-                    times.push(e.timestamp_us);
+                    if n == 0 {
+                        if let (Some(s), false) = (status, times.is_empty()) {
+                            let call =
+                                Call { timestamps_us: &times, interpreter_id, thread_id, status: s, stack, continued };
+                            collector.collect(frames, &call);
+                            times.clear();
+                        }
+                        break;
+                    }
                 }
             }
         }

@@ -1,76 +1,193 @@
 //! Collapsed stacks (`tid:T;root;...;leaf COUNT` per line), byte-identical to CPython's
 //! `replay --collapsed`: one line per distinct (thread, stack of `(filename, lineno, funcname)`),
 //! frames named `basename:funcname:lineno` (or just the function for pstats' `~` pseudo-file
-//! at line 0), lines sorted by descending count, then by text.
+//! at line 0), lines sorted by descending count, then by text, then in the order first seen.
+//!
+//! Texts of deep stacks are long (a kilobyte and more) and share most of their bytes, so
+//! neither counting nor sorting touches them. A stack is counted under a key of four bytes a
+//! frame: the frame's rank among all frame names in text order. When every name is distinct
+//! and free of `;`, comparing two texts comes down to comparing the names where the stacks
+//! part — a name alone when the line ends there, followed by `;` when it goes on — so each
+//! function has two ranks (its name alone, its name and `;`), the key takes the first for the
+//! innermost frame and the second for the others, and big-endian keys compare as their texts
+//! do. Texts are made only as the lines are written. A profile whose names collide
+//! (`basename` drops the directory) or hold `;` is sorted by its texts instead.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
+use crate::hash::IdMap;
 use crate::replay::{basename, Call, Collector, FrameTable};
+
+/// Byte length of the thread id at the front of a key.
+const TID: usize = 8;
+
+/// How frames become key words.
+#[derive(Debug)]
+struct Ranks {
+    /// Per table frame id: the word when the frame has callees, and when it is innermost.
+    outer: Vec<u32>,
+    innermost: Vec<u32>,
+    /// Word → function key.
+    function: Vec<u32>,
+    /// Key order is text order (names distinct and without `;`).
+    ordered: bool,
+}
+
+impl Ranks {
+    fn new(frames: &FrameTable, names: &[String]) -> Ranks {
+        let n = names.len();
+        let mut distinct: Vec<&str> = names.iter().map(String::as_str).collect();
+        distinct.sort_unstable();
+        let ordered = !distinct.windows(2).any(|w| w[0] == w[1]) && !names.iter().any(|s| s.contains(';'));
+        // Word 2k is function k innermost, 2k + 1 function k with callees; ordered, the words
+        // are renumbered by the texts those stand for.
+        let mut word: Vec<u32> = (0..2 * n as u32).collect();
+        if ordered {
+            let key = |w: u32| names[w as usize / 2].bytes().chain((w % 2 == 1).then_some(b';'));
+            let mut by_text: Vec<u32> = word.clone();
+            by_text.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+            for (rank, &w) in by_text.iter().enumerate() {
+                word[w as usize] = rank as u32;
+            }
+        }
+        let mut function = vec![0u32; 2 * n];
+        for (w, &rank) in word.iter().enumerate() {
+            function[rank as usize] = w as u32 / 2;
+        }
+        let of = |odd: u32| frames.frames.iter().map(|f| word[(2 * f.function + odd) as usize]).collect();
+        Ranks { outer: of(1), innermost: of(0), function, ordered }
+    }
+}
 
 /// Counts stacks per thread.
 #[derive(Debug, Default)]
 pub struct CollapsedCollector {
-    /// `[tid low, tid high, function keys root → leaf]` → (count, first-seen order).
-    stacks: HashMap<Box<[u32]>, (u64, usize)>,
-    key: Vec<u32>,
+    ranks: Option<Ranks>,
+    /// Key → (samples, first-seen ordinal).
+    stacks: IdMap<Box<[u8]>, (u64, u32)>,
+    key: Vec<u8>,
+}
+
+/// Frame names by function key.
+fn names(frames: &FrameTable) -> Vec<String> {
+    frames
+        .functions
+        .iter()
+        .map(|f| {
+            if f.filename == "~" && f.lineno == 0 {
+                f.funcname.clone()
+            } else {
+                format!("{}:{}:{}", basename(&f.filename), f.funcname, f.lineno)
+            }
+        })
+        .collect()
 }
 
 impl Collector for CollapsedCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
-        if s.stack.is_empty() {
-            return;
-        }
+        let Some((&innermost, outer)) = s.stack.split_first() else { return };
+        let ranks = self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames)));
         self.key.clear();
-        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
-        self.key.extend(s.stack.iter().rev().map(|&id| frames.frame(id).function));
+        self.key.extend_from_slice(&s.thread_id.to_le_bytes());
+        for &id in outer.iter().rev() {
+            self.key.extend_from_slice(&ranks.outer[id as usize].to_be_bytes());
+        }
+        self.key.extend_from_slice(&ranks.innermost[innermost as usize].to_be_bytes());
         if let Some(entry) = self.stacks.get_mut(&self.key[..]) {
             entry.0 += s.samples();
         } else {
-            let order = self.stacks.len();
-            self.stacks.insert(self.key.clone().into_boxed_slice(), (s.samples(), order));
+            let order = self.stacks.len() as u32;
+            self.stacks.insert(self.key.as_slice().into(), (s.samples(), order));
         }
     }
 }
 
 impl CollapsedCollector {
-    /// The lines `(stack, count)` in CPython's order.
-    pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
-        let parts: Vec<String> = frames
-            .functions
-            .iter()
-            .map(|f| {
-                if f.filename == "~" && f.lineno == 0 {
-                    f.funcname.clone()
-                } else {
-                    format!("{}:{}:{}", basename(&f.filename), f.funcname, f.lineno)
-                }
-            })
-            .collect();
-        let mut entries: Vec<(&[u32], u64, usize)> = self.stacks.iter().map(|(k, &(n, o))| (&k[..], n, o)).collect();
-        // CPython sorts a Counter's items, which come in first-seen order; its sort is stable.
-        entries.sort_unstable_by_key(|e| e.2);
-        let mut lines: Vec<(String, u64)> = entries
-            .into_iter()
-            .map(|(key, count, _)| {
-                let tid = u64::from(key[0]) | (u64::from(key[1]) << 32);
-                let mut text = format!("tid:{tid}");
-                for &f in &key[2..] {
-                    text.push(';');
-                    text.push_str(&parts[f as usize]);
-                }
-                (text, count)
-            })
-            .collect();
-        lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        lines
+    /// The stacks in CPython's order: `(key, samples)`.
+    fn sorted(&self, names: &[String]) -> Vec<(&[u8], u64)> {
+        let Some(ranks) = &self.ranks else { return Vec::new() };
+        let mut stacks: Vec<(&[u8], u64, u32)> = self.stacks.iter().map(|(k, &(n, o))| (&k[..], n, o)).collect();
+        if ranks.ordered {
+            // Threads in the order of "tid:T;" (every line has a frame after the id).
+            let mut tids: Vec<u64> = stacks.iter().map(|s| thread_of(s.0)).collect();
+            tids.sort_unstable();
+            tids.dedup();
+            tids.sort_by_cached_key(|t| format!("{t};"));
+            let rank: IdMap<u64, u32> = tids.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
+            // The order is the thread's rank, then the key's words: keys are distinct.
+            for s in &mut stacks {
+                s.2 = rank[&thread_of(s.0)];
+            }
+            stacks.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then_with(|| a.0[TID..].cmp(&b.0[TID..])));
+        } else {
+            let mut texts: Vec<(String, &[u8], u64, u32)> =
+                stacks.into_iter().map(|(k, n, o)| (text(k, ranks, names), k, n, o)).collect();
+            texts.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then_with(|| a.3.cmp(&b.3)));
+            stacks = texts.into_iter().map(|(_, k, n, o)| (k, n, o)).collect();
+        }
+        stacks.into_iter().map(|(k, n, _)| (k, n)).collect()
     }
 
-    /// Writes the lines.
+    /// The lines `(stack, count)` in CPython's order.
+    pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
+        let names = names(frames);
+        let Some(ranks) = &self.ranks else { return Vec::new() };
+        self.sorted(&names).into_iter().map(|(k, n)| (text(k, ranks, &names), n)).collect()
+    }
+
+    /// Writes the lines, each text made as it is written.
     pub fn write(&self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
-        for (stack, count) in self.lines(frames) {
-            writeln!(out, "{stack} {count}")?;
+        let names = names(frames);
+        let Some(ranks) = &self.ranks else { return Ok(()) };
+        let mut line = Vec::new();
+        for (key, count) in self.sorted(&names) {
+            line.clear();
+            line.extend_from_slice(b"tid:");
+            push_decimal(&mut line, thread_of(key));
+            for word in key[TID..].chunks_exact(4) {
+                line.push(b';');
+                line.extend_from_slice(names[function_of(word, ranks)].as_bytes());
+            }
+            line.push(b' ');
+            push_decimal(&mut line, count);
+            line.push(b'\n');
+            out.write_all(&line)?;
         }
         Ok(())
     }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn thread_of(key: &[u8]) -> u64 {
+    let mut t = [0u8; TID];
+    t.copy_from_slice(&key[..TID]);
+    u64::from_le_bytes(t)
+}
+
+fn function_of(word: &[u8], ranks: &Ranks) -> usize {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(word);
+    ranks.function[u32::from_be_bytes(w) as usize] as usize
+}
+
+fn text(key: &[u8], ranks: &Ranks, names: &[String]) -> String {
+    let mut text = format!("tid:{}", thread_of(key));
+    for word in key[TID..].chunks_exact(4) {
+        text.push(';');
+        text.push_str(&names[function_of(word, ranks)]);
+    }
+    text
 }
