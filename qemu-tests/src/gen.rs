@@ -253,3 +253,53 @@ pub fn corpus(seed: u64) -> Vec<(String, Value)> {
     }
     out
 }
+
+/// A valid little-endian file in which each of `threads` threads has one sample (a FULL
+/// record of two frames): what a server with short-lived threads gives. Built directly (the
+/// writer's thread table is fixed-size by design, sized for long-lived threads).
+pub fn many_threads(threads: u32) -> Vec<u8> {
+    use tachyon_core::header::{Compression, Footer, Header, ProfilingConfig, CPYTHON_VERSION};
+    use tachyon_core::records::{Encoding, Prefix};
+    use tachyon_core::tables::{FrameEntry, MAX_FRAME_ENTRY_LEN};
+    use tachyon_core::{LittleEndian, Location};
+
+    let mut file = vec![0u8; 64];
+    for tid in 0..u64::from(threads) {
+        let prefix = Prefix { thread_id: 1_000_000 + tid, interpreter_id: 0, encoding: Encoding::Full as u8 };
+        file.extend_from_slice(&prefix.encode(LittleEndian));
+        // delta 0, status 0, depth 2, frames (tid % 4, 0): all one-byte varints.
+        file.extend_from_slice(&[0, 0, 2, (tid % 4) as u8, 0]);
+    }
+    let string_table_offset = file.len() as u64;
+    for s in [&b"server.py"[..], b"handle"] {
+        file.push(s.len() as u8);
+        file.extend_from_slice(s);
+    }
+    let frame_table_offset = file.len() as u64;
+    for line in 1..=4 {
+        let entry = FrameEntry {
+            filename: 0,
+            funcname: 1,
+            location: Location { lineno: line, end_lineno: line, col: 4, end_col: 20 },
+            opcode: 255,
+        };
+        let mut b = [0u8; MAX_FRAME_ENTRY_LEN];
+        let n = entry.encode(&mut b);
+        file.extend_from_slice(&b[..n]);
+    }
+    let header = Header {
+        python_version: CPYTHON_VERSION,
+        start_time_us: 1_000_000,
+        sample_interval_us: 1000,
+        sample_count: u64::from(threads),
+        thread_count: threads,
+        string_table_offset,
+        frame_table_offset,
+        compression: Compression::None,
+        config: ProfilingConfig::default(),
+    };
+    file[..64].copy_from_slice(&header.encode(LittleEndian));
+    let file_size = file.len() as u64 + 32;
+    file.extend_from_slice(&Footer { string_count: 2, frame_count: 4, file_size }.encode(LittleEndian));
+    file
+}
