@@ -1,15 +1,13 @@
 //! Files as embedded-io sources and sinks: [`StdIo`] adapts any std reader or writer,
-//! [`FileSource`] reads a file memory-mapped, or buffered where mapping fails, and
-//! [`create`] gives the core `Writer` a buffered, seekable file to write into.
+//! [`FileSource`] reads a file with positional reads, and [`create`] gives the core `Writer`
+//! a buffered, seekable file to write into.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufWriter};
 use std::path::Path;
 use std::sync::Arc;
 
 use embedded_io::{ErrorType, Read, Seek, SeekFrom, Write};
-use memmap2::Mmap;
-use tachyon_core::io::Cursor;
 
 /// A std `Read`/`Write`/`Seek` value as the embedded-io equivalent.
 #[derive(Debug)]
@@ -66,50 +64,37 @@ pub fn create(path: &Path) -> io::Result<FileSink> {
     Ok(StdIo(BufWriter::with_capacity(256 << 10, File::create(path)?)))
 }
 
-/// A read-only mapping that several readers (threads) can share.
+/// A profile file opened for reading, read with positional reads (`pread`): the reader's
+/// window takes the file in large pieces, so memory stays what the window holds whatever the
+/// file's size (a mapping would count every page read towards the process's memory), and
+/// with no shared file position a second handle for another thread is just a second
+/// position ([`FileSource::second_handle`]).
 #[derive(Debug, Clone)]
-pub struct SharedMap(Arc<Mmap>);
-
-impl AsRef<[u8]> for SharedMap {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-/// A profile file opened for reading.
-pub enum FileSource {
-    /// Memory-mapped: reads are copies out of the mapping.
-    Mapped(Cursor<SharedMap>),
-    /// Read through a buffer (pipes, special files, or where mapping failed).
-    Buffered(StdIo<BufReader<File>>),
+pub struct FileSource {
+    file: Arc<File>,
+    pos: u64,
 }
 
 impl FileSource {
-    /// Opens `path`, memory-mapped when possible.
-    ///
-    /// The mapping assumes nobody truncates the file while it is read (as any mmap-based
-    /// tool does); set `TACHYON_NO_MMAP=1` to read through a buffer instead.
+    /// Opens `path`.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let file = File::open(path)?;
-        if std::env::var_os("TACHYON_NO_MMAP").is_none() && file.metadata()?.is_file() {
-            // SAFETY: read-only mapping of a regular file; see the caveat above.
-            if let Ok(map) = unsafe { Mmap::map(&file) } {
-                return Ok(FileSource::Mapped(Cursor::new(SharedMap(Arc::new(map)))));
-            }
-        }
-        Ok(FileSource::Buffered(StdIo(BufReader::with_capacity(256 << 10, file))))
+        Ok(FileSource { file: Arc::new(File::open(path)?), pos: 0 })
+    }
+
+    /// An independent reader over the same file, at position 0, for another thread.
+    pub fn second_handle(&self) -> FileSource {
+        FileSource { file: Arc::clone(&self.file), pos: 0 }
     }
 }
 
-impl FileSource {
-    /// A second, independent reader over the same mapping (positioned at 0), for another
-    /// thread; `None` for a file read through a buffer.
-    pub fn second_handle(&self) -> Option<FileSource> {
-        match self {
-            FileSource::Mapped(c) => Some(FileSource::Mapped(Cursor::new(c.get_ref().clone()))),
-            FileSource::Buffered(_) => None,
-        }
-    }
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 impl ErrorType for FileSource {
@@ -118,18 +103,27 @@ impl ErrorType for FileSource {
 
 impl Read for FileSource {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            FileSource::Mapped(c) => c.read(buf).map_err(io::Error::other),
-            FileSource::Buffered(b) => b.read(buf),
+        loop {
+            match read_at(&self.file, buf, self.pos) {
+                Ok(n) => {
+                    self.pos += n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 }
 
 impl Seek for FileSource {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        match self {
-            FileSource::Mapped(c) => c.seek(pos).map_err(io::Error::other),
-            FileSource::Buffered(b) => b.seek(pos),
-        }
+        let invalid = || io::Error::new(io::ErrorKind::InvalidInput, "seek to a negative or overflowing position");
+        self.pos = match pos {
+            SeekFrom::Start(p) => p,
+            SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d).ok_or_else(invalid)?,
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d).ok_or_else(invalid)?,
+        };
+        Ok(self.pos)
     }
 }

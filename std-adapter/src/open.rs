@@ -98,15 +98,15 @@ impl OwnedReaderStorage {
         }
     }
 
-    /// Opens a file over this storage. A zstd region of a memory-mapped file is decompressed
-    /// in a second thread while this one decodes, when the machine has a second core; the
-    /// samples and errors are those of [`Self::open`].
+    /// Opens a file over this storage. A zstd region is decompressed in a second thread (over
+    /// a second handle on the file) while this one decodes, when the machine has a second
+    /// core; the samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
         let parallel = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let second = source.second_handle().filter(|_| self.meta.is_compressed() && parallel());
-        let Some(second) = second else {
+        if !(self.meta.is_compressed() && parallel()) {
             return self.open(source);
-        };
+        }
+        let second = source.second_handle();
         let region = ThreadedRegion::spawn(second, &self.meta, self.window_log, DEFAULT_MAX_DECOMPRESSED)
             .map_err(|error| ReadError::Io { position: Position::File(HEADER_SIZE as u64), error })?;
         let region = self.region.insert(region);
