@@ -141,6 +141,73 @@ impl<'w> Compressor<'w> {
     }
 }
 
+/// A compressor for a writer's sample region: feeds input with `ZSTD_e_continue` and ends the
+/// frame on empty input, handing back the compressed bytes as they come. [`Compressor`] is
+/// one, compressing in the caller's thread; the std layer has one that compresses in another
+/// thread while the writer encodes. Whatever the chunking of the input, the frame is the same
+/// bytes (one frame, level 5, as CPython writes).
+pub trait RegionCompressor {
+    /// Takes input as [`Compressor::compress`] does: some or all of it (the count is in the
+    /// progress), or, with `end` and empty input, closes the frame (`done` once it is all
+    /// out).
+    fn compress(&mut self, input: &[u8], end: bool) -> Result<Progress, ZstdError>;
+    /// Compressed bytes waiting for the sink.
+    fn pending(&mut self) -> &[u8];
+    /// Marks `n` pending bytes as written.
+    fn consume_pending(&mut self, n: usize);
+    /// True when the frame has been closed.
+    fn is_finished(&self) -> bool;
+}
+
+impl RegionCompressor for Compressor<'_> {
+    fn compress(&mut self, input: &[u8], end: bool) -> Result<Progress, ZstdError> {
+        Compressor::compress(self, input, end)
+    }
+
+    fn pending(&mut self) -> &[u8] {
+        Compressor::pending(self)
+    }
+
+    fn consume_pending(&mut self, n: usize) {
+        Compressor::consume_pending(self, n)
+    }
+
+    fn is_finished(&self) -> bool {
+        Compressor::is_finished(self)
+    }
+}
+
+/// What compresses a writer's sample region: a [`Compressor`] the writer owns, or a
+/// [`RegionCompressor`] of the caller's. Writer constructors take either (`.into()`).
+pub enum ZstdOut<'s> {
+    /// Compression in the writer's thread.
+    Here(Compressor<'s>),
+    /// The caller's compressor.
+    Caller(&'s mut dyn RegionCompressor),
+}
+
+impl ZstdOut<'_> {
+    /// The compressor.
+    pub fn get(&mut self) -> &mut dyn RegionCompressor {
+        match self {
+            ZstdOut::Here(c) => c,
+            ZstdOut::Caller(c) => *c,
+        }
+    }
+}
+
+impl<'s> From<Compressor<'s>> for ZstdOut<'s> {
+    fn from(c: Compressor<'s>) -> Self {
+        ZstdOut::Here(c)
+    }
+}
+
+impl<'s> From<&'s mut dyn RegionCompressor> for ZstdOut<'s> {
+    fn from(c: &'s mut dyn RegionCompressor) -> Self {
+        ZstdOut::Caller(c)
+    }
+}
+
 /// Where a decompressor is in the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameState {

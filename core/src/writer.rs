@@ -26,7 +26,7 @@ use crate::tables::{FrameEntry, Location, MAX_FRAME_ENTRY_LEN, NO_OPCODE};
 use crate::varint::{self, MAX_VARINT_LEN};
 
 #[cfg(feature = "zstd")]
-use crate::compression::Compressor;
+use crate::compression::ZstdOut;
 
 /// One frame of a sample, as the runtime sees it. Names are bytes: invalid UTF-8 (a torn
 /// read, a lone surrogate) is stored as given.
@@ -112,7 +112,7 @@ pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
     limit_reached: bool,
     scratch: [u32; MAX_STACK_DEPTH],
     #[cfg(feature = "zstd")]
-    zstd: Option<Compressor<'s>>,
+    zstd: Option<ZstdOut<'s>>,
 }
 
 /// Key of a frame in the recent-frame cache, from where its names live and its location: a
@@ -136,13 +136,15 @@ impl<'s, W: Write + Seek> Writer<'s, W, NativeEndian> {
         Self::with_endian(sink, storage, config, NativeEndian::default())
     }
 
-    /// A zstd-compressing writer in this machine's byte order.
+    /// A zstd-compressing writer in this machine's byte order; `compressor` is a
+    /// [`crate::compression::Compressor`] or a caller's
+    /// [`crate::compression::RegionCompressor`].
     #[cfg(feature = "zstd")]
     pub fn new_zstd(
         sink: W,
         storage: WriterStorage<'s>,
         config: WriterConfig,
-        compressor: Compressor<'s>,
+        compressor: impl Into<ZstdOut<'s>>,
     ) -> Result<Self, WriteError<W::Error>> {
         Self::with_endian_zstd(sink, storage, config, NativeEndian::default(), compressor)
     }
@@ -162,17 +164,18 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         Ok(Self::build(sink, storage, config, endian))
     }
 
-    /// A zstd-compressing writer in an explicit byte order.
+    /// A zstd-compressing writer in an explicit byte order (`compressor` as for
+    /// [`Self::new_zstd`]).
     #[cfg(feature = "zstd")]
     pub fn with_endian_zstd(
         sink: W,
         storage: WriterStorage<'s>,
         config: WriterConfig,
         endian: E,
-        compressor: Compressor<'s>,
+        compressor: impl Into<ZstdOut<'s>>,
     ) -> Result<Self, WriteError<W::Error>> {
         let mut w = Self::build(sink, storage, WriterConfig { compression: Compression::Zstd, ..config }, endian);
-        w.zstd = Some(compressor);
+        w.zstd = Some(compressor.into());
         Ok(w)
     }
 
@@ -564,7 +567,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     #[cfg(feature = "zstd")]
     fn compress_staging(&mut self, end: bool) -> Result<(), WriteError<W::Error>> {
-        let Some(z) = self.zstd.as_mut() else {
+        let Some(z) = self.zstd.as_mut().map(ZstdOut::get) else {
             return Ok(());
         };
         loop {

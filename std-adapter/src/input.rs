@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::memory::VecSink;
 use crate::open::OwnedWriterStorage;
-use tachyon_core::compression::Compressor;
+use tachyon_core::compression::ZstdOut;
 use tachyon_core::storage::{WriterCapacity, WriterStorage};
 use tachyon_core::{
     CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,
@@ -255,7 +255,7 @@ fn encode_to<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
     cap: WriterCapacity,
     compression: Option<Compression>,
     calls: impl Iterator<Item = Result<V, InputError>>,
-    make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig, Option<Compressor<'s>>) -> Made<'s, W, E>,
+    make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig, Option<ZstdOut<'s>>) -> Made<'s, W, E>,
 ) -> Result<W, InputError>
 where
     W::Error: fmt::Debug,

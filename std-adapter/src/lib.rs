@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod compress;
 pub mod convert;
 pub mod file;
 pub mod hash;

@@ -13,7 +13,7 @@ use std::io;
 use embedded_io::{Read, Seek, Write};
 use tachyon_core::compression::{
     compressor_workspace_bytes, decompressor_workspace_bytes, workspace_words, Compressor, Decompressor,
-    CPYTHON_WINDOW_LOG,
+    RegionCompressor, ZstdOut, CPYTHON_WINDOW_LOG,
 };
 use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::reader::{Metadata, DEFAULT_MAX_DECOMPRESSED};
@@ -22,6 +22,7 @@ use tachyon_core::{
     Compression, Endianity, Position, ReadError, Reader, WriteError, Writer, WriterConfig, WriterStorage,
 };
 
+use crate::compress::ThreadedCompressor;
 use crate::file::FileSource;
 use crate::region::ThreadedRegion;
 
@@ -114,29 +115,47 @@ impl OwnedReaderStorage {
     }
 }
 
-/// Storage owned for one writer: tables of the given capacities, and a zstd workspace and
-/// output buffer when the file is compressed.
+/// Storage owned for one writer: tables of the given capacities, and for a compressed file a
+/// compressor: in a second thread when the machine has a second core (the same bytes, see
+/// [`crate::compress`]), else a workspace and output buffer for one in the writer's thread.
 pub struct OwnedWriterStorage {
     /// Tables, thread state and staging.
     pub tables: VecWriterStorage,
+    zstd: bool,
     zstd_workspace: Vec<u64>,
     zstd_out: Vec<u8>,
+    threaded: Option<ThreadedCompressor>,
 }
 
 impl OwnedWriterStorage {
     /// Allocates everything once; an error if `cap` exceeds the address space.
     pub fn new(cap: WriterCapacity, compression: Compression) -> Result<Self, StorageError> {
-        let zstd = compression == Compression::Zstd;
         Ok(OwnedWriterStorage {
             tables: VecWriterStorage::new(cap)?,
-            zstd_workspace: vec![0; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }],
-            zstd_out: vec![0; if zstd { 128 << 10 } else { 0 }],
+            zstd: compression == Compression::Zstd,
+            zstd_workspace: Vec::new(),
+            zstd_out: Vec::new(),
+            threaded: None,
         })
     }
 
     /// What a writer constructor takes: the storage and, for a compressed file, a compressor.
-    pub fn parts(&mut self) -> (WriterStorage<'_>, Option<Compressor<'_>>) {
-        (self.tables.storage(), Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out))
+    pub fn parts(&mut self) -> (WriterStorage<'_>, Option<ZstdOut<'_>>) {
+        if !self.zstd {
+            return (self.tables.storage(), None);
+        }
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        self.threaded = if parallel { ThreadedCompressor::spawn().ok() } else { None };
+        if let Some(threaded) = &mut self.threaded {
+            let compressor: &mut dyn RegionCompressor = threaded;
+            return (self.tables.storage(), Some(compressor.into()));
+        }
+        if self.zstd_workspace.is_empty() {
+            self.zstd_workspace = vec![0; workspace_words(compressor_workspace_bytes())];
+            self.zstd_out = vec![0; 128 << 10];
+        }
+        let compressor = Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out).map(ZstdOut::from);
+        (self.tables.storage(), compressor)
     }
 
     /// A writer in byte order `endian` over this storage (compressing when sized for zstd;

@@ -1,0 +1,182 @@
+//! A writer compressing in a second thread writes the bytes of one compressing in its own
+//! thread (zstd's frame does not depend on how the input is batched), over regions of many
+//! batches, and heals after sink errors as the in-thread path does.
+
+use embedded_io::{ErrorType, Seek, SeekFrom, Write};
+use tachyon::compress::ThreadedCompressor;
+use tachyon::memory::VecSink;
+use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
+use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::{Compression, Frame, LittleEndian, Location, WriteError, Writer, WriterConfig};
+
+const CAP: WriterCapacity =
+    WriterCapacity { string_bytes: 1 << 16, strings: 512, frames: 4096, threads: 8, rle_budget: 16384 };
+
+fn config() -> WriterConfig {
+    WriterConfig { compression: Compression::Zstd, ..WriterConfig::new(1_000_000, 100) }
+}
+
+/// Sample `i` of a stream whose raw region is several megabytes and compresses about
+/// three-fold: 8 threads, stacks that change every few samples, jittered timestamps.
+fn sample(i: u64, names: &[String]) -> (u64, u64, Vec<Frame<'_>>) {
+    let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491;
+    x ^= x >> 29;
+    let tid = i % 8;
+    let depth = 3 + (x % 29) as usize;
+    let frames = (0..depth)
+        .map(|d| {
+            let n = &names[(d * 7 + (x >> 8) as usize % 11 + tid as usize) % names.len()];
+            let line = d as i32 + 1;
+            Frame::new(b"/srv/app/module.py", n.as_bytes()).at(Location {
+                lineno: line,
+                end_lineno: line + 1,
+                col: 4,
+                end_col: 9,
+            })
+        })
+        .collect();
+    (1_000_000 + i * 100 + (x >> 40) % 97, tid, frames)
+}
+
+const SAMPLES: u64 = 300_000;
+
+fn write_all<W: Write + Seek>(
+    w: &mut Writer<'_, W, LittleEndian>,
+    names: &[String],
+    mut on_error: impl FnMut(&mut Writer<'_, W, LittleEndian>, u64) -> bool,
+) where
+    W::Error: std::fmt::Debug,
+{
+    for i in 0..SAMPLES {
+        let (ts, tid, frames) = sample(i, names);
+        loop {
+            match w.write_thread_sample(ts, 0, tid, (i % 3) as u8, frames.iter().copied()) {
+                Ok(()) => break,
+                Err(e) => assert!(on_error(w, i), "sample {i}: {e:?}"),
+            }
+        }
+    }
+}
+
+fn names() -> Vec<String> {
+    (0..40).map(|i| format!("handler_{i}")).collect()
+}
+
+fn in_thread() -> Vec<u8> {
+    let names = names();
+    let mut storage = VecWriterStorage::new(CAP).unwrap();
+    let mut ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
+    let mut out = vec![0u8; 4096];
+    let c = Compressor::new(&mut ws, &mut out).unwrap();
+    let mut w = Writer::with_endian_zstd(VecSink::default(), storage.storage(), config(), LittleEndian, c).unwrap();
+    write_all(&mut w, &names, |_, _| false);
+    w.finalize().unwrap();
+    w.into_inner().into_inner()
+}
+
+#[test]
+fn same_bytes_as_compressing_in_the_writers_thread() {
+    let want = in_thread();
+    let names = names();
+    let mut storage = VecWriterStorage::new(CAP).unwrap();
+    let mut threaded = ThreadedCompressor::spawn().unwrap();
+    let compressor: &mut dyn RegionCompressor = &mut threaded;
+    let mut w =
+        Writer::with_endian_zstd(VecSink::default(), storage.storage(), config(), LittleEndian, compressor).unwrap();
+    write_all(&mut w, &names, |_, _| false);
+    w.finalize().unwrap();
+    let got = w.into_inner().into_inner();
+    let raw = {
+        let mut storage = VecWriterStorage::new(CAP).unwrap();
+        let raw_config = WriterConfig::new(1_000_000, 100);
+        let mut w = Writer::with_endian(VecSink::default(), storage.storage(), raw_config, LittleEndian).unwrap();
+        write_all(&mut w, &names, |_, _| false);
+        w.finalize().unwrap() as usize
+    };
+    assert!(raw > 4 * tachyon::compress::BATCH_BYTES, "a region of many batches ({raw} bytes raw)");
+    assert!(got == want, "{} bytes, want {}", got.len(), want.len());
+}
+
+/// A sink that refuses writes while `broken`.
+#[derive(Default)]
+struct Flaky {
+    inner: VecSink,
+    broken: bool,
+    failures: usize,
+}
+
+#[derive(Debug)]
+struct Broken;
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("broken sink")
+    }
+}
+
+impl std::error::Error for Broken {}
+
+impl embedded_io::Error for Broken {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::Other
+    }
+}
+
+impl ErrorType for Flaky {
+    type Error = Broken;
+}
+
+impl Write for Flaky {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
+        if self.broken {
+            self.failures += 1;
+            return Err(Broken);
+        }
+        self.inner.write(buf).map_err(|_| Broken)
+    }
+    fn flush(&mut self) -> Result<(), Broken> {
+        Ok(())
+    }
+}
+
+impl Seek for Flaky {
+    fn seek(&mut self, pos: SeekFrom) -> Result<u64, Broken> {
+        self.inner.seek(pos).map_err(|_| Broken)
+    }
+}
+
+#[test]
+fn sink_errors_heal_to_the_same_bytes() {
+    let want = in_thread();
+    let names = names();
+    let mut storage = VecWriterStorage::new(CAP).unwrap();
+    let mut threaded = ThreadedCompressor::spawn().unwrap();
+    let compressor: &mut dyn RegionCompressor = &mut threaded;
+    let mut w =
+        Writer::with_endian_zstd(Flaky::default(), storage.storage(), config(), LittleEndian, compressor).unwrap();
+    let mut refused = 0;
+    // The sink breaks for 2,000 samples in every 20,000 (compressed bytes come back from the
+    // worker now and then, and the writer writes them out with a later sample); a refused
+    // sample is retried once the sink is repaired.
+    let names_ref = &names;
+    for i in 0..SAMPLES {
+        let (ts, tid, frames) = sample(i, names_ref);
+        w.get_mut().broken = i % 20_000 < 2_000;
+        while let Err(e) = w.write_thread_sample(ts, 0, tid, (i % 3) as u8, frames.iter().copied()) {
+            assert!(matches!(e, WriteError::Io { error: Broken, .. }), "{e:?}");
+            refused += 1;
+            w.get_mut().broken = false;
+        }
+    }
+    w.get_mut().broken = true;
+    assert!(w.finalize().is_err());
+    w.get_mut().broken = false;
+    w.finalize().unwrap();
+    let failures = w.get_ref().failures;
+    let got = w.into_inner().inner.into_inner();
+    assert!(
+        refused > 0 && failures > refused,
+        "the sink must really have failed: {refused} refused, {failures} failed"
+    );
+    assert!(got == want, "{} bytes, want {}", got.len(), want.len());
+}
