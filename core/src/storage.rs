@@ -398,6 +398,16 @@ impl<'a> WriterThreads<'a> {
         self.rle_budget
     }
 
+    /// The entry for the pair, if it exists.
+    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Option<usize> {
+        let entries = &self.entries[..self.count];
+        let found = self.index.find(hash_thread(thread_id, interpreter_id), |i| {
+            let t = &entries[i as usize];
+            t.thread_id == thread_id && t.interpreter_id == interpreter_id
+        });
+        found.ok().map(|i| i as usize)
+    }
+
     /// The entry for the pair, created with `prev_ts = start` if new.
     #[inline]
     pub(crate) fn find_or_create(

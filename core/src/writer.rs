@@ -280,6 +280,23 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.repeat(thread, timestamp_us, status)
     }
 
+    /// Emits the thread's pending REPEAT run now if it has no room for another entry; true if
+    /// it did. A writer ends a full run only when the thread's next sample comes (so records
+    /// written meanwhile come first), and that is where a file holds it: copying a file record
+    /// by record (re-encoding) reads the run there and must end it there too, because the
+    /// thread's next sample comes from a later record.
+    pub fn end_full_run(&mut self, interpreter_id: u32, thread_id: u64) -> Result<bool, WriteError<W::Error>> {
+        self.check_open()?;
+        let Some(thread) = self.store.threads.find(thread_id, interpreter_id) else {
+            return Ok(false);
+        };
+        if self.store.threads.get(thread).rle_count == 0 || !self.run_is_full(thread) {
+            return Ok(false);
+        }
+        self.flush_run(thread)?;
+        Ok(true)
+    }
+
     /// Records `set_stats()`; the last call wins. Values CPython rejects are refused.
     pub fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<W::Error>> {
         self.check_open()?;
@@ -492,10 +509,10 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     /// Adds a sample with the thread's previous stack to its pending REPEAT run.
     fn repeat(&mut self, thread: usize, ts: u64, status: u8) -> Result<(), WriteError<W::Error>> {
-        let t = *self.store.threads.get(thread);
-        if t.rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget() {
+        if self.run_is_full(thread) {
             self.flush_run(thread)?;
         }
+        let t = *self.store.threads.get(thread);
         let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
         let mut delta_bytes = [0u8; MAX_VARINT_LEN];
         let n = varint::encode_u64(ts.wrapping_sub(t.prev_ts), &mut delta_bytes);
@@ -505,6 +522,12 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.store.threads.get_mut(thread).prev_ts = ts;
         self.sample_count += 1;
         Ok(())
+    }
+
+    /// A run ends when its next entry might not fit in the budget, whatever that entry's size
+    /// (CPython's rule, spec 5.7).
+    fn run_is_full(&self, thread: usize) -> bool {
+        self.store.threads.get(thread).rle_len as usize + MAX_RLE_ENTRY_LEN > self.store.threads.rle_budget()
     }
 
     /// Emits the thread's pending run as one REPEAT record and clears it.

@@ -180,3 +180,35 @@ fn sink_errors_heal_to_the_same_bytes() {
     );
     assert!(got == want, "{} bytes, want {}", got.len(), want.len());
 }
+
+/// Re-encoding puts a REPEAT run that filled its buffer where the file has it: a writer ends
+/// such a run only at its thread's next sample, which a copy reads from a later record.
+#[test]
+fn reencoding_keeps_full_runs_in_place() {
+    // Thread 1 idles (one stack, ~6,000 samples a run before its buffer fills) while thread 2
+    // changes stack every sample, raw and zstd.
+    for compression in [Compression::None, Compression::Zstd] {
+        let mut storage = tachyon::open::OwnedWriterStorage::new(CAP, compression).unwrap();
+        let config = WriterConfig { compression, ..WriterConfig::new(1_000_000, 100) };
+        let mut w = storage.writer(VecSink::default(), config, LittleEndian).unwrap();
+        let idle = [Frame::new(b"pool.py", b"wait")];
+        for i in 0..40_000u64 {
+            let ts = 1_000_000 + i * 100;
+            w.write_thread_sample(ts, 0, 1, 0, idle).unwrap();
+            let line = 1 + (i % 5) as i32;
+            let here = Location { lineno: line, end_lineno: line, col: 0, end_col: 1 };
+            let work = [Frame::new(b"app.py", b"step").at(here), idle[0]];
+            w.write_thread_sample(ts, 0, 2, 1, work).unwrap();
+        }
+        w.finalize().unwrap();
+        let file = w.into_inner().into_inner();
+        let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(&file[..])).unwrap();
+        let mut rstorage =
+            tachyon::open::OwnedReaderStorage::for_metadata(&meta, tachyon::open::Limits::default()).unwrap();
+        let mut reader = rstorage.open(tachyon_core::io::Cursor::new(&file[..])).unwrap();
+        let again =
+            tachyon::convert::tachyon::reencode(&mut reader, VecSink::default(), LittleEndian, None, &mut |_| {})
+                .unwrap();
+        assert!(again.into_inner() == file, "{compression:?}: re-encoded bytes differ");
+    }
+}

@@ -1,14 +1,15 @@
 //! Re-encoding: a file's samples written again through the core writer, in another byte
 //! order or compression. The frame table is copied entry by entry before the first sample
 //! (entries that decode alike stay separate, as CPython wrote them) and samples are replayed
-//! in file order, which reproduces CPython's tables and records: CPython's files (the shared
-//! vectors, real profiles) re-encode to themselves byte for byte when order and compression
-//! are kept. Not always, though: a thread whose first sample had an empty stack starts with a
+//! in file order, a REPEAT run that filled its buffer ended where the file has it, which
+//! reproduces CPython's tables and records: CPython's files (the shared vectors, real
+//! profiles) re-encode to themselves byte for byte when order and compression are kept. Not
+//! always, though: a thread whose first sample had an empty stack starts with a
 //! deferred REPEAT record, so the file does not say when the writer created it, and that
 //! order decides the final flush; every thread's samples still come back, in order.
 
 use embedded_io::{Read, Seek, Write};
-use tachyon_core::reader::Record;
+use tachyon_core::reader::{Record, RunEntry};
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
 use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
@@ -75,6 +76,7 @@ where
         });
     }
     let mut stack: Vec<FrameId> = Vec::new();
+    let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; 4096];
     let mut next_report = PROGRESS_EVERY;
     while let Some(record) = reader.next_record().map_err(ConvertError::Read)? {
         match record {
@@ -88,11 +90,19 @@ where
             // The writer's previous stack for the thread is this run's stack, mapped: every
             // sample before it was written in file order.
             Record::Repeat(mut run) => {
-                while let Some(e) = run.next_entry().map_err(ConvertError::Read)? {
-                    writer
-                        .repeat_thread_sample(e.timestamp_us, run.interpreter_id, run.thread_id, e.status)
-                        .map_err(werr)?;
+                let (iid, tid) = (run.interpreter_id, run.thread_id);
+                loop {
+                    let n = run.read_entries(&mut batch).map_err(ConvertError::Read)?;
+                    if n == 0 {
+                        break;
+                    }
+                    for e in &batch[..n] {
+                        writer.repeat_thread_sample(e.timestamp_us, iid, tid, e.status).map_err(werr)?;
+                    }
                 }
+                // A run that filled its buffer ended at its thread's next sample, which is
+                // read later: end it here, where the file has it.
+                writer.end_full_run(iid, tid).map_err(werr)?;
             }
         }
         let done = reader.samples_decoded();
