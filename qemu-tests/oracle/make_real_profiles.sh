@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Records real profiles with CPython 3.15.2's own sampler (x86_64, in a chroot of the oracle's
 # unpacked root, /proc and /dev bind-mounted while it runs; needs root).
-#   make_real_profiles.sh OUTDIR [SECONDS]   (each workload runs SECONDS, default 1)
+#   make_real_profiles.sh OUTDIR [SECONDS]   the short set: each workload runs SECONDS (default 1)
+#   make_real_profiles.sh --long OUTDIR      the long set the benchmarks read: 300k+ samples each
 # Writes OUTDIR/NAME.pyb for each configuration below. The sampler reads the target's memory,
 # which does not work under qemu-user, so profiles come from x86_64 only.
 set -euo pipefail
+long=0
+if [ "${1:-}" = --long ]; then
+  long=1
+  shift
+fi
 out=$1
 seconds=${2:-1}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,11 +32,24 @@ record() {
   local name=$1 script=$2
   shift 2
   rm -f "$R/work/$name.pyb"
-  env -i PATH=/usr/bin:/bin LC_ALL=C WORKLOAD_SECONDS="$seconds" /usr/sbin/chroot "$R" /usr/bin/python3.15 -m profiling.sampling run \
+  env -i PATH=/usr/bin:/bin LC_ALL=C WORKLOAD_SECONDS="${WORKLOAD_SECONDS:-$seconds}" /usr/sbin/chroot "$R" /usr/bin/python3.15 -m profiling.sampling run \
     "$@" --binary -o "/work/$name.pyb" "/work/$script" >"$out/$name.log" 2>&1 \
     || { echo "real profiles: $name failed, see $out/$name.log" >&2; exit 1; }
   cp "$R/work/$name.pyb" "$out/$name.pyb"
 }
+
+if [ "$long" = 1 ]; then
+  # RLE-heavy: 24 idle pool threads and a mostly sleeping main thread, sampled at 5 kHz
+  # (about 500,000 thread samples in 4 s, nearly all in REPEAT runs).
+  WORKLOAD_SECONDS=4 record idle_pool_raw idle_pool.py -a -r 5khz --compression none
+  WORKLOAD_SECONDS=4 record idle_pool_zstd idle_pool.py -a -r 5khz --compression zstd
+  # Deep and varied: recursive evaluation of random trees, 20–200 frames, two threads, at
+  # 50 kHz (the sampler reaches 20,000–40,000 samples a second here: 300,000+ in 12 s).
+  WORKLOAD_SECONDS=12 record deep_varied_raw deep_varied.py -a -r 50khz --compression none
+  WORKLOAD_SECONDS=12 record deep_varied_zstd deep_varied.py -a -r 50khz --compression zstd
+  ls "$out"/*.pyb
+  exit 0
+fi
 
 record threads_wall_zstd threads.py -a --compression zstd
 record threads_cpu_raw threads.py -a --mode cpu --compression none

@@ -198,3 +198,76 @@ fn conversions_match_cpython_replay() {
     eprintln!("{reencoded_identical} files re-encoded byte for byte");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The long real profiles the test command records for the benchmark
+/// (`make_real_profiles.sh --long`, `TACHYON_LONG_PROFILES`: 300k+ samples each, RLE-heavy and
+/// deep, raw and zstd): collapsed stacks byte for byte as CPython's `replay --collapsed`
+/// (through the reading the command does, zstd decompressed in a second thread), and
+/// re-encoding gives the files back byte for byte (zstd compressed in a second thread).
+#[test]
+fn long_real_profiles_match_cpython() {
+    oracle_ready();
+    let dir = std::env::var_os("TACHYON_LONG_PROFILES")
+        .expect("TACHYON_LONG_PROFILES: run qemu-tests/oracle/make_real_profiles.sh --long DIR (as root) and set it");
+    let files = qemu_tests::inputs::files_in(Path::new(&dir), "pyb");
+    assert!(files.len() >= 4, "the long set has four profiles");
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-long");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let mut failures = Vec::new();
+    let mut identical = 0;
+    for (i, file) in files.iter().enumerate() {
+        let name = file.display();
+        let theirs = work.join(format!("{i}.collapsed.txt"));
+        let status = Command::new(root().join("scripts/oracle-python.sh"))
+            .args(["amd64", "-m", "profiling.sampling", "replay", "--collapsed", "-o"])
+            .arg(&theirs)
+            .arg(file)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "CPython replay --collapsed {name}");
+        match ours(file, &Format::Collapsed) {
+            Ok(got) => failures
+                .extend(compare_bytes(&format!("{name} collapsed"), &got, &std::fs::read(&theirs).unwrap()).err()),
+            Err(e) => failures.push(format!("{name}: collapsed failed: {e}")),
+        }
+        // Re-encoding gives the file back byte for byte, unless a thread's first record is a
+        // REPEAT (its first samples had an empty stack, so the file does not say when the
+        // writer met it, which orders the final flush): then every thread's samples.
+        let original = std::fs::read(file).unwrap();
+        match reencode_file(file) {
+            Ok(again) if again == original => identical += 1,
+            Ok(again) if starts_a_thread_with_a_run(&original) => {
+                let (a, b) = (decode_to_json(&again), decode_to_json(&original));
+                match (a, b) {
+                    (Ok(a), Ok(b)) if a[0] == b[0] && per_thread(&a) == per_thread(&b) => {}
+                    _ => failures.push(format!("{name}: re-encoded samples differ per thread")),
+                }
+            }
+            Ok(again) => failures.extend(compare_bytes(&format!("{name} re-encoded"), &again, &original).err()),
+            Err(e) => failures.push(format!("{name}: re-encoding failed: {e}")),
+        }
+    }
+    eprintln!("{} long profiles compared, {identical} re-encoded byte for byte", files.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Whether some thread's first record is a REPEAT record.
+fn starts_a_thread_with_a_run(file: &[u8]) -> bool {
+    use tachyon_core::reader::Record;
+    let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(file)).unwrap();
+    let mut storage = tachyon::open::OwnedReaderStorage::for_metadata(&meta, tachyon::open::Limits::default()).unwrap();
+    let mut reader = storage.open(tachyon_core::io::Cursor::new(file)).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(record) = reader.next_record().unwrap() {
+        let (key, run) = match record {
+            Record::Sample(s) => ((s.thread_id, s.interpreter_id), false),
+            Record::Repeat(r) => ((r.thread_id, r.interpreter_id), true),
+        };
+        if seen.insert(key) && run {
+            return true;
+        }
+    }
+    false
+}
