@@ -248,8 +248,8 @@ impl ZstdState<'_> {
 /// in a second thread, say, while the reader decodes ([`Reader::open_with_region`]).
 pub trait RegionSource<E> {
     /// Fills `dst` with the region's next bytes and returns how many; 0 at the end. Errors
-    /// are positioned as the reader positions its own ([`ZstdRegion`] gives the same errors
-    /// at the same offsets as the reader's built-in decompression).
+    /// are positioned as the reader positions its own (`ZstdRegion`, with the `zstd` feature,
+    /// gives the same errors at the same offsets as the reader's built-in decompression).
     fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<E>>;
 }
 
