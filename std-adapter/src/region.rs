@@ -5,8 +5,8 @@
 //! positions as the reader's built-in path) over a second handle on the file and fills a ring
 //! of buffers; the reader takes them in order through [`RegionSource`]. An error is delivered
 //! where it occurred in the stream, after the bytes before it, as the built-in path would
-//! deliver it. Memory: the worker's zstd workspace and input buffer, plus [`BUFFERS`] ×
-//! [`BUFFER_BYTES`] in flight.
+//! deliver it. Memory: the worker's zstd workspace and input buffer, plus at most [`BUFFERS`]
+//! × [`BUFFER_BYTES`] in flight, made as they are needed.
 
 use std::io;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -21,7 +21,9 @@ use tachyon_core::{Position, ReadError, RegionSource};
 pub const BUFFERS: usize = 8;
 /// Bytes per buffer: large enough that handing buffers over costs little (a few µs each),
 /// small enough that the first one arrives soon and few pages are touched for small regions.
-pub const BUFFER_BYTES: usize = 64 << 10;
+pub const BUFFER_BYTES: usize = 128 << 10;
+/// Bytes in the first chunk handed over (then twice as many each time, up to a buffer).
+const FIRST_CHUNK: usize = 4 << 10;
 /// Compressed bytes read from the file at a time.
 const INPUT_BYTES: usize = 128 << 10;
 
@@ -52,10 +54,6 @@ impl ThreadedRegion {
     {
         let (full_tx, full) = mpsc::sync_channel(BUFFERS);
         let (empty, empty_rx) = mpsc::channel();
-        for _ in 0..BUFFERS {
-            // The receiver is alive: it is in this function.
-            let _ = empty.send(vec![0u8; BUFFER_BYTES]);
-        }
         let meta = *meta;
         let worker = std::thread::Builder::new().name("tachyon-zstd".into()).spawn(move || {
             decompress(source, &meta, window_log_max, max_decompressed, &full_tx, &empty_rx);
@@ -96,14 +94,31 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
             return;
         }
     };
-    while let Ok(mut buf) = empty.recv() {
+    // Buffers are made as they are needed, up to BUFFERS: a small region touches one.
+    let mut made = 0;
+    let mut sent = 0u32;
+    loop {
+        let mut buf = match empty.try_recv() {
+            Ok(buf) => buf,
+            Err(_) if made < BUFFERS => {
+                made += 1;
+                vec![0u8; BUFFER_BYTES]
+            }
+            Err(_) => match empty.recv() {
+                Ok(buf) => buf,
+                Err(_) => return,
+            },
+        };
+        // The first chunks are small, so that decoding starts soon; then whole buffers.
+        let want = (FIRST_CHUNK << sent.min(4)).min(buf.len());
+        sent += 1;
         let mut len = 0;
         let end = loop {
-            match region.read_region(&mut buf[len..]) {
+            match region.read_region(&mut buf[len..want]) {
                 Ok(0) => break Some(Chunk::End),
                 Ok(n) => {
                     len += n;
-                    if len == buf.len() {
+                    if len == want {
                         break None;
                     }
                 }

@@ -45,7 +45,7 @@ fn both_ways(bytes: &[u8], scratch: &Path) -> Option<String> {
     let here = walk(storage.open(Cursor::new(bytes)));
     std::fs::write(scratch, bytes).unwrap();
     let source = FileSource::open(scratch).unwrap();
-    let threaded = walk(storage.open_file(source));
+    let threaded = walk(storage.open_threaded(source));
     (here != threaded).then(|| format!("in-thread {here:?}\nthreaded {threaded:?}"))
 }
 
@@ -66,7 +66,7 @@ fn threaded_decompression_reads_like_the_readers_own() {
         assert!(meta.is_compressed(), "{name} is compressed");
         let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
         std::fs::write(&scratch, good).unwrap();
-        let (samples, end) = walk(storage.open_file(FileSource::open(&scratch).unwrap()));
+        let (samples, end) = walk(storage.open_threaded(FileSource::open(&scratch).unwrap()));
         assert_eq!(end, format!("end after {}", meta.header.sample_count), "{name}");
         assert_eq!(samples.len() as u64, meta.header.sample_count, "{name}");
         let mut check = |what: String, bytes: &[u8]| {
