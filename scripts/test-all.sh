@@ -53,6 +53,16 @@ export TACHYON_REAL_PROFILES="$PWD/target/real-profiles"
 rm -rf "$TACHYON_REAL_PROFILES"
 qemu-tests/oracle/make_real_profiles.sh "$TACHYON_REAL_PROFILES" 4 >/dev/null
 
+step "set-up: record the long real profiles the benchmark and the replay test read (about 35 s)"
+export TACHYON_LONG_PROFILES="$PWD/target/long-profiles"
+rm -rf "$TACHYON_LONG_PROFILES"
+qemu-tests/oracle/make_real_profiles.sh --long "$TACHYON_LONG_PROFILES" >/dev/null
+for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
+  # Print what was recorded: the sample counts depend on how fast this machine samples.
+  # (The header's u64 sample count at offset 28, little-endian as x86_64 wrote it.)
+  printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
+done
+
 step "format"
 cargo fmt --all -- --check
 

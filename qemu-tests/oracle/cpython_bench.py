@@ -2,14 +2,12 @@
 
     python3.15 cpython_bench.py write STREAM.json OUT.bin COMPRESSION   (0 raw, 1 zstd)
     python3.15 cpython_bench.py read FILE
-    python3.15 cpython_bench.py collapsed FILE OUT
 
 STREAM.json: {"start": us, "interval": us, "frames": [[file, func, [l, el, c, ec]], ...],
 "ticks": [[ts, [[tid, status, [frame index, ...]], ...]], ...]}. `write` builds every
 InterpreterInfo first and times only the write_sample loop and finalize. `read` times
 BinaryReader.replay into a collector that does nothing; maxrss_kb is the process's peak RSS
-(VmHWM). `collapsed` times what `replay --collapsed -o OUT` does: open, replay into
-CollapsedStackCollector, export.
+(VmHWM). The benchmark also runs this whole script as a process and times that.
 """
 import json
 import sys
@@ -63,28 +61,8 @@ def peak_rss_kb():
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def collapsed(path, out):
-    import contextlib
-    import io
-
-    from profiling.sampling.binary_reader import BinaryReader
-    from profiling.sampling.stack_collector import CollapsedStackCollector
-
-    t0 = time.perf_counter()
-    with BinaryReader(path) as reader:
-        info = reader.get_info()
-        collector = CollapsedStackCollector(info["sample_interval_us"], skip_idle=False)
-        samples = reader.replay_samples(collector)
-    with contextlib.redirect_stdout(io.StringIO()):
-        collector.export(out)
-    seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, "samples": samples, "maxrss_kb": peak_rss_kb()}))
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    elif sys.argv[1] == "collapsed":
-        collapsed(sys.argv[2], sys.argv[3])
     else:
         read(sys.argv[2])

@@ -1,28 +1,289 @@
-//! Side by side with the real CPython 3.15.2 (x86_64): writer and reader speed, bytes per
-//! sample and reader peak memory, on the same streams and files, in one run. Prints a
-//! Markdown table. Needs `scripts/oracle.sh` first.
+//! Side by side with the real CPython 3.15.2 (x86_64). Prints Markdown tables.
 //!
 //! ```text
-//! cargo run --release -p qemu-tests --bin side_by_side -- [--samples N] [--out DIR]
+//! cargo build --release -p tachyon && cargo run --release -p qemu-tests --bin side_by_side [-- --runs N --samples N --out DIR]
 //! ```
 //!
-//! Our writer runs in this process on a stream prepared beforehand (string API and frame-id
-//! API); CPython's writer gets prebuilt `InterpreterInfo` objects and only its write loop is
-//! timed. Each reader runs in its own process so its peak RSS is its own: CPython's
-//! `BinaryReader.replay` into a collector that does nothing, ours streaming every sample.
+//! Needs `scripts/oracle.sh`, the `zstd` command (Debian's `zstd`), and the long real
+//! profiles: `TACHYON_LONG_PROFILES` (default `target/long-profiles`), recorded by
+//! `qemu-tests/oracle/make_real_profiles.sh --long DIR` as root, as the test command does.
+//!
+//! 1. **Real profiles** (the main tables): whole command against whole command, each in its
+//!    own process, wall time (median of `--runs`, default 11 for ours and `zstd`, 3 for
+//!    CPython) and peak RSS (`wait4`'s `ru_maxrss`). `tachyon verify` against `python3.15`
+//!    replaying the file into a collector that does nothing, and for zstd files against
+//!    `zstd -d` of the same sample region (the floor: decompressing without decoding);
+//!    `tachyon convert --to collapsed` against `python3.15 -m profiling.sampling replay
+//!    --collapsed`, whose outputs must be identical. Output files are removed before each run.
+//! 2. **Synthetic stream** (labelled so): CPython's writer (prebuilt `InterpreterInfo`s, only
+//!    the write loop timed) and ours in this process, and both readers on the files written.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use qemu_tests::gen::Rng;
 use serde_json::{json, Value};
+use tachyon::compress::ThreadedCompressor;
+use tachyon::file::FileSource;
 use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+// ---------------------------------------------------------------------------------------
+// Whole processes.
+
+/// One process's wall time and peak resident set.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    seconds: f64,
+    rss_kb: u64,
+}
+
+/// Runs `argv` to its end; its wall time and `ru_maxrss`. Called in the runner process only
+/// (see [`Runner`]).
+// wait4 below reaps the child (std's `wait` cannot report its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn run_once(argv: &[String]) -> Measured {
+    let start = Instant::now();
+    let child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = child.unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value; wait4 fills it for the child we spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our child's; status and usage are valid for writes.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(waited, pid, "wait4");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{argv:?} failed");
+    Measured { seconds, rss_kb: usage.ru_maxrss as u64 }
+}
+
+/// Starts the measured commands from a small process of its own. Linux carries a parent's
+/// peak RSS over `fork` and `exec` into the child's `ru_maxrss`, and this process grows to
+/// hundreds of megabytes; the runner, started first thing, stays at a few.
+struct Runner {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Runner {
+    fn start() -> Runner {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .arg("--runner")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        Runner { child, input, output }
+    }
+
+    /// Ends the runner: its input closed, it returns from its loop; then it is reaped.
+    fn finish(self) {
+        let Runner { mut child, input, output } = self;
+        drop(input);
+        drop(output);
+        let status = child.wait().expect("the runner");
+        assert!(status.success(), "the runner failed: {status}");
+    }
+
+    /// One run of `argv`, `remove` deleted first.
+    fn run(&mut self, argv: &[String], remove: Option<&Path>) -> Measured {
+        use std::io::{BufRead, Write};
+        let request = json!({"argv": argv, "remove": remove.map(|p| p.display().to_string())});
+        writeln!(self.input, "{request}").unwrap();
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).expect("the runner's answer");
+        Measured { seconds: v["seconds"].as_f64().unwrap(), rss_kb: v["rss_kb"].as_u64().unwrap() }
+    }
+
+    /// The median wall time and the largest peak RSS of `runs` runs.
+    fn median(&mut self, runs: usize, argv: &[String], remove: Option<&Path>) -> Measured {
+        let mut all: Vec<Measured> = (0..runs).map(|_| self.run(argv, remove)).collect();
+        all.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        Measured { seconds: all[runs / 2].seconds, rss_kb: all.iter().map(|m| m.rss_kb).max().unwrap_or(0) }
+    }
+}
+
+/// The runner's side: one JSON request a line, one JSON answer a line.
+fn runner_main() {
+    use std::io::{BufRead, Write};
+    let mut out = std::io::stdout();
+    for line in std::io::stdin().lock().lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if let Some(path) = v["remove"].as_str() {
+            let _ = std::fs::remove_file(path);
+        }
+        let argv: Vec<String> = v["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+        let m = run_once(&argv);
+        writeln!(out, "{}", json!({"seconds": m.seconds, "rss_kb": m.rss_kb})).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+/// The oracle's python3.15, started directly (the wrapper script's shell is not timed).
+fn python_argv() -> Vec<String> {
+    let home = std::env::var_os("HOME").expect("HOME");
+    let dir = std::env::var_os("TACHYON_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(home).join(".cache/tachyon-oracle"));
+    assert!(dir.join("ready").exists(), "CPython oracle not set up: run scripts/oracle.sh first");
+    let r = dir.join("root-amd64");
+    let p = |rel: &str| r.join(rel).display().to_string();
+    vec![
+        p("usr/lib64/ld-linux-x86-64.so.2"),
+        "--library-path".into(),
+        p("usr/lib/x86_64-linux-gnu"),
+        p("usr/bin/python3.15"),
+    ]
+}
+
+fn tachyon_argv() -> Vec<String> {
+    let exe = std::env::current_exe().unwrap().with_file_name("tachyon");
+    assert!(exe.exists(), "build the command first: cargo build --release -p tachyon");
+    vec![exe.display().to_string()]
+}
+
+/// `argv` followed by `more`.
+fn with(mut argv: Vec<String>, more: &[&str]) -> Vec<String> {
+    argv.extend(more.iter().map(|s| s.to_string()));
+    argv
+}
+
+fn ms(m: &Measured) -> String {
+    if m.seconds < 1.0 {
+        format!("{:.1} ms", m.seconds * 1e3)
+    } else {
+        format!("{:.2} s", m.seconds)
+    }
+}
+
+fn mb(kb: u64) -> String {
+    format!("{:.0} MB", kb as f64 / 1024.0)
+}
+
+/// Samples and records of a file, read by our reader in this process.
+fn counts(file: &Path) -> (u64, u64, u64) {
+    let mut src = FileSource::open(file).unwrap();
+    let meta = Metadata::read(&mut src).unwrap();
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+    let mut r = storage.open(src).unwrap();
+    while r.next_record().unwrap().is_some() {}
+    let c = r.record_counts();
+    (r.samples_decoded(), c.repeat, c.full + c.suffix + c.pop_push)
+}
+
+/// The sample region of a zstd file, alone, for `zstd -d`.
+fn region(file: &Path, out: &Path) {
+    let bytes = std::fs::read(file).unwrap();
+    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
+    std::fs::write(out, &bytes[64..meta.header.string_table_offset as usize]).unwrap();
+}
+
+#[derive(Default)]
+struct Goals {
+    verify_raw: Vec<f64>,
+    verify_zstd: Vec<f64>,
+    collapsed: Vec<f64>,
+    rss: Vec<u64>,
+    samples: Vec<u64>,
+}
+
+fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: usize, goals: &mut Goals) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (record them: make_real_profiles.sh --long DIR)", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pyb"))
+        .collect();
+    files.sort();
+    files.push(root().join("examples/stdlib_work.pyb"));
+    assert!(
+        Command::new("zstd").arg("--version").output().is_ok(),
+        "the zstd command is missing (apt-get install zstd)"
+    );
+    let cpython_runs = runs.min(3);
+    println!("| profile | samples | REPEAT / other records | bytes | CPython replay, no-op collector | `tachyon verify` | speed-up | `zstd -d` of the sample region | verify ÷ `zstd -d` | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut collapsed_rows = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let f = file.to_str().unwrap().to_owned();
+        let (samples, repeats, others) = counts(file);
+        let bytes = std::fs::metadata(file).unwrap().len();
+        let compressed = Metadata::read(&mut FileSource::open(file).unwrap()).unwrap().is_compressed();
+        let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
+        let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
+        let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
+        let speedup = cp.seconds / ours.seconds;
+        let floor = if compressed {
+            let zst = work.join(format!("{name}.region.zst"));
+            region(file, &zst);
+            let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
+            let z = runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None);
+            goals.verify_zstd.push(ours.seconds / z.seconds);
+            format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
+        } else {
+            goals.verify_raw.push(speedup);
+            "— | —".to_owned()
+        };
+        goals.rss.push(ours.rss_kb);
+        goals.samples.push(samples);
+        println!(
+            "| {name} | {samples} | {repeats} / {others} | {bytes} | {} | {} | {speedup:.1}× | {floor} | {} / {} |",
+            ms(&cp),
+            ms(&ours),
+            mb(cp.rss_kb),
+            mb(ours.rss_kb)
+        );
+
+        let theirs_out = work.join(format!("{name}.cpython.collapsed"));
+        let ours_out = work.join(format!("{name}.ours.collapsed"));
+        let (to, oo) = (theirs_out.display().to_string(), ours_out.display().to_string());
+        let replay = ["-m", "profiling.sampling", "replay", "--collapsed", "-o", &to, &f];
+        let cpc = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_out));
+        let convert = ["convert", "--quiet", &f, "--to", "collapsed", "-o", &oo];
+        let oc = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_out));
+        let same = std::fs::read(&theirs_out).unwrap() == std::fs::read(&ours_out).unwrap();
+        assert!(same, "{name}: collapsed outputs differ");
+        let out_bytes = std::fs::metadata(&ours_out).unwrap().len();
+        goals.collapsed.push(cpc.seconds / oc.seconds);
+        collapsed_rows.push(format!(
+            "| {name} | {samples} | {out_bytes} | {} | {} | {:.1}× | {} | {} / {} |",
+            ms(&cpc),
+            ms(&oc),
+            cpc.seconds / oc.seconds,
+            if same { "yes" } else { "NO" },
+            mb(cpc.rss_kb),
+            mb(oc.rss_kb)
+        ));
+    }
+    println!();
+    println!("| profile | samples | output bytes | CPython `replay --collapsed` | `tachyon convert --to collapsed` | speed-up | same output | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in collapsed_rows {
+        println!("{row}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The synthetic stream.
 
 const THREADS: u64 = 8;
 const POOL: usize = 4000;
@@ -84,20 +345,34 @@ fn stream_json(s: &Stream) -> Value {
     })
 }
 
+/// How our writer compresses.
+#[derive(Clone, Copy, PartialEq)]
+enum Zstd {
+    None,
+    InThread,
+    SecondThread,
+}
+
 /// Writes the stream with our writer; returns (seconds, bytes).
-fn ours_write(s: &Stream, zstd: bool, ids: bool) -> (f64, Vec<u8>) {
+fn ours_write(s: &Stream, zstd: Zstd, ids: bool) -> (f64, Vec<u8>) {
     let cap = WriterCapacity { string_bytes: 1 << 20, strings: 16384, frames: 8192, threads: 16, rle_budget: 16384 };
     let mut storage = VecWriterStorage::new(cap).unwrap();
     let mut out = vec![0u8; 256 << 20];
-    let mut ws = vec![0u64; if zstd { workspace_words(compressor_workspace_bytes()) } else { 0 }];
+    let mut ws = vec![0u64; if zstd == Zstd::InThread { workspace_words(compressor_workspace_bytes()) } else { 0 }];
     let mut zbuf = vec![0u8; 128 << 10];
     let start = Instant::now();
+    let mut threaded = (zstd == Zstd::SecondThread).then(|| ThreadedCompressor::spawn().unwrap());
     let cfg = WriterConfig::new(1_000_000, 1000);
     let sink = Cursor::new(&mut out[..]);
-    let mut w = if zstd {
-        Writer::new_zstd(sink, storage.storage(), cfg, Compressor::new(&mut ws, &mut zbuf).unwrap()).unwrap()
-    } else {
-        Writer::new(sink, storage.storage(), cfg).unwrap()
+    let mut w = match (zstd, &mut threaded) {
+        (Zstd::SecondThread, Some(t)) => {
+            let c: &mut dyn RegionCompressor = t;
+            Writer::new_zstd(sink, storage.storage(), cfg, c).unwrap()
+        }
+        (Zstd::InThread, _) => {
+            Writer::new_zstd(sink, storage.storage(), cfg, Compressor::new(&mut ws, &mut zbuf).unwrap()).unwrap()
+        }
+        _ => Writer::new(sink, storage.storage(), cfg).unwrap(),
     };
     let frame = |i: u32| {
         let (f, n, l) = &s.frames[i as usize];
@@ -123,36 +398,24 @@ fn ours_write(s: &Stream, zstd: bool, ids: bool) -> (f64, Vec<u8>) {
     (secs, out)
 }
 
-fn python(args: &[&str]) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(root.join("scripts/oracle-python.sh"))
-        .arg("amd64")
-        .arg(root.join("qemu-tests/oracle/cpython_bench.py"))
-        .args(args)
-        .output()
-        .expect("run the oracle (scripts/oracle.sh first)");
+fn cpython_bench(args: &[&str]) -> Value {
+    let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
+    let argv = with(python_argv(), &[&bench]);
+    let out = Command::new(&argv[0]).args(&argv[1..]).args(args).output().unwrap();
     assert!(out.status.success(), "CPython {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Our reader over a file, in this process (called in a child by `ours_read`).
 fn read_here(path: &str) {
-    let mut src = tachyon::file::FileSource::open(Path::new(path)).unwrap();
     let start = Instant::now();
+    let mut src = FileSource::open(Path::new(path)).unwrap();
     let meta = Metadata::read(&mut src).unwrap();
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
-    let mut r = storage.open(src).unwrap();
-    let mut n = 0u64;
-    while r.next_sample().unwrap().is_some() {
-        n += 1;
-    }
+    let mut r = storage.open_file(src).unwrap();
+    while r.next_record().unwrap().is_some() {}
     let secs = start.elapsed().as_secs_f64();
-    let hwm = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap()))
-        .unwrap();
-    println!("{}", json!({"seconds": secs, "samples": n, "maxrss_kb": hwm}));
+    println!("{}", json!({"seconds": secs, "samples": r.samples_decoded()}));
 }
 
 fn ours_read(path: &Path) -> Value {
@@ -176,73 +439,49 @@ fn rate(samples: f64, secs: f64) -> String {
     format!("{:.2} M/s", samples / secs / 1e6)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--read") {
-        return read_here(&args[i + 1]);
-    }
-    let arg = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
-    let samples: u64 = arg("--samples").map_or(500_000, |s| s.parse().unwrap());
-    let dir = PathBuf::from(arg("--out").unwrap_or_else(|| "target/side-by-side".into()));
-    std::fs::create_dir_all(&dir).unwrap();
-
+fn synthetic(samples: u64, dir: &Path) {
     let s = stream(samples, 2026);
     let stream_path = dir.join("stream.json");
     std::fs::write(&stream_path, stream_json(&s).to_string()).unwrap();
     let n = (s.ticks.len() as u64 * THREADS) as f64;
-    println!("stream: {n} thread samples, {THREADS} threads, stacks 10–40, ~80 % repeats\n");
-    println!("| write | CPython 3.15.2 | ours, string API | ours, frame-id API | string / CPython | frame-id / CPython | bytes/sample | same bytes |");
+    println!(
+        "Synthetic stream: {n} thread samples, {THREADS} threads, stacks 10–40, ~80 % repeats (in-process times)\n"
+    );
+    println!("| write | CPython 3.15.2 | ours, string API | ours, frame-id API | ours, frame-id API, zstd in a second thread | frame-id / CPython | bytes/sample | same bytes |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut files = Vec::new();
-    for (label, zstd) in [("raw", false), ("zstd", true)] {
+    for (label, zstd) in [("raw", Zstd::None), ("zstd", Zstd::InThread)] {
         let theirs_path = dir.join(format!("cpython-{label}.bin"));
-        let c = python(&[
-            "write",
-            stream_path.to_str().unwrap(),
-            theirs_path.to_str().unwrap(),
-            if zstd { "1" } else { "0" },
-        ]);
+        let compression = if zstd == Zstd::None { "0" } else { "1" };
+        let c = cpython_bench(&["write", stream_path.to_str().unwrap(), theirs_path.to_str().unwrap(), compression]);
         let c_secs = c["seconds"].as_f64().unwrap();
         let (s_secs, bytes) = best(3, || ours_write(&s, zstd, false));
-        let (i_secs, _) = best(3, || ours_write(&s, zstd, true));
+        let (i_secs, id_bytes) = best(3, || ours_write(&s, zstd, true));
+        let threaded = if zstd == Zstd::None {
+            "—".to_owned()
+        } else {
+            let (t_secs, t_bytes) = best(3, || ours_write(&s, Zstd::SecondThread, true));
+            assert!(t_bytes == id_bytes, "the second-thread compressor wrote other bytes");
+            format!("{} ({:.1}× CPython)", rate(n, t_secs), c_secs / t_secs)
+        };
         let theirs = std::fs::read(&theirs_path).unwrap();
         let ours_path = dir.join(format!("ours-{label}.bin"));
         std::fs::write(&ours_path, &bytes).unwrap();
         println!(
-            "| {label} | {} | {} | {} | {:.1}× | {:.1}× | {:.2} | {} |",
+            "| {label} | {} | {} | {} | {threaded} | {:.1}× | {:.2} | {} |",
             rate(n, c_secs),
             rate(n, s_secs),
             rate(n, i_secs),
-            c_secs / s_secs,
             c_secs / i_secs,
             bytes.len() as f64 / n,
             if bytes == theirs { "yes" } else { "NO" }
         );
         files.push(ours_path);
     }
-    // A 4× longer stream shows whether reader memory grows with the sample count.
-    let big = stream(samples * 4, 2027);
-    for (label, zstd) in [("raw", false), ("zstd", true)] {
-        let (_, bytes) = ours_write(&big, zstd, true);
-        let p = dir.join(format!("ours-4x-{label}.bin"));
-        std::fs::write(&p, bytes).unwrap();
-        files.push(p);
-    }
-    if let Some(real) = std::env::var_os("TACHYON_REAL_PROFILES") {
-        let mut largest: Vec<PathBuf> = std::fs::read_dir(real)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pyb"))
-            .collect();
-        largest.sort_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
-        files.extend(largest.pop());
-    }
-    println!(
-        "\n| read | samples | file bytes | CPython 3.15.2 | ours | ours / CPython | CPython peak RSS | our peak RSS |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("\n| read (synthetic) | samples | file bytes | CPython 3.15.2 | ours | ours / CPython |");
+    println!("|---|---|---|---|---|---|");
     for f in &files {
-        let c = python(&["read", f.to_str().unwrap()]);
+        let c = cpython_bench(&["read", f.to_str().unwrap()]);
         let o = (0..3)
             .map(|_| ours_read(f))
             .min_by(|a, b| a["seconds"].as_f64().partial_cmp(&b["seconds"].as_f64()).unwrap())
@@ -251,14 +490,51 @@ fn main() {
         assert_eq!(c["samples"], o["samples"], "sample counts differ on {}", f.display());
         let (cs, os) = (c["seconds"].as_f64().unwrap(), o["seconds"].as_f64().unwrap());
         println!(
-            "| {} | {count} | {} | {} | {} | {:.1}× | {} MB | {} MB |",
+            "| {} | {count} | {} | {} | {} | {:.1}× |",
             f.file_name().unwrap().to_string_lossy(),
             std::fs::metadata(f).unwrap().len(),
             rate(count, cs),
             rate(count, os),
             cs / os,
-            c["maxrss_kb"].as_u64().unwrap() / 1024,
-            o["maxrss_kb"].as_u64().unwrap() / 1024,
         );
     }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--read") {
+        return read_here(&args[i + 1]);
+    }
+    if args.iter().any(|a| a == "--runner") {
+        return runner_main();
+    }
+    let mut runner = Runner::start();
+    let arg = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    let samples: u64 = arg("--samples").map_or(500_000, |s| s.parse().unwrap());
+    let runs: usize = arg("--runs").map_or(11, |s| s.parse().unwrap());
+    let dir = PathBuf::from(arg("--out").unwrap_or_else(|| "target/side-by-side".into()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let long =
+        std::env::var_os("TACHYON_LONG_PROFILES").map_or_else(|| root().join("target/long-profiles"), PathBuf::from);
+
+    println!("Real profiles written by CPython 3.15.2's sampler (whole commands):\n");
+    let mut goals = Goals::default();
+    real_profiles(&mut runner, &long, &dir, runs, &mut goals);
+    runner.finish();
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    println!();
+    let low_high = |v: &[u64]| (v.iter().copied().min().unwrap_or(0), v.iter().copied().max().unwrap_or(0));
+    let (rss, span) = (low_high(&goals.rss), low_high(&goals.samples));
+    println!(
+        "Goals: `verify` ≥ 15× CPython on raw files: lowest {:.1}×; ≤ 1.3× `zstd -d` on zstd files: highest {:.2}×; `convert --to collapsed` ≥ 20× CPython: lowest {:.1}×; `verify`'s peak RSS {}–{} over {}–{} samples.\n",
+        min(&goals.verify_raw),
+        max(&goals.verify_zstd),
+        min(&goals.collapsed),
+        mb(rss.0),
+        mb(rss.1),
+        span.0,
+        span.1
+    );
+    synthetic(samples, &dir);
 }
