@@ -47,12 +47,18 @@ impl Default for Limits {
 }
 
 /// Compressed sample-region bytes from which [`OwnedReaderStorage::open_file`] decompresses
-/// in a second thread. Starting the thread and handing buffers over cost a few tenths of a
-/// millisecond, which the overlap repays only when decompressing takes long; measured on
-/// real profiles (whole `verify` commands), a 32 KB region (a 500,000-sample idle pool, 1.5 MB
-/// decompressed) reads in 2.3 ms in one thread and 2.7 ms in two, a 2.4 MB one (370,000 deep
-/// samples) in 25 ms and 16 ms.
+/// in a second thread. Starting the thread and handing buffers over cost about 0.2 ms, which
+/// the overlap repays only when there is much to decompress or to decode; either this size or
+/// [`THREADED_FROM_SAMPLES`] samples in the header says so (the header's count only steers
+/// speed, never what is read). Measured on real profiles, whole `verify` commands
+/// (2026-11-23, 2-core AMD EPYC VM): a 20 KB region of 8,000 samples reads in 1.0 ms in one
+/// thread and 1.2 ms in two; a 26 KB one of 500,000 idle-pool samples (1.5 MB decompressed)
+/// in 2.2 ms and 1.8 ms.
 pub const THREADED_FROM_BYTES: u64 = 128 << 10;
+
+/// Samples (as the header counts them) from which [`OwnedReaderStorage::open_file`]
+/// decompresses in a second thread whatever the compressed size: see [`THREADED_FROM_BYTES`].
+pub const THREADED_FROM_SAMPLES: u64 = 32 << 10;
 
 /// Storage owned for one open file.
 pub struct OwnedReaderStorage {
@@ -109,12 +115,13 @@ impl OwnedReaderStorage {
 
     /// Opens a file over this storage. A zstd region is decompressed in a second thread (over
     /// a second handle on the file) while this one decodes, when the machine has a second
-    /// core and the region has [`THREADED_FROM_BYTES`] or more; the samples and errors are
-    /// those of [`Self::open`].
+    /// core and the region has [`THREADED_FROM_BYTES`] or the header [`THREADED_FROM_SAMPLES`]
+    /// or more; the samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
         let parallel = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         let region = self.meta.header.string_table_offset - HEADER_SIZE as u64;
-        if self.meta.is_compressed() && region >= THREADED_FROM_BYTES && parallel() {
+        let large = region >= THREADED_FROM_BYTES || self.meta.header.sample_count >= THREADED_FROM_SAMPLES;
+        if self.meta.is_compressed() && large && parallel() {
             self.open_threaded(source)
         } else {
             self.open(source)
