@@ -53,7 +53,7 @@ export TACHYON_REAL_PROFILES="$PWD/target/real-profiles"
 rm -rf "$TACHYON_REAL_PROFILES"
 qemu-tests/oracle/make_real_profiles.sh "$TACHYON_REAL_PROFILES" 4 >/dev/null
 
-step "set-up: record the long real profiles the benchmark and the replay test read (about 35 s)"
+step "set-up: record the long real profiles the benchmark and the replay test read (about a minute)"
 export TACHYON_LONG_PROFILES="$PWD/target/long-profiles"
 rm -rf "$TACHYON_LONG_PROFILES"
 qemu-tests/oracle/make_real_profiles.sh --long "$TACHYON_LONG_PROFILES" >/dev/null
