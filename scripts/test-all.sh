@@ -70,10 +70,10 @@ step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt)"
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt and gperftools)"
 for target in "${NO_STD_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools -- -D warnings
   cargo build -p tachyon-core --target "$target" --release
 done
 
@@ -81,7 +81,7 @@ step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools
 done
 
 step "tests: core without features (no alloc, no zstd)"
@@ -92,8 +92,8 @@ cargo test --workspace --all-features
 
 step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do
-  cargo clippy -p tachyon-core --features alloc,zstd --target "$target" -- -D warnings
-  cargo test -p tachyon-core --features alloc,zstd --target "$target"
+  cargo clippy -p tachyon-core --features alloc,zstd,gperftools --target "$target" -- -D warnings
+  cargo test -p tachyon-core --features alloc,zstd,gperftools --target "$target"
   cargo test -p qemu-tests --target "$target"
 done
 

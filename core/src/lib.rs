@@ -45,6 +45,8 @@
 //! * `zstd`: compressed sample regions through libzstd 1.5.7 static contexts (the only
 //!   `unsafe` code, in `compression`).
 //! * `defmt`: `defmt::Format` for errors and metadata.
+//! * `gperftools`: the [`gperftools`] module, libprofiler's CPU profiles (read and write,
+//!   any slot width and byte order).
 //!
 //! MSRV: Rust 1.81.
 
@@ -71,6 +73,9 @@ pub mod writer;
 #[cfg(feature = "zstd")]
 #[allow(unsafe_code)]
 pub mod compression;
+
+#[cfg(feature = "gperftools")]
+pub mod gperftools;
 
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};
