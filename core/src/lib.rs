@@ -45,7 +45,7 @@
 //! * `zstd`: compressed sample regions through libzstd 1.5.7 static contexts (the only
 //!   `unsafe` code, in `compression`).
 //! * `defmt`: `defmt::Format` for errors and metadata.
-//! * `gperftools`: the [`gperftools`] module, libprofiler's CPU profiles (read and write,
+//! * `gperftools`: the `gperftools` module, libprofiler's CPU profiles (read and write,
 //!   any slot width and byte order).
 //!
 //! MSRV: Rust 1.81.
@@ -62,6 +62,7 @@ pub mod endian;
 pub mod error;
 pub mod header;
 pub mod io;
+pub mod kind;
 pub mod reader;
 pub mod records;
 pub mod storage;
@@ -80,6 +81,7 @@ pub mod gperftools;
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};
 pub use header::{CaptureFeatures, Compression, Header, HeaderLayout, ProfilingConfig, ProfilingMode, Stats};
+pub use kind::FileKind;
 pub use reader::{Metadata, Reader, Record, RegionSource, ResolvedFrame, Run, RunEntry, Sample};
 pub use storage::{ReaderStorage, StaticReaderStorage, StaticWriterStorage, WriterStorage};
 pub use tables::Location;

@@ -1,10 +1,11 @@
 //! # tachyon
 //!
-//! The std layer over [`tachyon_core`]: files (memory-mapped, buffered fallback), a growable
+//! The std layer over [`tachyon_core`]: files (positioned reads), a growable
 //! in-memory sink, storage sized from a file's validated metadata, CPython's JSON writer-input
 //! documents, the JSON view CPython's own reader gives of a file, a replay that feeds samples
 //! to collectors the way CPython's `replay` does ([`replay`]), and the conversions into the
-//! formats people view profiles in ([`convert`]). The `tachyon` command is a thin layer over
+//! formats people view profiles in ([`convert`]), facts of gperftools CPU profiles
+//! ([`gperftools`]). The `tachyon` command is a thin layer over
 //! these.
 
 #![deny(missing_docs)]
@@ -12,6 +13,7 @@
 pub mod compress;
 pub mod convert;
 pub mod file;
+pub mod gperftools;
 pub mod hash;
 pub mod input;
 pub mod memory;

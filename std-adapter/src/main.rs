@@ -19,6 +19,7 @@ use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::replay::PROGRESS_EVERY;
 use tachyon_core::header::HEADER_SIZE;
+use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
 
@@ -222,6 +223,56 @@ fn with_reader<T>(
 }
 
 fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Failure> {
+    let kind = detect(file)?;
+    let v = match kind {
+        FileKind::Tachyon => tachyon_info(file, records, quiet)?,
+        FileKind::Gperftools => {
+            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
+            tachyon::gperftools::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
+        }
+        FileKind::Unknown => {
+            return Err(Failure(format!(
+                "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
+                file.display()
+            )))
+        }
+        other => {
+            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
+            json!({"file_bytes": len, "note": format!("{} files are detected but not read yet", other.name())})
+        }
+    };
+    print_facts(kind, v, as_json)
+}
+
+/// The detected format first, then the format's facts (sorted by name; `--json`: one object).
+fn print_facts(kind: FileKind, mut v: Value, as_json: bool) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    let io_err = |e: io::Error| Failure(e.to_string());
+    if as_json {
+        v["format"] = json!(kind.name());
+        return writeln!(out, "{v}").map_err(io_err);
+    }
+    writeln!(out, "{:>34}: {}", "format", kind.name()).map_err(io_err)?;
+    if let Value::Object(map) = v {
+        for (k, val) in map {
+            writeln!(out, "{k:>34}: {val}").map_err(io_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// The format of `file`, from its first bytes.
+fn detect(file: &Path) -> Result<FileKind, Failure> {
+    use std::io::Read as _;
+    let mut prefix = Vec::with_capacity(DETECT_BYTES);
+    File::open(file)
+        .and_then(|f| f.take(DETECT_BYTES as u64).read_to_end(&mut prefix))
+        .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    Ok(FileKind::detect(&prefix))
+}
+
+fn tachyon_info(file: &Path, records: bool, quiet: bool) -> Result<Value, Failure> {
     with_reader(file, |reader| {
         let meta = *reader.metadata();
         let tables = reader.tables();
@@ -239,15 +290,7 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
             v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
             v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
         }
-        let mut out = io::stdout().lock();
-        if as_json {
-            writeln!(out, "{v}").map_err(|e| Failure(e.to_string()))?;
-        } else if let Value::Object(map) = v {
-            for (k, val) in map {
-                writeln!(out, "{k:>34}: {val}").map_err(|e| Failure(e.to_string()))?;
-            }
-        }
-        Ok(())
+        Ok(v)
     })
 }
 

@@ -258,3 +258,44 @@ fn a_corrupt_file_fails_with_its_offset() {
     let msg = String::from_utf8(out.stderr).unwrap();
     assert!(msg.contains("bad.bin") && msg.contains("76"), "names the file and offset: {msg}");
 }
+
+#[test]
+fn info_names_the_format_first_from_the_content() {
+    let gperf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
+    // (file, google-pprof 2.10's "Total: N samples" for it, slot bytes, byte order)
+    let real = [
+        ("x86_64-le64-gperftools2.10/burn-x86_64.prof", 296, 8, "little"),
+        ("i386-le32-gperftools2.10/burn-i386.prof", 197, 4, "little"),
+        ("s390x-be64-gperftools2.10-qemu/burn-s390x.prof", 252, 8, "big"),
+    ];
+    for (file, total, word, order) in real {
+        let out = tachyon().arg("info").arg(gperf.join(file)).output().unwrap();
+        assert!(out.status.success(), "{file}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().next().map(str::trim), Some("format: gperftools"), "{file}");
+        let out = tachyon().args(["info", "--json"]).arg(gperf.join(file)).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!((v["samples"].as_u64(), v["word_bytes"].as_u64()), (Some(total), Some(word)), "{file}");
+        assert_eq!((v["byte_order"].as_str(), v["end_marker"].as_str()), (Some(order), Some("0, 1, 0")), "{file}");
+        assert_eq!(v["quirks"], serde_json::json!([]), "{file}");
+    }
+    // A quirk is named.
+    let odd = gperf.join("edge-synthetic/x64-zeropc_midrecord.prof");
+    let v: Value =
+        serde_json::from_slice(&tachyon().args(["info", "--json"]).arg(odd).output().unwrap().stdout).unwrap();
+    assert_eq!(v["samples"], 3, "google-pprof stops at the pc-0 record");
+    assert_eq!(v["quirks"], serde_json::json!(["data ended by a pc-0 record other than the trailer"]));
+    // A Tachyon file, renamed to look like something else, is still Tachyon.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-detect");
+    std::fs::create_dir_all(&dir).unwrap();
+    let disguised = dir.join("profile.prof");
+    std::fs::copy(vectors().join(format!("{}.s390x.bin", names()[0])), &disguised).unwrap();
+    let out = tachyon().arg("info").arg(&disguised).output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().next().map(str::trim), Some("format: tachyon"));
+    // Text is no profile.
+    let text = dir.join("notes.bin");
+    std::fs::write(&text, "plain text, not a profile\n").unwrap();
+    let out = tachyon().arg("info").arg(&text).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("not a profile format"));
+}
