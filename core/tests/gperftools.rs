@@ -6,6 +6,10 @@
 
 use std::collections::BTreeMap;
 
+#[path = "../../qemu-tests/src/gperftools_oracle.rs"]
+mod oracle;
+use oracle::{go_samples, perl_total};
+
 use tachyon_core::endian::Endianity;
 use tachyon_core::gperftools::{
     End, Item, Quirks, ReadError, Reader, Rule, RunTimeWord, Word, Word32, Word64, WriteError, Writer,
@@ -137,43 +141,6 @@ fn parse(file: &[u8], window: usize) -> Result<Parsed, ReadError<CursorError>> {
         p.tail.extend_from_slice(&chunk[..n]);
     }
     Ok(p)
-}
-
-/// google-pprof's "Total: N samples".
-fn perl_total(text: &str) -> u64 {
-    let line = text.lines().find(|l| l.starts_with("Total: ")).expect("a Total line");
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// go pprof's samples: address stack (innermost first) → count.
-fn go_samples(raw: &str) -> BTreeMap<Vec<u64>, u64> {
-    let mut locations = BTreeMap::new();
-    let mut in_locations = false;
-    for line in raw.lines() {
-        if line.starts_with("Locations") {
-            in_locations = true;
-            continue;
-        }
-        if line.starts_with("Mappings") {
-            break;
-        }
-        if in_locations {
-            let mut parts = line.split_whitespace();
-            if let (Some(id), Some(addr)) = (parts.next(), parts.next()) {
-                if let (Ok(id), Some(hex)) = (id.trim_end_matches(':').parse::<u64>(), addr.strip_prefix("0x")) {
-                    locations.insert(id, u64::from_str_radix(hex, 16).unwrap());
-                }
-            }
-        }
-    }
-    let mut samples = BTreeMap::new();
-    for line in raw.lines().skip_while(|l| !l.starts_with("samples/count")).skip(1) {
-        let Some((values, ids)) = line.split_once(':') else { break };
-        let count: u64 = values.split_whitespace().next().unwrap().parse().unwrap();
-        let stack = ids.split_whitespace().map(|id| locations[&id.parse::<u64>().unwrap()]).collect();
-        *samples.entry(stack).or_insert(0) += count;
-    }
-    samples
 }
 
 #[test]

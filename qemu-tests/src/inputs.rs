@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use tachyon::convert::tachyon::reencode;
-use tachyon::convert::{convert, Format};
+use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
 use tachyon::input::encode_document;
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::tachyon::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;
@@ -47,13 +48,14 @@ pub fn inputs(work: &Path, seed: u64) -> Vec<PathBuf> {
 
 /// Our conversion of `file` into `format`, read as the `tachyon` command reads it (mapped,
 /// a zstd region decompressed in a second thread).
-pub fn convert_file(file: &Path, format: &Format) -> Result<Vec<u8>, String> {
+pub fn convert_file(file: &Path, format: &Output) -> Result<Vec<u8>, String> {
     let mut src = FileSource::open(file).map_err(|e| e.to_string())?;
     let meta = Metadata::read(&mut src).map_err(|e| e.to_string())?;
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
     let mut reader = storage.open_file(src).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    convert(&mut reader, format, &mut out, &mut |_| {}).map_err(|e| e.to_string())?;
+    convert(&mut TachyonSource::new(&mut reader), format, Destination::Stream(&mut out), &mut |_| {})
+        .map_err(|e| e.to_string())?;
     Ok(out)
 }
 

@@ -3,6 +3,7 @@
 //! view, and diffs that name the first differing byte or sample.
 
 pub mod gen;
+pub mod gperftools_oracle;
 #[cfg(feature = "oracle")]
 pub mod inputs;
 pub mod model;

@@ -21,7 +21,7 @@ use qemu_tests::model::per_thread;
 use qemu_tests::{compare_bytes, decode_to_json};
 use serde_json::Value;
 use tachyon::convert::pstats::SortOrder;
-use tachyon::convert::Format;
+use tachyon::convert::Output;
 
 const SEED: u64 = 0x5e9_1a7;
 
@@ -143,20 +143,20 @@ fn conversions_match_cpython_replay() {
                 (Ok(g), false) => failures.extend(compare_bytes(&format!("{name} {what}"), &g, &want()).err()),
             }
         };
-        check("collapsed", ours(file, &Format::Collapsed), &|| std::fs::read(dir.join("collapsed.txt")).unwrap());
+        check("collapsed", ours(file, &Output::Collapsed), &|| std::fs::read(dir.join("collapsed.txt")).unwrap());
         for (variant, sort, limit, summary) in TEXT_VARIANTS {
             let what = format!("text-{variant}");
-            let format = Format::PstatsText { sort, limit, summary };
+            let format = Output::PstatsText { sort, limit, summary };
             check(&what, ours(file, &format), &|| {
                 table(&std::fs::read_to_string(dir.join(format!("{what}.txt"))).unwrap()).into_bytes()
             });
         }
         let cpython_jsonl = std::fs::read_to_string(dir.join("jsonl.jsonl")).unwrap_or_default();
         let run_id = cpython_jsonl.split("\"run_id\":\"").nth(1).and_then(|t| t.get(..32)).map(str::to_owned);
-        check("jsonl", ours(file, &Format::Jsonl { run_id }), &|| cpython_jsonl.clone().into_bytes());
+        check("jsonl", ours(file, &Output::Jsonl { run_id }), &|| cpython_jsonl.clone().into_bytes());
 
         checked += 1;
-        match (ours(file, &Format::Gecko), cpython_failed("gecko")) {
+        match (ours(file, &Output::Gecko), cpython_failed("gecko")) {
             (Ok(g), false) => {
                 let want = std::fs::read(dir.join("gecko.json")).unwrap();
                 if let Err(e) = same_json("", &gecko_content(&g), &gecko_content(&want)) {
@@ -171,8 +171,8 @@ fn conversions_match_cpython_replay() {
             )),
         }
 
-        let got = ours(file, &Format::Pstats { compat: false });
-        let compat = ours(file, &Format::Pstats { compat: true });
+        let got = ours(file, &Output::Pstats { compat: false });
+        let compat = ours(file, &Output::Pstats { compat: true });
         if let (Ok(got), Ok(compat), false) = (&got, &compat, cpython_failed("pstats")) {
             std::fs::write(dir.join("ours.marshal"), got).unwrap();
             std::fs::write(dir.join("ours-compat.marshal"), compat).unwrap();
@@ -227,7 +227,7 @@ fn long_real_profiles_match_cpython() {
             .status()
             .unwrap();
         assert!(status.success(), "CPython replay --collapsed {name}");
-        match ours(file, &Format::Collapsed) {
+        match ours(file, &Output::Collapsed) {
             Ok(got) => failures
                 .extend(compare_bytes(&format!("{name} collapsed"), &got, &std::fs::read(&theirs).unwrap()).err()),
             Err(e) => failures.push(format!("{name}: collapsed failed: {e}")),

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::Command;
 
 use qemu_tests::inputs::{convert_file, inputs, root, viewer_tools};
-use tachyon::convert::Format;
+use tachyon::convert::{convert, Destination, Output};
+use tachyon::file::FileSource;
+use tachyon::sources::gperftools::GperftoolsSource;
 
 const SEED: u64 = 0x71e_e4e5;
 
@@ -44,13 +46,13 @@ fn viewers_read_our_outputs() {
     let mut svgs = 0;
     for (i, file) in files.iter().enumerate() {
         let name = file.display().to_string();
-        let Ok(collapsed) = convert_file(file, &Format::Collapsed) else { continue };
+        let Ok(collapsed) = convert_file(file, &Output::Collapsed) else { continue };
         let collapsed = String::from_utf8(collapsed).unwrap();
         let stacks = collapsed.lines().count();
         let total: u64 = collapsed.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
 
         let pprof = work.join(format!("{i}.pb.gz"));
-        std::fs::write(&pprof, convert_file(file, &Format::Pprof).unwrap()).unwrap();
+        std::fs::write(&pprof, convert_file(file, &Output::Pprof).unwrap()).unwrap();
         let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pprof).output().unwrap();
         let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(&pprof).output().unwrap();
         let text = String::from_utf8_lossy(&raw.stdout);
@@ -63,7 +65,7 @@ fn viewers_read_our_outputs() {
             )),
         }
 
-        for (kind, format) in [("speedscope", Format::Speedscope { name: name.clone() }), ("gecko", Format::Gecko)] {
+        for (kind, format) in [("speedscope", Output::Speedscope { name: name.clone() }), ("gecko", Output::Gecko)] {
             let path = work.join(format!("{i}.{kind}.json"));
             std::fs::write(&path, convert_file(file, &format).unwrap()).unwrap();
             manifest += &format!("{kind}\t{}\n", path.display());
@@ -72,7 +74,7 @@ fn viewers_read_our_outputs() {
         if i % 4 == 0 || total > 1000 {
             svgs += 1;
             let svg = work.join(format!("{i}.svg"));
-            let bytes = convert_file(file, &Format::Flamegraph { title: name.clone() }).unwrap();
+            let bytes = convert_file(file, &Output::Flamegraph { title: name.clone() }).unwrap();
             std::fs::write(&svg, &bytes).unwrap();
             let text = String::from_utf8(bytes).unwrap();
             let rendered = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(work.join(format!("{i}.png"))).status();
@@ -113,4 +115,32 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// go tool pprof reads the pprof we make from each real gperftools profile and shows the
+/// samples (counts and address stacks) it shows for the original file.
+#[test]
+fn go_pprof_shows_our_pprof_of_a_gperftools_profile_as_the_original() {
+    let _ = viewer_tools();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gperftools-pprof");
+    std::fs::create_dir_all(&work).unwrap();
+    for dir in ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "s390x-be64-gperftools2.10-qemu"] {
+        let prof = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "prof"))
+            .unwrap();
+        let ours = work.join(format!("{dir}.pb.gz"));
+        let mut source = GperftoolsSource::open(FileSource::open(&prof).unwrap()).unwrap();
+        convert(&mut source, &Output::Pprof, Destination::File(&ours), &mut |_| {}).unwrap();
+        let raw = |file: &Path| {
+            let out = Command::new("go").args(["tool", "pprof", "-raw", "-symbolize=none"]).arg(file).output().unwrap();
+            assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+            qemu_tests::gperftools_oracle::go_samples(&String::from_utf8_lossy(&out.stdout))
+        };
+        let want = raw(&prof);
+        assert!(!want.is_empty());
+        assert_eq!(raw(&ours), want, "{dir}");
+    }
 }

@@ -3,10 +3,10 @@
 //! The std layer over [`tachyon_core`]: files (positioned reads), a growable
 //! in-memory sink, storage sized from a file's validated metadata, CPython's JSON writer-input
 //! documents, the JSON view CPython's own reader gives of a file, a replay that feeds samples
-//! to collectors the way CPython's `replay` does ([`replay`]), and the conversions into the
-//! formats people view profiles in ([`convert`]), facts of gperftools CPU profiles
-//! ([`gperftools`]). The `tachyon` command is a thin layer over
-//! these.
+//! to collectors the way CPython's `replay` does ([`sources::tachyon`]), and the conversion
+//! pipeline: inputs ([`sources`]) feed one hub ([`model`]) that every output ([`convert`])
+//! reads; facts of gperftools CPU profiles ([`gperftools`]). The `tachyon` command is a thin
+//! layer over these.
 
 #![deny(missing_docs)]
 
@@ -17,9 +17,10 @@ pub mod gperftools;
 pub mod hash;
 pub mod input;
 pub mod memory;
+pub mod model;
 pub mod open;
 pub mod region;
-pub mod replay;
+pub mod sources;
 pub mod view;
 
 pub use tachyon_core as core;

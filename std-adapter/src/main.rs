@@ -9,15 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use tachyon::convert::pstats::SortOrder;
-use tachyon::convert::ConvertError;
+use tachyon::convert::{ConvertError, Destination, Output, OutputKind};
 use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
+use tachyon::model::{Source, PROGRESS_EVERY};
 use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::replay::PROGRESS_EVERY;
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::tachyon::TachyonSource;
 use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
@@ -39,6 +42,7 @@ use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEnd
   tachyon convert profile.bin --to collapsed -o stacks.txt
   tachyon convert profile.bin --to speedscope -o profile.speedscope.json
   tachyon convert profile.bin --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
+  tachyon convert cpu.prof --to pprof -o cpu.pb.gz      (a gperftools CPU profile)
   tachyon diff before.bin after.bin -o diff.svg
   tachyon convert profile.bin --to pstats-text --sort cumtime --limit 30
   tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
@@ -117,7 +121,7 @@ enum Command {
 struct ConvertArgs {
     /// Output format.
     #[arg(long, value_enum)]
-    to: Target,
+    to: OutputKind,
     /// Output file.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -142,28 +146,6 @@ struct ConvertArgs {
     /// tachyon: compression of the output (default: the input's).
     #[arg(long, value_enum)]
     compression: Option<Zstd>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Target {
-    /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
-    Collapsed,
-    /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
-    Pstats,
-    /// The table CPython's `replay` prints.
-    PstatsText,
-    /// An SVG flame graph.
-    Flamegraph,
-    /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
-    Gecko,
-    /// speedscope JSON, one sampled profile per thread.
-    Speedscope,
-    /// Gzipped pprof profile.proto (go tool pprof).
-    Pprof,
-    /// CPython's `replay --jsonl` aggregate records.
-    Jsonl,
-    /// Tachyon again, in another byte order or compression.
-    Tachyon,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -196,9 +178,9 @@ fn read_error<E: std::fmt::Debug>(file: &Path, e: ReadError<E>) -> Failure {
 }
 
 /// A bad input names the file; a failed output says so itself.
-fn convert_error(file: &Path, e: ConvertError) -> Failure {
+fn convert_error<E: std::fmt::Display>(file: &Path, e: ConvertError<E>) -> Failure {
     match e {
-        ConvertError::Read(e) => read_error(file, e),
+        ConvertError::Read(e) => Failure(format!("{}: {e}", file.display())),
         e => Failure(e.to_string()),
     }
 }
@@ -459,97 +441,88 @@ impl Drop for Progress {
     }
 }
 
-/// Options that belong to one target only are usage errors elsewhere.
-fn check_convert_args(a: &ConvertArgs) -> Result<(), String> {
-    let only = |ok: bool, flag: &str, target: &str| {
-        if ok {
-            Ok(())
-        } else {
-            Err(format!("{flag} only applies to --to {target}"))
+/// Options that belong to one output only ([`OutputKind::options`]) are usage errors with
+/// another.
+fn check_convert_args(to: OutputKind, given: &ArgMatches) -> Result<(), String> {
+    for id in given.ids() {
+        if given.value_source(id.as_str()) != Some(ValueSource::CommandLine) {
+            continue;
         }
-    };
-    only(!a.pstats_compat || a.to == Target::Pstats, "--pstats-compat", "pstats")?;
-    only(a.title.is_none() || a.to == Target::Flamegraph, "--title", "flamegraph")?;
-    let text = a.to == Target::PstatsText;
-    only(a.sort.is_none() || text, "--sort", "pstats-text")?;
-    only(a.limit.is_none() || text, "--limit", "pstats-text")?;
-    only(!a.no_summary || text, "--no-summary", "pstats-text")?;
-    let tach = a.to == Target::Tachyon;
-    only(a.byte_order.is_none() || tach, "--byte-order", "tachyon")?;
-    only(a.compression.is_none() || tach, "--compression", "tachyon")
+        let option = id.as_str().replace('_', "-");
+        match OutputKind::owning(&option) {
+            Some(owner) if owner != to => return Err(format!("--{option} only applies to --to {}", owner.name())),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The output `--to` names, with its options.
+fn output(a: &ConvertArgs, file: &Path) -> Output {
+    match a.to {
+        OutputKind::Collapsed => Output::Collapsed,
+        OutputKind::Pstats => Output::Pstats { compat: a.pstats_compat },
+        OutputKind::PstatsText => Output::PstatsText {
+            sort: a.sort.unwrap_or(SortOrder::Nsamples),
+            limit: Some(a.limit.unwrap_or(15)),
+            summary: !a.no_summary,
+        },
+        OutputKind::Jsonl => Output::Jsonl { run_id: None },
+        OutputKind::Flamegraph => Output::Flamegraph { title: a.title.clone().unwrap_or_else(|| file_name(file)) },
+        OutputKind::Gecko => Output::Gecko,
+        OutputKind::Speedscope => Output::Speedscope { name: file_name(file) },
+        OutputKind::Pprof => Output::Pprof,
+        OutputKind::Tachyon => Output::Tachyon {
+            big_endian: a.byte_order.map(|o| match o {
+                ByteOrder::Big => true,
+                ByteOrder::Little => false,
+                ByteOrder::Native => cfg!(target_endian = "big"),
+            }),
+            compression: a.compression.map(Compression::from),
+        },
+    }
+}
+
+/// A gperftools profile, its addresses and maps text read.
+fn open_gperftools(file: &Path) -> Result<GperftoolsSource<FileSource>, Failure> {
+    let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))
+}
+
+/// The format of an input `convert` and `diff` cannot read yet is a plain error.
+fn unreadable(file: &Path, kind: FileKind) -> Failure {
+    match kind {
+        FileKind::Unknown => Failure(format!(
+            "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
+            file.display()
+        )),
+        other => Failure(format!("{}: {} input is detected but not converted yet", file.display(), other.name())),
+    }
 }
 
 fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
-    use tachyon::convert::Format;
-    let fail = |e| convert_error(file, e);
-    let create = |p: &Path| File::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())));
-    with_reader(file, |reader| {
-        let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-        let mut tick = |n: u64| progress.update(n);
-        if a.to == Target::Tachyon {
-            let compression = a.compression.map(Compression::from);
-            let big = match a.byte_order {
-                Some(ByteOrder::Big) => true,
-                Some(ByteOrder::Little) => false,
-                Some(ByteOrder::Native) => cfg!(target_endian = "big"),
-                None => reader.metadata().endian == tachyon_core::RunTimeEndian::Big,
-            };
-            // Straight into the output file; stdout cannot seek, so that goes through memory.
-            return match &a.output {
-                Some(p) => {
-                    let sink = tachyon::file::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())))?;
-                    let sink = reencode(reader, sink, big, compression, &mut tick).map_err(fail)?;
-                    sink.0.into_inner().map(drop).map_err(|e| Failure(format!("{}: {}", p.display(), e.error())))
-                }
-                None => {
-                    let sink = tachyon::memory::VecSink::default();
-                    let sink = reencode(reader, sink, big, compression, &mut tick).map_err(fail)?;
-                    io::stdout()
-                        .lock()
-                        .write_all(&sink.into_inner())
-                        .map_err(|e| Failure(format!("writing the output: {e}")))
-                }
-            };
+    let output = output(&a, file);
+    let mut stdout = io::stdout().lock();
+    let dest = match &a.output {
+        Some(p) => Destination::File(p),
+        None => Destination::Stream(&mut stdout),
+    };
+    match detect(file)? {
+        FileKind::Tachyon => with_reader(file, |reader| {
+            let mut source = TachyonSource::new(reader);
+            let mut progress = Progress::new(source.info().expected_samples, quiet);
+            tachyon::convert::convert_tachyon(&mut source, &output, dest, &mut |n| progress.update(n))
+                .map(drop)
+                .map_err(|e| convert_error(file, e))
+        }),
+        FileKind::Gperftools => {
+            let mut source = open_gperftools(file)?;
+            let mut progress = Progress::new(source.info().expected_samples, quiet);
+            tachyon::convert::convert(&mut source, &output, dest, &mut |n| progress.update(n))
+                .map(drop)
+                .map_err(|e| convert_error(file, e))
         }
-        let format = match a.to {
-            Target::Collapsed => Format::Collapsed,
-            Target::Pstats => Format::Pstats { compat: a.pstats_compat },
-            Target::PstatsText => Format::PstatsText {
-                sort: a.sort.unwrap_or(SortOrder::Nsamples),
-                limit: Some(a.limit.unwrap_or(15)),
-                summary: !a.no_summary,
-            },
-            Target::Jsonl => Format::Jsonl { run_id: None },
-            Target::Flamegraph => Format::Flamegraph { title: a.title.clone().unwrap_or_else(|| file_name(file)) },
-            Target::Gecko => Format::Gecko,
-            Target::Speedscope => Format::Speedscope { name: file_name(file) },
-            Target::Pprof => Format::Pprof,
-            Target::Tachyon => unreachable!("handled above"),
-        };
-        let mut out: Box<dyn io::Write> = match &a.output {
-            Some(p) => Box::new(create(p)?),
-            None => Box::new(io::stdout().lock()),
-        };
-        tachyon::convert::convert(reader, &format, &mut out, &mut tick).map_err(fail)?;
-        Ok(())
-    })
-}
-
-/// Re-encodes into `sink`, big- or little-endian.
-fn reencode<W: embedded_io::Write + embedded_io::Seek>(
-    reader: &mut Reader<'_, FileSource>,
-    sink: W,
-    big: bool,
-    compression: Option<Compression>,
-    tick: &mut dyn FnMut(u64),
-) -> Result<W, ConvertError>
-where
-    W::Error: std::fmt::Debug,
-{
-    if big {
-        tachyon::convert::tachyon::reencode(reader, sink, BigEndian, compression, tick)
-    } else {
-        tachyon::convert::tachyon::reencode(reader, sink, LittleEndian, compression, tick)
+        other => Err(unreadable(file, other)),
     }
 }
 
@@ -558,11 +531,20 @@ fn file_name(path: &Path) -> String {
 }
 
 fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bool) -> Result<(), Failure> {
-    let lines = |file: &Path| {
-        with_reader(file, |reader| {
-            let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-            tachyon::convert::collapsed_lines(reader, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
-        })
+    let lines = |file: &Path| match detect(file)? {
+        FileKind::Tachyon => with_reader(file, |reader| {
+            let mut source = TachyonSource::new(reader);
+            let mut progress = Progress::new(source.info().expected_samples, quiet);
+            tachyon::convert::collapsed_lines(&mut source, &mut |n| progress.update(n))
+                .map_err(|e| convert_error(file, e))
+        }),
+        FileKind::Gperftools => {
+            let mut source = open_gperftools(file)?;
+            let mut progress = Progress::new(source.info().expected_samples, quiet);
+            tachyon::convert::collapsed_lines(&mut source, &mut |n| progress.update(n))
+                .map_err(|e| convert_error(file, e))
+        }
+        other => Err(unreadable(file, other)),
     };
     let (base_lines, new_lines) = (lines(base)?, lines(new)?);
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
@@ -573,7 +555,11 @@ fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bo
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let quiet = cli.quiet;
     let result = match cli.command {
         Command::Info { file, json, records } => info(&file, json, records, quiet),
@@ -581,7 +567,8 @@ fn main() -> ExitCode {
         Command::Dump { file } => dump(&file, quiet),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
         Command::Convert { file, args } => {
-            if let Err(msg) = check_convert_args(&args) {
+            let given = matches.subcommand_matches("convert").unwrap_or(&matches);
+            if let Err(msg) = check_convert_args(args.to, given) {
                 eprintln!("tachyon: {msg}");
                 return ExitCode::from(2);
             }

@@ -5,23 +5,25 @@
 use std::path::Path;
 
 use tachyon::convert::pstats::SortOrder;
-use tachyon::convert::{convert, Format};
+use tachyon::convert::{convert, Destination, Output};
 use tachyon::memory::VecSink;
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::tachyon::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;
 
-fn formats() -> Vec<Format> {
+fn formats() -> Vec<Output> {
     vec![
-        Format::Collapsed,
-        Format::Pstats { compat: false },
-        Format::PstatsText { sort: SortOrder::Name, limit: None, summary: true },
-        Format::Flamegraph { title: "t".into() },
-        Format::Gecko,
-        Format::Speedscope { name: "s".into() },
-        Format::Pprof,
-        Format::Jsonl { run_id: Some("0".repeat(32)) },
+        Output::Collapsed,
+        Output::Pstats { compat: false },
+        Output::PstatsText { sort: SortOrder::Name, limit: None, summary: true },
+        Output::Flamegraph { title: "t".into() },
+        Output::Gecko,
+        Output::Speedscope { name: "s".into() },
+        Output::Pprof,
+        Output::Jsonl { run_id: Some("0".repeat(32)) },
     ]
 }
 
@@ -33,7 +35,8 @@ fn run_all(bytes: &[u8]) -> usize {
     for format in formats() {
         let Ok(mut reader) = storage.open(Cursor::new(bytes)) else { return errors + 1 };
         let mut out = Vec::new();
-        errors += usize::from(convert(&mut reader, &format, &mut out, &mut |_| {}).is_err());
+        let mut source = TachyonSource::new(&mut reader);
+        errors += usize::from(convert(&mut source, &format, Destination::Stream(&mut out), &mut |_| {}).is_err());
     }
     if let Ok(mut reader) = storage.open(Cursor::new(bytes)) {
         let again =
@@ -78,4 +81,54 @@ fn corrupt_and_truncated_files_never_panic_a_conversion() {
     eprintln!("{failed} of {variants} variants ended in an error, none panicked");
     // Truncations all fail (the footer is gone); most corruptions are caught somewhere.
     assert!(failed > variants / 2, "{failed} of {variants} variants failed");
+}
+
+/// Every aggregate output of one gperftools profile (but the flame graph, which draws the
+/// collapsed collector's lines and is slow unoptimised); returns how many ended in an error.
+fn run_gperftools(bytes: &[u8]) -> usize {
+    let mut errors = 0;
+    for format in formats().into_iter().filter(|f| !matches!(f, Output::Flamegraph { .. })) {
+        match GperftoolsSource::open(Cursor::new(bytes)) {
+            Ok(mut source) => {
+                let mut out = Vec::new();
+                let result = convert(&mut source, &format, Destination::Stream(&mut out), &mut |_| {});
+                errors += usize::from(result.is_err());
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    errors
+}
+
+#[test]
+fn corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
+    let mut files: Vec<_> = ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "edge-synthetic"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "prof"))
+        .collect();
+    files.sort();
+    let (mut variants, mut failed) = (0, 0);
+    for path in &files {
+        let good = std::fs::read(path).unwrap();
+        // Every real file and variant google-pprof reads converts (gecko alone refuses: no times).
+        let refused = run_gperftools(&good);
+        assert!(refused <= 1, "{}: {refused} outputs failed", path.display());
+        // Spread over the file (a prime step); the core reader's own test takes every length.
+        for len in (0..good.len()).step_by(211) {
+            variants += 1;
+            failed += usize::from(run_gperftools(&good[..len]) > 1);
+        }
+        for at in (0..good.len()).step_by(307) {
+            for flip in [0x01u8, 0xff] {
+                let mut bad = good.clone();
+                bad[at] ^= flip;
+                variants += 1;
+                failed += usize::from(run_gperftools(&bad) > 1);
+            }
+        }
+    }
+    eprintln!("{} files, {failed} of {variants} variants ended in an error, none panicked", files.len());
+    assert!(variants > 1000, "{variants}");
 }

@@ -299,3 +299,32 @@ fn info_names_the_format_first_from_the_content() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("not a profile format"));
 }
+
+#[test]
+fn convert_reads_a_gperftools_profile_by_its_content() {
+    let prof = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../qemu-tests/vectors/gperftools-2.10/s390x-be64-gperftools2.10-qemu/burn-s390x.prof");
+    let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&prof).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // google-pprof 2.10 counts 252 samples in this file; native stacks have no tid root.
+    let total: u64 = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 252);
+    assert!(text.lines().all(|l| l.starts_with("0x")), "{text}");
+    // A differential flame graph of two native profiles.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-gperftools");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("diff.svg");
+    let out = tachyon().arg("diff").arg(&prof).arg(&prof).arg("-o").arg(&svg).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    // The Firefox profiler needs times the format does not have: exit 1, saying so.
+    let out = tachyon().args(["convert", "--to", "gecko"]).arg(&prof).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("gperftools") && err.contains("time"), "{err}");
+    // An option of another output is still a usage error.
+    let out = tachyon().args(["convert", "--to", "pprof", "--sort", "name"]).arg(&prof).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("--sort only applies to --to pstats-text"));
+}

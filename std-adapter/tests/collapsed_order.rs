@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 
-use tachyon::convert::{convert, Format};
+use tachyon::convert::{convert, Destination, Output};
 use tachyon::memory::VecSink;
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::tachyon::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
@@ -62,7 +63,8 @@ fn ours(file: &[u8]) -> String {
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
     let mut reader = storage.open(Cursor::new(file)).unwrap();
     let mut out = Vec::new();
-    convert(&mut reader, &Format::Collapsed, &mut out, &mut |_| {}).unwrap();
+    convert(&mut TachyonSource::new(&mut reader), &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {})
+        .unwrap();
     String::from_utf8(out).unwrap()
 }
 

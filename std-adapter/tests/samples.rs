@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tachyon::file::FileSource;
 use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::replay::samples;
+use tachyon::sources::tachyon::samples;
 use tachyon_core::reader::Metadata;
 
 #[test]

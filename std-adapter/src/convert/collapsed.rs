@@ -16,7 +16,7 @@
 use std::io::{self, Write};
 
 use crate::hash::IdMap;
-use crate::replay::{basename, Call, Collector, FrameTable};
+use crate::model::{basename, Call, Collector, FrameTable, Naming};
 
 /// Byte length of the thread id at the front of a key.
 const TID: usize = 8;
@@ -60,21 +60,31 @@ impl Ranks {
 }
 
 /// Counts stacks per thread.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CollapsedCollector {
+    naming: Naming,
+    /// Lines start with `tid:T`.
+    threads: bool,
     ranks: Option<Ranks>,
     /// Key → (samples, first-seen ordinal).
     stacks: IdMap<Box<[u8]>, (u64, u32)>,
     key: Vec<u8>,
 }
 
+impl Default for CollapsedCollector {
+    /// CPython's lines: Python names under a `tid:T` root.
+    fn default() -> Self {
+        CollapsedCollector::new(Naming::Python, true)
+    }
+}
+
 /// Frame names by function key.
-fn names(frames: &FrameTable) -> Vec<String> {
+fn names(frames: &FrameTable, naming: Naming) -> Vec<String> {
     frames
         .functions
         .iter()
         .map(|f| {
-            if f.filename == "~" && f.lineno == 0 {
+            if naming == Naming::Native || (f.filename == "~" && f.lineno == 0) {
                 f.funcname.clone()
             } else {
                 format!("{}:{}:{}", basename(&f.filename), f.funcname, f.lineno)
@@ -86,7 +96,8 @@ fn names(frames: &FrameTable) -> Vec<String> {
 impl Collector for CollapsedCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         let Some((&innermost, outer)) = s.stack.split_first() else { return };
-        let ranks = self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames)));
+        let naming = self.naming;
+        let ranks = self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming)));
         self.key.clear();
         self.key.extend_from_slice(&s.thread_id.to_le_bytes());
         for &id in outer.iter().rev() {
@@ -103,6 +114,11 @@ impl Collector for CollapsedCollector {
 }
 
 impl CollapsedCollector {
+    /// Lines naming frames by `naming`, under a `tid:T` root when `threads`.
+    pub fn new(naming: Naming, threads: bool) -> Self {
+        CollapsedCollector { naming, threads, ranks: None, stacks: IdMap::default(), key: Vec::new() }
+    }
+
     /// The stacks in CPython's order: `(key, samples)`.
     fn sorted(&self, names: &[String]) -> Vec<(&[u8], u64)> {
         let Some(ranks) = &self.ranks else { return Vec::new() };
@@ -121,7 +137,7 @@ impl CollapsedCollector {
             stacks.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then_with(|| a.0[TID..].cmp(&b.0[TID..])));
         } else {
             let mut texts: Vec<(String, &[u8], u64, u32)> =
-                stacks.into_iter().map(|(k, n, o)| (text(k, ranks, names), k, n, o)).collect();
+                stacks.into_iter().map(|(k, n, o)| (text(k, ranks, names, true), k, n, o)).collect();
             texts.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then_with(|| a.3.cmp(&b.3)));
             stacks = texts.into_iter().map(|(_, k, n, o)| (k, n, o)).collect();
         }
@@ -130,22 +146,26 @@ impl CollapsedCollector {
 
     /// The lines `(stack, count)` in CPython's order.
     pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
-        let names = names(frames);
+        let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Vec::new() };
-        self.sorted(&names).into_iter().map(|(k, n)| (text(k, ranks, &names), n)).collect()
+        self.sorted(&names).into_iter().map(|(k, n)| (text(k, ranks, &names, self.threads), n)).collect()
     }
 
     /// Writes the lines, each text made as it is written.
     pub fn write(&self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
-        let names = names(frames);
+        let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Ok(()) };
         let mut line = Vec::new();
         for (key, count) in self.sorted(&names) {
             line.clear();
-            line.extend_from_slice(b"tid:");
-            push_decimal(&mut line, thread_of(key));
-            for word in key[TID..].chunks_exact(4) {
-                line.push(b';');
+            if self.threads {
+                line.extend_from_slice(b"tid:");
+                push_decimal(&mut line, thread_of(key));
+            }
+            for (i, word) in key[TID..].chunks_exact(4).enumerate() {
+                if self.threads || i > 0 {
+                    line.push(b';');
+                }
                 line.extend_from_slice(names[function_of(word, ranks)].as_bytes());
             }
             line.push(b' ');
@@ -183,10 +203,13 @@ fn function_of(word: &[u8], ranks: &Ranks) -> usize {
     ranks.function[u32::from_be_bytes(w) as usize] as usize
 }
 
-fn text(key: &[u8], ranks: &Ranks, names: &[String]) -> String {
-    let mut text = format!("tid:{}", thread_of(key));
-    for word in key[TID..].chunks_exact(4) {
-        text.push(';');
+/// The line's text; without `threads`, no `tid:T` root.
+fn text(key: &[u8], ranks: &Ranks, names: &[String], threads: bool) -> String {
+    let mut text = if threads { format!("tid:{}", thread_of(key)) } else { String::new() };
+    for (i, word) in key[TID..].chunks_exact(4).enumerate() {
+        if threads || i > 0 {
+            text.push(';');
+        }
         text.push_str(&names[function_of(word, ranks)]);
     }
     text

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::StringIndex;
-use crate::replay::{basename, Call, Collector, FrameTable};
+use crate::model::{basename, Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 const HAS_GIL: u8 = 1;
@@ -360,12 +360,12 @@ impl GeckoCollector {
 
 impl Collector for GeckoCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
-        let Some(&first) = s.timestamps_us.first() else { return };
+        let Some(&first) = s.timestamps_us().first() else { return };
         let base = *self.base_us.get_or_insert(first);
         if !s.continued {
             self.start_call(frames, s, ms_between(first, base));
         }
-        for &ts in s.timestamps_us {
+        for &ts in s.timestamps_us() {
             let t = ms_between(ts, base);
             if let Some(call) = &mut self.call {
                 *call = (t, call.1 + 1);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::StringIndex;
-use crate::replay::{Call, Collector, FrameTable};
+use crate::model::{Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 const CHUNK: usize = 256;

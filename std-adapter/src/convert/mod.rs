@@ -1,7 +1,10 @@
-//! Conversions of a Tachyon file into the formats people view profiles in. Each one replays
-//! the file once ([`crate::replay`]), aggregating on frame ids, and writes its output at the
-//! end; memory grows with distinct stacks and frames, not with samples (except where the
-//! format itself lists every sample: Firefox profiler and speedscope).
+//! Outputs: every format a profile can be converted into, each one module, all listed in
+//! one registry ([`OutputKind`], with [`Output`] carrying each one's options). An output reads
+//! the hub ([`crate::model`]): it replays a [`Source`] once into its collector, aggregating on
+//! frame ids, and writes at the end; memory grows with distinct stacks and frames, not with
+//! samples (except where the format itself lists every sample: Firefox profiler and
+//! speedscope). An input may also pass itself through to its own format without the hub
+//! (Tachyon re-encoding, which keeps CPython's records byte for byte).
 
 pub mod collapsed;
 pub mod flamegraph;
@@ -15,11 +18,13 @@ pub mod tachyon;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
+use std::path::Path;
 
-use embedded_io::{Read, Seek};
-use tachyon_core::{ReadError, Reader};
+use tachyon_core::kind::FileKind;
+use tachyon_core::{BigEndian, Compression, LittleEndian};
 
-use crate::replay::{replay, Collector, FrameTable};
+use crate::model::Source;
+use crate::sources::tachyon::TachyonSource;
 
 /// Strings numbered in the order first met, as the string tables of the jsonl, Firefox
 /// profiler and pprof formats are.
@@ -52,28 +57,40 @@ impl StringIndex {
     }
 }
 
-/// Why a conversion failed.
+/// Why a conversion failed; `E` is what reading the input fails with.
 #[derive(Debug)]
-pub enum ConvertError<E = io::Error> {
+pub enum ConvertError<E> {
     /// The input is bad or unreadable.
-    Read(ReadError<E>),
+    Read(E),
     /// Writing the output failed.
     Write(io::Error),
     /// The writer refused a sample or its storage could not be sized (re-encoding).
     Encode(String),
+    /// The output needs what the input does not have.
+    Unsupported {
+        /// The output.
+        output: OutputKind,
+        /// The input's format.
+        input: FileKind,
+        /// What is missing.
+        why: &'static str,
+    },
 }
 
-impl<E: fmt::Debug> fmt::Display for ConvertError<E> {
+impl<E: fmt::Display> fmt::Display for ConvertError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConvertError::Read(e) => write!(f, "{e}"),
             ConvertError::Write(e) => write!(f, "writing the output: {e}"),
             ConvertError::Encode(e) => write!(f, "encoding: {e}"),
+            ConvertError::Unsupported { output, input, why } => {
+                write!(f, "cannot convert a {} profile --to {}: {why}", input.name(), output.name())
+            }
         }
     }
 }
 
-impl<E: fmt::Debug> std::error::Error for ConvertError<E> {}
+impl<E: fmt::Debug + fmt::Display> std::error::Error for ConvertError<E> {}
 
 impl<E> From<io::Error> for ConvertError<E> {
     fn from(e: io::Error) -> Self {
@@ -81,21 +98,78 @@ impl<E> From<io::Error> for ConvertError<E> {
     }
 }
 
-/// Replays every sample of `reader` into `collector`; returns the decoded frame table and the
-/// sample count.
-pub fn collect<R: Read + Seek>(
-    reader: &mut Reader<'_, R>,
-    collector: &mut dyn Collector,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(FrameTable, u64), ConvertError<R::Error>> {
-    let frames = FrameTable::new(reader.tables());
-    let n = replay(reader, &frames, collector, progress).map_err(ConvertError::Read)?;
-    Ok((frames, n))
+/// Every output format: the one list the command, its help and its checks are made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputKind {
+    /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
+    Collapsed,
+    /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
+    Pstats,
+    /// The table CPython's `replay` prints.
+    PstatsText,
+    /// An SVG flame graph.
+    Flamegraph,
+    /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
+    Gecko,
+    /// speedscope JSON, one sampled profile per thread.
+    Speedscope,
+    /// Gzipped pprof profile.proto (go tool pprof).
+    Pprof,
+    /// CPython's `replay --jsonl` aggregate records.
+    Jsonl,
+    /// Tachyon again, in another byte order or compression.
+    Tachyon,
 }
 
-/// A text or binary output format and its options.
+impl OutputKind {
+    /// The name `--to` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputKind::Collapsed => "collapsed",
+            OutputKind::Pstats => "pstats",
+            OutputKind::PstatsText => "pstats-text",
+            OutputKind::Flamegraph => "flamegraph",
+            OutputKind::Gecko => "gecko",
+            OutputKind::Speedscope => "speedscope",
+            OutputKind::Pprof => "pprof",
+            OutputKind::Jsonl => "jsonl",
+            OutputKind::Tachyon => "tachyon",
+        }
+    }
+
+    /// The command-line options (long names) that belong to this output alone.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            OutputKind::Pstats => &["pstats-compat"],
+            OutputKind::PstatsText => &["sort", "limit", "no-summary"],
+            OutputKind::Flamegraph => &["title"],
+            OutputKind::Tachyon => &["byte-order", "compression"],
+            _ => &[],
+        }
+    }
+
+    /// Every output, in `--help` order.
+    pub const ALL: [OutputKind; 9] = [
+        OutputKind::Collapsed,
+        OutputKind::Pstats,
+        OutputKind::PstatsText,
+        OutputKind::Flamegraph,
+        OutputKind::Gecko,
+        OutputKind::Speedscope,
+        OutputKind::Pprof,
+        OutputKind::Jsonl,
+        OutputKind::Tachyon,
+    ];
+
+    /// The output an option belongs to.
+    pub fn owning(option: &str) -> Option<OutputKind> {
+        OutputKind::ALL.into_iter().find(|k| k.options().contains(&option))
+    }
+}
+
+/// An output with its options.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Format {
+pub enum Output {
     /// Collapsed stacks, as `replay --collapsed`.
     Collapsed,
     /// The marshal file of `replay --pstats -o`; `compat` leaves out 3.15's marker key.
@@ -131,82 +205,174 @@ pub enum Format {
         /// Tag of every line.
         run_id: Option<String>,
     },
+    /// Tachyon.
+    Tachyon {
+        /// Big-endian output; default: the input's byte order.
+        big_endian: Option<bool>,
+        /// Default: the input's compression.
+        compression: Option<Compression>,
+    },
 }
 
-/// Converts every sample of `reader` into `format` on `out`; returns the sample count.
-pub fn convert<R: Read + Seek>(
-    reader: &mut Reader<'_, R>,
-    format: &Format,
-    out: &mut dyn io::Write,
+impl Output {
+    /// Which output this is.
+    pub fn kind(&self) -> OutputKind {
+        match self {
+            Output::Collapsed => OutputKind::Collapsed,
+            Output::Pstats { .. } => OutputKind::Pstats,
+            Output::PstatsText { .. } => OutputKind::PstatsText,
+            Output::Flamegraph { .. } => OutputKind::Flamegraph,
+            Output::Gecko => OutputKind::Gecko,
+            Output::Speedscope { .. } => OutputKind::Speedscope,
+            Output::Pprof => OutputKind::Pprof,
+            Output::Jsonl { .. } => OutputKind::Jsonl,
+            Output::Tachyon { .. } => OutputKind::Tachyon,
+        }
+    }
+}
+
+/// Where an output goes.
+pub enum Destination<'a> {
+    /// A file, created (a Tachyon output is written in place: its header comes last).
+    File(&'a Path),
+    /// A stream (a Tachyon output is made in memory first: the stream cannot seek).
+    Stream(&'a mut dyn io::Write),
+}
+
+/// Converts every sample of `source` into `output` at `dest`; returns the sample count.
+pub fn convert<S: Source>(
+    source: &mut S,
+    output: &Output,
+    dest: Destination<'_>,
     progress: &mut dyn FnMut(u64),
-) -> Result<u64, ConvertError<R::Error>> {
-    let header = reader.metadata().header;
-    let mode = header.config.mode.map(|m| m.value());
+) -> Result<u64, ConvertError<S::Error>> {
+    let info = source.info().clone();
+    let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
+    match output {
+        Output::Gecko if !info.timestamps => {
+            return Err(unsupported(
+                "the Firefox profiler needs a time for every sample, and this input counts samples without times",
+            ))
+        }
+        Output::Tachyon { .. } => {
+            return Err(unsupported("Tachyon output is made from Tachyon input only (so far)"));
+        }
+        _ => {}
+    }
+    let mut file;
+    let out: &mut dyn io::Write = match dest {
+        Destination::File(p) => {
+            file = std::fs::File::create(p)
+                .map_err(|e| ConvertError::Write(io::Error::new(e.kind(), format!("{}: {e}", p.display()))))?;
+            &mut file
+        }
+        Destination::Stream(w) => w,
+    };
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
-    let n = match format {
-        Format::Collapsed => {
-            let mut c = collapsed::CollapsedCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            c.write(&frames, &mut out)?;
+    let interval_us = info.sample_interval_us;
+    let collapsed = || collapsed::CollapsedCollector::new(info.naming, info.threads);
+    let n = match output {
+        Output::Collapsed => {
+            let mut c = collapsed();
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.write(source.frames(), &mut out)?;
             n
         }
-        Format::Pstats { compat } => {
+        Output::Pstats { compat } => {
             let mut c = pstats::PstatsCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            pstats::write_marshal(&c.rows(&frames, header.sample_interval_us), *compat, &mut out)?;
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            pstats::write_marshal(&c.rows(source.frames(), interval_us), *compat, &mut out)?;
             n
         }
-        Format::PstatsText { sort, limit, summary } => {
+        Output::PstatsText { sort, limit, summary } => {
             let mut c = pstats::PstatsCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            let rows = c.rows(&frames, header.sample_interval_us);
-            pstats::write_text(&rows, *sort, *limit, *summary, mode, &mut out)?;
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            let rows = c.rows(source.frames(), interval_us);
+            pstats::write_text(&rows, *sort, *limit, *summary, info.cpython_mode, &mut out)?;
             n
         }
-        Format::Flamegraph { title } => {
-            let mut c = collapsed::CollapsedCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            flamegraph::write(&c.lines(&frames), title, &mut out)?;
+        Output::Flamegraph { title } => {
+            let mut c = collapsed();
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            flamegraph::write(&c.lines(source.frames()), title, &mut out)?;
             n
         }
-        Format::Gecko => {
+        Output::Gecko => {
             let mut c = gecko::GeckoCollector::default();
-            let (_, n) = collect(reader, &mut c, progress)?;
-            c.write(header.start_time_us as f64 / 1000.0, &mut out)?;
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.write(info.start_time_us as f64 / 1000.0, &mut out)?;
             n
         }
-        Format::Speedscope { name } => {
+        Output::Speedscope { name } => {
             let mut c = speedscope::SpeedscopeCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            c.write(&frames, name, header.sample_interval_us, &mut out)?;
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.write(source.frames(), name, interval_us, &mut out)?;
             n
         }
-        Format::Pprof => {
+        Output::Pprof => {
             let mut c = pprof::PprofCollector::default();
-            let (frames, n) = collect(reader, &mut c, progress)?;
-            let mode = jsonl::mode_name(mode.unwrap_or(0));
-            let profile = c.profile(&frames, header.start_time_us, header.sample_interval_us, mode);
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            let profile = c.profile(source.frames(), &info);
             pprof::write_gzipped(&profile, &mut out)?;
             n
         }
-        Format::Jsonl { run_id } => {
+        Output::Jsonl { run_id } => {
             let mut c = jsonl::JsonlCollector::default();
-            let (_, n) = collect(reader, &mut c, progress)?;
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
             let id = run_id.clone().unwrap_or_else(jsonl::random_run_id);
-            c.write(header.sample_interval_us, mode, &id, &mut out)?;
+            c.write(interval_us, info.cpython_mode, &id, &mut out)?;
             n
         }
+        Output::Tachyon { .. } => unreachable!("refused above"),
     };
     io::Write::flush(&mut out)?;
     Ok(n)
 }
 
-/// Collapsed lines of a whole file (for differential flame graphs).
-pub fn collapsed_lines<R: Read + Seek>(
-    reader: &mut Reader<'_, R>,
+/// Converts a Tachyon file: [`convert`], except that `--to tachyon` re-encodes record for
+/// record ([`tachyon::reencode`]) so that CPython's files come back byte for byte.
+pub fn convert_tachyon<R: embedded_io::Read + embedded_io::Seek>(
+    source: &mut TachyonSource<'_, '_, R>,
+    output: &Output,
+    dest: Destination<'_>,
     progress: &mut dyn FnMut(u64),
-) -> Result<Vec<(String, u64)>, ConvertError<R::Error>> {
-    let mut c = collapsed::CollapsedCollector::default();
-    let (frames, _) = collect(reader, &mut c, progress)?;
-    Ok(c.lines(&frames))
+) -> Result<u64, ConvertError<tachyon_core::ReadError<R::Error>>> {
+    let Output::Tachyon { big_endian, compression } = *output else {
+        return convert(source, output, dest, progress);
+    };
+    let reader = source.reader();
+    let big = big_endian.unwrap_or(reader.metadata().endian == tachyon_core::RunTimeEndian::Big);
+    let at = |p: &Path, e: io::Error| ConvertError::Write(io::Error::new(e.kind(), format!("{}: {e}", p.display())));
+    match dest {
+        Destination::File(p) => {
+            let sink = crate::file::create(p).map_err(|e| at(p, e))?;
+            let sink = if big {
+                tachyon::reencode(reader, sink, BigEndian, compression, progress)?
+            } else {
+                tachyon::reencode(reader, sink, LittleEndian, compression, progress)?
+            };
+            sink.0.into_inner().map_err(|e| at(p, e.into_error()))?;
+        }
+        Destination::Stream(w) => {
+            let sink = crate::memory::VecSink::default();
+            let sink = if big {
+                tachyon::reencode(reader, sink, BigEndian, compression, progress)?
+            } else {
+                tachyon::reencode(reader, sink, LittleEndian, compression, progress)?
+            };
+            w.write_all(&sink.into_inner())?;
+        }
+    }
+    Ok(reader.samples_decoded())
+}
+
+/// Collapsed lines of a whole profile (for differential flame graphs).
+pub fn collapsed_lines<S: Source>(
+    source: &mut S,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<(String, u64)>, ConvertError<S::Error>> {
+    let info = source.info();
+    let mut c = collapsed::CollapsedCollector::new(info.naming, info.threads);
+    source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+    Ok(c.lines(source.frames()))
 }

@@ -2,11 +2,13 @@
 //! encoded by prost from the message definitions below, which `go tool pprof` reads.
 //!
 //! Content: two sample types, `samples/count` and `<mode>/nanoseconds` (samples × interval;
-//! `wall` unless the header says `cpu`, `gil` ...); one sample per distinct (thread, stack)
-//! with a numeric `thread_id` label (`-tagfocus`, `-tagshow`); one function per
-//! `(funcname, filename)` with the first line seen as `start_line`; one location per
-//! `(function, line)`. Samples with an empty stack are left out, as CPython's collectors
-//! leave them out.
+//! `wall` unless the input says `cpu`, `gil` ...); one sample per distinct (thread, stack),
+//! with a numeric `thread_id` label (`-tagfocus`, `-tagshow`) where the input has threads;
+//! one function per `(funcname, filename)` with the first line seen as `start_line`. A
+//! Python frame's location is its `(function, line)`; a native frame's is its address, in
+//! its mapping, with the function and line when a symbol was found and without any when not
+//! (go pprof then shows the address, and can symbolise it from the binaries itself). Samples
+//! with an empty stack are left out, as CPython's collectors leave them out.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -14,7 +16,7 @@ use std::io::{self, Write};
 use prost::Message;
 
 use super::StringIndex;
-use crate::replay::{Call, Collector, FrameTable};
+use crate::model::{Call, Collector, FrameTable, SourceInfo};
 
 /// `perftools.profiles.Profile`, the fields this writer uses.
 #[derive(Clone, PartialEq, Message)]
@@ -25,6 +27,9 @@ pub struct Profile {
     /// The samples.
     #[prost(message, repeated, tag = "2")]
     pub sample: Vec<Sample>,
+    /// Mapped binaries referenced by locations.
+    #[prost(message, repeated, tag = "3")]
+    pub mapping: Vec<Mapping>,
     /// Locations referenced by samples.
     #[prost(message, repeated, tag = "4")]
     pub location: Vec<Location>,
@@ -93,12 +98,41 @@ pub struct Label {
     pub num: i64,
 }
 
-/// `Location`: one source line of a function.
+/// `Mapping`: a mapped binary.
+#[derive(Clone, PartialEq, Message)]
+pub struct Mapping {
+    /// Id (non-zero).
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// First address.
+    #[prost(uint64, tag = "2")]
+    pub memory_start: u64,
+    /// One past the last address.
+    #[prost(uint64, tag = "3")]
+    pub memory_limit: u64,
+    /// Offset in the file of `memory_start`.
+    #[prost(uint64, tag = "4")]
+    pub file_offset: u64,
+    /// File name (string index).
+    #[prost(int64, tag = "5")]
+    pub filename: i64,
+    /// Build id (string index).
+    #[prost(int64, tag = "6")]
+    pub build_id: i64,
+}
+
+/// `Location`: an address, or one source line of a function, or both.
 #[derive(Clone, PartialEq, Message)]
 pub struct Location {
     /// Id (non-zero).
     #[prost(uint64, tag = "1")]
     pub id: u64,
+    /// Mapping id (0 = none).
+    #[prost(uint64, tag = "2")]
+    pub mapping_id: u64,
+    /// Address (0 = none).
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
     /// The line.
     #[prost(message, repeated, tag = "4")]
     pub line: Vec<Line>,
@@ -138,7 +172,10 @@ pub struct Function {
 /// Counts samples per (thread, stack) and remembers the time span.
 #[derive(Debug, Default)]
 pub struct PprofCollector {
-    /// `[tid low, tid high, function keys leaf → root]` → samples, in first-seen order.
+    /// Per frame id, the frame standing for its location: the first frame of its function
+    /// key for a Python frame, itself for a native one.
+    location_frame: Vec<u32>,
+    /// `[tid low, tid high, location frames leaf → root]` → samples, in first-seen order.
     stacks: HashMap<Box<[u32]>, usize>,
     counts: Vec<(Box<[u32]>, u64)>,
     key: Vec<u32>,
@@ -147,14 +184,26 @@ pub struct PprofCollector {
 
 impl Collector for PprofCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
-        let last = s.timestamps_us.iter().copied().max().unwrap_or(0);
+        let last = s.timestamps_us().iter().copied().max().unwrap_or(0);
         self.last_us = Some(self.last_us.map_or(last, |t| t.max(last)));
         if s.stack.is_empty() {
             return;
         }
+        if self.location_frame.len() != frames.frames.len() {
+            let mut first_of_function: Vec<Option<u32>> = vec![None; frames.functions.len()];
+            self.location_frame = (0..frames.frames.len() as u32)
+                .map(|id| {
+                    let f = frames.frame(id);
+                    match f.address {
+                        Some(_) => id,
+                        None => *first_of_function[f.function as usize].get_or_insert(id),
+                    }
+                })
+                .collect();
+        }
         self.key.clear();
         self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
-        self.key.extend(s.stack.iter().map(|&id| frames.frame(id).function));
+        self.key.extend(s.stack.iter().map(|&id| self.location_frame[id as usize]));
         match self.stacks.get(&self.key[..]) {
             Some(&i) => self.counts[i].1 += s.samples(),
             None => {
@@ -166,8 +215,9 @@ impl Collector for PprofCollector {
 }
 
 impl PprofCollector {
-    /// The profile message. `mode` names the time sample type (`wall`, `cpu` ...).
-    pub fn profile(&self, frames: &FrameTable, start_time_us: u64, interval_us: u64, mode: &str) -> Profile {
+    /// The profile message of the samples of `info`'s input.
+    pub fn profile(&self, frames: &FrameTable, info: &SourceInfo) -> Profile {
+        let (start_time_us, interval_us, mode) = (info.start_time_us, info.sample_interval_us, info.mode);
         let mut strings = StringIndex::default();
         let mut id = |s: &str| i64::from(strings.id(s));
         id("");
@@ -178,40 +228,60 @@ impl PprofCollector {
 
         let mut functions: Vec<Function> = Vec::new();
         let mut function_ids: HashMap<(&str, &str), u64> = HashMap::new();
+        let mappings: Vec<Mapping> = frames
+            .mappings
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Mapping {
+                id: i as u64 + 1,
+                memory_start: m.start,
+                memory_limit: m.limit,
+                file_offset: m.offset,
+                filename: id(&m.file),
+                build_id: id(&m.build_id),
+            })
+            .collect();
         let mut locations: Vec<Location> = Vec::new();
-        // Function key → location id, made on first use.
-        let mut location_of: Vec<u64> = vec![0; frames.functions.len()];
+        // Location frame → location id, made on first use.
+        let mut location_of: Vec<u64> = vec![0; frames.frames.len()];
         let mut samples = Vec::with_capacity(self.counts.len());
         for (key, count) in &self.counts {
             let tid = u64::from(key[0]) | (u64::from(key[1]) << 32);
             let mut location_id = Vec::with_capacity(key.len() - 2);
             for &k in &key[2..] {
                 if location_of[k as usize] == 0 {
-                    let f = &frames.functions[k as usize];
-                    let next = functions.len() as u64 + 1;
-                    let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
-                        let name = id(&f.funcname);
-                        functions.push(Function {
-                            id: next,
-                            name,
-                            system_name: name,
-                            filename: id(&f.filename),
-                            start_line: i64::from(f.lineno),
+                    let frame = frames.frame(k);
+                    let mut line = Vec::new();
+                    if !frame.anonymous {
+                        let f = &frames.functions[frame.function as usize];
+                        let next = functions.len() as u64 + 1;
+                        let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
+                            let name = id(&f.funcname);
+                            functions.push(Function {
+                                id: next,
+                                name,
+                                system_name: name,
+                                filename: id(&f.filename),
+                                start_line: i64::from(f.lineno),
+                            });
+                            next
                         });
-                        next
-                    });
+                        line.push(Line { function_id, line: i64::from(f.lineno) });
+                    }
                     let id = locations.len() as u64 + 1;
-                    locations.push(Location { id, line: vec![Line { function_id, line: i64::from(f.lineno) }] });
+                    locations.push(Location {
+                        id,
+                        mapping_id: frame.mapping.map_or(0, |m| u64::from(m) + 1),
+                        address: frame.address.unwrap_or(0),
+                        line,
+                    });
                     location_of[k as usize] = id;
                 }
                 location_id.push(location_of[k as usize]);
             }
             let n = i64::try_from(*count).unwrap_or(i64::MAX);
-            samples.push(Sample {
-                location_id,
-                value: vec![n, n.saturating_mul(interval_ns)],
-                label: vec![Label { key: thread_key, str: 0, num: tid as i64 }],
-            });
+            let label = if info.threads { vec![Label { key: thread_key, str: 0, num: tid as i64 }] } else { vec![] };
+            samples.push(Sample { location_id, value: vec![n, n.saturating_mul(interval_ns)], label });
         }
         let comment = id(concat!("converted by tachyon ", env!("CARGO_PKG_VERSION")));
         let time_nanos = i64::try_from(start_time_us.saturating_mul(1000)).unwrap_or(i64::MAX);
@@ -221,6 +291,7 @@ impl PprofCollector {
             default_sample_type: time_type.r#type,
             sample_type: vec![samples_type, time_type.clone()],
             sample: samples,
+            mapping: mappings,
             location: locations,
             function: functions,
             string_table: strings.into_strings(),

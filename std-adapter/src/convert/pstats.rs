@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::replay::{basename, Call, Collector, FrameTable, FunctionKey};
+use crate::model::{basename, Call, Collector, FrameTable, FunctionKey};
 
 /// Aggregates samples per function key.
 #[derive(Debug, Default)]

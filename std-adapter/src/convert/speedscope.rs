@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::replay::{Call, Collector, FrameTable};
+use crate::model::{Call, Collector, FrameTable};
 use crate::view::write_py_str;
 
 #[derive(Debug, Default)]

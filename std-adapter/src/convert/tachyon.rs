@@ -13,11 +13,11 @@ use tachyon_core::reader::{Record, RunEntry};
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
 use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
-use tachyon_core::{Compression, Endianity, Reader, WriteError};
+use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError};
 
 use super::ConvertError;
+use crate::model::PROGRESS_EVERY;
 use crate::open::OwnedWriterStorage;
-use crate::replay::PROGRESS_EVERY;
 
 /// Most threads the output gets room for (the header's count is only an upper bound). The
 /// writer's thread table is fixed at creation, with a 16 KiB REPEAT buffer per thread as
@@ -32,7 +32,7 @@ pub fn reencode<R, W, E>(
     endian: E,
     compression: Option<Compression>,
     progress: &mut dyn FnMut(u64),
-) -> Result<W, ConvertError<R::Error>>
+) -> Result<W, ConvertError<ReadError<R::Error>>>
 where
     R: Read + Seek,
     W: Write + Seek,

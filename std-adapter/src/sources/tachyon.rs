@@ -13,150 +13,93 @@
 //! sample, so the per-call work is on frame ids only, the per-sample work is decoding a
 //! timestamp, and memory does not grow with the number of samples.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use embedded_io::{Read, Seek};
+use tachyon_core::kind::FileKind;
 use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{ReadError, Reader};
 
+use crate::convert::jsonl::mode_name;
+use crate::model::{
+    Call, Collector, FrameTable, Naming, NewFrame, Source, SourceInfo, Times, CALL_PART, PROGRESS_EVERY,
+};
+
 /// Where CPython's profiler leaves its own frames; they are never shown.
 const INTERNAL_FRAME_SUFFIXES: [&[u8]; 1] = [b"_sync_coordinator.py"];
 
-/// One frame of the table, decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FrameInfo {
-    /// File name (lossy UTF-8).
-    pub filename: String,
-    /// Function name (lossy UTF-8).
-    pub funcname: String,
-    /// Source span, `None` for synthetic frames.
-    pub location: Option<Location>,
-    /// Opcode, if captured.
-    pub opcode: Option<u8>,
-    /// Index into [`FrameTable::functions`]: frames with equal `(filename, lineno, funcname)`.
-    pub function: u32,
-    internal: bool,
+/// The frame table of a Tachyon file, decoded once: names as lossy UTF-8, the profiler's own
+/// frames hidden.
+pub fn frame_table(tables: &Tables<'_>) -> FrameTable {
+    let mut table = FrameTable::default();
+    for id in 0..tables.frame_count() {
+        // A frame naming a missing string keeps its slot, so that ids stay positions; the
+        // reader rejects any sample that uses it (CPython checks lazily too).
+        let resolved = u32::try_from(id).ok().and_then(|id| tables.frame(id));
+        let (filename, funcname, location, opcode) =
+            resolved.map_or((&b""[..], &b""[..], None, None), |f| (f.filename, f.funcname, f.location, f.opcode));
+        table.push(NewFrame {
+            filename: String::from_utf8_lossy(filename).into_owned(),
+            funcname: String::from_utf8_lossy(funcname).into_owned(),
+            location,
+            opcode,
+            address: None,
+            mapping: None,
+            anonymous: false,
+            hidden: INTERNAL_FRAME_SUFFIXES.iter().any(|s| filename.ends_with(s)),
+        });
+    }
+    table
 }
 
-/// First line, 0 when there is no location (CPython's `extract_lineno`).
-pub fn extract_lineno(location: Option<Location>) -> i32 {
-    location.map_or(0, |l| l.lineno)
+/// A Tachyon file as a [`Source`]: CPython's replay over a [`Reader`].
+pub struct TachyonSource<'a, 's, R: Read + Seek> {
+    reader: &'a mut Reader<'s, R>,
+    info: SourceInfo,
+    frames: FrameTable,
 }
 
-/// Replays and re-encodes report progress every this many samples.
-pub const PROGRESS_EVERY: u64 = 65_536;
-
-/// The `(filename, lineno, funcname)` triple CPython's pstats, collapsed and flame-graph
-/// collectors aggregate on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FunctionKey {
-    /// File name.
-    pub filename: String,
-    /// First line (0 without a location).
-    pub lineno: i32,
-    /// Function name.
-    pub funcname: String,
-}
-
-/// The frame table of a file, decoded once.
-#[derive(Debug, Clone, Default)]
-pub struct FrameTable {
-    /// Indexed by frame id.
-    pub frames: Vec<FrameInfo>,
-    /// Distinct `(filename, lineno, funcname)` keys, in frame-table order.
-    pub functions: Vec<FunctionKey>,
-    any_internal: bool,
-}
-
-impl FrameTable {
-    /// Decodes every frame of `tables`.
-    pub fn new(tables: &Tables<'_>) -> FrameTable {
-        let mut table = FrameTable::default();
-        let mut index: HashMap<FunctionKey, u32> = HashMap::new();
-        for id in 0..tables.frame_count() {
-            // A frame naming a missing string keeps its slot, so that ids stay positions;
-            // the reader rejects any sample that uses it (CPython checks lazily too).
-            let resolved = u32::try_from(id).ok().and_then(|id| tables.frame(id));
-            let (filename, funcname, location, opcode) =
-                resolved.map_or((&b""[..], &b""[..], None, None), |f| (f.filename, f.funcname, f.location, f.opcode));
-            let internal = INTERNAL_FRAME_SUFFIXES.iter().any(|s| filename.ends_with(s));
-            let key = FunctionKey {
-                filename: String::from_utf8_lossy(filename).into_owned(),
-                lineno: extract_lineno(location),
-                funcname: String::from_utf8_lossy(funcname).into_owned(),
-            };
-            let next = table.functions.len() as u32;
-            let function = *index.entry(key.clone()).or_insert_with(|| {
-                table.functions.push(key.clone());
-                next
-            });
-            table.any_internal |= internal;
-            table.frames.push(FrameInfo {
-                filename: key.filename,
-                funcname: key.funcname,
-                location,
-                opcode,
-                function,
-                internal,
-            });
-        }
-        table
+impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
+    /// The source of `reader`'s remaining samples.
+    pub fn new(reader: &'a mut Reader<'s, R>) -> Self {
+        let header = reader.metadata().header;
+        let cpython_mode = header.config.mode.map(|m| m.value());
+        let info = SourceInfo {
+            kind: FileKind::Tachyon,
+            start_time_us: header.start_time_us,
+            sample_interval_us: header.sample_interval_us,
+            mode: mode_name(cpython_mode.unwrap_or(0)),
+            cpython_mode,
+            expected_samples: header.sample_count,
+            timestamps: true,
+            threads: true,
+            naming: Naming::Python,
+        };
+        let frames = frame_table(reader.tables());
+        TachyonSource { reader, info, frames }
     }
 
-    /// The frame of `id`.
-    pub fn frame(&self, id: u32) -> &FrameInfo {
-        &self.frames[id as usize]
-    }
-
-    /// `stack` without the profiler's own frames (copied into `scratch` only if it has any).
-    pub fn visible<'a>(&self, stack: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
-        if !self.any_internal {
-            return stack;
-        }
-        scratch.clear();
-        scratch.extend(stack.iter().copied().filter(|&id| !self.frame(id).internal));
-        scratch
+    /// The reader, for what only Tachyon can do (re-encoding record for record).
+    pub fn reader(&mut self) -> &mut Reader<'s, R> {
+        self.reader
     }
 }
 
-/// One CPython `collect()` call as a collector sees it: one thread with one status and one
-/// stack, standing for the samples at `timestamps_us`. A FULL, SUFFIX or POP_PUSH record is a
-/// call of one sample; a REPEAT record is one call per run of equal statuses (spec 9.4),
-/// handed over in parts of at most [`CALL_PART`] timestamps so that memory stays bounded
-/// whatever count a record declares.
-#[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
-    /// Timestamps of the samples, µs, in file order; never empty.
-    pub timestamps_us: &'a [u64],
-    /// Interpreter id.
-    pub interpreter_id: u32,
-    /// Thread id.
-    pub thread_id: u64,
-    /// Status flags.
-    pub status: u8,
-    /// Frame ids, innermost first, internal frames removed; may be empty.
-    pub stack: &'a [u32],
-    /// A further part of the call before it (same thread, status and stack): collectors
-    /// that act once per call (the Firefox profiler's state markers) act on the first part.
-    pub continued: bool,
-}
+impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
+    type Error = ReadError<R::Error>;
 
-impl Call<'_> {
-    /// Samples this call stands for.
-    pub fn samples(&self) -> u64 {
-        self.timestamps_us.len() as u64
+    fn info(&self) -> &SourceInfo {
+        &self.info
     }
-}
 
-/// Most timestamps in one part of a call.
-pub const CALL_PART: usize = 4096;
+    fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
 
-/// Something that consumes replayed samples, a call at a time.
-pub trait Collector {
-    /// One call, or a further part of one.
-    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>);
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        replay(self.reader, &self.frames, collector, progress)
+    }
 }
 
 /// Feeds every remaining sample of `reader` to `collector` as CPython's replay does, a
@@ -178,7 +121,7 @@ pub fn replay<R: Read + Seek>(
         match record {
             Record::Sample(s) => {
                 let call = Call {
-                    timestamps_us: &[s.timestamp_us],
+                    times: Times::Stamped(&[s.timestamp_us]),
                     interpreter_id: s.interpreter_id,
                     thread_id: s.thread_id,
                     status: s.status,
@@ -198,7 +141,7 @@ pub fn replay<R: Read + Seek>(
                         if let Some(s) = status {
                             if s != e.status || times.len() == CALL_PART {
                                 let call = Call {
-                                    timestamps_us: &times,
+                                    times: Times::Stamped(&times),
                                     interpreter_id,
                                     thread_id,
                                     status: s,
@@ -216,8 +159,14 @@ pub fn replay<R: Read + Seek>(
                     }
                     if n == 0 {
                         if let (Some(s), false) = (status, times.is_empty()) {
-                            let call =
-                                Call { timestamps_us: &times, interpreter_id, thread_id, status: s, stack, continued };
+                            let call = Call {
+                                times: Times::Stamped(&times),
+                                interpreter_id,
+                                thread_id,
+                                status: s,
+                                stack,
+                                continued,
+                            };
                             collector.collect(frames, &call);
                             times.clear();
                         }
@@ -235,11 +184,6 @@ pub fn replay<R: Read + Seek>(
     let done = reader.samples_decoded();
     progress(done);
     Ok(done)
-}
-
-/// Python's `os.path.basename` on a POSIX path: everything after the last `/`.
-pub fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// A frame with its names, shared between all samples that use it.
@@ -280,7 +224,7 @@ pub struct Samples<'a, 's, R: Read + Seek> {
 /// The remaining samples of `reader`, resolved. Names are decoded once per frame and shared
 /// (`Arc<str>`), so a sample costs one vector of its depth. After an error the iteration ends.
 pub fn samples<'a, 's, R: Read + Seek>(reader: &'a mut Reader<'s, R>) -> Samples<'a, 's, R> {
-    let table = FrameTable::new(reader.tables());
+    let table = frame_table(reader.tables());
     let frames = table
         .frames
         .into_iter()

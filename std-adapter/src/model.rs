@@ -1,0 +1,273 @@
+//! The hub every conversion goes through: inputs ([`crate::sources`]) feed it, outputs
+//! ([`crate::convert`]) read it, so adding a format is one module, never one per pair.
+//!
+//! It has two tiers, as google/pprof's `Profile` and inferno's folded lines have one each:
+//!
+//! - **Streaming**: a [`Source`] states the profile's facts ([`SourceInfo`]) and its whole
+//!   frame table ([`FrameTable`]) before the first sample, then replays its samples in file
+//!   order into a [`Collector`] as [`Call`]s: one stack (frame ids) standing for many
+//!   samples, with their timestamps when the format has them ([`Times`]). A Tachyon REPEAT
+//!   run, a gperftools record with its count, are one call: no input pays per sample what it
+//!   can pay per stack, and memory never grows with the sample count.
+//! - **Aggregate**: a collector is the second tier. Each output keeps what it needs (stacks
+//!   and counts for collapsed stacks and pprof, per-function counts for pstats, every sample
+//!   for the Firefox profiler) and writes it at the end.
+//!
+//! A frame carries what any input has: names, file, a line span with columns, an opcode, and
+//! for native profiles an address and its mapping. Outputs that need something an input
+//! lacks say so ([`SourceInfo::timestamps`] and the output registry).
+
+use std::collections::HashMap;
+
+use tachyon_core::kind::FileKind;
+use tachyon_core::tables::Location;
+
+/// Replays report progress every this many samples.
+pub const PROGRESS_EVERY: u64 = 65_536;
+
+/// Most timestamps in one part of a call.
+pub const CALL_PART: usize = 4096;
+
+/// How an output names a frame when it shows names only (collapsed stacks, flame graphs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// CPython's `basename:function:line` (the function alone for pstats' `~` pseudo-file).
+    Python,
+    /// The function name alone, as google-pprof and perf's folded stacks name native frames.
+    Native,
+}
+
+/// What a source says about its whole profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceInfo {
+    /// The input format.
+    pub kind: FileKind,
+    /// Start of the profile, µs since the epoch (0 when the format does not say).
+    pub start_time_us: u64,
+    /// Sampling interval, µs (0 = unknown).
+    pub sample_interval_us: u64,
+    /// What the interval measures: `wall`, `cpu`, `gil` … (pprof's sample type).
+    pub mode: &'static str,
+    /// CPython's profiling mode number, for outputs that print it (Tachyon inputs only).
+    pub cpython_mode: Option<u8>,
+    /// Samples the source expects to replay (for progress; may be 0 or a guess).
+    pub expected_samples: u64,
+    /// Every call has a timestamp per sample ([`Times::Stamped`]).
+    pub timestamps: bool,
+    /// Samples belong to threads worth showing (a `tid:` root in collapsed stacks).
+    pub threads: bool,
+    /// How frames are named in name-only outputs.
+    pub naming: Naming,
+}
+
+/// One frame of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameInfo {
+    /// File name (lossy UTF-8; empty when unknown).
+    pub filename: String,
+    /// Function name (lossy UTF-8; `0x…` for a native address without a symbol).
+    pub funcname: String,
+    /// Source span, `None` when unknown.
+    pub location: Option<Location>,
+    /// Opcode, if captured.
+    pub opcode: Option<u8>,
+    /// Native address (for a caller, the return address minus one), if any.
+    pub address: Option<u64>,
+    /// Index into [`FrameTable::mappings`] of the mapping holding `address`.
+    pub mapping: Option<u32>,
+    /// The name is made up from the address (no symbol was found): outputs that can hold
+    /// bare addresses (pprof) leave the name out, so that their readers may symbolise.
+    pub anonymous: bool,
+    /// Index into [`FrameTable::functions`]: frames with equal `(filename, lineno, funcname)`.
+    pub function: u32,
+    /// A frame the source's own tools never show (CPython's `_sync_coordinator.py`).
+    pub hidden: bool,
+}
+
+/// A mapped file of a native process (a line of `/proc/self/maps`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub limit: u64,
+    /// Offset in the file of `start`.
+    pub offset: u64,
+    /// Path of the mapped file (may be empty or a pseudo-path such as `[vdso]`).
+    pub file: String,
+    /// Build id, when the input records one.
+    pub build_id: String,
+}
+
+/// The `(filename, lineno, funcname)` triple CPython's pstats, collapsed and flame-graph
+/// collectors aggregate on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FunctionKey {
+    /// File name.
+    pub filename: String,
+    /// First line (0 without a location).
+    pub lineno: i32,
+    /// Function name.
+    pub funcname: String,
+}
+
+/// First line, 0 when there is no location (CPython's `extract_lineno`).
+pub fn extract_lineno(location: Option<Location>) -> i32 {
+    location.map_or(0, |l| l.lineno)
+}
+
+/// Python's `os.path.basename` on a POSIX path: everything after the last `/`.
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A frame as a source hands it to [`FrameTable::push`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewFrame {
+    /// File name.
+    pub filename: String,
+    /// Function name.
+    pub funcname: String,
+    /// Source span.
+    pub location: Option<Location>,
+    /// Opcode.
+    pub opcode: Option<u8>,
+    /// Native address.
+    pub address: Option<u64>,
+    /// Mapping index.
+    pub mapping: Option<u32>,
+    /// Named after its address.
+    pub anonymous: bool,
+    /// Never shown.
+    pub hidden: bool,
+}
+
+/// Every frame of a profile, complete before the first sample: frame ids are positions.
+#[derive(Debug, Clone, Default)]
+pub struct FrameTable {
+    /// Indexed by frame id.
+    pub frames: Vec<FrameInfo>,
+    /// Distinct `(filename, lineno, funcname)` keys, in frame-table order.
+    pub functions: Vec<FunctionKey>,
+    /// Mapped files of a native profile.
+    pub mappings: Vec<Mapping>,
+    function_index: HashMap<FunctionKey, u32>,
+    any_hidden: bool,
+}
+
+impl FrameTable {
+    /// Appends a frame; returns its id.
+    pub fn push(&mut self, f: NewFrame) -> u32 {
+        let key = FunctionKey { filename: f.filename, lineno: extract_lineno(f.location), funcname: f.funcname };
+        let next = self.functions.len() as u32;
+        let function = match self.function_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.functions.push(key.clone());
+                self.function_index.insert(key.clone(), next);
+                next
+            }
+        };
+        self.any_hidden |= f.hidden;
+        let id = self.frames.len() as u32;
+        self.frames.push(FrameInfo {
+            filename: key.filename,
+            funcname: key.funcname,
+            location: f.location,
+            opcode: f.opcode,
+            address: f.address,
+            mapping: f.mapping,
+            anonymous: f.anonymous,
+            function,
+            hidden: f.hidden,
+        });
+        id
+    }
+
+    /// The frame of `id`.
+    pub fn frame(&self, id: u32) -> &FrameInfo {
+        &self.frames[id as usize]
+    }
+
+    /// `stack` without hidden frames (copied into `scratch` only if the table has any).
+    pub fn visible<'a>(&self, stack: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
+        if !self.any_hidden {
+            return stack;
+        }
+        scratch.clear();
+        scratch.extend(stack.iter().copied().filter(|&id| !self.frame(id).hidden));
+        scratch
+    }
+}
+
+/// The samples a call stands for.
+#[derive(Debug, Clone, Copy)]
+pub enum Times<'a> {
+    /// One timestamp (µs) per sample, in file order; never empty.
+    Stamped(&'a [u64]),
+    /// A count without times (gperftools records, pprof samples).
+    Counted(u64),
+}
+
+/// One CPython `collect()` call as a collector sees it: one thread with one status and one
+/// stack, standing for several samples. From a Tachyon file, a FULL, SUFFIX or POP_PUSH record
+/// is a call of one sample and a REPEAT record one call per run of equal statuses (spec 9.4),
+/// handed over in parts of at most [`CALL_PART`] timestamps so that memory stays bounded
+/// whatever count a record declares; from a gperftools file, a record is a call of `count`
+/// samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The samples.
+    pub times: Times<'a>,
+    /// Interpreter id (0 for native profiles).
+    pub interpreter_id: u32,
+    /// Thread id (0 for profiles without threads).
+    pub thread_id: u64,
+    /// Status flags (0 where the format has none).
+    pub status: u8,
+    /// Frame ids, innermost first, hidden frames removed; may be empty.
+    pub stack: &'a [u32],
+    /// A further part of the call before it (same thread, status and stack): collectors
+    /// that act once per call (the Firefox profiler's state markers) act on the first part.
+    pub continued: bool,
+}
+
+impl Call<'_> {
+    /// Samples this call stands for.
+    pub fn samples(&self) -> u64 {
+        match self.times {
+            Times::Stamped(t) => t.len() as u64,
+            Times::Counted(n) => n,
+        }
+    }
+
+    /// The timestamps, empty for a counted call.
+    pub fn timestamps_us(&self) -> &[u64] {
+        match self.times {
+            Times::Stamped(t) => t,
+            Times::Counted(_) => &[],
+        }
+    }
+}
+
+/// Something that consumes replayed samples, a call at a time.
+pub trait Collector {
+    /// One call, or a further part of one.
+    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>);
+}
+
+/// An input replayed into the hub.
+pub trait Source {
+    /// What reading the input can fail with.
+    type Error: std::fmt::Debug;
+
+    /// The profile's facts.
+    fn info(&self) -> &SourceInfo;
+
+    /// Every frame, complete before [`Source::replay`].
+    fn frames(&self) -> &FrameTable;
+
+    /// Feeds every sample to `collector` in file order, calling `progress` with the samples
+    /// so far about every [`PROGRESS_EVERY`] samples; returns the sample count.
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error>;
+}

@@ -1,0 +1,5 @@
+//! Inputs: one module per format, each a [`crate::model::Source`] that replays its samples
+//! into the hub.
+
+pub mod gperftools;
+pub mod tachyon;
