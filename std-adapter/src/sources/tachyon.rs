@@ -120,8 +120,9 @@ pub fn replay<R: Read + Seek>(
     while let Some(record) = reader.next_record()? {
         match record {
             Record::Sample(s) => {
+                let one = [s.timestamp_us];
                 let call = Call {
-                    times: Times::Stamped(&[s.timestamp_us]),
+                    times: Times::Stamped(&one),
                     interpreter_id: s.interpreter_id,
                     thread_id: s.thread_id,
                     status: s.status,
