@@ -450,7 +450,7 @@ fn check_convert_args(to: OutputKind, given: &ArgMatches) -> Result<(), String> 
         }
         let option = id.as_str().replace('_', "-");
         match OutputKind::owning(&option) {
-            Some(owner) if owner != to => return Err(format!("--{option} only applies to --to {}", owner.name())),
+            Some(owner) if owner != to => return Err(format!("--{option} only applies to --to {owner}")),
             _ => {}
         }
     }

@@ -25,6 +25,29 @@ use tachyon_core::tables::Location;
 /// Replays report progress every this many samples.
 pub const PROGRESS_EVERY: u64 = 65_536;
 
+/// Calls a progress callback about every [`PROGRESS_EVERY`] samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticker {
+    next: u64,
+}
+
+impl Default for Ticker {
+    fn default() -> Self {
+        Ticker { next: PROGRESS_EVERY }
+    }
+}
+
+impl Ticker {
+    /// `done` samples so far: reports them if another [`PROGRESS_EVERY`] have passed.
+    #[inline]
+    pub fn tick(&mut self, done: u64, progress: &mut dyn FnMut(u64)) {
+        if done >= self.next {
+            progress(done);
+            self.next = done.saturating_add(PROGRESS_EVERY);
+        }
+    }
+}
+
 /// Most timestamps in one part of a call.
 pub const CALL_PART: usize = 4096;
 
@@ -60,8 +83,8 @@ pub struct SourceInfo {
     pub naming: Naming,
 }
 
-/// One frame of the table.
-#[derive(Debug, Clone, PartialEq)]
+/// One frame of the table, as a source hands it to [`FrameTable::push`].
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct FrameInfo {
     /// File name (lossy UTF-8; empty when unknown).
     pub filename: String,
@@ -78,8 +101,6 @@ pub struct FrameInfo {
     /// The name is made up from the address (no symbol was found): outputs that can hold
     /// bare addresses (pprof) leave the name out, so that their readers may symbolise.
     pub anonymous: bool,
-    /// Index into [`FrameTable::functions`]: frames with equal `(filename, lineno, funcname)`.
-    pub function: u32,
     /// A frame the source's own tools never show (CPython's `_sync_coordinator.py`).
     pub hidden: bool,
 }
@@ -121,27 +142,6 @@ pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// A frame as a source hands it to [`FrameTable::push`].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct NewFrame {
-    /// File name.
-    pub filename: String,
-    /// Function name.
-    pub funcname: String,
-    /// Source span.
-    pub location: Option<Location>,
-    /// Opcode.
-    pub opcode: Option<u8>,
-    /// Native address.
-    pub address: Option<u64>,
-    /// Mapping index.
-    pub mapping: Option<u32>,
-    /// Named after its address.
-    pub anonymous: bool,
-    /// Never shown.
-    pub hidden: bool,
-}
-
 /// Every frame of a profile, complete before the first sample: frame ids are positions.
 #[derive(Debug, Clone, Default)]
 pub struct FrameTable {
@@ -149,39 +149,45 @@ pub struct FrameTable {
     pub frames: Vec<FrameInfo>,
     /// Distinct `(filename, lineno, funcname)` keys, in frame-table order.
     pub functions: Vec<FunctionKey>,
-    /// Mapped files of a native profile.
+    /// Mapped files of a native profile, by start address.
     pub mappings: Vec<Mapping>,
+    /// Per frame id, its index into `functions`.
+    function_of: Vec<u32>,
     function_index: HashMap<FunctionKey, u32>,
     any_hidden: bool,
 }
 
 impl FrameTable {
     /// Appends a frame; returns its id.
-    pub fn push(&mut self, f: NewFrame) -> u32 {
-        let key = FunctionKey { filename: f.filename, lineno: extract_lineno(f.location), funcname: f.funcname };
-        let next = self.functions.len() as u32;
-        let function = match self.function_index.get(&key) {
-            Some(&i) => i,
-            None => {
-                self.functions.push(key.clone());
-                self.function_index.insert(key.clone(), next);
-                next
-            }
+    pub fn push(&mut self, frame: FrameInfo) -> u32 {
+        let key = FunctionKey {
+            filename: frame.filename.clone(),
+            lineno: extract_lineno(frame.location),
+            funcname: frame.funcname.clone(),
         };
-        self.any_hidden |= f.hidden;
-        let id = self.frames.len() as u32;
-        self.frames.push(FrameInfo {
-            filename: key.filename,
-            funcname: key.funcname,
-            location: f.location,
-            opcode: f.opcode,
-            address: f.address,
-            mapping: f.mapping,
-            anonymous: f.anonymous,
-            function,
-            hidden: f.hidden,
+        let next = self.functions.len() as u32;
+        let function = *self.function_index.entry(key).or_insert_with_key(|key| {
+            self.functions.push(key.clone());
+            next
         });
-        id
+        self.any_hidden |= frame.hidden;
+        self.function_of.push(function);
+        self.frames.push(frame);
+        self.frames.len() as u32 - 1
+    }
+
+    /// Index into [`FrameTable::functions`] of frame `id`: frames with equal
+    /// `(filename, lineno, funcname)` share it.
+    pub fn function(&self, id: u32) -> u32 {
+        self.function_of[id as usize]
+    }
+
+    /// The mapping holding `address`, if any (mappings sorted by start, as `/proc/self/maps`
+    /// lists them; one binary search).
+    pub fn mapping_of(&self, address: u64) -> Option<u32> {
+        let after = self.mappings.partition_point(|m| m.start <= address);
+        let i = after.checked_sub(1)?;
+        (address < self.mappings[i].limit).then_some(i as u32)
     }
 
     /// The frame of `id`.

@@ -54,7 +54,9 @@ impl Ranks {
         for (w, &rank) in word.iter().enumerate() {
             function[rank as usize] = w as u32 / 2;
         }
-        let of = |odd: u32| frames.frames.iter().map(|f| word[(2 * f.function + odd) as usize]).collect();
+        let of = |odd: u32| {
+            (0..frames.frames.len() as u32).map(|id| word[(2 * frames.function(id) + odd) as usize]).collect()
+        };
         Ranks { outer: of(1), innermost: of(0), function, ordered }
     }
 }

@@ -20,6 +20,8 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use clap::ValueEnum;
+
 use tachyon_core::kind::FileKind;
 use tachyon_core::{BigEndian, Compression, LittleEndian};
 
@@ -84,7 +86,7 @@ impl<E: fmt::Display> fmt::Display for ConvertError<E> {
             ConvertError::Write(e) => write!(f, "writing the output: {e}"),
             ConvertError::Encode(e) => write!(f, "encoding: {e}"),
             ConvertError::Unsupported { output, input, why } => {
-                write!(f, "cannot convert a {} profile --to {}: {why}", input.name(), output.name())
+                write!(f, "cannot convert a {} profile --to {output}: {why}", input.name())
             }
         }
     }
@@ -122,21 +124,6 @@ pub enum OutputKind {
 }
 
 impl OutputKind {
-    /// The name `--to` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            OutputKind::Collapsed => "collapsed",
-            OutputKind::Pstats => "pstats",
-            OutputKind::PstatsText => "pstats-text",
-            OutputKind::Flamegraph => "flamegraph",
-            OutputKind::Gecko => "gecko",
-            OutputKind::Speedscope => "speedscope",
-            OutputKind::Pprof => "pprof",
-            OutputKind::Jsonl => "jsonl",
-            OutputKind::Tachyon => "tachyon",
-        }
-    }
-
     /// The command-line options (long names) that belong to this output alone.
     pub fn options(self) -> &'static [&'static str] {
         match self {
@@ -148,22 +135,19 @@ impl OutputKind {
         }
     }
 
-    /// Every output, in `--help` order.
-    pub const ALL: [OutputKind; 9] = [
-        OutputKind::Collapsed,
-        OutputKind::Pstats,
-        OutputKind::PstatsText,
-        OutputKind::Flamegraph,
-        OutputKind::Gecko,
-        OutputKind::Speedscope,
-        OutputKind::Pprof,
-        OutputKind::Jsonl,
-        OutputKind::Tachyon,
-    ];
-
     /// The output an option belongs to.
     pub fn owning(option: &str) -> Option<OutputKind> {
-        OutputKind::ALL.into_iter().find(|k| k.options().contains(&option))
+        OutputKind::value_variants().iter().copied().find(|k| k.options().contains(&option))
+    }
+}
+
+/// The name `--to` takes (clap's, from the variant's name).
+impl fmt::Display for OutputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_possible_value() {
+            Some(v) => f.write_str(v.get_name()),
+            None => Ok(()),
+        }
     }
 }
 

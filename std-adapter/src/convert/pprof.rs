@@ -192,12 +192,9 @@ impl Collector for PprofCollector {
         if self.location_frame.len() != frames.frames.len() {
             let mut first_of_function: Vec<Option<u32>> = vec![None; frames.functions.len()];
             self.location_frame = (0..frames.frames.len() as u32)
-                .map(|id| {
-                    let f = frames.frame(id);
-                    match f.address {
-                        Some(_) => id,
-                        None => *first_of_function[f.function as usize].get_or_insert(id),
-                    }
+                .map(|id| match frames.frame(id).address {
+                    Some(_) => id,
+                    None => *first_of_function[frames.function(id) as usize].get_or_insert(id),
                 })
                 .collect();
         }
@@ -253,7 +250,7 @@ impl PprofCollector {
                     let frame = frames.frame(k);
                     let mut line = Vec::new();
                     if !frame.anonymous {
-                        let f = &frames.functions[frame.function as usize];
+                        let f = &frames.functions[frames.function(k) as usize];
                         let next = functions.len() as u64 + 1;
                         let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
                             let name = id(&f.funcname);

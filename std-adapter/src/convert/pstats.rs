@@ -40,17 +40,17 @@ impl Collector for PstatsCollector {
         }
         self.generation += 1;
         for &id in s.stack {
-            let k = frames.frame(id).function as usize;
+            let k = frames.function(id) as usize;
             if self.seen[k] != self.generation {
                 self.seen[k] = self.generation;
                 self.touch(k).1 += n;
             }
         }
-        let top = frames.frame(s.stack[0]).function as usize;
+        let top = frames.function(s.stack[0]) as usize;
         self.touch(top).0 += n;
         for pair in s.stack.windows(2) {
-            let callee = frames.frame(pair[0]).function;
-            let caller = frames.frame(pair[1]).function;
+            let callee = frames.function(pair[0]);
+            let caller = frames.function(pair[1]);
             let list = self.callers.entry(callee).or_default();
             match list.iter_mut().find(|(c, _)| *c == caller) {
                 Some((_, calls)) => *calls += n,

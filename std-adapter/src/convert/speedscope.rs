@@ -41,7 +41,7 @@ impl Collector for SpeedscopeCollector {
             self.threads.push(Thread { interpreter_id: s.interpreter_id, thread_id: s.thread_id, ..Thread::default() });
         }
         self.key.clear();
-        self.key.extend(s.stack.iter().rev().map(|&id| frames.frame(id).function));
+        self.key.extend(s.stack.iter().rev().map(|&id| frames.function(id)));
         let th = &mut self.threads[t];
         let stack = match th.stack_ids.get(&self.key[..]) {
             Some(&i) => i,

@@ -16,7 +16,7 @@ use tachyon_core::writer::{Frame, FrameId, WriterConfig};
 use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError};
 
 use super::ConvertError;
-use crate::model::PROGRESS_EVERY;
+use crate::model::Ticker;
 use crate::open::OwnedWriterStorage;
 
 /// Most threads the output gets room for (the header's count is only an upper bound). The
@@ -77,7 +77,7 @@ where
     }
     let mut stack: Vec<FrameId> = Vec::new();
     let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; 4096];
-    let mut next_report = PROGRESS_EVERY;
+    let mut ticker = Ticker::default();
     while let Some(record) = reader.next_record().map_err(ConvertError::Read)? {
         match record {
             Record::Sample(s) => {
@@ -105,11 +105,7 @@ where
                 writer.end_full_run(iid, tid).map_err(werr)?;
             }
         }
-        let done = reader.samples_decoded();
-        if done >= next_report {
-            progress(done);
-            next_report = done + PROGRESS_EVERY;
-        }
+        ticker.tick(reader.samples_decoded(), progress);
     }
     progress(reader.samples_decoded());
     if let Some(stats) = meta.stats {

@@ -16,9 +16,9 @@ use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
 
 use crate::hash::IdMap;
-use crate::model::{Call, Collector, FrameTable, Mapping, Naming, NewFrame, Source, SourceInfo, Times, PROGRESS_EVERY};
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 
-/// Most bytes of maps text kept: a real one is a few kilobytes; more is not a process's map.
+/// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.
 pub const MAX_MAPS_TEXT: usize = 16 << 20;
 
 /// A gperftools CPU profile, read twice from `R`.
@@ -29,7 +29,6 @@ pub struct GperftoolsSource<R: Read + Seek> {
     frames: FrameTable,
     /// Adjusted address → its frame id.
     frame_of: IdMap<u64, u32>,
-    maps_text: Vec<u8>,
 }
 
 /// The address a stack slot stands for: return addresses (all but the innermost) minus one.
@@ -85,17 +84,17 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             }
             (period, samples, maps_text)
         };
-        let mappings = parse_maps(&String::from_utf8_lossy(&maps_text));
         let mut frames = FrameTable::default();
-        frames.mappings = mappings;
+        frames.mappings = parse_maps(&String::from_utf8_lossy(&maps_text));
+        frames.mappings.sort_by_key(|m| m.start);
         for &a in &order {
-            let mapping = frames.mappings.iter().position(|m| m.start <= a && a < m.limit).map(|i| i as u32);
-            frames.push(NewFrame {
+            let mapping = frames.mapping_of(a);
+            frames.push(FrameInfo {
                 funcname: format!("{a:#x}"),
                 address: Some(a),
                 mapping,
                 anonymous: true,
-                ..NewFrame::default()
+                ..FrameInfo::default()
             });
         }
         let info = SourceInfo {
@@ -109,12 +108,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             threads: false,
             naming: Naming::Native,
         };
-        Ok(GperftoolsSource { source, window, info, frames, frame_of, maps_text })
-    }
-
-    /// The maps text after the records (lossless; cut at [`MAX_MAPS_TEXT`]).
-    pub fn maps_text(&self) -> &[u8] {
-        &self.maps_text
+        Ok(GperftoolsSource { source, window, info, frames, frame_of })
     }
 }
 
@@ -153,7 +147,7 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
         self.source.seek(SeekFrom::Start(0)).map_err(|error| ReadError::Io { offset: 0, error })?;
         let mut reader = Reader::open(&mut self.source, &mut self.window)?;
         let mut stack: Vec<u32> = Vec::new();
-        let mut next_report = PROGRESS_EVERY;
+        let mut ticker = Ticker::default();
         while let Some(item) = reader.next_item()? {
             let Item::Record(r) = item else { continue };
             if r.count == 0 {
@@ -171,11 +165,7 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
                 continued: false,
             };
             collector.collect(&self.frames, &call);
-            let done = reader.samples();
-            if done >= next_report {
-                progress(done);
-                next_report = done.saturating_add(PROGRESS_EVERY);
-            }
+            ticker.tick(reader.samples(), progress);
         }
         let done = reader.samples();
         progress(done);

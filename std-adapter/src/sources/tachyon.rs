@@ -22,9 +22,7 @@ use tachyon_core::tables::Location;
 use tachyon_core::{ReadError, Reader};
 
 use crate::convert::jsonl::mode_name;
-use crate::model::{
-    Call, Collector, FrameTable, Naming, NewFrame, Source, SourceInfo, Times, CALL_PART, PROGRESS_EVERY,
-};
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
 
 /// Where CPython's profiler leaves its own frames; they are never shown.
 const INTERNAL_FRAME_SUFFIXES: [&[u8]; 1] = [b"_sync_coordinator.py"];
@@ -39,15 +37,13 @@ pub fn frame_table(tables: &Tables<'_>) -> FrameTable {
         let resolved = u32::try_from(id).ok().and_then(|id| tables.frame(id));
         let (filename, funcname, location, opcode) =
             resolved.map_or((&b""[..], &b""[..], None, None), |f| (f.filename, f.funcname, f.location, f.opcode));
-        table.push(NewFrame {
+        table.push(FrameInfo {
             filename: String::from_utf8_lossy(filename).into_owned(),
             funcname: String::from_utf8_lossy(funcname).into_owned(),
             location,
             opcode,
-            address: None,
-            mapping: None,
-            anonymous: false,
             hidden: INTERNAL_FRAME_SUFFIXES.iter().any(|s| filename.ends_with(s)),
+            ..FrameInfo::default()
         });
     }
     table
@@ -116,7 +112,7 @@ pub fn replay<R: Read + Seek>(
     let mut filtered: Vec<u32> = Vec::new();
     let mut times: Vec<u64> = Vec::with_capacity(CALL_PART);
     let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; CALL_PART];
-    let mut next_report = PROGRESS_EVERY;
+    let mut ticker = Ticker::default();
     while let Some(record) = reader.next_record()? {
         match record {
             Record::Sample(s) => {
@@ -134,6 +130,11 @@ pub fn replay<R: Read + Seek>(
             Record::Repeat(mut run) => {
                 let stack = frames.visible(run.stack, &mut filtered);
                 let (interpreter_id, thread_id) = (run.interpreter_id, run.thread_id);
+                let mut emit = |times: &[u64], status: u8, continued: bool| {
+                    let call =
+                        Call { times: Times::Stamped(times), interpreter_id, thread_id, status, stack, continued };
+                    collector.collect(frames, &call);
+                };
                 let mut status = None;
                 let mut continued = false;
                 loop {
@@ -141,15 +142,7 @@ pub fn replay<R: Read + Seek>(
                     for e in &batch[..n] {
                         if let Some(s) = status {
                             if s != e.status || times.len() == CALL_PART {
-                                let call = Call {
-                                    times: Times::Stamped(&times),
-                                    interpreter_id,
-                                    thread_id,
-                                    status: s,
-                                    stack,
-                                    continued,
-                                };
-                                collector.collect(frames, &call);
+                                emit(&times, s, continued);
                                 times.clear();
                                 // A full part of the same status goes on in the next one.
                                 continued = e.status == s;
@@ -160,15 +153,7 @@ pub fn replay<R: Read + Seek>(
                     }
                     if n == 0 {
                         if let (Some(s), false) = (status, times.is_empty()) {
-                            let call = Call {
-                                times: Times::Stamped(&times),
-                                interpreter_id,
-                                thread_id,
-                                status: s,
-                                stack,
-                                continued,
-                            };
-                            collector.collect(frames, &call);
+                            emit(&times, s, continued);
                             times.clear();
                         }
                         break;
@@ -176,11 +161,7 @@ pub fn replay<R: Read + Seek>(
                 }
             }
         }
-        let done = reader.samples_decoded();
-        if done >= next_report {
-            progress(done);
-            next_report = done + PROGRESS_EVERY;
-        }
+        ticker.tick(reader.samples_decoded(), progress);
     }
     let done = reader.samples_decoded();
     progress(done);
