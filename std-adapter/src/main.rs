@@ -500,6 +500,54 @@ fn unreadable(file: &Path, kind: FileKind) -> Failure {
     }
 }
 
+/// What the command does with an input, whatever its format.
+trait Job {
+    type Out;
+    fn run<S: Source>(self, source: &mut S, progress: &mut dyn FnMut(u64))
+        -> Result<Self::Out, ConvertError<S::Error>>;
+}
+
+/// Opens `file` as the source its content says it is and runs `job` on it, with a progress
+/// bar: the one place that knows which input formats the command reads.
+fn with_source<J: Job>(file: &Path, quiet: bool, job: J) -> Result<J::Out, Failure> {
+    fn run<S: Source, J: Job>(file: &Path, quiet: bool, source: &mut S, job: J) -> Result<J::Out, Failure> {
+        let mut progress = Progress::new(source.info().expected_samples, quiet);
+        job.run(source, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
+    }
+    match detect(file)? {
+        FileKind::Tachyon => with_reader(file, |reader| run(file, quiet, &mut TachyonSource::new(reader), job)),
+        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file)?, job),
+        other => Err(unreadable(file, other)),
+    }
+}
+
+/// `convert`: the output at its destination.
+struct ConvertJob<'a> {
+    output: Output,
+    dest: Destination<'a>,
+}
+
+impl Job for ConvertJob<'_> {
+    type Out = u64;
+    fn run<S: Source>(self, source: &mut S, progress: &mut dyn FnMut(u64)) -> Result<u64, ConvertError<S::Error>> {
+        tachyon::convert::convert(source, &self.output, self.dest, progress)
+    }
+}
+
+/// `diff`: a profile's collapsed lines.
+struct CollapsedLines;
+
+impl Job for CollapsedLines {
+    type Out = Vec<(String, u64)>;
+    fn run<S: Source>(
+        self,
+        source: &mut S,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Self::Out, ConvertError<S::Error>> {
+        tachyon::convert::collapsed_lines(source, progress)
+    }
+}
+
 fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
     let output = output(&a, file);
     let mut stdout = io::stdout().lock();
@@ -507,23 +555,7 @@ fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
         Some(p) => Destination::File(p),
         None => Destination::Stream(&mut stdout),
     };
-    match detect(file)? {
-        FileKind::Tachyon => with_reader(file, |reader| {
-            let mut source = TachyonSource::new(reader);
-            let mut progress = Progress::new(source.info().expected_samples, quiet);
-            tachyon::convert::convert_tachyon(&mut source, &output, dest, &mut |n| progress.update(n))
-                .map(drop)
-                .map_err(|e| convert_error(file, e))
-        }),
-        FileKind::Gperftools => {
-            let mut source = open_gperftools(file)?;
-            let mut progress = Progress::new(source.info().expected_samples, quiet);
-            tachyon::convert::convert(&mut source, &output, dest, &mut |n| progress.update(n))
-                .map(drop)
-                .map_err(|e| convert_error(file, e))
-        }
-        other => Err(unreadable(file, other)),
-    }
+    with_source(file, quiet, ConvertJob { output, dest }).map(drop)
 }
 
 fn file_name(path: &Path) -> String {
@@ -531,22 +563,7 @@ fn file_name(path: &Path) -> String {
 }
 
 fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bool) -> Result<(), Failure> {
-    let lines = |file: &Path| match detect(file)? {
-        FileKind::Tachyon => with_reader(file, |reader| {
-            let mut source = TachyonSource::new(reader);
-            let mut progress = Progress::new(source.info().expected_samples, quiet);
-            tachyon::convert::collapsed_lines(&mut source, &mut |n| progress.update(n))
-                .map_err(|e| convert_error(file, e))
-        }),
-        FileKind::Gperftools => {
-            let mut source = open_gperftools(file)?;
-            let mut progress = Progress::new(source.info().expected_samples, quiet);
-            tachyon::convert::collapsed_lines(&mut source, &mut |n| progress.update(n))
-                .map_err(|e| convert_error(file, e))
-        }
-        other => Err(unreadable(file, other)),
-    };
-    let (base_lines, new_lines) = (lines(base)?, lines(new)?);
+    let (base_lines, new_lines) = (with_source(base, quiet, CollapsedLines)?, with_source(new, quiet, CollapsedLines)?);
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
     let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
     tachyon::convert::flamegraph::write_diff(&base_lines, &new_lines, &title, &mut out)

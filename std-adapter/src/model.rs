@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location;
 
+use crate::convert::{ConvertError, Destination, Output};
+
 /// Replays report progress every this many samples.
 pub const PROGRESS_EVERY: u64 = 65_536;
 
@@ -265,7 +267,7 @@ pub trait Collector {
 /// An input replayed into the hub.
 pub trait Source {
     /// What reading the input can fail with.
-    type Error: std::fmt::Debug;
+    type Error: std::fmt::Debug + std::fmt::Display;
 
     /// The profile's facts.
     fn info(&self) -> &SourceInfo;
@@ -276,4 +278,15 @@ pub trait Source {
     /// Feeds every sample to `collector` in file order, calling `progress` with the samples
     /// so far about every [`PROGRESS_EVERY`] samples; returns the sample count.
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error>;
+
+    /// Writes `output` without the hub when it is the input's own format and the input can
+    /// keep it as it was (Tachyon's records, byte for byte); `None` otherwise.
+    fn pass_through(
+        &mut self,
+        _output: &Output,
+        _dest: &mut Destination<'_>,
+        _progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        None
+    }
 }

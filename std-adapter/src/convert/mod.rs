@@ -23,10 +23,9 @@ use std::path::Path;
 use clap::ValueEnum;
 
 use tachyon_core::kind::FileKind;
-use tachyon_core::{BigEndian, Compression, LittleEndian};
+use tachyon_core::Compression;
 
 use crate::model::Source;
-use crate::sources::tachyon::TachyonSource;
 
 /// Strings numbered in the order first met, as the string tables of the jsonl, Firefox
 /// profiler and pprof formats are.
@@ -223,13 +222,19 @@ pub enum Destination<'a> {
     Stream(&'a mut dyn io::Write),
 }
 
-/// Converts every sample of `source` into `output` at `dest`; returns the sample count.
+/// Converts every sample of `source` into `output` at `dest`; returns the sample count. An
+/// input's own format is written by the input itself when it can keep it as it was
+/// ([`Source::pass_through`]: Tachyon re-encoding).
 pub fn convert<S: Source>(
     source: &mut S,
     output: &Output,
     dest: Destination<'_>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ConvertError<S::Error>> {
+    let mut dest = dest;
+    if let Some(done) = source.pass_through(output, &mut dest, progress) {
+        return done;
+    }
     let info = source.info().clone();
     let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
     match output {
@@ -238,16 +243,13 @@ pub fn convert<S: Source>(
                 "the Firefox profiler needs a time for every sample, and this input counts samples without times",
             ))
         }
-        Output::Tachyon { .. } => {
-            return Err(unsupported("Tachyon output is made from Tachyon input only (so far)"));
-        }
+        Output::Tachyon { .. } => return Err(unsupported("Tachyon output is made from Tachyon input only (so far)")),
         _ => {}
     }
     let mut file;
     let out: &mut dyn io::Write = match dest {
         Destination::File(p) => {
-            file = std::fs::File::create(p)
-                .map_err(|e| ConvertError::Write(io::Error::new(e.kind(), format!("{}: {e}", p.display()))))?;
+            file = std::fs::File::create(p).map_err(|e| ConvertError::Write(at(p, e)))?;
             &mut file
         }
         Destination::Stream(w) => w,
@@ -313,41 +315,9 @@ pub fn convert<S: Source>(
     Ok(n)
 }
 
-/// Converts a Tachyon file: [`convert`], except that `--to tachyon` re-encodes record for
-/// record ([`tachyon::reencode`]) so that CPython's files come back byte for byte.
-pub fn convert_tachyon<R: embedded_io::Read + embedded_io::Seek>(
-    source: &mut TachyonSource<'_, '_, R>,
-    output: &Output,
-    dest: Destination<'_>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<u64, ConvertError<tachyon_core::ReadError<R::Error>>> {
-    let Output::Tachyon { big_endian, compression } = *output else {
-        return convert(source, output, dest, progress);
-    };
-    let reader = source.reader();
-    let big = big_endian.unwrap_or(reader.metadata().endian == tachyon_core::RunTimeEndian::Big);
-    let at = |p: &Path, e: io::Error| ConvertError::Write(io::Error::new(e.kind(), format!("{}: {e}", p.display())));
-    match dest {
-        Destination::File(p) => {
-            let sink = crate::file::create(p).map_err(|e| at(p, e))?;
-            let sink = if big {
-                tachyon::reencode(reader, sink, BigEndian, compression, progress)?
-            } else {
-                tachyon::reencode(reader, sink, LittleEndian, compression, progress)?
-            };
-            sink.0.into_inner().map_err(|e| at(p, e.into_error()))?;
-        }
-        Destination::Stream(w) => {
-            let sink = crate::memory::VecSink::default();
-            let sink = if big {
-                tachyon::reencode(reader, sink, BigEndian, compression, progress)?
-            } else {
-                tachyon::reencode(reader, sink, LittleEndian, compression, progress)?
-            };
-            w.write_all(&sink.into_inner())?;
-        }
-    }
-    Ok(reader.samples_decoded())
+/// `e`, naming the file it happened to.
+pub(crate) fn at(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// Collapsed lines of a whole profile (for differential flame graphs).

@@ -19,9 +19,11 @@ use embedded_io::{Read, Seek};
 use tachyon_core::kind::FileKind;
 use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
-use tachyon_core::{ReadError, Reader};
+use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
 use crate::convert::jsonl::mode_name;
+use crate::convert::tachyon::reencode;
+use crate::convert::{at, ConvertError, Destination, Output};
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
 
 /// Where CPython's profiler leaves its own frames; they are never shown.
@@ -76,9 +78,23 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
         TachyonSource { reader, info, frames }
     }
 
-    /// The reader, for what only Tachyon can do (re-encoding record for record).
-    pub fn reader(&mut self) -> &mut Reader<'s, R> {
-        self.reader
+    /// Re-encodes into `sink`, big- or little-endian.
+    fn reencode_into<W>(
+        &mut self,
+        sink: W,
+        big: bool,
+        compression: Option<Compression>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<W, ConvertError<ReadError<R::Error>>>
+    where
+        W: embedded_io::Write + Seek,
+        W::Error: std::fmt::Debug,
+    {
+        if big {
+            reencode(self.reader, sink, BigEndian, compression, progress)
+        } else {
+            reencode(self.reader, sink, LittleEndian, compression, progress)
+        }
     }
 }
 
@@ -95,6 +111,31 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
         replay(self.reader, &self.frames, collector, progress)
+    }
+
+    /// `--to tachyon` re-encodes record for record ([`reencode`]), so that CPython's files
+    /// come back byte for byte; a file is written in place, a stream (which cannot seek)
+    /// through memory.
+    fn pass_through(
+        &mut self,
+        output: &Output,
+        dest: &mut Destination<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        let Output::Tachyon { big_endian, compression } = *output else { return None };
+        let big = big_endian.unwrap_or(self.reader.metadata().endian == RunTimeEndian::Big);
+        let written = match dest {
+            Destination::File(p) => {
+                crate::file::create(p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|sink| {
+                    let sink = self.reencode_into(sink, big, compression, progress)?;
+                    sink.0.into_inner().map(drop).map_err(|e| ConvertError::Write(at(p, e.into_error())))
+                })
+            }
+            Destination::Stream(w) => self
+                .reencode_into(crate::memory::VecSink::default(), big, compression, progress)
+                .and_then(|sink| Ok(w.write_all(&sink.into_inner())?)),
+        };
+        Some(written.map(|()| self.reader.samples_decoded()))
     }
 }
 
