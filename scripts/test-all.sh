@@ -63,26 +63,7 @@ for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
   printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
 done
 
-step "format"
-cargo fmt --all -- --check
-
-step "clippy: host, every target kind, all features and none"
-cargo clippy --workspace --all-targets --all-features -- -D warnings
-cargo clippy --workspace --all-targets -- -D warnings
-
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt and gperftools)"
-for target in "${NO_STD_TARGETS[@]}"; do
-  cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools -- -D warnings
-  cargo build -p tachyon-core --target "$target" --release
-done
-
-step "docs: host (all features) and no_std targets"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
-RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
-for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools
-done
+bash scripts/static-checks.sh
 
 step "tests: core without features (no alloc, no zstd)"
 cargo test -p tachyon-core
@@ -99,22 +80,6 @@ done
 
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
 bash scripts/exchange.sh
-
-step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
-MSRV=1.81.0
-rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal \
-  || missing "Rust $MSRV toolchain (rustup could not download it)"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
-(
-  cd "$scratch"
-  # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
-  CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
-)
-rm -rf "$scratch-target"
 
 step "benchmark and example build; the example runs"
 cargo bench -p tachyon-core --features alloc,zstd --no-run

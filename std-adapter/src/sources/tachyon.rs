@@ -142,8 +142,8 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
 /// Feeds every remaining sample of `reader` to `collector` as CPython's replay does, a
 /// record at a time: the stack of a REPEAT run is filtered once and handed over with its
 /// timestamps, so a run costs what one sample costs plus a timestamp each. Calls `progress`
-/// with the number of samples so far about every [`PROGRESS_EVERY`] samples. Returns the
-/// number of samples.
+/// with the number of samples so far about every
+/// [`PROGRESS_EVERY`](crate::model::PROGRESS_EVERY) samples. Returns the number of samples.
 pub fn replay<R: Read + Seek>(
     reader: &mut Reader<'_, R>,
     frames: &FrameTable,

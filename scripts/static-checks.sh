@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The checks that need no oracle and no test run: formatting, clippy on every target kind,
+# the no_std builds, every documentation build and the MSRV check. The test command runs
+# them; run them alone before committing (a few minutes warm). Needs the rustup targets and
+# the 1.81 toolchain (installs them when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+{
+
+step() { printf '\n==> %s\n' "$*"; }
+missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
+
+NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
+installed_targets=$(rustup target list --installed)
+for target in "${NO_STD_TARGETS[@]}"; do
+  grep -qx "$target" <<<"$installed_targets" || rustup target add "$target" \
+    || missing "rustup target $target (rustup could not download it)"
+done
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy: host, every target kind, all features and none"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt and gperftools)"
+for target in "${NO_STD_TARGETS[@]}"; do
+  cargo clippy -p tachyon-core --target "$target" -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools -- -D warnings
+  cargo build -p tachyon-core --target "$target" --release
+done
+
+step "docs: host (all features) and no_std targets"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
+for target in "${NO_STD_TARGETS[@]}"; do
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools
+done
+
+step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
+MSRV=1.81.0
+rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal \
+  || missing "Rust $MSRV toolchain (rustup could not download it)"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
+(
+  cd "$scratch"
+  # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
+  CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
+)
+rm -rf "$scratch-target"
+
+exit 0
+}
