@@ -48,6 +48,10 @@ bash scripts/oracle.sh >/dev/null
 step "set-up: what conversions are checked with (go tool pprof, rsvg-convert, Python 3.11, jsonschema, speedscope's schema)"
 bash scripts/viewer-tools.sh
 
+step "set-up: record a real gperftools CPU profile with libprofiler and read it with google-pprof and go pprof (x86_64)"
+export TACHYON_GPERFTOOLS_PROFILES="$PWD/target/gperftools-profiles"
+bash qemu-tests/oracle/gperftools/record.sh "$TACHYON_GPERFTOOLS_PROFILES"
+
 step "set-up: record real profiles with CPython's sampler (4-second workloads, x86_64, needs root)"
 export TACHYON_REAL_PROFILES="$PWD/target/real-profiles"
 rm -rf "$TACHYON_REAL_PROFILES"

@@ -21,6 +21,7 @@ pub mod model;
 pub mod open;
 pub mod region;
 pub mod sources;
+pub mod symbolize;
 pub mod view;
 
 pub use tachyon_core as core;

@@ -21,6 +21,7 @@ use tachyon::model::{Source, PROGRESS_EVERY};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::sources::tachyon::TachyonSource;
+use tachyon::symbolize::Symbolizer;
 use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
@@ -107,6 +108,8 @@ enum Command {
         /// Title (default: "BASE → NEW").
         #[arg(long)]
         title: Option<String>,
+        #[command(flatten)]
+        symbols: SymbolArgs,
     },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
@@ -114,7 +117,21 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         args: ConvertArgs,
+        #[command(flatten)]
+        symbols: SymbolArgs,
     },
+}
+
+/// How native addresses (gperftools profiles) are named.
+#[derive(Args, Clone, Default)]
+struct SymbolArgs {
+    /// Look for the profiled binaries here first (repeatable): DIR/<their whole path>, then
+    /// DIR/<their file name>; then where the profile says they were.
+    #[arg(long, value_name = "DIR")]
+    binary_path: Vec<PathBuf>,
+    /// Leave native addresses as `0x…` instead of reading the binaries' symbols.
+    #[arg(long)]
+    no_symbolize: bool,
 }
 
 #[derive(Args)]
@@ -484,9 +501,17 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
 }
 
 /// A gperftools profile, its addresses and maps text read.
-fn open_gperftools(file: &Path) -> Result<GperftoolsSource<FileSource>, Failure> {
+fn open_gperftools(file: &Path, symbols: &SymbolArgs) -> Result<GperftoolsSource<FileSource>, Failure> {
     let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))
+    let mut source = GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    if !symbols.no_symbolize {
+        let mut symbolizer = Symbolizer::new(symbols.binary_path.clone());
+        source.symbolize(&mut symbolizer);
+        for warning in symbolizer.warnings() {
+            eprintln!("tachyon: warning: {warning}");
+        }
+    }
+    Ok(source)
 }
 
 /// The format of an input `convert` and `diff` cannot read yet is a plain error.
@@ -509,14 +534,14 @@ trait Job {
 
 /// Opens `file` as the source its content says it is and runs `job` on it, with a progress
 /// bar: the one place that knows which input formats the command reads.
-fn with_source<J: Job>(file: &Path, quiet: bool, job: J) -> Result<J::Out, Failure> {
+fn with_source<J: Job>(file: &Path, symbols: &SymbolArgs, quiet: bool, job: J) -> Result<J::Out, Failure> {
     fn run<S: Source, J: Job>(file: &Path, quiet: bool, source: &mut S, job: J) -> Result<J::Out, Failure> {
         let mut progress = Progress::new(source.info().expected_samples, quiet);
         job.run(source, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
     }
     match detect(file)? {
         FileKind::Tachyon => with_reader(file, |reader| run(file, quiet, &mut TachyonSource::new(reader), job)),
-        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file)?, job),
+        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, symbols)?, job),
         other => Err(unreadable(file, other)),
     }
 }
@@ -548,22 +573,30 @@ impl Job for CollapsedLines {
     }
 }
 
-fn convert(file: &Path, a: ConvertArgs, quiet: bool) -> Result<(), Failure> {
+fn convert(file: &Path, a: ConvertArgs, symbols: &SymbolArgs, quiet: bool) -> Result<(), Failure> {
     let output = output(&a, file);
     let mut stdout = io::stdout().lock();
     let dest = match &a.output {
         Some(p) => Destination::File(p),
         None => Destination::Stream(&mut stdout),
     };
-    with_source(file, quiet, ConvertJob { output, dest }).map(drop)
+    with_source(file, symbols, quiet, ConvertJob { output, dest }).map(drop)
 }
 
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn diff(base: &Path, new: &Path, output: &Path, title: Option<String>, quiet: bool) -> Result<(), Failure> {
-    let (base_lines, new_lines) = (with_source(base, quiet, CollapsedLines)?, with_source(new, quiet, CollapsedLines)?);
+fn diff(
+    base: &Path,
+    new: &Path,
+    output: &Path,
+    title: Option<String>,
+    symbols: &SymbolArgs,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let base_lines = with_source(base, symbols, quiet, CollapsedLines)?;
+    let new_lines = with_source(new, symbols, quiet, CollapsedLines)?;
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
     let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
     tachyon::convert::flamegraph::write_diff(&base_lines, &new_lines, &title, &mut out)
@@ -583,15 +616,15 @@ fn main() -> ExitCode {
         Command::Verify { file } => verify(&file, quiet),
         Command::Dump { file } => dump(&file, quiet),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
-        Command::Convert { file, args } => {
+        Command::Convert { file, args, symbols } => {
             let given = matches.subcommand_matches("convert").unwrap_or(&matches);
             if let Err(msg) = check_convert_args(args.to, given) {
                 eprintln!("tachyon: {msg}");
                 return ExitCode::from(2);
             }
-            convert(&file, args, quiet)
+            convert(&file, args, &symbols, quiet)
         }
-        Command::Diff { base, new, output, title } => diff(&base, &new, &output, title, quiet),
+        Command::Diff { base, new, output, title, symbols } => diff(&base, &new, &output, title, &symbols, quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -105,6 +105,10 @@ pub struct FrameInfo {
     pub anonymous: bool,
     /// A frame the source's own tools never show (CPython's `_sync_coordinator.py`).
     pub hidden: bool,
+    /// Inlined into its caller: the next frame of every stack holding it (its caller) is at
+    /// the same address, and outputs with one entry per address (pprof's locations) put both
+    /// in one.
+    pub inlined: bool,
 }
 
 /// A mapped file of a native process (a line of `/proc/self/maps`).

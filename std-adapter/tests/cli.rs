@@ -311,6 +311,17 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
     let total: u64 = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
     assert_eq!(total, 252);
     assert!(text.lines().all(|l| l.starts_with("0x")), "{text}");
+    // The binaries it names were on the recording machine: one warning each, then hex names.
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "tachyon: warning: /tmp/research/gperf/src/burn-s390x: not found, its addresses stay unsymbolised\n\
+         tachyon: warning: /tmp/research/gperf/root-s390x/lib/s390x-linux-gnu/libc.so.6: not found, its \
+         addresses stay unsymbolised\n"
+    );
+    let quiet = tachyon().args(["convert", "--to", "collapsed", "--no-symbolize"]).arg(&prof).output().unwrap();
+    assert!(quiet.status.success() && quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    assert_eq!(String::from_utf8(quiet.stdout).unwrap(), text);
     // A differential flame graph of two native profiles.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-gperftools");
     std::fs::create_dir_all(&dir).unwrap();

@@ -34,11 +34,21 @@ struct Ranks {
 }
 
 impl Ranks {
-    fn new(frames: &FrameTable, names: &[String]) -> Ranks {
+    /// Ranks of the functions' `names`; with `merge_equal`, functions of one name are one
+    /// frame of a line (native names: one function at several lines of its file).
+    fn new(frames: &FrameTable, names: &[String], merge_equal: bool) -> Ranks {
         let n = names.len();
+        // Per function, the function whose words it uses: the first of its name when merging.
+        let class: Vec<u32> = if merge_equal {
+            let mut first: IdMap<&str, u32> = IdMap::default();
+            (0..n as u32).map(|f| *first.entry(names[f as usize].as_str()).or_insert(f)).collect()
+        } else {
+            (0..n as u32).collect()
+        };
         let mut distinct: Vec<&str> = names.iter().map(String::as_str).collect();
         distinct.sort_unstable();
-        let ordered = !distinct.windows(2).any(|w| w[0] == w[1]) && !names.iter().any(|s| s.contains(';'));
+        let collide = !merge_equal && distinct.windows(2).any(|w| w[0] == w[1]);
+        let ordered = !collide && !names.iter().any(|s| s.contains(';'));
         // Word 2k is function k innermost, 2k + 1 function k with callees; ordered, the words
         // are renumbered by the texts those stand for.
         let mut word: Vec<u32> = (0..2 * n as u32).collect();
@@ -55,7 +65,9 @@ impl Ranks {
             function[rank as usize] = w as u32 / 2;
         }
         let of = |odd: u32| {
-            (0..frames.frames.len() as u32).map(|id| word[(2 * frames.function(id) + odd) as usize]).collect()
+            (0..frames.frames.len() as u32)
+                .map(|id| word[(2 * class[frames.function(id) as usize] + odd) as usize])
+                .collect()
         };
         Ranks { outer: of(1), innermost: of(0), function, ordered }
     }
@@ -99,7 +111,8 @@ impl Collector for CollapsedCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         let Some((&innermost, outer)) = s.stack.split_first() else { return };
         let naming = self.naming;
-        let ranks = self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming)));
+        let ranks =
+            self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
         self.key.clear();
         self.key.extend_from_slice(&s.thread_id.to_le_bytes());
         for &id in outer.iter().rev() {

@@ -119,6 +119,18 @@ pub struct Mapping {
     /// Build id (string index).
     #[prost(int64, tag = "6")]
     pub build_id: i64,
+    /// Locations in this mapping carry function names (pprof does not symbolise them again).
+    #[prost(bool, tag = "7")]
+    pub has_functions: bool,
+    /// … and file names.
+    #[prost(bool, tag = "8")]
+    pub has_filenames: bool,
+    /// … and line numbers.
+    #[prost(bool, tag = "9")]
+    pub has_line_numbers: bool,
+    /// … and the functions inlined at each address.
+    #[prost(bool, tag = "10")]
+    pub has_inline_frames: bool,
 }
 
 /// `Location`: an address, or one source line of a function, or both.
@@ -200,7 +212,9 @@ impl Collector for PprofCollector {
         }
         self.key.clear();
         self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
-        self.key.extend(s.stack.iter().map(|&id| self.location_frame[id as usize]));
+        // An inlined frame is a line of its caller's location (the next frame, same address).
+        let location_frame = &self.location_frame;
+        self.key.extend(s.stack.iter().filter(|&&id| !frames.frame(id).inlined).map(|&id| location_frame[id as usize]));
         match self.stacks.get(&self.key[..]) {
             Some(&i) => self.counts[i].1 += s.samples(),
             None => {
@@ -225,17 +239,29 @@ impl PprofCollector {
 
         let mut functions: Vec<Function> = Vec::new();
         let mut function_ids: HashMap<(&str, &str), u64> = HashMap::new();
+        // A mapping is symbolised when any of its frames has a name of its own.
+        let mut symbolised = vec![false; frames.mappings.len()];
+        for f in frames.frames.iter().filter(|f| !f.anonymous) {
+            if let Some(m) = f.mapping {
+                symbolised[m as usize] = true;
+            }
+        }
         let mappings: Vec<Mapping> = frames
             .mappings
             .iter()
+            .zip(symbolised)
             .enumerate()
-            .map(|(i, m)| Mapping {
+            .map(|(i, (m, symbolised))| Mapping {
                 id: i as u64 + 1,
                 memory_start: m.start,
                 memory_limit: m.limit,
                 file_offset: m.offset,
                 filename: id(&m.file),
                 build_id: id(&m.build_id),
+                has_functions: symbolised,
+                has_filenames: symbolised,
+                has_line_numbers: symbolised,
+                has_inline_frames: symbolised,
             })
             .collect();
         let mut locations: Vec<Location> = Vec::new();
@@ -248,9 +274,21 @@ impl PprofCollector {
             for &k in &key[2..] {
                 if location_of[k as usize] == 0 {
                     let frame = frames.frame(k);
+                    // The frames inlined at this address come just before it, innermost first,
+                    // as pprof's lines are.
+                    let mut first = k;
+                    while first > 0
+                        && frames.frame(first - 1).inlined
+                        && frames.frame(first - 1).address == frame.address
+                    {
+                        first -= 1;
+                    }
                     let mut line = Vec::new();
-                    if !frame.anonymous {
-                        let f = &frames.functions[frames.function(k) as usize];
+                    for l in first..=k {
+                        if frames.frame(l).anonymous {
+                            continue;
+                        }
+                        let f = &frames.functions[frames.function(l) as usize];
                         let next = functions.len() as u64 + 1;
                         let function_id = *function_ids.entry((&f.funcname, &f.filename)).or_insert_with(|| {
                             let name = id(&f.funcname);

@@ -1,25 +1,52 @@
 //! gperftools CPU profiles as a [`Source`]: each record is one call of `count` samples of
-//! one stack (no threads, no times), each distinct address one frame.
+//! one stack (no threads, no times).
 //!
 //! The maps text comes after the records, and frames must be complete before the first
 //! sample, so the file is read twice: the first pass gathers the distinct addresses and the
 //! maps text, the second replays the records. Memory grows with distinct addresses and the
 //! maps text, never with the records.
 //!
-//! Addresses are adjusted as both real readers adjust them: the innermost is the signal's
-//! program counter, every other one a return address, so 1 is subtracted from those to point
-//! into the call instruction. An address without a symbol is named `0x…` (hex, as go pprof
-//! shows it). Records of zero samples add nothing and are skipped.
+//! Stacks are cleaned as google-pprof, the format's own reader, cleans them:
+//! - the innermost address is the signal's program counter, every other one a return
+//!   address, so 1 is subtracted from those to point into the call instruction;
+//! - when every record has the same second address, it is the profiler's signal frame and
+//!   is removed (with the leaf's duplicate just below it, if any), at most twice as go pprof
+//!   does (google-pprof repeats while the rule holds; two is as far as either has been seen
+//!   to need);
+//! - after [`GperftoolsSource::symbolize`], addresses in the profiler's own functions
+//!   (`CpuProfiler::prof_handler`, `__restore`, …) are dropped.
+//!
+//! An address is one frame named `0x…` (hex, as go pprof shows it) until symbolised, then
+//! one frame per function inlined there, innermost first. Records of zero samples add
+//! nothing and are skipped.
+
+use std::collections::hash_map::Entry;
+use std::ops::Range;
 
 use embedded_io::{Read, Seek, SeekFrom};
 use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
+use tachyon_core::tables::Location;
 
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::symbolize::{Symbol, Symbolizer};
 
 /// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.
 pub const MAX_MAPS_TEXT: usize = 16 << 20;
+
+/// Functions of the profiler itself that google-pprof drops from CPU profiles' stacks.
+pub const PROFILER_FRAMES: [&str; 6] = [
+    "ProfileData::Add",
+    "ProfileData::prof_handler",
+    "CpuProfiler::prof_handler",
+    "__FRAME_END__",
+    "__pthread_sighandler",
+    "__restore",
+];
+
+/// How many times the signal-frame rule may remove a second address.
+const MAX_SIGNAL_FRAME_PASSES: usize = 2;
 
 /// A gperftools CPU profile, read twice from `R`.
 pub struct GperftoolsSource<R: Read + Seek> {
@@ -27,8 +54,15 @@ pub struct GperftoolsSource<R: Read + Seek> {
     window: Vec<u8>,
     info: SourceInfo,
     frames: FrameTable,
-    /// Adjusted address → its frame id.
-    frame_of: IdMap<u64, u32>,
+    /// Distinct adjusted addresses in first-seen order.
+    addresses: Vec<u64>,
+    /// Adjusted address → the frame ids standing for it (innermost first), a range of the
+    /// frame table since each address's frames are pushed together.
+    frames_of: IdMap<u64, Range<u32>>,
+    /// Signal-frame passes to apply to every record.
+    signal_passes: usize,
+    /// Scratch for one record's addresses.
+    scratch: Vec<u64>,
 }
 
 /// The address a stack slot stands for: return addresses (all but the innermost) minus one.
@@ -40,28 +74,80 @@ fn adjusted(index: usize, pc: u64) -> u64 {
     }
 }
 
+/// One signal-frame pass on a stack of adjusted addresses (google-pprof's
+/// `RemoveUninterestingFrames`): the second address goes, and then the new second one too if
+/// it is the leaf's own address minus one (the handler's copy of the interrupted frame).
+fn remove_second(stack: &mut Vec<u64>) {
+    if stack.len() < 2 {
+        return;
+    }
+    stack.remove(1);
+    if stack.len() > 2 && stack[1].wrapping_add(1) == stack[0] {
+        stack.remove(1);
+    }
+}
+
+/// Tracks whether every record has the same second address, pass after pass.
+#[derive(Default)]
+struct SignalFrames {
+    /// Per pass, the second address every record so far had (`None` before the first), or
+    /// `Err` once two differ or a record is too short.
+    second: [Option<Result<u64, ()>>; MAX_SIGNAL_FRAME_PASSES],
+}
+
+impl SignalFrames {
+    fn record(&mut self, stack: &mut Vec<u64>) {
+        for pass in 0..MAX_SIGNAL_FRAME_PASSES {
+            let seen = match stack.get(1) {
+                Some(&a) => Ok(a),
+                None => Err(()),
+            };
+            let slot = &mut self.second[pass];
+            *slot = match (*slot, seen) {
+                (None, s) => Some(s),
+                (Some(Ok(a)), Ok(b)) if a == b => Some(Ok(a)),
+                _ => Some(Err(())),
+            };
+            remove_second(stack);
+        }
+    }
+
+    /// Passes to apply: the leading passes whose rule held for every record.
+    fn passes(&self) -> usize {
+        self.second.iter().take_while(|s| matches!(s, Some(Ok(_)))).count()
+    }
+}
+
 impl<R: Read + Seek> GperftoolsSource<R> {
-    /// Reads the profile once for its addresses and maps text.
+    /// Reads the profile once for its addresses, the signal-frame rule and the maps text.
     pub fn open(mut source: R) -> Result<Self, ReadError<R::Error>> {
         let mut window = vec![0u8; LARGEST_RECORD_WINDOW];
-        let mut frame_of: IdMap<u64, u32> = IdMap::default();
-        let mut order: Vec<u64> = Vec::new();
+        let mut frames_of: IdMap<u64, Range<u32>> = IdMap::default();
+        let mut addresses: Vec<u64> = Vec::new();
+        let mut signal = SignalFrames::default();
+        let mut scratch = Vec::new();
         let (period_us, samples, maps_text) = {
             let mut reader = Reader::open(&mut source, &mut window)?;
             let mut end = None;
             while let Some(item) = reader.next_item()? {
                 match item {
-                    Item::Record(r) if r.count > 0 => {
+                    Item::Record(r) => {
+                        scratch.clear();
+                        scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
+                        signal.record(&mut scratch);
+                        if r.count == 0 {
+                            continue;
+                        }
                         for (i, pc) in r.pcs.iter().enumerate() {
                             let a = adjusted(i, pc);
-                            if let std::collections::hash_map::Entry::Vacant(e) = frame_of.entry(a) {
-                                e.insert(order.len() as u32);
-                                order.push(a);
+                            if let Entry::Vacant(e) = frames_of.entry(a) {
+                                e.insert(0..0);
+                                addresses.push(a);
                             }
                         }
                     }
                     Item::End(e) => end = Some(e),
-                    _ => {}
+                    Item::ExtraHeaderWord(_) => {}
                 }
             }
             let (period, samples, word) = (reader.header().period_us, reader.samples(), reader.word());
@@ -87,16 +173,6 @@ impl<R: Read + Seek> GperftoolsSource<R> {
         let mut frames = FrameTable::default();
         frames.mappings = parse_maps(&String::from_utf8_lossy(&maps_text));
         frames.mappings.sort_by_key(|m| m.start);
-        for &a in &order {
-            let mapping = frames.mapping_of(a);
-            frames.push(FrameInfo {
-                funcname: format!("{a:#x}"),
-                address: Some(a),
-                mapping,
-                anonymous: true,
-                ..FrameInfo::default()
-            });
-        }
         let info = SourceInfo {
             kind: FileKind::Gperftools,
             start_time_us: 0,
@@ -108,7 +184,75 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             threads: false,
             naming: Naming::Native,
         };
-        Ok(GperftoolsSource { source, window, info, frames, frame_of })
+        let mut this = GperftoolsSource {
+            source,
+            window,
+            info,
+            frames,
+            addresses,
+            frames_of,
+            signal_passes: signal.passes(),
+            scratch,
+        };
+        this.name_frames(|_, _| Vec::new());
+        Ok(this)
+    }
+
+    /// Names every address from the binaries `symbolizer` finds: function, file and line,
+    /// one frame per inlined function; addresses in the profiler's own functions are
+    /// dropped. Addresses it knows nothing of keep their `0x…` name.
+    pub fn symbolize(&mut self, symbolizer: &mut Symbolizer) {
+        let mappings = self.frames.mappings.clone();
+        self.name_frames(|address, mapping| match mapping {
+            Some(m) => symbolizer.symbolize(&mappings[m as usize], address),
+            None => Vec::new(),
+        });
+    }
+
+    /// Rebuilds the frame table, asking `symbols` for each address's frames.
+    fn name_frames(&mut self, mut symbols: impl FnMut(u64, Option<u32>) -> Vec<Symbol>) {
+        let mut frames = FrameTable::default();
+        frames.mappings = std::mem::take(&mut self.frames.mappings);
+        for &a in &self.addresses {
+            let mapping = frames.mapping_of(a);
+            let found = symbols(a, mapping);
+            let first = frames.frames.len() as u32;
+            let profiler = found.last().is_some_and(|s| PROFILER_FRAMES.contains(&s.function.as_str()));
+            if profiler {
+                // No frames: the address drops out of every stack.
+            } else if found.is_empty() {
+                frames.push(FrameInfo {
+                    funcname: format!("{a:#x}"),
+                    address: Some(a),
+                    mapping,
+                    anonymous: true,
+                    ..FrameInfo::default()
+                });
+            } else {
+                let outermost = found.len() - 1;
+                for (i, symbol) in found.into_iter().enumerate() {
+                    frames.push(FrameInfo {
+                        filename: symbol.file,
+                        funcname: symbol.function,
+                        location: i32::try_from(symbol.line).ok().filter(|&l| l > 0).map(|l| Location {
+                            lineno: l,
+                            end_lineno: l,
+                            col: -1,
+                            end_col: -1,
+                        }),
+                        address: Some(a),
+                        mapping,
+                        inlined: i < outermost,
+                        ..FrameInfo::default()
+                    });
+                }
+            }
+            let end = frames.frames.len() as u32;
+            if let Some(range) = self.frames_of.get_mut(&a) {
+                *range = first..end;
+            }
+        }
+        self.frames = frames;
     }
 }
 
@@ -153,9 +297,18 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
             if r.count == 0 {
                 continue;
             }
+            self.scratch.clear();
+            self.scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
+            for _ in 0..self.signal_passes {
+                remove_second(&mut self.scratch);
+            }
             stack.clear();
-            // Every address was numbered by the first pass over the same bytes.
-            stack.extend(r.pcs.iter().enumerate().filter_map(|(i, pc)| self.frame_of.get(&adjusted(i, pc)).copied()));
+            for a in &self.scratch {
+                // Every address was numbered by the first pass over the same bytes.
+                if let Some(range) = self.frames_of.get(a) {
+                    stack.extend(range.clone());
+                }
+            }
             let call = Call {
                 times: Times::Counted(r.count),
                 interpreter_id: 0,

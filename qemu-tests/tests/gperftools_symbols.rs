@@ -1,0 +1,188 @@
+//! Symbolised gperftools conversions, on a profile libprofiler records during the test
+//! command (`qemu-tests/oracle/gperftools/record.sh`, directory `TACHYON_GPERFTOOLS_PROFILES`)
+//! of our own workload, against what the real readers printed for it while its binaries
+//! were still at the recorded paths:
+//!
+//! - collapsed stacks name the same functions with the same counts as google-pprof 2.10's
+//!   `--collapsed`. Its names are compared without the two decorations it adds: `<address>`
+//!   after names it took from `nm` (the symbol's start, to tell apart functions of one name)
+//!   and `[inline]` after inlined functions; its lines, one per distinct address stack, are
+//!   summed by name as ours are;
+//! - the pprof output has go pprof's samples, address for address, and go pprof shows the
+//!   inlined functions in it;
+//! - binaries that are missing, truncated or not ELF leave addresses as `0x…` with a
+//!   warning each, never a failure.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use prost::Message;
+use qemu_tests::gperftools_oracle::go_samples;
+use tachyon::convert::pprof::Profile;
+use tachyon::convert::{convert, Destination, Output};
+use tachyon::file::FileSource;
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::symbolize::Symbolizer;
+
+/// The recorded x86_64 profile's folder.
+fn recorded() -> PathBuf {
+    let dir = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "TACHYON_GPERFTOOLS_PROFILES is not set: run `bash scripts/test-all.sh`, or \
+             `qemu-tests/oracle/gperftools/record.sh DIR` and set it to DIR"
+        )
+    });
+    dir.join("x86_64")
+}
+
+fn text(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+}
+
+/// Converts the recorded profile, symbolised with binaries under `binary_paths`; returns the
+/// output and the symboliser's warnings.
+fn run(dir: &Path, binary_paths: Vec<PathBuf>, output: &Output) -> (Vec<u8>, Vec<String>) {
+    let file = FileSource::open(&dir.join("workload.prof")).unwrap();
+    let mut source = GperftoolsSource::open(file).unwrap();
+    let mut symbolizer = Symbolizer::new(binary_paths);
+    source.symbolize(&mut symbolizer);
+    let mut out = Vec::new();
+    convert(&mut source, output, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    (out, symbolizer.warnings().to_vec())
+}
+
+/// Collapsed lines summed by their text.
+fn collapsed(text: &str, undecorate: bool) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        let stack =
+            if undecorate { stack.split(';').map(undecorated).collect::<Vec<_>>().join(";") } else { stack.to_owned() };
+        *out.entry(stack).or_insert(0) += count.parse::<u64>().unwrap();
+    }
+    out
+}
+
+/// A google-pprof name without its `[inline]` or `<hex start>` suffix.
+fn undecorated(name: &str) -> &str {
+    let name = name.strip_suffix("[inline]").unwrap_or(name);
+    match name.strip_suffix('>').and_then(|n| n.rsplit_once('<')) {
+        Some((base, hex)) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => base,
+        _ => name,
+    }
+}
+
+#[test]
+fn symbolised_collapsed_stacks_are_google_pprofs() {
+    let dir = recorded();
+    let expected = collapsed(&text(&dir, "google-pprof.collapsed.txt"), true);
+    let joined: String = expected.keys().cloned().collect::<Vec<_>>().join("\n");
+    for name in ["main", "middle", "recurse", "hash_block", "mix", "sort_range", "merge_runs", "compare_keys"] {
+        assert!(joined.split(['\n', ';']).any(|n| n == name), "google-pprof's stacks name {name}: {joined}");
+    }
+    let (out, warnings) = run(&dir, vec![dir.join("bins")], &Output::Collapsed);
+    assert_eq!(warnings, Vec::<String>::new());
+    let ours = collapsed(&String::from_utf8(out).unwrap(), false);
+    assert_eq!(ours, expected);
+}
+
+#[test]
+fn missing_binaries_leave_addresses_and_a_warning_each() {
+    let dir = recorded();
+    let (out, warnings) = run(&dir, vec![], &Output::Collapsed);
+    let gone = |name: &str| dir.join("build").join(name).display().to_string();
+    assert_eq!(
+        warnings,
+        [
+            format!("{}: not found, its addresses stay unsymbolised", gone("workload")),
+            format!("{}: not found, its addresses stay unsymbolised", gone("libsort.so")),
+        ],
+    );
+    let out = String::from_utf8(out).unwrap();
+    // libc is where the profile says: its frames are named; the workload's are not.
+    assert!(out
+        .lines()
+        .all(|l| l.starts_with("0x") && l.contains(";__libc_start_main_impl;__libc_start_call_main;0x")));
+    assert!(!out.contains("middle"), "{out}");
+}
+
+#[test]
+fn truncated_or_foreign_binaries_leave_addresses_and_a_warning_each() {
+    let dir = recorded();
+    let scratch = std::env::temp_dir().join(format!("tachyon-bad-bins-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let workload = std::fs::read(dir.join("bins/workload")).unwrap();
+    let lib = std::fs::read(dir.join("bins/libsort.so")).unwrap();
+    for (case, workload_bytes, lib_bytes) in [
+        ("truncated headers", workload[..64].to_vec(), lib[..200].to_vec()),
+        ("truncated sections", workload[..workload.len() / 2].to_vec(), lib[..lib.len() / 3].to_vec()),
+        ("not ELF", b"#!/bin/sh\necho not a binary\n".to_vec(), vec![0xffu8; 4096]),
+        ("empty", Vec::new(), Vec::new()),
+    ] {
+        std::fs::write(scratch.join("workload"), &workload_bytes).unwrap();
+        std::fs::write(scratch.join("libsort.so"), &lib_bytes).unwrap();
+        let (out, warnings) = run(&dir, vec![scratch.clone()], &Output::Collapsed);
+        assert_eq!(warnings.len(), 2, "{case}: {warnings:?}");
+        for w in &warnings {
+            assert!(w.starts_with(&scratch.display().to_string()), "{case}: {w}");
+        }
+        let out = String::from_utf8(out).unwrap();
+        let total: u64 = out.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+        let expected: u64 = collapsed(&text(&dir, "google-pprof.collapsed.txt"), true).values().sum();
+        assert_eq!(total, expected, "{case}");
+        assert!(!out.contains("compare_keys"), "{case}: {out}");
+    }
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+#[test]
+fn symbolised_pprof_has_go_pprofs_samples_and_shows_inlined_functions() {
+    let dir = recorded();
+    let (gz, _) = run(&dir, vec![dir.join("bins")], &Output::Pprof);
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut raw).unwrap();
+    let profile = Profile::decode(&raw[..]).unwrap();
+    assert!(profile.location.iter().any(|l| l.line.len() > 1), "some location holds inlined functions");
+    let ours = std::env::temp_dir().join(format!("tachyon-symbolised-{}.pb.gz", std::process::id()));
+    std::fs::write(&ours, &gz).unwrap();
+    let go = |args: &[&str]| {
+        let out = Command::new("go").args(["tool", "pprof"]).args(args).arg(&ours).output().unwrap();
+        assert!(out.status.success(), "go tool pprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(go_samples(&go(&["-raw", "-symbolize=none"])), go_samples(&text(&dir, "go-pprof.raw.txt")));
+    let top = go(&["-top", "-nodecount=100"]);
+    for inlined in ["mix (inline)", "merge_runs (inline)"] {
+        assert!(top.contains(inlined), "go pprof -top shows {inlined}:\n{top}");
+    }
+    for function in ["compare_keys", "sort_range", "hash_block", "series"] {
+        assert!(top.lines().any(|l| l.ends_with(&format!(" {function}"))), "{function}:\n{top}");
+    }
+    std::fs::remove_file(&ours).unwrap();
+}
+
+#[test]
+fn maps_text_that_is_not_utf8_still_converts() {
+    let dir = recorded();
+    let mut file = std::fs::read(dir.join("workload.prof")).unwrap();
+    // Every `/` of the maps text (after the last record) becomes a byte UTF-8 never has.
+    let text_start = file.windows(5).position(|w| w == b"-xp 0" || w == b"r--p ").unwrap();
+    for b in &mut file[text_start..] {
+        if *b == b'/' {
+            *b = 0xff;
+        }
+    }
+    let mut source = GperftoolsSource::open(tachyon_core::io::Cursor::new(&file[..])).unwrap();
+    let mut symbolizer = Symbolizer::new(vec![dir.join("bins")]);
+    source.symbolize(&mut symbolizer);
+    let mut out = Vec::new();
+    convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let total: u64 = out.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    let expected: u64 = collapsed(&text(&dir, "google-pprof.collapsed.txt"), true).values().sum();
+    assert_eq!(total, expected);
+    assert!(out.lines().all(|l| l.starts_with("0x")), "{out}");
+    assert!(!symbolizer.warnings().is_empty());
+}

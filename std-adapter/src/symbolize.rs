@@ -1,0 +1,282 @@
+//! Native addresses to function, file and line, with the gimli-rs crates `object` and
+//! `addr2line`: what google-pprof does by running binutils' `nm` and `addr2line -i`.
+//!
+//! An address is mapped through its [`Mapping`] to an offset in the mapped file, through the
+//! ELF's `PT_LOAD` segments to the address the file was linked at, then to frames: DWARF
+//! first (one frame per inlined call, innermost first), else the nearest symbol of
+//! `.symtab` or `.dynsym`. Debugging information split off into `/usr/lib/debug` is found
+//! by build id, then by `.gnu_debuglink`, as binutils and gdb find it.
+//!
+//! A binary is looked for under each `--binary-path` directory (its whole path there, then
+//! its base name), then at the path the profile names, as google/pprof's
+//! `PPROF_BINARY_PATH` works. A binary that is missing, unreadable, not ELF, or truncated
+//! leaves its addresses unsymbolised and adds one warning; nothing here fails a conversion.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use object::{Object, ObjectSection, ObjectSegment};
+
+use crate::model::Mapping;
+
+/// Largest binary read (a real one is at most a few hundred megabytes).
+pub const MAX_BINARY_BYTES: u64 = 4 << 30;
+
+/// One frame an address resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// Function name, demangled.
+    pub function: String,
+    /// Source file, when the debugging information says (empty otherwise).
+    pub file: String,
+    /// Line, 0 when unknown.
+    pub line: u32,
+}
+
+/// Where binaries are looked for, and those already opened.
+pub struct Symbolizer {
+    binary_paths: Vec<PathBuf>,
+    debug_root: PathBuf,
+    binaries: HashMap<String, Option<Rc<Binary>>>,
+    warnings: Vec<String>,
+}
+
+type Slice = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// An opened binary: its segments, its DWARF (if any) and its symbols.
+struct Binary {
+    /// `(file offset, file size, linked address)` of each `PT_LOAD` segment.
+    segments: Vec<(u64, u64, u64)>,
+    dwarf: Option<addr2line::Context<Slice>>,
+    /// `(address, name)`, sorted by address.
+    symbols: Vec<(u64, String)>,
+}
+
+impl Symbolizer {
+    /// Looks for binaries under `binary_paths` first, then where the profile says they are.
+    pub fn new(binary_paths: Vec<PathBuf>) -> Self {
+        Symbolizer {
+            binary_paths,
+            debug_root: PathBuf::from("/usr/lib/debug"),
+            binaries: HashMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// What could not be used, one line per binary.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The frames `address` (in `mapping`) stands for, innermost first; empty when nothing
+    /// is known of it.
+    pub fn symbolize(&mut self, mapping: &Mapping, address: u64) -> Vec<Symbol> {
+        let Some(binary) = self.binary(&mapping.file) else { return Vec::new() };
+        let file_offset = address.wrapping_sub(mapping.start).wrapping_add(mapping.offset);
+        let Some(linked) = binary.linked_address(file_offset) else { return Vec::new() };
+        binary.frames(linked)
+    }
+
+    /// The binary a mapping names, opened once.
+    fn binary(&mut self, file: &str) -> Option<Rc<Binary>> {
+        // Anonymous mappings and the kernel's pseudo-files ([vdso], [stack]) name no binary.
+        if file.is_empty() || file.starts_with('[') {
+            return None;
+        }
+        if let Some(known) = self.binaries.get(file) {
+            return known.clone();
+        }
+        let opened = match self.locate(file) {
+            None => {
+                self.warnings.push(format!("{file}: not found, its addresses stay unsymbolised"));
+                None
+            }
+            Some(path) => match Binary::open(&path, &self.debug_root) {
+                Ok(binary) => Some(Rc::new(binary)),
+                Err(why) => {
+                    self.warnings.push(format!("{}: {why}, its addresses stay unsymbolised", path.display()));
+                    None
+                }
+            },
+        };
+        self.binaries.insert(file.to_owned(), opened.clone());
+        opened
+    }
+
+    /// The first existing candidate for `file`: under each binary path its whole path, then
+    /// its base name; then `file` itself.
+    fn locate(&self, file: &str) -> Option<PathBuf> {
+        let path = Path::new(file);
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        let candidates = self
+            .binary_paths
+            .iter()
+            .flat_map(|dir| [dir.join(relative), path.file_name().map_or_else(|| dir.join(relative), |n| dir.join(n))])
+            .chain(std::iter::once(path.to_path_buf()));
+        candidates.into_iter().find(|p| p.is_file())
+    }
+}
+
+/// Reads a file of at most [`MAX_BINARY_BYTES`].
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let size = fs::metadata(path).map_err(|e| e.to_string())?.len();
+    if size > MAX_BINARY_BYTES {
+        return Err(format!("{size} bytes, more than a binary this reads ({MAX_BINARY_BYTES})"));
+    }
+    fs::read(path).map_err(|e| e.to_string())
+}
+
+impl Binary {
+    fn open(path: &Path, debug_root: &Path) -> Result<Binary, String> {
+        let data = read_bounded(path)?;
+        let file = object::File::parse(&*data).map_err(|e| format!("not a binary this reads ({e})"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(format!("a {:?} file, not ELF", file.format()));
+        }
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, size, s.address())
+            })
+            .collect::<Vec<_>>();
+        if segments.is_empty() {
+            return Err("no loadable segments".to_owned());
+        }
+        // Split-off debugging information, when installed, has the DWARF and the full symbol
+        // table; the binary itself keeps the segments and at least `.dynsym`.
+        let debug_data = debug_file(&file, path, debug_root).and_then(|p| read_bounded(&p).ok());
+        let debug_file = debug_data.as_deref().and_then(|d| object::File::parse(d).ok());
+        let dwarf_source = debug_file.as_ref().filter(|d| has_dwarf(d)).unwrap_or(&file);
+        let dwarf = if has_dwarf(dwarf_source) { load_dwarf(dwarf_source) } else { None };
+        let mut symbols = symbols_of(debug_file.as_ref().unwrap_or(&file));
+        if symbols.is_empty() {
+            symbols = symbols_of(&file);
+        }
+        Ok(Binary { segments, dwarf, symbols })
+    }
+
+    /// The linked address of a file offset, through the segment holding it.
+    fn linked_address(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(offset, size, _)| file_offset >= offset && file_offset - offset < size)
+            .map(|&(offset, _, address)| address.wrapping_add(file_offset - offset))
+    }
+
+    /// Frames for a linked address, innermost first: DWARF's inlined chain, each frame's name
+    /// completed from the symbol table where DWARF has none.
+    fn frames(&self, address: u64) -> Vec<Symbol> {
+        let mut out = Vec::new();
+        if let Some(context) = &self.dwarf {
+            if let Ok(mut frames) = context.find_frames(address).skip_all_loads() {
+                while let Ok(Some(frame)) = frames.next() {
+                    let function = frame
+                        .function
+                        .as_ref()
+                        .and_then(|f| f.demangle().ok())
+                        .map(Cow::into_owned)
+                        .unwrap_or_default();
+                    let (file, line) = frame
+                        .location
+                        .map(|l| (l.file.unwrap_or_default().to_owned(), l.line.unwrap_or(0)))
+                        .unwrap_or_default();
+                    out.push(Symbol { function, file, line });
+                }
+            }
+        }
+        let symbol = self.symbol(address);
+        match out.last_mut() {
+            // The outermost frame is the real function: the symbol table names it when
+            // DWARF does not.
+            Some(last) if last.function.is_empty() => {
+                if let Some(name) = symbol {
+                    last.function = name.to_owned();
+                }
+            }
+            Some(_) => {}
+            None => {
+                if let Some(name) = symbol {
+                    out.push(Symbol { function: name.to_owned(), file: String::new(), line: 0 });
+                }
+            }
+        }
+        out.retain(|s| !s.function.is_empty());
+        out
+    }
+
+    /// The symbol at or before `address`.
+    fn symbol(&self, address: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|&(a, _)| a <= address);
+        i.checked_sub(1).map(|i| self.symbols[i].1.as_str())
+    }
+}
+
+fn has_dwarf(file: &object::File<'_>) -> bool {
+    file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
+}
+
+/// The installed debugging file for `file`: `<root>/.build-id/xx/rest.debug`, then the
+/// `.gnu_debuglink` name in `<dir>`, `<dir>/.debug` and `<root><dir>`.
+fn debug_file(file: &object::File<'_>, path: &Path, root: &Path) -> Option<PathBuf> {
+    if let Ok(Some(id)) = file.build_id() {
+        if let Some((first, rest)) = id.split_first() {
+            let hex: String = rest.iter().map(|b| format!("{b:02x}")).collect();
+            let candidate = root.join(".build-id").join(format!("{first:02x}")).join(format!("{hex}.debug"));
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
+    let name = std::str::from_utf8(name).ok()?;
+    let dir = path.parent()?;
+    let under_root = root.join(dir.strip_prefix("/").unwrap_or(dir));
+    [dir.join(name), dir.join(".debug").join(name), under_root.join(name)]
+        .into_iter()
+        .find(|p| p.is_file() && p != path)
+}
+
+fn load_dwarf(file: &object::File<'_>) -> Option<addr2line::Context<Slice>> {
+    let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+    let load = |id: gimli::SectionId| -> Result<Slice, gimli::Error> {
+        let data = file.section_by_name(id.name()).and_then(|s| section_data(&s)).unwrap_or(Cow::Borrowed(&[]));
+        Ok(gimli::EndianRcSlice::new(Rc::from(&*data), endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    addr2line::Context::from_dwarf(dwarf).ok()
+}
+
+/// A section's bytes, inflated when compressed with zlib (as Debian's debugging files are).
+/// A section compressed otherwise (zstd) or that does not inflate to its stated size reads
+/// as absent: its binary is then named from its symbol table.
+fn section_data<'d>(section: &object::Section<'d, '_>) -> Option<Cow<'d, [u8]>> {
+    let compressed = section.compressed_data().ok()?;
+    match compressed.format {
+        object::CompressionFormat::None => Some(Cow::Borrowed(compressed.data)),
+        object::CompressionFormat::Zlib => {
+            // Grows with what actually inflates, up to the stated size, never to a size the
+            // header claims before the bytes bear it out.
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(compressed.data)
+                .take(compressed.uncompressed_size)
+                .read_to_end(&mut out)
+                .ok()?;
+            (out.len() as u64 == compressed.uncompressed_size).then_some(Cow::Owned(out))
+        }
+        _ => None,
+    }
+}
+
+/// Defined function symbols, by address (`.symtab`, else `.dynsym`), demangled.
+fn symbols_of(file: &object::File<'_>) -> Vec<(u64, String)> {
+    file.symbol_map()
+        .symbols()
+        .iter()
+        .map(|s| (s.address(), addr2line::demangle_auto(Cow::Borrowed(s.name()), None).into_owned()))
+        .collect()
+}
