@@ -2,7 +2,8 @@
 # The checks that need no oracle and no test run: formatting, clippy on every target kind,
 # the no_std builds, every documentation build and the MSRV check. The test command runs
 # them; run them alone before committing (a few minutes warm). Needs the rustup targets and
-# the 1.81 toolchain (installs them when missing).
+# the 1.81 toolchain (installs them when missing). The MSRV check copies the files git knows:
+# `git add` new files first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

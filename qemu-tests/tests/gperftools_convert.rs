@@ -2,7 +2,10 @@
 //! (x86_64, i386, s390x; `vectors/gperftools-2.10/`), against what the real readers printed
 //! for them: collapsed stacks and pprof samples are go pprof's samples (`-raw
 //! -symbolize=none`: return addresses minus one, equal stacks summed), pstats totals are
-//! google-pprof's, and the outputs that need what the format lacks refuse by name.
+//! google-pprof's, `--to gperftools` gives every file (real, edge variants, the one the test
+//! command records) back byte for byte and, in another slot width or byte order, a file in
+//! which go pprof finds the same samples and which converts back to the original bytes, and
+//! the outputs that need what the format lacks refuse by name.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -14,6 +17,7 @@ use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{convert, ConvertError, Destination, Output};
 use tachyon::model::Source;
 use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon_core::gperftools::{RunTimeWord, Word};
 use tachyon_core::io::Cursor;
 use tachyon_core::kind::FileKind;
 
@@ -144,4 +148,79 @@ fn outputs_that_need_times_refuse_by_name() {
             e => panic!("{e}"),
         }
     }
+}
+
+/// Every profile file: the real ones, their edge variants, and the one recorded by the test
+/// command (`TACHYON_GPERFTOOLS_PROFILES`).
+fn every_file() -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = real().into_iter().map(|(name, file, _, _)| (name, file)).collect();
+    let edge = dir("edge-synthetic");
+    let mut names: Vec<_> = std::fs::read_dir(&edge).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    for p in names.into_iter().filter(|p| p.extension().is_some_and(|x| x == "prof")) {
+        files.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+    }
+    let recorded = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
+        .map(|d| std::path::PathBuf::from(d).join("x86_64/workload.prof"))
+        .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)");
+    files.push((recorded.display().to_string(), std::fs::read(&recorded).unwrap()));
+    files
+}
+
+fn gperftools(word: Option<RunTimeWord>, big_endian: Option<bool>) -> Output {
+    Output::Gperftools { word, big_endian }
+}
+
+#[test]
+fn gperftools_output_of_a_gperftools_file_is_the_same_bytes() {
+    let files = every_file();
+    assert!(files.len() >= 40, "{} files", files.len());
+    for (name, file) in files {
+        let again = run(&file, &gperftools(None, None)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(again == file, "{name}: {} bytes re-encoded differ from the {} read", again.len(), file.len());
+    }
+}
+
+#[test]
+fn other_slot_widths_and_byte_orders_keep_go_pprofs_samples_and_convert_back() {
+    let work = std::env::temp_dir().join(format!("tachyon-gperftools-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    for (name, file, go_raw, perl_text) in real() {
+        let wide = name.contains("64");
+        let original = (Some(if wide { RunTimeWord::Eight } else { RunTimeWord::Four }), Some(name.contains("s390x")));
+        for word in [RunTimeWord::Four, RunTimeWord::Eight] {
+            for big in [false, true] {
+                let case =
+                    format!("{name} as {}-byte {}", word.bytes(), if big { "big-endian" } else { "little-endian" });
+                let converted = run(&file, &gperftools(Some(word), Some(big)));
+                if wide && word == RunTimeWord::Four {
+                    // 64-bit addresses do not fit: refused, naming the first that does not.
+                    let err = converted.unwrap_err();
+                    assert!(err.contains("does not fit a 4-byte slot"), "{case}: {err}");
+                    continue;
+                }
+                let converted = converted.unwrap_or_else(|e| panic!("{case}: {e}"));
+                let mut source = GperftoolsSource::open(Cursor::new(&converted[..])).unwrap();
+                assert_eq!(source.info().expected_samples, perl_total(&perl_text), "{case}");
+                assert_eq!(
+                    convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {})
+                        .unwrap(),
+                    perl_total(&perl_text),
+                    "{case}"
+                );
+                let path = work.join("converted.prof");
+                std::fs::write(&path, &converted).unwrap();
+                let out = std::process::Command::new("go")
+                    .args(["tool", "pprof", "-raw", "-symbolize=none"])
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(go_samples(&String::from_utf8(out.stdout).unwrap()), go_samples(&go_raw), "{case}");
+                let back = run(&converted, &gperftools(original.0, original.1)).unwrap();
+                assert!(back == file, "{case}: converted back, {} bytes differ from the {}", back.len(), file.len());
+            }
+        }
+    }
+    std::fs::remove_dir_all(&work).unwrap();
 }

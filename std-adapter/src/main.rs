@@ -22,6 +22,7 @@ use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::sources::tachyon::TachyonSource;
 use tachyon::symbolize::Symbolizer;
+use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
@@ -157,12 +158,15 @@ struct ConvertArgs {
     /// flamegraph: title (default: the input's file name).
     #[arg(long)]
     title: Option<String>,
-    /// tachyon: byte order of the output (default: the input's).
+    /// tachyon, gperftools: byte order of the output (default: the input's).
     #[arg(long, value_enum)]
     byte_order: Option<ByteOrder>,
     /// tachyon: compression of the output (default: the input's).
     #[arg(long, value_enum)]
     compression: Option<Zstd>,
+    /// gperftools: slot width of the output in bits (default: the input's).
+    #[arg(long, value_parser = ["32", "64"])]
+    word_size: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -466,9 +470,9 @@ fn check_convert_args(to: OutputKind, given: &ArgMatches) -> Result<(), String> 
             continue;
         }
         let option = id.as_str().replace('_', "-");
-        match OutputKind::owning(&option) {
-            Some(owner) if owner != to => return Err(format!("--{option} only applies to --to {owner}")),
-            _ => {}
+        let owners: Vec<String> = OutputKind::owning(&option).map(|o| o.to_string()).collect();
+        if !owners.is_empty() && !to.options().contains(&option.as_str()) {
+            return Err(format!("--{option} only applies to --to {}", owners.join(" or --to ")));
         }
     }
     Ok(())
@@ -496,6 +500,14 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
                 ByteOrder::Native => cfg!(target_endian = "big"),
             }),
             compression: a.compression.map(Compression::from),
+        },
+        OutputKind::Gperftools => Output::Gperftools {
+            word: a.word_size.as_deref().map(|w| if w == "32" { RunTimeWord::Four } else { RunTimeWord::Eight }),
+            big_endian: a.byte_order.map(|o| match o {
+                ByteOrder::Big => true,
+                ByteOrder::Little => false,
+                ByteOrder::Native => cfg!(target_endian = "big"),
+            }),
         },
     }
 }
@@ -579,6 +591,12 @@ fn convert(file: &Path, a: ConvertArgs, symbols: &SymbolArgs, quiet: bool) -> Re
     let dest = match &a.output {
         Some(p) => Destination::File(p),
         None => Destination::Stream(&mut stdout),
+    };
+    // A gperftools file re-encoded keeps its addresses: nothing to symbolise.
+    let symbols = if a.to == OutputKind::Gperftools {
+        &SymbolArgs { no_symbolize: true, ..SymbolArgs::default() }
+    } else {
+        symbols
     };
     with_source(file, symbols, quiet, ConvertJob { output, dest }).map(drop)
 }

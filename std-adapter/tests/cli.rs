@@ -338,4 +338,29 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
     let out = tachyon().args(["convert", "--to", "pprof", "--sort", "name"]).arg(&prof).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("--sort only applies to --to pstats-text"));
+    let out = tachyon().args(["convert", "--to", "pprof", "--byte-order", "big"]).arg(&prof).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--byte-order only applies to --to tachyon or --to gperftools"), "{err}");
+    // Re-encoded: the same bytes, and nothing to symbolise; in another byte order, a file the
+    // command reads to the same stacks.
+    let again = dir.join("again.prof");
+    let out = tachyon().args(["convert", "--to", "gperftools", "-o"]).arg(&again).arg(&prof).output().unwrap();
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read(&again).unwrap() == std::fs::read(&prof).unwrap());
+    let little = tachyon()
+        .args(["convert", "--to", "gperftools", "--byte-order", "little", "--word-size", "64"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(little.status.success(), "{}", String::from_utf8_lossy(&little.stderr));
+    std::fs::write(dir.join("little.prof"), &little.stdout).unwrap();
+    let out = tachyon()
+        .args(["convert", "--to", "collapsed", "--no-symbolize"])
+        .arg(dir.join("little.prof"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    let out = tachyon().args(["info"]).arg(dir.join("little.prof")).output().unwrap();
+    assert!(String::from_utf8(out.stdout).unwrap().contains("\"little\""));
 }

@@ -9,6 +9,7 @@
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;
+pub mod gperftools;
 pub mod jsonl;
 pub mod pprof;
 pub mod pstats;
@@ -22,6 +23,7 @@ use std::path::Path;
 
 use clap::ValueEnum;
 
+use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
 
@@ -120,6 +122,9 @@ pub enum OutputKind {
     Jsonl,
     /// Tachyon again, in another byte order or compression.
     Tachyon,
+    /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
+    /// another slot width or byte order is asked for).
+    Gperftools,
 }
 
 impl OutputKind {
@@ -130,13 +135,14 @@ impl OutputKind {
             OutputKind::PstatsText => &["sort", "limit", "no-summary"],
             OutputKind::Flamegraph => &["title"],
             OutputKind::Tachyon => &["byte-order", "compression"],
+            OutputKind::Gperftools => &["byte-order", "word-size"],
             _ => &[],
         }
     }
 
-    /// The output an option belongs to.
-    pub fn owning(option: &str) -> Option<OutputKind> {
-        OutputKind::value_variants().iter().copied().find(|k| k.options().contains(&option))
+    /// The outputs an option belongs to.
+    pub fn owning(option: &str) -> impl Iterator<Item = OutputKind> + '_ {
+        OutputKind::value_variants().iter().copied().filter(move |k| k.options().contains(&option))
     }
 }
 
@@ -195,6 +201,13 @@ pub enum Output {
         /// Default: the input's compression.
         compression: Option<Compression>,
     },
+    /// A gperftools CPU profile.
+    Gperftools {
+        /// Slot width; default: the input's.
+        word: Option<RunTimeWord>,
+        /// Big-endian slots; default: the input's byte order.
+        big_endian: Option<bool>,
+    },
 }
 
 impl Output {
@@ -210,6 +223,7 @@ impl Output {
             Output::Pprof => OutputKind::Pprof,
             Output::Jsonl { .. } => OutputKind::Jsonl,
             Output::Tachyon { .. } => OutputKind::Tachyon,
+            Output::Gperftools { .. } => OutputKind::Gperftools,
         }
     }
 }
@@ -244,6 +258,9 @@ pub fn convert<S: Source>(
             ))
         }
         Output::Tachyon { .. } => return Err(unsupported("Tachyon output is made from Tachyon input only (so far)")),
+        Output::Gperftools { .. } => {
+            return Err(unsupported("gperftools output is made from gperftools input only (so far)"))
+        }
         _ => {}
     }
     let mut file;
@@ -309,7 +326,7 @@ pub fn convert<S: Source>(
             c.write(interval_us, info.cpython_mode, &id, &mut out)?;
             n
         }
-        Output::Tachyon { .. } => unreachable!("refused above"),
+        Output::Tachyon { .. } | Output::Gperftools { .. } => unreachable!("refused above"),
     };
     io::Write::flush(&mut out)?;
     Ok(n)

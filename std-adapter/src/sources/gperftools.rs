@@ -28,6 +28,8 @@ use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location;
 
+use crate::convert::gperftools::{reencode, IoSink};
+use crate::convert::{at, ConvertError, Destination, Output};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 use crate::symbolize::{Symbol, Symbolizer};
@@ -278,6 +280,32 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 
 impl<R: Read + Seek> Source for GperftoolsSource<R> {
     type Error = ReadError<R::Error>;
+
+    /// `--to gperftools`: the records re-encoded from the file, not from the hub (which has
+    /// cleaned and symbolised them).
+    fn pass_through(
+        &mut self,
+        output: &Output,
+        dest: &mut Destination<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        let Output::Gperftools { word, big_endian } = *output else { return None };
+        if let Err(error) = self.source.seek(SeekFrom::Start(0)) {
+            return Some(Err(ConvertError::Read(ReadError::Io { offset: 0, error })));
+        }
+        let source = &mut self.source;
+        Some(match dest {
+            Destination::File(p) => {
+                std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|mut file| {
+                    let mut out = std::io::BufWriter::new(&mut file);
+                    let n = reencode(source, IoSink(&mut out), word, big_endian, progress)?;
+                    std::io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
+                    Ok(n)
+                })
+            }
+            Destination::Stream(w) => reencode(source, IoSink(*w), word, big_endian, progress),
+        })
+    }
 
     fn info(&self) -> &SourceInfo {
         &self.info

@@ -1,0 +1,110 @@
+//! gperftools CPU profiles out: a gperftools input written again through the core writer,
+//! record by record, in its own slot width and byte order (the same bytes, quirks and all,
+//! as `tachyon_core::gperftools::Writer::write_raw_record` keeps them) or in another.
+//!
+//! In another format, each slot's value is kept; what only makes sense in the input's slot
+//! width is normalised as google-pprof reads it: the end marker's program counters are
+//! re-encoded and the maps text follows them as it was, a partial last slot (which readers
+//! drop) is dropped, and a value wider than a 4-byte slot is an error naming it.
+
+use std::io;
+
+use embedded_io::{ErrorType, Read, Write};
+use tachyon_core::gperftools::{End, Header, Item, ReadError, Reader, RunTimeWord, Word, Writer, MAX_DEPTH};
+use tachyon_core::RunTimeEndian;
+
+use super::ConvertError;
+use crate::model::Ticker;
+
+/// A `std::io::Write` as the core writer's sink.
+pub struct IoSink<'a>(pub &'a mut dyn io::Write);
+
+impl ErrorType for IoSink<'_> {
+    type Error = io::Error;
+}
+
+impl Write for IoSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> Result<(), io::Error> {
+        self.0.flush()
+    }
+}
+
+/// Writes every record of the profile `source` holds into `sink`, in slot width `word` and
+/// byte order `endian` (default: the input's); returns the samples.
+pub fn reencode<R: Read, S: Write>(
+    source: R,
+    sink: S,
+    word: Option<RunTimeWord>,
+    big_endian: Option<bool>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, ConvertError<ReadError<R::Error>>>
+where
+    S::Error: std::fmt::Debug,
+{
+    let mut window = vec![0u8; tachyon_core::gperftools::LARGEST_RECORD_WINDOW];
+    let mut reader = Reader::open(source, &mut window).map_err(ConvertError::Read)?;
+    let input = *reader.header();
+    let word = word.unwrap_or(input.word);
+    let endian = match big_endian {
+        Some(true) => RunTimeEndian::Big,
+        Some(false) => RunTimeEndian::Little,
+        None => input.endian,
+    };
+    let same = word == input.word && endian == input.endian;
+    let header = Header { word, endian, ..input };
+    // Room for the deepest record a reader accepts.
+    let mut staging = vec![0u8; (MAX_DEPTH as usize + 2) * word.bytes()];
+    let encode = |e: tachyon_core::gperftools::WriteError<S::Error>| ConvertError::Encode(e.to_string());
+    let mut writer = Writer::with_format(sink, &mut staging, word, endian, &header).map_err(encode)?;
+    let mut pcs: Vec<u64> = Vec::new();
+    let mut end = None;
+    let mut ticker = Ticker::default();
+    while let Some(item) = reader.next_item().map_err(ConvertError::Read)? {
+        match item {
+            Item::ExtraHeaderWord(v) => writer.extra_header_word(v).map_err(encode)?,
+            Item::Record(r) => {
+                pcs.clear();
+                pcs.extend(r.pcs.iter());
+                writer.write_raw_record(r.count, r.depth, &pcs).map_err(encode)?;
+                ticker.tick(reader.samples(), progress);
+            }
+            Item::End(e) => end = Some(e),
+        }
+    }
+    let samples = reader.samples();
+    let in_word = reader.word();
+    // The tail is the maps text: kept whole, it is what the file holds after its records.
+    let mut tail = Vec::new();
+    let mut rest = reader.into_tail();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = rest.read(&mut chunk).map_err(ConvertError::Read)?;
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&chunk[..n]);
+    }
+    match end {
+        Some(End::Marker { count, depth, .. }) if same => {
+            writer.write_raw_record(count, Some(depth), &[]).map_err(encode)?;
+            writer.finish_raw(&tail).map_err(encode)?;
+        }
+        Some(End::Marker { count, depth, .. }) => {
+            // The marker's program counters open the tail, in the input's slots.
+            let slots = usize::try_from(depth).unwrap_or(usize::MAX).min(tail.len() / in_word.bytes());
+            pcs.clear();
+            pcs.extend(
+                tail.chunks_exact(in_word.bytes()).take(slots).filter_map(|slot| in_word.read(input.endian, slot)),
+            );
+            writer.write_raw_record(count, Some(pcs.len() as u64), &pcs).map_err(encode)?;
+            writer.finish_raw(&tail[slots * in_word.bytes()..]).map_err(encode)?;
+        }
+        Some(End::EndOfFile { .. }) | None => writer.finish_raw(if same { &tail } else { &[] }).map_err(encode)?,
+    }
+    progress(samples);
+    Ok(samples)
+}
