@@ -20,6 +20,7 @@ use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::model::{Source, PROGRESS_EVERY};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::pprof::{PprofSource, SampleIndex};
 use tachyon::sources::tachyon::TachyonSource;
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::gperftools::RunTimeWord;
@@ -110,7 +111,7 @@ enum Command {
         #[arg(long)]
         title: Option<String>,
         #[command(flatten)]
-        symbols: SymbolArgs,
+        inputs: InputArgs,
     },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
@@ -119,18 +120,22 @@ enum Command {
         #[command(flatten)]
         args: ConvertArgs,
         #[command(flatten)]
-        symbols: SymbolArgs,
+        inputs: InputArgs,
     },
 }
 
-/// How native addresses (gperftools profiles) are named.
+/// How inputs are read: native addresses (gperftools profiles) named, pprof values chosen.
 #[derive(Args, Clone, Default)]
-struct SymbolArgs {
+struct InputArgs {
+    /// pprof input: the sample value to count, by 0-based index or type name (`samples`,
+    /// `cpu`, …); default: the profile's default type, else the last (as go pprof).
+    #[arg(long, value_name = "INDEX|NAME")]
+    sample_index: Option<String>,
     /// Look for the profiled binaries here first (repeatable): DIR/<their whole path>, then
     /// DIR/<their file name>; then where the profile says they were.
     #[arg(long, value_name = "DIR")]
     binary_path: Vec<PathBuf>,
-    /// Leave native addresses as `0x…` instead of reading the binaries' symbols.
+    /// Leave native addresses as `0x…` instead of reading the binaries' inputs.
     #[arg(long)]
     no_symbolize: bool,
 }
@@ -233,6 +238,10 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
             let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
             let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
             tachyon::gperftools::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
+        }
+        FileKind::Pprof { .. } => {
+            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
+            open_pprof(file, &InputArgs::default())?.facts(len)
         }
         FileKind::Unknown => {
             return Err(Failure(format!(
@@ -513,17 +522,24 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
 }
 
 /// A gperftools profile, its addresses and maps text read.
-fn open_gperftools(file: &Path, symbols: &SymbolArgs) -> Result<GperftoolsSource<FileSource>, Failure> {
+fn open_gperftools(file: &Path, inputs: &InputArgs) -> Result<GperftoolsSource<FileSource>, Failure> {
     let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let mut source = GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    if !symbols.no_symbolize {
-        let mut symbolizer = Symbolizer::new(symbols.binary_path.clone());
+    if !inputs.no_symbolize {
+        let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
         source.symbolize(&mut symbolizer);
         for warning in symbolizer.warnings() {
             eprintln!("tachyon: warning: {warning}");
         }
     }
     Ok(source)
+}
+
+/// A pprof profile, decoded, counting the sample value `--sample-index` names.
+fn open_pprof(file: &Path, inputs: &InputArgs) -> Result<PprofSource, Failure> {
+    let index = inputs.sample_index.as_deref().map_or(SampleIndex::Default, |s| s.parse().unwrap_or_default());
+    let input = File::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    PprofSource::open(io::BufReader::new(input), &index).map_err(|e| Failure(format!("{}: {e}", file.display())))
 }
 
 /// The format of an input `convert` and `diff` cannot read yet is a plain error.
@@ -546,14 +562,15 @@ trait Job {
 
 /// Opens `file` as the source its content says it is and runs `job` on it, with a progress
 /// bar: the one place that knows which input formats the command reads.
-fn with_source<J: Job>(file: &Path, symbols: &SymbolArgs, quiet: bool, job: J) -> Result<J::Out, Failure> {
+fn with_source<J: Job>(file: &Path, inputs: &InputArgs, quiet: bool, job: J) -> Result<J::Out, Failure> {
     fn run<S: Source, J: Job>(file: &Path, quiet: bool, source: &mut S, job: J) -> Result<J::Out, Failure> {
         let mut progress = Progress::new(source.info().expected_samples, quiet);
         job.run(source, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
     }
     match detect(file)? {
         FileKind::Tachyon => with_reader(file, |reader| run(file, quiet, &mut TachyonSource::new(reader), job)),
-        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, symbols)?, job),
+        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, inputs)?, job),
+        FileKind::Pprof { .. } => run(file, quiet, &mut open_pprof(file, inputs)?, job),
         other => Err(unreadable(file, other)),
     }
 }
@@ -585,7 +602,7 @@ impl Job for CollapsedLines {
     }
 }
 
-fn convert(file: &Path, a: ConvertArgs, symbols: &SymbolArgs, quiet: bool) -> Result<(), Failure> {
+fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
     let output = output(&a, file);
     let mut stdout = io::stdout().lock();
     let dest = match &a.output {
@@ -593,12 +610,9 @@ fn convert(file: &Path, a: ConvertArgs, symbols: &SymbolArgs, quiet: bool) -> Re
         None => Destination::Stream(&mut stdout),
     };
     // A gperftools file re-encoded keeps its addresses: nothing to symbolise.
-    let symbols = if a.to == OutputKind::Gperftools {
-        &SymbolArgs { no_symbolize: true, ..SymbolArgs::default() }
-    } else {
-        symbols
-    };
-    with_source(file, symbols, quiet, ConvertJob { output, dest }).map(drop)
+    let unsymbolised = InputArgs { no_symbolize: true, ..inputs.clone() };
+    let inputs = if a.to == OutputKind::Gperftools { &unsymbolised } else { inputs };
+    with_source(file, inputs, quiet, ConvertJob { output, dest }).map(drop)
 }
 
 fn file_name(path: &Path) -> String {
@@ -610,11 +624,11 @@ fn diff(
     new: &Path,
     output: &Path,
     title: Option<String>,
-    symbols: &SymbolArgs,
+    inputs: &InputArgs,
     quiet: bool,
 ) -> Result<(), Failure> {
-    let base_lines = with_source(base, symbols, quiet, CollapsedLines)?;
-    let new_lines = with_source(new, symbols, quiet, CollapsedLines)?;
+    let base_lines = with_source(base, inputs, quiet, CollapsedLines)?;
+    let new_lines = with_source(new, inputs, quiet, CollapsedLines)?;
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
     let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
     tachyon::convert::flamegraph::write_diff(&base_lines, &new_lines, &title, &mut out)
@@ -634,15 +648,15 @@ fn main() -> ExitCode {
         Command::Verify { file } => verify(&file, quiet),
         Command::Dump { file } => dump(&file, quiet),
         Command::Encode { input, output, byte_order, compression } => encode(&input, &output, byte_order, compression),
-        Command::Convert { file, args, symbols } => {
+        Command::Convert { file, args, inputs } => {
             let given = matches.subcommand_matches("convert").unwrap_or(&matches);
             if let Err(msg) = check_convert_args(args.to, given) {
                 eprintln!("tachyon: {msg}");
                 return ExitCode::from(2);
             }
-            convert(&file, args, &symbols, quiet)
+            convert(&file, args, &inputs, quiet)
         }
-        Command::Diff { base, new, output, title, symbols } => diff(&base, &new, &output, title, &symbols, quiet),
+        Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

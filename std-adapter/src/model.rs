@@ -72,7 +72,7 @@ pub struct SourceInfo {
     /// Sampling interval, µs (0 = unknown).
     pub sample_interval_us: u64,
     /// What the interval measures: `wall`, `cpu`, `gil` … (pprof's sample type).
-    pub mode: &'static str,
+    pub mode: std::borrow::Cow<'static, str>,
     /// CPython's profiling mode number, for outputs that print it (Tachyon inputs only).
     pub cpython_mode: Option<u8>,
     /// Samples the source expects to replay (for progress; may be 0 or a guess).

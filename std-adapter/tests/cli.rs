@@ -361,6 +361,19 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    // pprof in and out: our pprof of it reads back, counting samples, to the same stacks.
+    let pb = dir.join("burn.pb.gz");
+    let out =
+        tachyon().args(["convert", "--to", "pprof", "--no-symbolize", "-o"]).arg(&pb).arg(&prof).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tachyon().args(["convert", "--to", "collapsed", "--sample-index", "samples"]).arg(&pb).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    let out = tachyon().arg("info").arg(&pb).output().unwrap();
+    let info = String::from_utf8(out.stdout).unwrap();
+    assert!(info.contains("format: pprof") && info.contains("\"samples/count\""), "{info}");
+    let out = tachyon().args(["convert", "--to", "collapsed", "--sample-index", "7"]).arg(&pb).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
     let out = tachyon().args(["info"]).arg(dir.join("little.prof")).output().unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\"little\""));
 }

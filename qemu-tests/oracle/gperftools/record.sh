@@ -7,6 +7,8 @@
 #   google-pprof.text.txt         google-pprof --text
 #   go-pprof.raw.txt              go tool pprof -raw -symbolize=none
 #   go-pprof.traces.txt           go tool pprof -traces (symbolised by go's own symboliser)
+#   go-pprof.pb.gz                go tool pprof -proto -symbolize=none: the profile as go's
+#                                 legacy parser made it into profile.proto
 #   bins/                         the binaries, moved here after the readers ran: the paths
 #                                 the profile names no longer exist, as with a profile copied
 #                                 off the machine that recorded it (tests use --binary-path).
@@ -47,5 +49,6 @@ google-pprof --text "$B/workload" "$D/workload.prof" >"$D/google-pprof.text.txt"
   || fail "google-pprof --text"
 go tool pprof -raw -symbolize=none "$D/workload.prof" >"$D/go-pprof.raw.txt" 2>/dev/null || fail "go tool pprof -raw"
 go tool pprof -traces "$D/workload.prof" >"$D/go-pprof.traces.txt" 2>/dev/null || fail "go tool pprof -traces"
+go tool pprof -proto -symbolize=none "$D/workload.prof" >"$D/go-pprof.pb.gz" 2>/dev/null || fail "go tool pprof -proto"
 mv "$B" "$D/bins"
 printf '%s: %s\n' "$D/workload.prof" "$(cat "$D/libprofiler.stderr")"

@@ -228,7 +228,7 @@ impl Collector for PprofCollector {
 impl PprofCollector {
     /// The profile message of the samples of `info`'s input.
     pub fn profile(&self, frames: &FrameTable, info: &SourceInfo) -> Profile {
-        let (start_time_us, interval_us, mode) = (info.start_time_us, info.sample_interval_us, info.mode);
+        let (start_time_us, interval_us, mode) = (info.start_time_us, info.sample_interval_us, &*info.mode);
         let mut strings = StringIndex::default();
         let mut id = |s: &str| i64::from(strings.id(s));
         id("");

@@ -179,7 +179,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             kind: FileKind::Gperftools,
             start_time_us: 0,
             sample_interval_us: period_us,
-            mode: "cpu",
+            mode: "cpu".into(),
             cpython_mode: None,
             expected_samples: samples,
             timestamps: false,

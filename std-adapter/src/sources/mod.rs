@@ -2,4 +2,5 @@
 //! into the hub.
 
 pub mod gperftools;
+pub mod pprof;
 pub mod tachyon;

@@ -67,7 +67,7 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
             kind: FileKind::Tachyon,
             start_time_us: header.start_time_us,
             sample_interval_us: header.sample_interval_us,
-            mode: mode_name(cpython_mode.unwrap_or(0)),
+            mode: mode_name(cpython_mode.unwrap_or(0)).into(),
             cpython_mode,
             expected_samples: header.sample_count,
             timestamps: true,

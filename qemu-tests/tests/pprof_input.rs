@@ -1,0 +1,163 @@
+//! pprof `profile.proto` as an input: files go pprof writes and files our converter writes
+//! are read back to the samples they were made from.
+//!
+//! - go's: `go tool pprof -proto -symbolize=none` of the gperftools profile the test command
+//!   records (`TACHYON_GPERFTOOLS_PROFILES`) holds, per `--sample-index samples`, the same
+//!   stacks and counts as the gperftools file read directly (go's legacy parser subtracts 1
+//!   from return addresses as we do), and per the default index (the last: `cpu`
+//!   nanoseconds) those counts times the period;
+//! - ours: the symbolised pprof of the same profile reads back to the collapsed stacks the
+//!   profile gives directly, and the pprof of every real gperftools vector to its samples;
+//! - what go pprof cannot give, we add: collapsed stacks and the Firefox profiler's refusal
+//!   named (pprof has no times).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tachyon::convert::{convert, ConvertError, Destination, Output};
+use tachyon::model::Source;
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon::symbolize::Symbolizer;
+use tachyon_core::io::Cursor;
+use tachyon_core::kind::FileKind;
+
+fn recorded() -> PathBuf {
+    std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
+        .map(|d| PathBuf::from(d).join("x86_64"))
+        .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)")
+}
+
+fn collapsed_of(source: &mut impl Source) -> BTreeMap<String, u64> {
+    let mut out = Vec::new();
+    convert(source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (stack.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+fn gperftools_collapsed(file: &[u8], symbolise: Option<PathBuf>) -> BTreeMap<String, u64> {
+    let mut source = GperftoolsSource::open(Cursor::new(file)).unwrap();
+    if let Some(bins) = symbolise {
+        source.symbolize(&mut Symbolizer::new(vec![bins]));
+    }
+    collapsed_of(&mut source)
+}
+
+fn pprof(file: &[u8], index: &SampleIndex) -> PprofSource {
+    PprofSource::open(file, index).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn go_pprofs_proto_of_a_gperftools_profile_reads_to_its_samples() {
+    let dir = recorded();
+    let prof = std::fs::read(dir.join("workload.prof")).unwrap();
+    let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
+    let direct = gperftools_collapsed(&prof, None);
+    assert!(direct.len() > 10, "{} stacks", direct.len());
+
+    let mut by_count = pprof(&proto, &SampleIndex::Name("samples".into()));
+    assert_eq!(by_count.info().kind, FileKind::Pprof { gzipped: true });
+    assert_eq!(by_count.info().sample_interval_us, 1000, "1000 Hz recording");
+    assert_eq!(collapsed_of(&mut by_count), direct);
+    assert_eq!(collapsed_of(&mut pprof(&proto, &SampleIndex::Index(0))), direct);
+
+    let mut by_time = pprof(&proto, &SampleIndex::Default);
+    assert_eq!(&*by_time.info().mode, "cpu");
+    let times: BTreeMap<String, u64> = direct.iter().map(|(k, n)| (k.clone(), n * 1_000_000)).collect();
+    assert_eq!(collapsed_of(&mut by_time), times);
+
+    for bad in [SampleIndex::Index(2), SampleIndex::Name("alloc_space".into())] {
+        let err = PprofSource::open(&proto[..], &bad).err().unwrap().to_string();
+        assert!(err.contains("--sample-index"), "{err}");
+    }
+}
+
+#[test]
+fn our_pprof_reads_back_to_the_stacks_it_was_made_from() {
+    let dir = recorded();
+    let prof = std::fs::read(dir.join("workload.prof")).unwrap();
+    let mut files = vec![("recorded, symbolised".to_string(), prof.clone(), Some(dir.join("bins")))];
+    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    for d in ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "s390x-be64-gperftools2.10-qemu"] {
+        let path = std::fs::read_dir(vectors.join(d))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "prof"))
+            .unwrap();
+        files.push((d.to_string(), std::fs::read(path).unwrap(), None));
+    }
+    for (name, file, bins) in files {
+        let expected = gperftools_collapsed(&file, bins.clone());
+        let mut source = GperftoolsSource::open(Cursor::new(&file[..])).unwrap();
+        if let Some(bins) = bins {
+            source.symbolize(&mut Symbolizer::new(vec![bins]));
+        }
+        let mut gz = Vec::new();
+        convert(&mut source, &Output::Pprof, Destination::Stream(&mut gz), &mut |_| {}).unwrap();
+        // Our pprof's default type is the time; the count is index 0.
+        let mut back = pprof(&gz, &SampleIndex::Name("samples".into()));
+        assert_eq!(collapsed_of(&mut back), expected, "{name}");
+        if name.contains("symbolised") {
+            assert!(expected.keys().any(|k| k.ends_with(";hash_block;mix")), "{name}: inlined frames");
+        }
+    }
+}
+
+#[test]
+fn pprof_input_to_every_output_that_needs_no_times() {
+    let proto = std::fs::read(recorded().join("go-pprof.pb.gz")).unwrap();
+    let samples = SampleIndex::Name("samples".into());
+    let total = pprof(&proto, &samples).info().expected_samples;
+    for output in [
+        Output::Flamegraph { title: "t".into() },
+        Output::Speedscope { name: "s".into() },
+        Output::Pprof,
+        Output::Pstats { compat: true },
+        Output::Jsonl { run_id: Some("0".repeat(32)) },
+    ] {
+        let mut out = Vec::new();
+        let n = convert(&mut pprof(&proto, &samples), &output, Destination::Stream(&mut out), &mut |_| {})
+            .unwrap_or_else(|e| panic!("{output:?}: {e}"));
+        assert_eq!(n, total, "{output:?}");
+        assert!(!out.is_empty(), "{output:?}");
+    }
+    let err = convert(&mut pprof(&proto, &samples), &Output::Gecko, Destination::Stream(&mut Vec::new()), &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(err, ConvertError::Unsupported { input: FileKind::Pprof { .. }, .. }), "{err}");
+}
+
+#[test]
+fn damaged_pprof_files_are_errors_not_panics() {
+    let proto = std::fs::read(recorded().join("go-pprof.pb.gz")).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&proto[..]), &mut raw).unwrap();
+    let mut errors = 0;
+    for cut in (0..raw.len()).step_by(7) {
+        for damaged in [raw[..cut].to_vec(), {
+            let mut d = raw.clone();
+            d[cut] ^= 0x5a;
+            d
+        }] {
+            match PprofSource::open(&damaged[..], &SampleIndex::Default) {
+                Ok(mut s) => {
+                    // A message that still decodes replays or says which reference is wrong.
+                    let _ = convert(&mut s, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
+                }
+                Err(_) => errors += 1,
+            }
+        }
+    }
+    assert!(errors > 0);
+    // Through the file layer too (the command's path).
+    let path = std::env::temp_dir().join(format!("tachyon-cut-{}.pb", std::process::id()));
+    std::fs::write(&path, &raw[..raw.len() / 2]).unwrap();
+    let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+    assert!(PprofSource::open(file, &SampleIndex::Default).is_err());
+    std::fs::remove_file(&path).unwrap();
+}

@@ -1,0 +1,323 @@
+//! pprof `profile.proto` files (gzipped or not) as a [`Source`]: each sample is one call of
+//! its chosen value, its locations the frames.
+//!
+//! A protobuf message has no order to stream in, so the file is decoded whole (memory grows
+//! with the file, at most [`MAX_PPROF_BYTES`] decompressed). The value a call counts is
+//! the sample type chosen as go pprof chooses it (`--sample-index`: a name or a 0-based
+//! index; by default the profile's `default_sample_type`, else the last). A location is one
+//! frame per line, innermost first (pprof's order: the last line is the function the others
+//! were inlined into), or one `0x…` frame for an address without lines. A numeric
+//! `thread_id` label (ours) gives the thread. Samples whose value is 0 or less add nothing
+//! and are skipped.
+
+use std::io::Read;
+
+use prost::Message;
+use tachyon_core::kind::FileKind;
+use tachyon_core::tables::Location as Span;
+
+use crate::convert::pprof::{Location, Profile};
+use crate::hash::IdMap;
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+
+/// Most bytes of a profile decoded (after gunzip).
+pub const MAX_PPROF_BYTES: u64 = 1 << 30;
+
+/// Why a pprof file cannot be read.
+#[derive(Debug)]
+pub enum PprofError {
+    /// Reading or gunzipping failed.
+    Io(std::io::Error),
+    /// The decompressed message is larger than [`MAX_PPROF_BYTES`].
+    TooLarge,
+    /// Not a `perftools.profiles.Profile` message.
+    Decode(prost::DecodeError),
+    /// A field refers to what the message does not have.
+    Invalid(String),
+}
+
+impl std::fmt::Display for PprofError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PprofError::Io(e) => write!(f, "{e}"),
+            PprofError::TooLarge => write!(f, "more than {MAX_PPROF_BYTES} bytes of profile once decompressed"),
+            PprofError::Decode(e) => write!(f, "not a pprof profile.proto message: {e}"),
+            PprofError::Invalid(why) => write!(f, "invalid pprof profile: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for PprofError {}
+
+/// Which sample value calls count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SampleIndex {
+    /// The profile's `default_sample_type`, else the last (go pprof's default).
+    #[default]
+    Default,
+    /// By position.
+    Index(usize),
+    /// By type name (`samples`, `cpu`, `alloc_space`, …).
+    Name(String),
+}
+
+impl std::str::FromStr for SampleIndex {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.parse::<usize>() {
+            Ok(i) => SampleIndex::Index(i),
+            Err(_) => SampleIndex::Name(s.to_owned()),
+        })
+    }
+}
+
+/// A decoded pprof profile.
+pub struct PprofSource {
+    profile: Profile,
+    info: SourceInfo,
+    frames: FrameTable,
+    /// Location id → the frame ids standing for it.
+    frames_of: IdMap<u64, std::ops::Range<u32>>,
+    value: usize,
+    thread_key: Option<i64>,
+}
+
+impl PprofSource {
+    /// Reads and decodes a profile, gzipped or not, choosing the sample value by `index`.
+    pub fn open(mut input: impl Read, index: &SampleIndex) -> Result<Self, PprofError> {
+        let mut head = [0u8; 2];
+        let mut raw = Vec::new();
+        let n = read_up_to(&mut input, &mut head)?;
+        let gzipped = head[..n] == [0x1f, 0x8b];
+        let chained = (&head[..n]).chain(input);
+        if gzipped {
+            limited(flate2::read::MultiGzDecoder::new(chained), &mut raw)?;
+        } else {
+            limited(chained, &mut raw)?;
+        }
+        let profile = Profile::decode(&raw[..]).map_err(PprofError::Decode)?;
+        drop(raw);
+        let mut source = PprofSource::new(profile, index)?;
+        source.info.kind = FileKind::Pprof { gzipped };
+        Ok(source)
+    }
+
+    fn new(profile: Profile, index: &SampleIndex) -> Result<Self, PprofError> {
+        let string = |i: i64| -> Result<&str, PprofError> {
+            usize::try_from(i).ok().and_then(|i| profile.string_table.get(i)).map(String::as_str).ok_or_else(|| {
+                PprofError::Invalid(format!("string index {i} past the table's {}", profile.string_table.len()))
+            })
+        };
+        let types = profile.sample_type.len();
+        if types == 0 {
+            return Err(PprofError::Invalid("no sample types".to_owned()));
+        }
+        let value = match index {
+            SampleIndex::Index(i) if *i < types => *i,
+            SampleIndex::Index(i) => {
+                return Err(PprofError::Invalid(format!("--sample-index {i}: the profile has {types} sample types")))
+            }
+            SampleIndex::Name(name) => {
+                let mut found = None;
+                for (i, t) in profile.sample_type.iter().enumerate() {
+                    if string(t.r#type)? == name {
+                        found = Some(i);
+                    }
+                }
+                found
+                    .ok_or_else(|| PprofError::Invalid(format!("--sample-index {name}: no sample type of that name")))?
+            }
+            SampleIndex::Default => {
+                let mut chosen = types - 1;
+                if profile.default_sample_type != 0 {
+                    for (i, t) in profile.sample_type.iter().enumerate() {
+                        if t.r#type == profile.default_sample_type {
+                            chosen = i;
+                        }
+                    }
+                }
+                chosen
+            }
+        };
+        let mode = string(profile.sample_type[value].r#type)?.to_owned();
+
+        // Mappings, sorted by start for the frame table; pprof ids → positions.
+        let mut mappings: Vec<(u64, Mapping)> = Vec::with_capacity(profile.mapping.len());
+        for m in &profile.mapping {
+            let mapping = Mapping {
+                start: m.memory_start,
+                limit: m.memory_limit,
+                offset: m.file_offset,
+                file: string(m.filename)?.to_owned(),
+                build_id: string(m.build_id)?.to_owned(),
+            };
+            mappings.push((m.id, mapping));
+        }
+        mappings.sort_by_key(|(_, m)| m.start);
+        let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
+        let functions: IdMap<u64, &crate::convert::pprof::Function> =
+            profile.function.iter().map(|f| (f.id, f)).collect();
+
+        let mut frames = FrameTable::default();
+        frames.mappings = mappings.into_iter().map(|(_, m)| m).collect();
+        let mut frames_of = IdMap::default();
+        for location in &profile.location {
+            let first = frames.frames.len() as u32;
+            push_location(location, &mapping_of, &functions, &string, &mut frames)?;
+            frames_of.insert(location.id, first..frames.frames.len() as u32);
+        }
+
+        let thread_key = profile.string_table.iter().position(|s| s == "thread_id").map(|i| i as i64);
+        let threads = thread_key.is_some_and(|k| profile.sample.iter().any(|s| s.label.iter().any(|l| l.key == k)));
+        let period_ns = match &profile.period_type {
+            Some(t) if string(t.unit)? == "nanoseconds" => profile.period.max(0) as u64,
+            _ => 0,
+        };
+        let expected_samples = profile.sample.iter().filter_map(|s| s.value.get(value)).map(|&v| v.max(0) as u64).sum();
+        let info = SourceInfo {
+            kind: FileKind::Pprof { gzipped: false },
+            start_time_us: profile.time_nanos.max(0) as u64 / 1000,
+            sample_interval_us: period_ns / 1000,
+            mode: mode.into(),
+            cpython_mode: None,
+            expected_samples,
+            timestamps: false,
+            threads,
+            naming: Naming::Native,
+        };
+        Ok(PprofSource { profile, info, frames, frames_of, value, thread_key })
+    }
+}
+
+impl PprofSource {
+    /// What `tachyon info` shows: sample types (the counted one marked), period, counts of
+    /// samples, locations, functions and mappings, time span.
+    pub fn facts(&self, file_bytes: u64) -> serde_json::Value {
+        let p = &self.profile;
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| p.string_table.get(i)).map_or("", String::as_str);
+        let types: Vec<String> =
+            p.sample_type.iter().map(|t| format!("{}/{}", string(t.r#type), string(t.unit))).collect();
+        serde_json::json!({
+            "gzipped": matches!(self.info.kind, FileKind::Pprof { gzipped: true }),
+            "sample_types": types,
+            "counted": types.get(self.value),
+            "period": p.period_type.as_ref().map(|t| format!("{} {}/{}", p.period, string(t.r#type), string(t.unit))),
+            "samples": p.sample.len(),
+            "counted_total": self.info.expected_samples,
+            "locations": p.location.len(),
+            "functions": p.function.len(),
+            "mappings": p.mapping.len(),
+            "time_nanos": p.time_nanos,
+            "duration_nanos": p.duration_nanos,
+            "file_bytes": file_bytes,
+        })
+    }
+}
+
+/// The frames of one location: a frame per line, innermost first; a bare address when it has
+/// no lines.
+fn push_location<'p>(
+    location: &Location,
+    mapping_of: &IdMap<u64, u32>,
+    functions: &IdMap<u64, &'p crate::convert::pprof::Function>,
+    string: &impl Fn(i64) -> Result<&'p str, PprofError>,
+    frames: &mut FrameTable,
+) -> Result<(), PprofError> {
+    let address = (location.address != 0).then_some(location.address);
+    let mapping = mapping_of.get(&location.mapping_id).copied();
+    if location.line.is_empty() {
+        frames.push(FrameInfo {
+            funcname: format!("{:#x}", location.address),
+            address,
+            mapping,
+            anonymous: true,
+            ..FrameInfo::default()
+        });
+        return Ok(());
+    }
+    let outermost = location.line.len() - 1;
+    for (i, line) in location.line.iter().enumerate() {
+        let (funcname, filename) = match functions.get(&line.function_id) {
+            Some(f) => (string(f.name)?, string(f.filename)?),
+            None => ("", ""),
+        };
+        let lineno = i32::try_from(line.line).ok().filter(|&l| l > 0);
+        frames.push(FrameInfo {
+            filename: filename.to_owned(),
+            funcname: if funcname.is_empty() { format!("{:#x}", location.address) } else { funcname.to_owned() },
+            location: lineno.map(|l| Span { lineno: l, end_lineno: l, col: -1, end_col: -1 }),
+            address,
+            mapping,
+            inlined: i < outermost,
+            ..FrameInfo::default()
+        });
+    }
+    Ok(())
+}
+
+fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, PprofError> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(PprofError::Io(e)),
+        }
+    }
+    Ok(n)
+}
+
+fn limited(input: impl Read, out: &mut Vec<u8>) -> Result<(), PprofError> {
+    input.take(MAX_PPROF_BYTES + 1).read_to_end(out).map_err(PprofError::Io)?;
+    if out.len() as u64 > MAX_PPROF_BYTES {
+        return Err(PprofError::TooLarge);
+    }
+    Ok(())
+}
+
+impl Source for PprofSource {
+    type Error = PprofError;
+
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, PprofError> {
+        let mut stack: Vec<u32> = Vec::new();
+        let mut ticker = Ticker::default();
+        let mut done = 0u64;
+        for sample in &self.profile.sample {
+            let count = sample.value.get(self.value).copied().unwrap_or(0);
+            if count <= 0 {
+                continue;
+            }
+            stack.clear();
+            for id in &sample.location_id {
+                let range = self.frames_of.get(id).ok_or_else(|| {
+                    PprofError::Invalid(format!("a sample names location {id}, which is not in the profile"))
+                })?;
+                stack.extend(range.clone());
+            }
+            let thread_id =
+                self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map_or(0, |l| l.num as u64);
+            let call = Call {
+                times: Times::Counted(count as u64),
+                interpreter_id: 0,
+                thread_id,
+                status: 0,
+                stack: &stack,
+                continued: false,
+            };
+            collector.collect(&self.frames, &call);
+            done = done.saturating_add(count as u64);
+            ticker.tick(done, progress);
+        }
+        progress(done);
+        Ok(done)
+    }
+}
