@@ -236,6 +236,25 @@ pub enum Destination<'a> {
     Stream(&'a mut dyn io::Write),
 }
 
+/// [`tachyon::write_from_hub`] in the byte order asked for.
+fn tachyon_from_hub<S: Source, W>(
+    source: &mut S,
+    sink: W,
+    big: bool,
+    compression: Compression,
+    progress: &mut dyn FnMut(u64),
+) -> Result<W, ConvertError<S::Error>>
+where
+    W: embedded_io::Write + embedded_io::Seek,
+    W::Error: fmt::Debug,
+{
+    if big {
+        tachyon::write_from_hub(source, sink, tachyon_core::BigEndian, compression, progress)
+    } else {
+        tachyon::write_from_hub(source, sink, tachyon_core::LittleEndian, compression, progress)
+    }
+}
+
 /// Converts every sample of `source` into `output` at `dest`; returns the sample count. An
 /// input's own format is written by the input itself when it can keep it as it was
 /// ([`Source::pass_through`]: Tachyon re-encoding).
@@ -257,7 +276,23 @@ pub fn convert<S: Source>(
                 "the Firefox profiler needs a time for every sample, and this input counts samples without times",
             ))
         }
-        Output::Tachyon { .. } => return Err(unsupported("Tachyon output is made from Tachyon input only (so far)")),
+        Output::Tachyon { big_endian, compression } => {
+            let (big, compression) =
+                (big_endian.unwrap_or(cfg!(target_endian = "big")), compression.unwrap_or(Compression::None));
+            return match dest {
+                Destination::File(p) => {
+                    crate::file::create(p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|sink| {
+                        let sink = tachyon_from_hub(source, sink, big, compression, progress)?;
+                        sink.0.into_inner().map(drop).map_err(|e| ConvertError::Write(at(p, e.into_error())))
+                    })
+                }
+                Destination::Stream(w) => {
+                    tachyon_from_hub(source, crate::memory::VecSink::default(), big, compression, progress)
+                        .and_then(|sink| Ok(w.write_all(&sink.into_inner())?))
+                }
+            }
+            .map(|()| info.expected_samples);
+        }
         Output::Gperftools { .. } => {
             return Err(unsupported("gperftools output is made from gperftools input only (so far)"))
         }
@@ -326,7 +361,7 @@ pub fn convert<S: Source>(
             c.write(interval_us, info.cpython_mode, &id, &mut out)?;
             n
         }
-        Output::Tachyon { .. } | Output::Gperftools { .. } => unreachable!("refused above"),
+        Output::Tachyon { .. } | Output::Gperftools { .. } => unreachable!("written or refused above"),
     };
     io::Write::flush(&mut out)?;
     Ok(n)
