@@ -1,10 +1,11 @@
-//! gperftools CPU profiles as a [`Source`]: each record is one call of `count` samples of
-//! one stack (no threads, no times).
+//! gperftools CPU profiles as a [`Source`]: each distinct stack is one call of the samples
+//! of all its records (no threads, no times).
 //!
 //! The maps text comes after the records, and frames must be complete before the first
-//! sample, so the file is read twice: the first pass gathers the distinct addresses and the
-//! maps text, the second replays the records. Memory grows with distinct addresses and the
-//! maps text, never with the records.
+//! sample, so the file is read once into its distinct stacks, which both real readers sum
+//! anyway (libprofiler writes a stack again each time its hash table evicts it), and the
+//! replay comes from them, in the order the stacks first appear. Memory grows with the
+//! distinct stacks and the maps text, never with the records.
 //!
 //! Stacks are cleaned as google-pprof, the format's own reader, cleans them:
 //! - the innermost address is the signal's program counter, every other one a return
@@ -50,10 +51,9 @@ pub const PROFILER_FRAMES: [&str; 6] = [
 /// How many times the signal-frame rule may remove a second address.
 const MAX_SIGNAL_FRAME_PASSES: usize = 2;
 
-/// A gperftools CPU profile, read twice from `R`.
+/// A gperftools CPU profile, read once from `R` (and again by `--to gperftools`).
 pub struct GperftoolsSource<R: Read + Seek> {
     source: R,
-    window: Vec<u8>,
     info: SourceInfo,
     frames: FrameTable,
     /// Distinct adjusted addresses in first-seen order.
@@ -61,6 +61,8 @@ pub struct GperftoolsSource<R: Read + Seek> {
     /// Adjusted address → the frame ids standing for it (innermost first), a range of the
     /// frame table since each address's frames are pushed together.
     frames_of: IdMap<u64, Range<u32>>,
+    /// Distinct stacks of adjusted addresses with their summed counts, in first-seen order.
+    stacks: Vec<(Box<[u64]>, u64)>,
     /// Signal-frame passes to apply to every record.
     signal_passes: usize,
     /// Scratch for one record's addresses.
@@ -124,9 +126,10 @@ impl<R: Read + Seek> GperftoolsSource<R> {
     /// Reads the profile once for its addresses, the signal-frame rule and the maps text.
     pub fn open(mut source: R) -> Result<Self, ReadError<R::Error>> {
         let mut window = vec![0u8; LARGEST_RECORD_WINDOW];
-        let mut frames_of: IdMap<u64, Range<u32>> = IdMap::default();
-        let mut addresses: Vec<u64> = Vec::new();
-        let mut signal = SignalFrames::default();
+        // Distinct stacks (adjusted addresses) → their index, in first-seen order; a stack's
+        // records are summed, as both real readers sum them.
+        let mut index: std::collections::HashMap<Box<[u64]>, u32, crate::hash::IdHash> = Default::default();
+        let mut counts: Vec<u64> = Vec::new();
         let mut scratch = Vec::new();
         let (period_us, samples, maps_text) = {
             let mut reader = Reader::open(&mut source, &mut window)?;
@@ -136,15 +139,11 @@ impl<R: Read + Seek> GperftoolsSource<R> {
                     Item::Record(r) => {
                         scratch.clear();
                         scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
-                        signal.record(&mut scratch);
-                        if r.count == 0 {
-                            continue;
-                        }
-                        for (i, pc) in r.pcs.iter().enumerate() {
-                            let a = adjusted(i, pc);
-                            if let Entry::Vacant(e) = frames_of.entry(a) {
-                                e.insert(0..0);
-                                addresses.push(a);
+                        match index.get(&scratch[..]) {
+                            Some(&i) => counts[i as usize] += r.count,
+                            None => {
+                                index.insert(scratch.as_slice().into(), counts.len() as u32);
+                                counts.push(r.count);
                             }
                         }
                     }
@@ -172,6 +171,28 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             }
             (period, samples, maps_text)
         };
+        let mut stacks: Vec<(Box<[u64]>, u64)> = vec![(Box::default(), 0); counts.len()];
+        for (stack, i) in index {
+            stacks[i as usize] = (stack, counts[i as usize]);
+        }
+        // The signal-frame rule looks at every record, those of no samples too.
+        let mut signal = SignalFrames::default();
+        for (stack, _) in &stacks {
+            scratch.clear();
+            scratch.extend_from_slice(stack);
+            signal.record(&mut scratch);
+        }
+        // Addresses of the stacks that have samples, in first-seen order.
+        let mut frames_of: IdMap<u64, Range<u32>> = IdMap::default();
+        let mut addresses: Vec<u64> = Vec::new();
+        for (stack, _) in stacks.iter().filter(|(_, n)| *n > 0) {
+            for &a in stack.iter() {
+                if let Entry::Vacant(e) = frames_of.entry(a) {
+                    e.insert(0..0);
+                    addresses.push(a);
+                }
+            }
+        }
         let mut frames = FrameTable::default();
         frames.mappings = parse_maps(&String::from_utf8_lossy(&maps_text));
         frames.mappings.sort_by_key(|m| m.start);
@@ -188,11 +209,11 @@ impl<R: Read + Seek> GperftoolsSource<R> {
         };
         let mut this = GperftoolsSource {
             source,
-            window,
             info,
             frames,
             addresses,
             frames_of,
+            stacks,
             signal_passes: signal.passes(),
             scratch,
         };
@@ -316,29 +337,24 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
-        self.source.seek(SeekFrom::Start(0)).map_err(|error| ReadError::Io { offset: 0, error })?;
-        let mut reader = Reader::open(&mut self.source, &mut self.window)?;
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
-        while let Some(item) = reader.next_item()? {
-            let Item::Record(r) = item else { continue };
-            if r.count == 0 {
-                continue;
-            }
+        let mut done = 0u64;
+        for (addresses, count) in self.stacks.iter().filter(|(_, n)| *n > 0) {
             self.scratch.clear();
-            self.scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
+            self.scratch.extend_from_slice(addresses);
             for _ in 0..self.signal_passes {
                 remove_second(&mut self.scratch);
             }
             stack.clear();
             for a in &self.scratch {
-                // Every address was numbered by the first pass over the same bytes.
+                // Every address of a stack with samples was numbered when the file was read.
                 if let Some(range) = self.frames_of.get(a) {
                     stack.extend(range.clone());
                 }
             }
             let call = Call {
-                times: Times::Counted(r.count),
+                times: Times::Counted(*count),
                 interpreter_id: 0,
                 thread_id: 0,
                 status: 0,
@@ -346,9 +362,9 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
                 continued: false,
             };
             collector.collect(&self.frames, &call);
-            ticker.tick(reader.samples(), progress);
+            done += count;
+            ticker.tick(done, progress);
         }
-        let done = reader.samples();
         progress(done);
         Ok(done)
     }
