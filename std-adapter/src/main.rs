@@ -128,16 +128,20 @@ enum Command {
 #[derive(Args, Clone, Default)]
 struct InputArgs {
     /// pprof input: the sample value to count, by 0-based index or type name (`samples`,
-    /// `cpu`, …); default: the profile's default type, else the last (as go pprof).
+    /// `cpu`, …); default: the profile's default type, else the last (as go pprof), except
+    /// for --to tachyon and gperftools, which count the first type in `count` units.
     #[arg(long, value_name = "INDEX|NAME")]
     sample_index: Option<String>,
     /// Look for the profiled binaries here first (repeatable): DIR/<their whole path>, then
     /// DIR/<their file name>; then where the profile says they were.
     #[arg(long, value_name = "DIR")]
     binary_path: Vec<PathBuf>,
-    /// Leave native addresses as `0x…` instead of reading the binaries' inputs.
+    /// Leave native addresses as `0x…` instead of reading the binaries' symbols.
     #[arg(long)]
     no_symbolize: bool,
+    /// Without `--sample-index`, count pprof's first `count` type (outputs made of samples).
+    #[arg(skip)]
+    counts_by_default: bool,
 }
 
 #[derive(Args)]
@@ -537,7 +541,8 @@ fn open_gperftools(file: &Path, inputs: &InputArgs) -> Result<GperftoolsSource<F
 
 /// A pprof profile, decoded, counting the sample value `--sample-index` names.
 fn open_pprof(file: &Path, inputs: &InputArgs) -> Result<PprofSource, Failure> {
-    let index = inputs.sample_index.as_deref().map_or(SampleIndex::Default, |s| s.parse().unwrap_or_default());
+    let default = if inputs.counts_by_default { SampleIndex::Counts } else { SampleIndex::Default };
+    let index = inputs.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default());
     let input = File::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     PprofSource::open(io::BufReader::new(input), &index).map_err(|e| Failure(format!("{}: {e}", file.display())))
 }
@@ -609,9 +614,12 @@ fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Resu
         Some(p) => Destination::File(p),
         None => Destination::Stream(&mut stdout),
     };
-    // A gperftools file re-encoded keeps its addresses: nothing to symbolise.
-    let unsymbolised = InputArgs { no_symbolize: true, ..inputs.clone() };
-    let inputs = if a.to == OutputKind::Gperftools { &unsymbolised } else { inputs };
+    // A gperftools file re-encoded keeps its addresses: nothing to symbolise. Outputs made
+    // of samples count pprof's samples unless told otherwise.
+    let mut adjusted = inputs.clone();
+    adjusted.no_symbolize |= a.to == OutputKind::Gperftools;
+    adjusted.counts_by_default = matches!(a.to, OutputKind::Gperftools | OutputKind::Tachyon);
+    let inputs = &adjusted;
     with_source(file, inputs, quiet, ConvertJob { output, dest }).map(drop)
 }
 

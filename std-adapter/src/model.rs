@@ -283,6 +283,11 @@ pub trait Source {
     /// so far about every [`PROGRESS_EVERY`] samples; returns the sample count.
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error>;
 
+    /// Shapes the samples for `output` before [`Source::replay`], where the input's own
+    /// tools differ by output (gperftools: go pprof cleans stacks otherwise than
+    /// google-pprof). Does nothing by default.
+    fn prepare(&mut self, _output: &Output) {}
+
     /// Writes `output` without the hub when it is the input's own format and the input can
     /// keep it as it was (Tachyon's records, byte for byte); `None` otherwise.
     fn pass_through(

@@ -374,6 +374,22 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
     assert!(info.contains("format: pprof") && info.contains("\"samples/count\""), "{info}");
     let out = tachyon().args(["convert", "--to", "collapsed", "--sample-index", "7"]).arg(&pb).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
+    // pprof back to gperftools (counting samples by default): the records' stacks again.
+    let back = dir.join("back.prof");
+    let out = tachyon()
+        .args(["convert", "--to", "gperftools", "--byte-order", "big", "-o"])
+        .arg(&back)
+        .arg(&pb)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&back).output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    // A Python profile has no addresses to write.
+    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let out = tachyon().args(["convert", "--to", "gperftools"]).arg(&pyb).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("without addresses"));
     let out = tachyon().args(["info"]).arg(dir.join("little.prof")).output().unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\"little\""));
 }

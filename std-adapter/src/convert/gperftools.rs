@@ -1,6 +1,7 @@
 //! gperftools CPU profiles out: a gperftools input written again through the core writer,
 //! record by record, in its own slot width and byte order (the same bytes, quirks and all,
-//! as `tachyon_core::gperftools::Writer::write_raw_record` keeps them) or in another.
+//! as `tachyon_core::gperftools::Writer::write_raw_record` keeps them) or in another
+//! ([`reencode`]); any other input with addresses (pprof) from the hub ([`write_from_hub`]).
 //!
 //! In another format, each slot's value is kept; what only makes sense in the input's slot
 //! width is normalised as google-pprof reads it: the end marker's program counters are
@@ -14,7 +15,7 @@ use tachyon_core::gperftools::{End, Header, Item, ReadError, Reader, RunTimeWord
 use tachyon_core::RunTimeEndian;
 
 use super::ConvertError;
-use crate::model::Ticker;
+use crate::model::{Call, Collector, FrameTable, Source, Ticker};
 
 /// A `std::io::Write` as the core writer's sink.
 pub struct IoSink<'a>(pub &'a mut dyn io::Write);
@@ -107,4 +108,86 @@ where
     }
     progress(samples);
     Ok(samples)
+}
+
+/// Writes the hub's samples as a gperftools CPU profile: one record per call (its samples as
+/// the count, its frames' addresses as the program counters, return addresses given back
+/// the 1 readers take off), then libprofiler's trailer and a maps text of the source's
+/// mappings in libprofiler 2.10's layout. Every frame must have an address (native inputs:
+/// pprof); frames inlined at an address are that address once.
+pub fn write_from_hub<S: Source, W: Write>(
+    source: &mut S,
+    sink: W,
+    word: RunTimeWord,
+    endian: RunTimeEndian,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, ConvertError<S::Error>>
+where
+    W::Error: std::fmt::Debug,
+{
+    let frames = source.frames();
+    if let Some(f) = frames.frames.iter().find(|f| f.address.is_none()) {
+        return Err(ConvertError::Unsupported {
+            output: super::OutputKind::Gperftools,
+            input: source.info().kind,
+            why: if f.funcname.is_empty() {
+                "a gperftools profile holds addresses, and a frame of this input has none"
+            } else {
+                "a gperftools profile holds addresses, and this input's frames have names without addresses"
+            },
+        });
+    }
+    let mut maps_text = String::new();
+    for m in &frames.mappings {
+        maps_text
+            .push_str(&format!("{:08x}-{:08x} r-xp {:08x} 00:00 0           {}\n", m.start, m.limit, m.offset, m.file));
+    }
+    let period_us = match source.info().sample_interval_us {
+        0 => 10_000,
+        p => p,
+    };
+    let header = Header { word, endian, ..Header::libprofiler(period_us) };
+    let mut staging = vec![0u8; (MAX_DEPTH as usize + 2) * word.bytes()];
+    let mut collector = RecordWriter {
+        writer: Writer::with_format(sink, &mut staging, word, endian, &header)
+            .map_err(|e| ConvertError::Encode(e.to_string()))?,
+        pcs: Vec::new(),
+        error: None,
+    };
+    let n = source.replay(&mut collector, progress).map_err(ConvertError::Read)?;
+    if let Some(e) = collector.error {
+        return Err(ConvertError::Encode(e));
+    }
+    collector.writer.finish(maps_text.as_bytes()).map_err(|e| ConvertError::Encode(e.to_string()))?;
+    Ok(n)
+}
+
+/// A record per call; keeps the first error.
+struct RecordWriter<'b, W: Write> {
+    writer: Writer<'b, W, RunTimeWord, RunTimeEndian>,
+    pcs: Vec<u64>,
+    error: Option<String>,
+}
+
+impl<W: Write> Collector for RecordWriter<'_, W>
+where
+    W::Error: std::fmt::Debug,
+{
+    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        if self.error.is_some() || call.stack.is_empty() {
+            return;
+        }
+        self.pcs.clear();
+        for &id in call.stack {
+            let f = frames.frame(id);
+            if f.inlined {
+                continue;
+            }
+            let address = f.address.unwrap_or(0);
+            self.pcs.push(if self.pcs.is_empty() { address } else { address.wrapping_add(1) });
+        }
+        if let Err(e) = self.writer.write_record(call.samples(), &self.pcs) {
+            self.error = Some(e.to_string());
+        }
+    }
 }

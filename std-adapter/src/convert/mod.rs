@@ -265,6 +265,7 @@ pub fn convert<S: Source>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ConvertError<S::Error>> {
     let mut dest = dest;
+    source.prepare(output);
     if let Some(done) = source.pass_through(output, &mut dest, progress) {
         return done;
     }
@@ -293,8 +294,25 @@ pub fn convert<S: Source>(
             }
             .map(|()| info.expected_samples);
         }
-        Output::Gperftools { .. } => {
-            return Err(unsupported("gperftools output is made from gperftools input only (so far)"))
+        Output::Gperftools { word, big_endian } => {
+            let word = word.unwrap_or_default();
+            let endian = match big_endian {
+                Some(true) => tachyon_core::RunTimeEndian::Big,
+                Some(false) => tachyon_core::RunTimeEndian::Little,
+                None => tachyon_core::RunTimeEndian::default(),
+            };
+            return match dest {
+                Destination::File(p) => {
+                    let file = std::fs::File::create(p).map_err(|e| ConvertError::Write(at(p, e)))?;
+                    let mut out = io::BufWriter::new(file);
+                    let n = gperftools::write_from_hub(source, gperftools::IoSink(&mut out), word, endian, progress)?;
+                    io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
+                    Ok(n)
+                }
+                Destination::Stream(w) => {
+                    gperftools::write_from_hub(source, gperftools::IoSink(w), word, endian, progress)
+                }
+            };
         }
         _ => {}
     }

@@ -63,8 +63,12 @@ pub struct GperftoolsSource<R: Read + Seek> {
     frames_of: IdMap<u64, Range<u32>>,
     /// Distinct stacks of adjusted addresses with their summed counts, in first-seen order.
     stacks: Vec<(Box<[u64]>, u64)>,
-    /// Signal-frame passes to apply to every record.
+    /// Signal-frame passes to apply to every record (google-pprof's rule).
     signal_passes: usize,
+    /// go pprof's rule instead, for pprof output: the second addresses it removes.
+    go_removals: Vec<u64>,
+    /// Which reader's cleaning replay applies.
+    cleaning: Cleaning,
     /// Scratch for one record's addresses.
     scratch: Vec<u64>,
 }
@@ -87,6 +91,61 @@ fn remove_second(stack: &mut Vec<u64>) {
     }
     stack.remove(1);
     if stack.len() > 2 && stack[1].wrapping_add(1) == stack[0] {
+        stack.remove(1);
+    }
+}
+
+/// Whose cleaning of stacks a conversion reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cleaning {
+    /// google-pprof's (every output but pprof): see the module's documentation.
+    GooglePprof,
+    /// go pprof's legacy parser's (pprof output, which go pprof then reads as it read the
+    /// original): a second address shared by all records but one in 32 is removed, up to
+    /// twice, from the records that have it; then a second address equal to the leaf's
+    /// minus one is removed.
+    GoPprof,
+}
+
+/// The second addresses go pprof's legacy parser removes (`parseCPU`): per pass, an address
+/// that is the second of at least `N − N/32` of the `N` records (each record counts once,
+/// whatever its samples), removed from those records before the next pass.
+fn go_signal_frames(stacks: &[(Box<[u64]>, u64)], records: &[u64]) -> Vec<u64> {
+    let total: u64 = records.iter().sum();
+    let margin = total / 32;
+    let mut removals: Vec<u64> = Vec::new();
+    for _ in 0..MAX_SIGNAL_FRAME_PASSES {
+        let mut seconds: IdMap<u64, u64> = IdMap::default();
+        let mut scratch = Vec::new();
+        for ((stack, _), &n) in stacks.iter().zip(records) {
+            scratch.clear();
+            scratch.extend_from_slice(stack);
+            go_remove(&mut scratch, &removals);
+            if let Some(&a) = scratch.get(1) {
+                *seconds.entry(a).or_insert(0) += n;
+            }
+        }
+        match seconds.into_iter().find(|&(_, n)| n >= total - margin) {
+            Some((a, _)) => removals.push(a),
+            None => break,
+        }
+    }
+    removals
+}
+
+/// go's signal-frame passes on one stack.
+fn go_remove(stack: &mut Vec<u64>, removals: &[u64]) {
+    for &a in removals {
+        if stack.len() > 1 && stack[1] == a {
+            stack.remove(1);
+        }
+    }
+}
+
+/// go's passes, then its `cleanupDuplicateLocations`.
+fn go_clean(stack: &mut Vec<u64>, removals: &[u64]) {
+    go_remove(stack, removals);
+    if stack.len() > 1 && stack[0] == stack[1].wrapping_add(1) {
         stack.remove(1);
     }
 }
@@ -130,6 +189,8 @@ impl<R: Read + Seek> GperftoolsSource<R> {
         // records are summed, as both real readers sum them.
         let mut index: std::collections::HashMap<Box<[u64]>, u32, crate::hash::IdHash> = Default::default();
         let mut counts: Vec<u64> = Vec::new();
+        // Records of each distinct stack: go pprof's signal-frame rule counts records.
+        let mut records: Vec<u64> = Vec::new();
         let mut scratch = Vec::new();
         let (period_us, samples, maps_text) = {
             let mut reader = Reader::open(&mut source, &mut window)?;
@@ -140,10 +201,14 @@ impl<R: Read + Seek> GperftoolsSource<R> {
                         scratch.clear();
                         scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
                         match index.get(&scratch[..]) {
-                            Some(&i) => counts[i as usize] += r.count,
+                            Some(&i) => {
+                                counts[i as usize] += r.count;
+                                records[i as usize] += 1;
+                            }
                             None => {
                                 index.insert(scratch.as_slice().into(), counts.len() as u32);
                                 counts.push(r.count);
+                                records.push(1);
                             }
                         }
                     }
@@ -182,6 +247,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             scratch.extend_from_slice(stack);
             signal.record(&mut scratch);
         }
+        let go_removals = go_signal_frames(&stacks, &records);
         // Addresses of the stacks that have samples, in first-seen order.
         let mut frames_of: IdMap<u64, Range<u32>> = IdMap::default();
         let mut addresses: Vec<u64> = Vec::new();
@@ -215,6 +281,8 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             frames_of,
             stacks,
             signal_passes: signal.passes(),
+            go_removals,
+            cleaning: Cleaning::GooglePprof,
             scratch,
         };
         this.name_frames(|_, _| Vec::new());
@@ -302,6 +370,12 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 impl<R: Read + Seek> Source for GperftoolsSource<R> {
     type Error = ReadError<R::Error>;
 
+    /// pprof output reproduces go pprof's cleaning, so that go pprof shows for our file the
+    /// samples it shows for the original; every other output google-pprof's.
+    fn prepare(&mut self, output: &Output) {
+        self.cleaning = if matches!(output, Output::Pprof) { Cleaning::GoPprof } else { Cleaning::GooglePprof };
+    }
+
     /// `--to gperftools`: the records re-encoded from the file, not from the hub (which has
     /// cleaned and symbolised them).
     fn pass_through(
@@ -343,8 +417,13 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
         for (addresses, count) in self.stacks.iter().filter(|(_, n)| *n > 0) {
             self.scratch.clear();
             self.scratch.extend_from_slice(addresses);
-            for _ in 0..self.signal_passes {
-                remove_second(&mut self.scratch);
+            match self.cleaning {
+                Cleaning::GooglePprof => {
+                    for _ in 0..self.signal_passes {
+                        remove_second(&mut self.scratch);
+                    }
+                }
+                Cleaning::GoPprof => go_clean(&mut self.scratch, &self.go_removals),
             }
             stack.clear();
             for a in &self.scratch {

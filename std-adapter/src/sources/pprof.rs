@@ -59,6 +59,10 @@ pub enum SampleIndex {
     Index(usize),
     /// By type name (`samples`, `cpu`, `alloc_space`, …).
     Name(String),
+    /// The first type counted in `count` units, else as [`SampleIndex::Default`]: for
+    /// outputs made of samples (Tachyon, gperftools), where a time would be a sample per
+    /// nanosecond.
+    Counts,
 }
 
 impl std::str::FromStr for SampleIndex {
@@ -127,7 +131,10 @@ impl PprofSource {
                 found
                     .ok_or_else(|| PprofError::Invalid(format!("--sample-index {name}: no sample type of that name")))?
             }
-            SampleIndex::Default => {
+            SampleIndex::Counts if profile.sample_type.iter().any(|t| string(t.unit).is_ok_and(|u| u == "count")) => {
+                profile.sample_type.iter().position(|t| string(t.unit).is_ok_and(|u| u == "count")).unwrap_or(0)
+            }
+            SampleIndex::Default | SampleIndex::Counts => {
                 let mut chosen = types - 1;
                 if profile.default_sample_type != 0 {
                     for (i, t) in profile.sample_type.iter().enumerate() {
