@@ -242,15 +242,37 @@ fn debug_file(file: &object::File<'_>, path: &Path, root: &Path) -> Option<PathB
 }
 
 fn load_dwarf(file: &object::File<'_>) -> Option<addr2line::Context<Slice>> {
+    use gimli::SectionId;
     let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
-    let load = |id: gimli::SectionId| -> Result<Slice, gimli::Error> {
-        // Location lists say where variables live, which names no frame: left unread (they
-        // are the largest sections of a library's debugging information).
-        if matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists) {
-            return Ok(gimli::EndianRcSlice::new(Rc::from(&[][..]), endian));
-        }
-        let data = file.section_by_name(id.name()).and_then(|s| section_data(&s)).unwrap_or(Cow::Borrowed(&[]));
-        Ok(gimli::EndianRcSlice::new(Rc::from(&*data), endian))
+    // `.debug_info` is most of the bytes to inflate: it inflates in a second thread while
+    // this one does the others.
+    const OTHERS: [SectionId; 9] = [
+        SectionId::DebugAbbrev,
+        SectionId::DebugAddr,
+        SectionId::DebugAranges,
+        SectionId::DebugLine,
+        SectionId::DebugLineStr,
+        SectionId::DebugRanges,
+        SectionId::DebugRngLists,
+        SectionId::DebugStr,
+        SectionId::DebugStrOffsets,
+    ];
+    let bytes = |id: SectionId| file.section_by_name(id.name()).and_then(|s| section_data(&s));
+    let (info, others) = std::thread::scope(|scope| {
+        let info = scope.spawn(|| bytes(SectionId::DebugInfo));
+        let others: Vec<_> = OTHERS.iter().map(|&id| (id, bytes(id))).collect();
+        (info.join().ok().flatten(), others)
+    });
+    let mut loaded: HashMap<SectionId, Cow<'_, [u8]>> =
+        others.into_iter().filter_map(|(id, b)| Some((id, b?))).collect();
+    if let Some(info) = info {
+        loaded.insert(SectionId::DebugInfo, info);
+    }
+    // Other sections (location lists, which say where variables live and name no frame;
+    // type units) are left unread.
+    let load = |id: SectionId| -> Result<Slice, gimli::Error> {
+        let data: &[u8] = loaded.get(&id).map_or(&[], |b| b);
+        Ok(gimli::EndianRcSlice::new(Rc::from(data), endian))
     };
     let dwarf = gimli::Dwarf::load(load).ok()?;
     addr2line::Context::from_dwarf(dwarf).ok()
@@ -264,9 +286,11 @@ fn section_data<'d>(section: &object::Section<'d, '_>) -> Option<Cow<'d, [u8]>> 
     match compressed.format {
         object::CompressionFormat::None => Some(Cow::Borrowed(compressed.data)),
         object::CompressionFormat::Zlib => {
-            // Grows with what actually inflates, up to the stated size, never to a size the
-            // header claims before the bytes bear it out.
-            let mut out = Vec::new();
+            // Grows with what actually inflates, up to the stated size: room is made up front
+            // only for what the compressed bytes could plausibly hold.
+            let plausible = compressed.data.len().saturating_mul(16);
+            let mut out =
+                Vec::with_capacity(usize::try_from(compressed.uncompressed_size).map_or(0, |n| n.min(plausible)));
             flate2::read::ZlibDecoder::new(compressed.data)
                 .take(compressed.uncompressed_size)
                 .read_to_end(&mut out)

@@ -62,7 +62,7 @@ pub struct GperftoolsSource<R: Read + Seek> {
     /// frame table since each address's frames are pushed together.
     frames_of: IdMap<u64, Range<u32>>,
     /// Distinct stacks of adjusted addresses with their summed counts, in first-seen order.
-    stacks: Vec<(Box<[u64]>, u64)>,
+    stacks: StackSet,
     /// Signal-frame passes to apply to every record (google-pprof's rule).
     signal_passes: usize,
     /// go pprof's rule instead, for pprof output: the second addresses it removes.
@@ -95,6 +95,64 @@ fn remove_second(stack: &mut Vec<u64>) {
     }
 }
 
+/// Distinct stacks of adjusted addresses, stored end to end in first-seen order, found by a
+/// hash of their addresses keyed per process (so a crafted file cannot choose collisions).
+#[derive(Default)]
+struct StackSet {
+    addresses: Vec<u64>,
+    stacks: Vec<StackEntry>,
+    /// Hash → the latest stack of that hash; each stack links to the previous one.
+    latest: IdMap<u64, u32>,
+    key: u64,
+}
+
+struct StackEntry {
+    start: usize,
+    len: usize,
+    /// Samples of all its records.
+    samples: u64,
+    /// Its records (go pprof's signal-frame rule counts records).
+    records: u64,
+    /// The previous stack of the same hash.
+    previous: Option<u32>,
+}
+
+impl StackSet {
+    fn new() -> Self {
+        let key = std::hash::BuildHasher::hash_one(&crate::hash::IdHash::default(), 0u64) | 1;
+        StackSet { key, ..StackSet::default() }
+    }
+
+    /// The hash of a stack, as [`StackSet::add`] wants it.
+    #[inline]
+    fn hash(&self, stack: &[u64]) -> u64 {
+        stack.iter().fold(self.key, |h, &a| (h.rotate_left(29) ^ a).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+
+    /// Counts one record of `stack`.
+    fn add(&mut self, stack: &[u64], samples: u64) {
+        let hash = self.hash(stack);
+        let mut at = self.latest.get(&hash).copied();
+        while let Some(i) = at {
+            let e = &mut self.stacks[i as usize];
+            if self.addresses[e.start..e.start + e.len] == *stack {
+                e.samples += samples;
+                e.records += 1;
+                return;
+            }
+            at = e.previous;
+        }
+        let previous = self.latest.insert(hash, self.stacks.len() as u32);
+        self.stacks.push(StackEntry { start: self.addresses.len(), len: stack.len(), samples, records: 1, previous });
+        self.addresses.extend_from_slice(stack);
+    }
+
+    /// `(addresses, samples, records)` of each stack, in first-seen order.
+    fn iter(&self) -> impl Iterator<Item = (&[u64], u64, u64)> + '_ {
+        self.stacks.iter().map(|e| (&self.addresses[e.start..e.start + e.len], e.samples, e.records))
+    }
+}
+
 /// Whose cleaning of stacks a conversion reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cleaning {
@@ -110,14 +168,14 @@ enum Cleaning {
 /// The second addresses go pprof's legacy parser removes (`parseCPU`): per pass, an address
 /// that is the second of at least `N − N/32` of the `N` records (each record counts once,
 /// whatever its samples), removed from those records before the next pass.
-fn go_signal_frames(stacks: &[(Box<[u64]>, u64)], records: &[u64]) -> Vec<u64> {
-    let total: u64 = records.iter().sum();
+fn go_signal_frames(stacks: &StackSet) -> Vec<u64> {
+    let total: u64 = stacks.iter().map(|(_, _, records)| records).sum();
     let margin = total / 32;
     let mut removals: Vec<u64> = Vec::new();
     for _ in 0..MAX_SIGNAL_FRAME_PASSES {
         let mut seconds: IdMap<u64, u64> = IdMap::default();
         let mut scratch = Vec::new();
-        for ((stack, _), &n) in stacks.iter().zip(records) {
+        for (stack, _, n) in stacks.iter() {
             scratch.clear();
             scratch.extend_from_slice(stack);
             go_remove(&mut scratch, &removals);
@@ -185,12 +243,9 @@ impl<R: Read + Seek> GperftoolsSource<R> {
     /// Reads the profile once for its addresses, the signal-frame rule and the maps text.
     pub fn open(mut source: R) -> Result<Self, ReadError<R::Error>> {
         let mut window = vec![0u8; LARGEST_RECORD_WINDOW];
-        // Distinct stacks (adjusted addresses) → their index, in first-seen order; a stack's
-        // records are summed, as both real readers sum them.
-        let mut index: std::collections::HashMap<Box<[u64]>, u32, crate::hash::IdHash> = Default::default();
-        let mut counts: Vec<u64> = Vec::new();
-        // Records of each distinct stack: go pprof's signal-frame rule counts records.
-        let mut records: Vec<u64> = Vec::new();
+        // Distinct stacks (adjusted addresses); a stack's records are summed, as both real
+        // readers sum them.
+        let mut stacks = StackSet::new();
         let mut scratch = Vec::new();
         let (period_us, samples, maps_text) = {
             let mut reader = Reader::open(&mut source, &mut window)?;
@@ -200,17 +255,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
                     Item::Record(r) => {
                         scratch.clear();
                         scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
-                        match index.get(&scratch[..]) {
-                            Some(&i) => {
-                                counts[i as usize] += r.count;
-                                records[i as usize] += 1;
-                            }
-                            None => {
-                                index.insert(scratch.as_slice().into(), counts.len() as u32);
-                                counts.push(r.count);
-                                records.push(1);
-                            }
-                        }
+                        stacks.add(&scratch, r.count);
                     }
                     Item::End(e) => end = Some(e),
                     Item::ExtraHeaderWord(_) => {}
@@ -236,22 +281,18 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             }
             (period, samples, maps_text)
         };
-        let mut stacks: Vec<(Box<[u64]>, u64)> = vec![(Box::default(), 0); counts.len()];
-        for (stack, i) in index {
-            stacks[i as usize] = (stack, counts[i as usize]);
-        }
         // The signal-frame rule looks at every record, those of no samples too.
         let mut signal = SignalFrames::default();
-        for (stack, _) in &stacks {
+        for (stack, _, _) in stacks.iter() {
             scratch.clear();
             scratch.extend_from_slice(stack);
             signal.record(&mut scratch);
         }
-        let go_removals = go_signal_frames(&stacks, &records);
+        let go_removals = go_signal_frames(&stacks);
         // Addresses of the stacks that have samples, in first-seen order.
         let mut frames_of: IdMap<u64, Range<u32>> = IdMap::default();
         let mut addresses: Vec<u64> = Vec::new();
-        for (stack, _) in stacks.iter().filter(|(_, n)| *n > 0) {
+        for (stack, _, _) in stacks.iter().filter(|(_, n, _)| *n > 0) {
             for &a in stack.iter() {
                 if let Entry::Vacant(e) = frames_of.entry(a) {
                     e.insert(0..0);
@@ -414,7 +455,7 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        for (addresses, count) in self.stacks.iter().filter(|(_, n)| *n > 0) {
+        for (addresses, count, _) in self.stacks.iter().filter(|(_, n, _)| *n > 0) {
             self.scratch.clear();
             self.scratch.extend_from_slice(addresses);
             match self.cleaning {
@@ -433,7 +474,7 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
                 }
             }
             let call = Call {
-                times: Times::Counted(*count),
+                times: Times::Counted(count),
                 interpreter_id: 0,
                 thread_id: 0,
                 status: 0,
