@@ -151,8 +151,8 @@ fn the_firefox_profiler_needs_times_and_refuses_by_name() {
     }
 }
 
-/// Every profile file: the real ones, their edge variants, and the one recorded by the test
-/// command (`TACHYON_GPERFTOOLS_PROFILES`).
+/// Every profile file: the real ones, their edge variants, and the three recorded by the test
+/// command (`TACHYON_GPERFTOOLS_PROFILES`: x86_64, i386, s390x).
 fn every_file() -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = real().into_iter().map(|(name, file, _, _)| (name, file)).collect();
     let edge = dir("edge-synthetic");
@@ -162,9 +162,12 @@ fn every_file() -> Vec<(String, Vec<u8>)> {
         files.push((p.display().to_string(), std::fs::read(&p).unwrap()));
     }
     let recorded = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
-        .map(|d| std::path::PathBuf::from(d).join("x86_64/workload.prof"))
+        .map(std::path::PathBuf::from)
         .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)");
-    files.push((recorded.display().to_string(), std::fs::read(&recorded).unwrap()));
+    for arch in ["x86_64", "i386", "s390x"] {
+        let path = recorded.join(arch).join("workload.prof");
+        files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+    }
     files
 }
 
