@@ -228,3 +228,12 @@ fn other_slot_widths_and_byte_orders_keep_go_pprofs_samples_and_convert_back() {
     }
     std::fs::remove_dir_all(&work).unwrap();
 }
+
+#[test]
+fn a_build_attribute_names_the_binaries_of_later_maps_lines() {
+    let file = std::fs::read(dir("edge-synthetic").join("x64-build_var.prof")).unwrap();
+    let source = GperftoolsSource::open(Cursor::new(&file[..])).unwrap();
+    let files: Vec<&str> = source.frames().mappings.iter().map(|m| m.file.as_str()).collect();
+    assert!(files.contains(&"/tmp/research/gperf/src/burn-x86_64"), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains("$build")), "{files:?}");
+}

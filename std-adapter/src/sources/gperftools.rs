@@ -388,12 +388,22 @@ impl<R: Read + Seek> GperftoolsSource<R> {
     }
 }
 
-/// The mappings of a `/proc/self/maps` text: `start-limit perms offset dev inode path`. Lines
-/// that are not of that shape (libprofiler writes nothing else, but other writers add
-/// `build=` lines and comments) are skipped.
+/// The mappings of a `/proc/self/maps` text: `start-limit perms offset dev inode path`. A line
+/// `attr=value` (a word, `=`, no spaces: `build=/src/out`) makes `$attr` stand for the value
+/// in the lines after it, as go pprof reads them (google-pprof knows `build=` alone). Other
+/// lines are skipped.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
+    let mut vars: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
+        if let Some((attr, value)) = line.split_once('=') {
+            if !attr.is_empty() && attr.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !value.contains(' ')
+            {
+                vars.retain(|(a, _)| *a != format!("${attr}"));
+                vars.push((format!("${attr}"), value.to_owned()));
+                continue;
+            }
+        }
         let mut fields = line.split_ascii_whitespace();
         let (Some(range), Some(_perms), Some(offset)) = (fields.next(), fields.next(), fields.next()) else {
             continue;
@@ -402,7 +412,12 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         let hex = |s: &str| u64::from_str_radix(s, 16).ok();
         let (Some(start), Some(limit), Some(offset)) = (hex(start), hex(limit), hex(offset)) else { continue };
         let (_dev, _inode) = (fields.next(), fields.next());
-        let file = fields.collect::<Vec<_>>().join(" ");
+        let mut file = fields.collect::<Vec<_>>().join(" ");
+        for (var, value) in &vars {
+            if file.contains(var.as_str()) {
+                file = file.replace(var.as_str(), value);
+            }
+        }
         out.push(Mapping { start, limit, offset, file, build_id: String::new() });
     }
     out
@@ -487,5 +502,24 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
         }
         progress(done);
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_maps;
+
+    #[test]
+    fn maps_lines_and_attribute_substitution() {
+        let text = "00400000-00401000 r-xp 00001000 00:00 12   $build/prog\n\
+                    build=/src/out\n\
+                    00500000-00501000 r-xp 00002000 00:00 12   $build/prog\n\
+                    not a mapping\n\
+                    7f00-7f10 r-xp 0 00:00 0 [vdso]\n";
+        let maps = parse_maps(text);
+        let files: Vec<&str> = maps.iter().map(|m| m.file.as_str()).collect();
+        // Before the attribute line, `$build` stands for nothing yet.
+        assert_eq!(files, ["$build/prog", "/src/out/prog", "[vdso]"]);
+        assert_eq!((maps[1].start, maps[1].limit, maps[1].offset), (0x500000, 0x501000, 0x2000));
     }
 }
