@@ -199,3 +199,18 @@ fn go_pprofs_proto_made_gperftools_again_holds_its_samples() {
     assert_eq!(go_total, total);
     std::fs::remove_file(&out).unwrap();
 }
+
+#[test]
+fn go_pprofs_bare_addresses_are_symbolised_as_the_gperftools_profile_is() {
+    for arch in ["x86_64", "i386", "s390x"] {
+        let dir = recorded().with_file_name(arch);
+        let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
+        let prof = std::fs::read(dir.join("workload.prof")).unwrap();
+        let mut source = pprof(&proto, &SampleIndex::Name("samples".into()));
+        let mut symbolizer = Symbolizer::new(vec![dir.join("bins")]);
+        source.symbolize(&mut symbolizer);
+        let ours = collapsed_of(&mut source);
+        assert!(ours.keys().any(|k| k.contains(";middle;sort_keys;lib_sort;sort_range")), "{arch}: {ours:?}");
+        assert_eq!(ours, go_cleaned_collapsed(&prof, Some(dir.join("bins"))), "{arch}");
+    }
+}

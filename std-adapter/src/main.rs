@@ -532,9 +532,7 @@ fn open_gperftools(file: &Path, inputs: &InputArgs) -> Result<GperftoolsSource<F
     if !inputs.no_symbolize {
         let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
         source.symbolize(&mut symbolizer);
-        for warning in symbolizer.warnings() {
-            eprintln!("tachyon: warning: {warning}");
-        }
+        warn_all(&symbolizer);
     }
     Ok(source)
 }
@@ -544,7 +542,21 @@ fn open_pprof(file: &Path, inputs: &InputArgs) -> Result<PprofSource, Failure> {
     let default = if inputs.counts_by_default { SampleIndex::Counts } else { SampleIndex::Default };
     let index = inputs.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default());
     let input = File::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    PprofSource::open(io::BufReader::new(input), &index).map_err(|e| Failure(format!("{}: {e}", file.display())))
+    let mut source = PprofSource::open(io::BufReader::new(input), &index)
+        .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    if !inputs.no_symbolize {
+        let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
+        source.symbolize(&mut symbolizer);
+        warn_all(&symbolizer);
+    }
+    Ok(source)
+}
+
+/// The symboliser's warnings, on stderr.
+fn warn_all(symbolizer: &Symbolizer) {
+    for warning in symbolizer.warnings() {
+        eprintln!("tachyon: warning: {warning}");
+    }
 }
 
 /// The format of an input `convert` and `diff` cannot read yet is a plain error.

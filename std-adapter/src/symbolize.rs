@@ -21,7 +21,9 @@ use std::rc::Rc;
 
 use object::{Object, ObjectSection, ObjectSegment};
 
-use crate::model::Mapping;
+use tachyon_core::tables::Location;
+
+use crate::model::{FrameInfo, Mapping};
 
 /// Largest binary read (a real one is at most a few hundred megabytes).
 pub const MAX_BINARY_BYTES: u64 = 4 << 30;
@@ -35,6 +37,26 @@ pub struct Symbol {
     pub file: String,
     /// Line, 0 when unknown.
     pub line: u32,
+}
+
+/// The hub's frames for the symbols of one address (innermost first): all but the last are
+/// inlined into the next.
+pub fn symbol_frames(found: Vec<Symbol>, address: u64, mapping: Option<u32>) -> impl Iterator<Item = FrameInfo> {
+    let outermost = found.len().saturating_sub(1);
+    found.into_iter().enumerate().map(move |(i, symbol)| FrameInfo {
+        filename: symbol.file,
+        funcname: symbol.function,
+        location: i32::try_from(symbol.line).ok().filter(|&l| l > 0).map(|l| Location {
+            lineno: l,
+            end_lineno: l,
+            col: -1,
+            end_col: -1,
+        }),
+        address: Some(address),
+        mapping,
+        inlined: i < outermost,
+        ..FrameInfo::default()
+    })
 }
 
 /// Where binaries are looked for, and those already opened.

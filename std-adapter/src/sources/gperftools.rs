@@ -27,13 +27,12 @@ use std::ops::Range;
 use embedded_io::{Read, Seek, SeekFrom};
 use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
-use tachyon_core::tables::Location;
 
 use crate::convert::gperftools::{reencode, IoSink};
 use crate::convert::{at, ConvertError, Destination, Output};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
-use crate::symbolize::{Symbol, Symbolizer};
+use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
 
 /// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.
 pub const MAX_MAPS_TEXT: usize = 16 << 20;
@@ -361,22 +360,8 @@ impl<R: Read + Seek> GperftoolsSource<R> {
                     ..FrameInfo::default()
                 });
             } else {
-                let outermost = found.len() - 1;
-                for (i, symbol) in found.into_iter().enumerate() {
-                    frames.push(FrameInfo {
-                        filename: symbol.file,
-                        funcname: symbol.function,
-                        location: i32::try_from(symbol.line).ok().filter(|&l| l > 0).map(|l| Location {
-                            lineno: l,
-                            end_lineno: l,
-                            col: -1,
-                            end_col: -1,
-                        }),
-                        address: Some(a),
-                        mapping,
-                        inlined: i < outermost,
-                        ..FrameInfo::default()
-                    });
+                for frame in symbol_frames(found, a, mapping) {
+                    frames.push(frame);
                 }
             }
             let end = frames.frames.len() as u32;

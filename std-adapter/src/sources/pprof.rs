@@ -19,6 +19,7 @@ use tachyon_core::tables::Location as Span;
 use crate::convert::pprof::{Location, Profile};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::symbolize::{symbol_frames, Symbolizer};
 
 /// Most bytes of a profile decoded (after gunzip).
 pub const MAX_PPROF_BYTES: u64 = 1 << 30;
@@ -218,6 +219,37 @@ impl PprofSource {
             "duration_nanos": p.duration_nanos,
             "file_bytes": file_bytes,
         })
+    }
+}
+
+impl PprofSource {
+    /// Names the bare addresses (locations without lines, in a mapping) from the binaries
+    /// `symbolizer` finds, as for gperftools profiles; other locations stay as they are.
+    pub fn symbolize(&mut self, symbolizer: &mut Symbolizer) {
+        let old = std::mem::take(&mut self.frames);
+        let mut frames = FrameTable::default();
+        frames.mappings = old.mappings.clone();
+        for location in &self.profile.location {
+            let Some(range) = self.frames_of.get(&location.id).cloned() else { continue };
+            let first = frames.frames.len() as u32;
+            let bare = (range.len() == 1).then(|| old.frame(range.start)).filter(|f| f.anonymous);
+            let found = match bare.map(|f| (f.address, f.mapping)) {
+                Some((Some(address), Some(m))) => symbolizer.symbolize(&old.mappings[m as usize], address),
+                _ => Vec::new(),
+            };
+            if found.is_empty() {
+                for id in range {
+                    frames.push(old.frame(id).clone());
+                }
+            } else {
+                let (address, mapping) = (location.address, old.frame(range.start).mapping);
+                for frame in symbol_frames(found, address, mapping) {
+                    frames.push(frame);
+                }
+            }
+            self.frames_of.insert(location.id, first..frames.frames.len() as u32);
+        }
+        self.frames = frames;
     }
 }
 
