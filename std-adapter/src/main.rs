@@ -173,7 +173,8 @@ struct ConvertArgs {
     /// tachyon: compression of the output (default: the input's).
     #[arg(long, value_enum)]
     compression: Option<Zstd>,
-    /// gperftools: slot width of the output in bits (default: the input's).
+    /// gperftools: slot width of the output in bits (default: the input's; from pprof, this
+    /// machine's unless an address needs 64 bits).
     #[arg(long, value_parser = ["32", "64"])]
     word_size: Option<String>,
 }

@@ -113,12 +113,13 @@ where
 /// Writes the hub's samples as a gperftools CPU profile: one record per call (its samples as
 /// the count, its frames' addresses as the program counters, return addresses given back
 /// the 1 readers take off), then libprofiler's trailer and a maps text of the source's
-/// mappings in libprofiler 2.10's layout. Every frame must have an address (native inputs:
+/// mappings in libprofiler 2.10's layout. Slots are `word` wide, by default this machine's
+/// (as libprofiler's) unless an address needs 8 bytes. Every frame must have an address (native inputs:
 /// pprof); frames inlined at an address are that address once.
 pub fn write_from_hub<S: Source, W: Write>(
     source: &mut S,
     sink: W,
-    word: RunTimeWord,
+    word: Option<RunTimeWord>,
     endian: RunTimeEndian,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ConvertError<S::Error>>
@@ -126,6 +127,9 @@ where
     W::Error: std::fmt::Debug,
 {
     let frames = source.frames();
+    // Default: this machine's slot width, as libprofiler's, unless an address needs 8 bytes.
+    let wide = frames.frames.iter().any(|f| f.address.is_some_and(|a| a > u64::from(u32::MAX)));
+    let word = word.unwrap_or(if wide { RunTimeWord::Eight } else { RunTimeWord::default() });
     if let Some(f) = frames.frames.iter().find(|f| f.address.is_none()) {
         return Err(ConvertError::Unsupported {
             output: super::OutputKind::Gperftools,

@@ -295,7 +295,6 @@ pub fn convert<S: Source>(
             .map(|()| info.expected_samples);
         }
         Output::Gperftools { word, big_endian } => {
-            let word = word.unwrap_or_default();
             let endian = match big_endian {
                 Some(true) => tachyon_core::RunTimeEndian::Big,
                 Some(false) => tachyon_core::RunTimeEndian::Little,
@@ -305,12 +304,12 @@ pub fn convert<S: Source>(
                 Destination::File(p) => {
                     let file = std::fs::File::create(p).map_err(|e| ConvertError::Write(at(p, e)))?;
                     let mut out = io::BufWriter::new(file);
-                    let n = gperftools::write_from_hub(source, gperftools::IoSink(&mut out), word, endian, progress)?;
+                    let n = gperftools::write_from_hub(source, gperftools::IoSink(&mut out), *word, endian, progress)?;
                     io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
                     Ok(n)
                 }
                 Destination::Stream(w) => {
-                    gperftools::write_from_hub(source, gperftools::IoSink(w), word, endian, progress)
+                    gperftools::write_from_hub(source, gperftools::IoSink(w), *word, endian, progress)
                 }
             };
         }
