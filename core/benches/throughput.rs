@@ -10,7 +10,7 @@ use tachyon_core::compression::{
 };
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
-use tachyon_core::{Frame, FrameId, Location, Reader, Writer, WriterConfig};
+use tachyon_core::{Compression, Frame, FrameId, Location, Reader, Writer, WriterConfig};
 
 const THREADS: usize = 8;
 const SAMPLES: usize = 500_000;
@@ -86,7 +86,12 @@ fn encode(
     let cfg = WriterConfig::new(0, 1000);
     let sink = Cursor::new(out);
     let mut w = match zstd {
-        Some((ws, buf)) => Writer::new_zstd(sink, storage.storage(), cfg, Compressor::new(ws, buf).unwrap()).unwrap(),
+        Some((ws, buf)) => Writer::new(
+            sink,
+            storage.storage().with_zstd(Compressor::new(ws, buf).unwrap()),
+            cfg.with_compression(Compression::Zstd),
+        )
+        .unwrap(),
         None => Writer::new(sink, storage.storage(), cfg).unwrap(),
     };
     let pool: Vec<FrameId> =

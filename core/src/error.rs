@@ -396,7 +396,8 @@ pub enum WriteError<E> {
         /// The code.
         code: u32,
     },
-    /// The configuration asks for zstd but no compressor was given (use `Writer::new_zstd`).
+    /// The configuration asks for zstd but the storage holds no compressor
+    /// (`WriterStorage::with_zstd`, feature `zstd`).
     CompressorMissing,
     /// The writer was already finalized.
     Closed,

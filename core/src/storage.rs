@@ -510,9 +510,22 @@ pub struct WriterStorage<'a> {
     pub(crate) threads: WriterThreads<'a>,
     pub(crate) recent: RecentFrames<'a>,
     pub(crate) staging: &'a mut [u8],
+    /// The zstd compressor, used only when the configuration says `Compression::Zstd`.
+    #[cfg(feature = "zstd")]
+    pub(crate) zstd: Option<crate::compression::ZstdOut<'a>>,
 }
 
 impl<'a> WriterStorage<'a> {
+    /// Adds a zstd compressor: a [`crate::compression::Compressor`] over the caller's
+    /// workspace, or a caller's [`crate::compression::RegionCompressor`] (one on another
+    /// thread, say). It is memory like the rest of the storage; whether the sample region is
+    /// compressed is said once, by [`crate::writer::WriterConfig::compression`], and a
+    /// configuration without zstd leaves the compressor unused.
+    #[cfg(feature = "zstd")]
+    pub fn with_zstd(self, compressor: impl Into<crate::compression::ZstdOut<'a>>) -> Self {
+        WriterStorage { zstd: Some(compressor.into()), ..self }
+    }
+
     /// Checks that the slices fit together.
     pub fn new(b: WriterBuffers<'a>) -> Result<Self, StorageError> {
         if b.string_slots.len() <= 1 {
@@ -555,6 +568,8 @@ impl<'a> WriterStorage<'a> {
                 },
             },
             staging: b.staging,
+            #[cfg(feature = "zstd")]
+            zstd: None,
         })
     }
 }

@@ -67,8 +67,9 @@ pub struct WriterConfig {
     pub start_time_us: u64,
     /// `sample_interval_us`.
     pub sample_interval_us: u64,
-    /// Header compression field. `Zstd` needs `Writer::new_zstd` (feature `zstd`); any other value is stored
-    /// as given and the region is raw, as in CPython.
+    /// Header compression field, and so how the sample region is written: `Zstd` compresses
+    /// it with the storage's compressor (feature `zstd`, `WriterStorage::with_zstd`); any
+    /// other value is stored as given and the region is raw, as in CPython.
     pub compression: Compression,
     /// Mode and capture features.
     pub profiling: ProfilingConfig,
@@ -86,6 +87,12 @@ impl WriterConfig {
             profiling: ProfilingConfig::default(),
             python_version: CPYTHON_VERSION,
         }
+    }
+
+    /// The same configuration with another header compression field (so another sample
+    /// region encoding).
+    pub fn with_compression(self, compression: Compression) -> Self {
+        WriterConfig { compression, ..self }
     }
 }
 
@@ -131,55 +138,42 @@ fn recent_key(frame: &Frame<'_>) -> u64 {
 
 impl<'s, W: Write + Seek> Writer<'s, W, NativeEndian> {
     /// A writer in this machine's byte order, as CPython writes. Does no I/O yet: the zero
-    /// header is written with the first flush.
+    /// header is written with the first flush. With `config.compression` set to
+    /// [`Compression::Zstd`] the storage must carry a compressor
+    /// (`WriterStorage::with_zstd`), else this is [`WriteError::CompressorMissing`].
     pub fn new(sink: W, storage: WriterStorage<'s>, config: WriterConfig) -> Result<Self, WriteError<W::Error>> {
         Self::with_endian(sink, storage, config, NativeEndian::default())
-    }
-
-    /// A zstd-compressing writer in this machine's byte order; `compressor` is a
-    /// [`crate::compression::Compressor`] or a caller's
-    /// [`crate::compression::RegionCompressor`].
-    #[cfg(feature = "zstd")]
-    pub fn new_zstd(
-        sink: W,
-        storage: WriterStorage<'s>,
-        config: WriterConfig,
-        compressor: impl Into<ZstdOut<'s>>,
-    ) -> Result<Self, WriteError<W::Error>> {
-        Self::with_endian_zstd(sink, storage, config, NativeEndian::default(), compressor)
     }
 }
 
 impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
-    /// A writer in an explicit byte order (to produce big-endian files on x86, say).
+    /// A writer in an explicit byte order (to produce big-endian files on x86, say);
+    /// otherwise as [`Writer::new`].
     pub fn with_endian(
         sink: W,
         storage: WriterStorage<'s>,
         config: WriterConfig,
         endian: E,
     ) -> Result<Self, WriteError<W::Error>> {
-        if config.compression == Compression::Zstd {
+        #[cfg(feature = "zstd")]
+        let has_compressor = storage.zstd.is_some();
+        #[cfg(not(feature = "zstd"))]
+        let has_compressor = false;
+        if config.compression == Compression::Zstd && !has_compressor {
             return Err(WriteError::CompressorMissing);
         }
         Ok(Self::build(sink, storage, config, endian))
     }
 
-    /// A zstd-compressing writer in an explicit byte order (`compressor` as for
-    /// [`Self::new_zstd`]).
-    #[cfg(feature = "zstd")]
-    pub fn with_endian_zstd(
-        sink: W,
-        storage: WriterStorage<'s>,
-        config: WriterConfig,
-        endian: E,
-        compressor: impl Into<ZstdOut<'s>>,
-    ) -> Result<Self, WriteError<W::Error>> {
-        let mut w = Self::build(sink, storage, WriterConfig { compression: Compression::Zstd, ..config }, endian);
-        w.zstd = Some(compressor.into());
-        Ok(w)
-    }
-
     fn build(sink: W, store: WriterStorage<'s>, config: WriterConfig, endian: E) -> Self {
+        // The compressor moves out of the storage so that compressing can borrow the staging
+        // buffer at the same time; unused (dropped) when the region is raw.
+        #[cfg(feature = "zstd")]
+        let (store, zstd) = {
+            let mut store = store;
+            let zstd = store.zstd.take().filter(|_| config.compression == Compression::Zstd);
+            (store, zstd)
+        };
         Writer {
             sink,
             endian,
@@ -197,7 +191,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             limit_reached: false,
             scratch: [0; MAX_STACK_DEPTH],
             #[cfg(feature = "zstd")]
-            zstd: None,
+            zstd,
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
-use tachyon_core::{BigEndian, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
+use tachyon_core::{BigEndian, Compression, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
 
 type FrameView = (Vec<u8>, Vec<u8>, Option<(i32, i32, i32, i32)>, Option<u8>);
 
@@ -128,7 +128,8 @@ fn write<E: Endianity>(pool: &[PoolFrame], samples: &[In], e: E, zstd: bool) -> 
         #[cfg(feature = "zstd")]
         {
             let c = tachyon_core::compression::Compressor::new(&mut ws, &mut out).unwrap();
-            Writer::with_endian_zstd(sink, storage.storage(), cfg, e, c).unwrap()
+            Writer::with_endian(sink, storage.storage().with_zstd(c), cfg.with_compression(Compression::Zstd), e)
+                .unwrap()
         }
         #[cfg(not(feature = "zstd"))]
         unreachable!()

@@ -351,11 +351,57 @@ fn small_zstd_regions_have_no_content_size() {
     let mut cfg = config();
     cfg.compression = tachyon_core::Compression::Zstd;
     let z = Compressor::new(&mut ws, &mut out).unwrap();
-    let mut w = Writer::with_endian_zstd(Cursor::new(&mut buf[..]), storage.storage(), cfg, LittleEndian, z).unwrap();
+    let mut w =
+        Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage().with_zstd(z), cfg, LittleEndian).unwrap();
     w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
     w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap();
     let size = w.finalize().unwrap() as usize;
     assert_eq!(&buf[64..70], &[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]);
     let meta = tachyon_core::Metadata::read(&mut Cursor::new(&buf[..size])).unwrap();
     assert_eq!(meta.header.sample_count, 2);
+}
+
+/// Compression is said once, by the configuration: a zstd configuration over storage without
+/// a compressor is refused before any I/O, with or without the `zstd` feature.
+#[test]
+fn zstd_configuration_without_a_compressor_is_refused() {
+    let mut storage = writer_storage();
+    let mut buf = vec![0u8; 256];
+    let cfg = config().with_compression(tachyon_core::Compression::Zstd);
+    let made = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), cfg, LittleEndian);
+    assert_eq!(made.err(), Some(WriteError::CompressorMissing));
+    assert!(buf.iter().all(|&b| b == 0), "nothing may be written");
+}
+
+/// A compressor in the storage is only memory: a raw (or "other") configuration writes the
+/// same bytes as without it, the header field stored as given.
+#[cfg(feature = "zstd")]
+#[test]
+fn a_compressor_is_unused_unless_the_configuration_says_zstd() {
+    use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
+    for compression in [tachyon_core::Compression::None, tachyon_core::Compression::Other(7)] {
+        let cfg = config().with_compression(compression);
+        let write = |with_compressor: bool| {
+            let mut storage = writer_storage();
+            let mut ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
+            let mut out = vec![0u8; 1 << 16];
+            let mut buf = vec![0u8; 1 << 16];
+            let store = if with_compressor {
+                storage.storage().with_zstd(Compressor::new(&mut ws, &mut out).unwrap())
+            } else {
+                storage.storage()
+            };
+            let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), store, cfg, LittleEndian).unwrap();
+            w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
+            w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap();
+            let size = w.finalize().unwrap() as usize;
+            buf.truncate(size);
+            buf
+        };
+        let plain = write(false);
+        assert_eq!(write(true), plain);
+        // Header offset 56 is the compression field (spec 3); the region after it is raw.
+        assert_eq!(u32::from_le_bytes(plain[56..60].try_into().unwrap()), compression.field());
+        assert_ne!(&plain[64..68], &[0x28, 0xb5, 0x2f, 0xfd]);
+    }
 }

@@ -14,7 +14,6 @@ use serde_json::Value;
 
 use crate::memory::VecSink;
 use crate::open::OwnedWriterStorage;
-use tachyon_core::compression::ZstdOut;
 use tachyon_core::storage::{WriterCapacity, WriterStorage};
 use tachyon_core::{
     CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,
@@ -214,14 +213,12 @@ pub fn encode_document<E: Endianity>(
 }
 
 /// Like [`encode_document`] through the native-order constructors (`Writer::new`,
-/// `Writer::new_zstd`): the file is in this machine's byte order, as CPython writes.
+/// with the storage's compressor for zstd): the file is in this machine's byte order, as CPython writes.
 pub fn encode_document_native(doc: &Value, compression: Option<Compression>) -> Result<Vec<u8>, InputError> {
     let calls = array(field(doc, "samples")?, "samples")?.iter().map(Ok);
-    let sink =
-        encode_to(VecSink::new(), doc, capacity(doc), compression, calls, |sink, storage, cfg, zstd| match zstd {
-            Some(c) => Writer::new_zstd(sink, storage, cfg, c),
-            None => Writer::new(sink, storage, cfg),
-        })?;
+    let sink = encode_to(VecSink::new(), doc, capacity(doc), compression, calls, |sink, storage, cfg| {
+        Writer::new(sink, storage, cfg)
+    })?;
     Ok(sink.into_inner())
 }
 
@@ -239,23 +236,22 @@ pub fn encode_stream<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
 where
     W::Error: fmt::Debug,
 {
-    encode_to(sink, params, cap, compression, calls, |sink, storage, cfg, zstd| match zstd {
-        Some(c) => Writer::with_endian_zstd(sink, storage, cfg, endian, c),
-        None => Writer::with_endian(sink, storage, cfg, endian),
+    encode_to(sink, params, cap, compression, calls, |sink, storage, cfg| {
+        Writer::with_endian(sink, storage, cfg, endian)
     })
 }
 
 type Made<'s, W, E> = Result<Writer<'s, W, E>, WriteError<<W as embedded_io::ErrorType>::Error>>;
 
-/// Sizes storage, builds the writer with `make` (given a compressor when the configuration
-/// asks for zstd; without one a zstd writer is an error), writes every call and the stats, finalizes and returns the sink.
+/// Sizes storage (with a compressor when the configuration asks for zstd), builds the writer
+/// with `make`, writes every call and the stats, finalizes and returns the sink.
 fn encode_to<W: Write + Seek, E: Endianity, V: Borrow<Value>>(
     sink: W,
     params: &Value,
     cap: WriterCapacity,
     compression: Option<Compression>,
     calls: impl Iterator<Item = Result<V, InputError>>,
-    make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig, Option<ZstdOut<'s>>) -> Made<'s, W, E>,
+    make: impl for<'s> FnOnce(W, WriterStorage<'s>, WriterConfig) -> Made<'s, W, E>,
 ) -> Result<W, InputError>
 where
     W::Error: fmt::Debug,
@@ -266,8 +262,7 @@ where
     }
     let mut storage = OwnedWriterStorage::new(cap, cfg.compression).map_err(|e| InputError::Write(e.to_string()))?;
     let werr = |e: WriteError<W::Error>| InputError::Write(e.to_string());
-    let (tables, compressor) = storage.parts();
-    let mut w = make(sink, tables, cfg, compressor).map_err(werr)?;
+    let mut w = make(sink, storage.storage(), cfg).map_err(werr)?;
     for call in calls {
         write_call(call?.borrow(), &mut w)?;
     }

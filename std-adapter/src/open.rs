@@ -13,7 +13,7 @@ use std::io;
 use embedded_io::{Read, Seek, Write};
 use tachyon_core::compression::{
     compressor_workspace_bytes, decompressor_workspace_bytes, workspace_words, Compressor, Decompressor,
-    RegionCompressor, ZstdOut, CPYTHON_WINDOW_LOG,
+    RegionCompressor, CPYTHON_WINDOW_LOG,
 };
 use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::reader::{Metadata, DEFAULT_MAX_DECOMPRESSED};
@@ -166,23 +166,28 @@ impl OwnedWriterStorage {
         })
     }
 
-    /// What a writer constructor takes: the storage and, for a compressed file, a compressor.
-    pub fn parts(&mut self) -> (WriterStorage<'_>, Option<ZstdOut<'_>>) {
+    /// What a writer constructor takes: the tables' storage, holding a compressor when sized
+    /// for a compressed file (on a second thread where the machine has one).
+    pub fn storage(&mut self) -> WriterStorage<'_> {
         if !self.zstd {
-            return (self.tables.storage(), None);
+            return self.tables.storage();
         }
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         self.threaded = if parallel { ThreadedCompressor::spawn().ok() } else { None };
         if let Some(threaded) = &mut self.threaded {
             let compressor: &mut dyn RegionCompressor = threaded;
-            return (self.tables.storage(), Some(compressor.into()));
+            return self.tables.storage().with_zstd(compressor);
         }
         if self.zstd_workspace.is_empty() {
             self.zstd_workspace = vec![0; workspace_words(compressor_workspace_bytes())];
             self.zstd_out = vec![0; 128 << 10];
         }
-        let compressor = Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out).map(ZstdOut::from);
-        (self.tables.storage(), compressor)
+        match Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out) {
+            Some(compressor) => self.tables.storage().with_zstd(compressor),
+            // Not reached: the buffers were sized above. The writer then reports the missing
+            // compressor rather than writing a raw region under a zstd header.
+            None => self.tables.storage(),
+        }
     }
 
     /// A writer in byte order `endian` over this storage (compressing when sized for zstd;
@@ -193,9 +198,6 @@ impl OwnedWriterStorage {
         config: WriterConfig,
         endian: E,
     ) -> Result<Writer<'_, W, E>, WriteError<W::Error>> {
-        match self.parts() {
-            (storage, Some(c)) => Writer::with_endian_zstd(sink, storage, config, endian, c),
-            (storage, None) => Writer::with_endian(sink, storage, config, endian),
-        }
+        Writer::with_endian(sink, self.storage(), config, endian)
     }
 }

@@ -68,7 +68,8 @@ fn in_thread() -> Vec<u8> {
     let mut ws = vec![0u64; workspace_words(compressor_workspace_bytes())];
     let mut out = vec![0u8; 4096];
     let c = Compressor::new(&mut ws, &mut out).unwrap();
-    let mut w = Writer::with_endian_zstd(VecSink::default(), storage.storage(), config(), LittleEndian, c).unwrap();
+    let mut w =
+        Writer::with_endian(VecSink::default(), storage.storage().with_zstd(c), config(), LittleEndian).unwrap();
     write_all(&mut w, &names, |_, _| false);
     w.finalize().unwrap();
     w.into_inner().into_inner()
@@ -82,7 +83,8 @@ fn same_bytes_as_compressing_in_the_writers_thread() {
     let mut threaded = ThreadedCompressor::spawn().unwrap();
     let compressor: &mut dyn RegionCompressor = &mut threaded;
     let mut w =
-        Writer::with_endian_zstd(VecSink::default(), storage.storage(), config(), LittleEndian, compressor).unwrap();
+        Writer::with_endian(VecSink::default(), storage.storage().with_zstd(compressor), config(), LittleEndian)
+            .unwrap();
     write_all(&mut w, &names, |_, _| false);
     w.finalize().unwrap();
     let got = w.into_inner().into_inner();
@@ -153,7 +155,7 @@ fn sink_errors_heal_to_the_same_bytes() {
     let mut threaded = ThreadedCompressor::spawn().unwrap();
     let compressor: &mut dyn RegionCompressor = &mut threaded;
     let mut w =
-        Writer::with_endian_zstd(Flaky::default(), storage.storage(), config(), LittleEndian, compressor).unwrap();
+        Writer::with_endian(Flaky::default(), storage.storage().with_zstd(compressor), config(), LittleEndian).unwrap();
     let mut refused = 0;
     // The sink breaks for 2,000 samples in every 20,000 (compressed bytes come back from the
     // worker now and then, and the writer writes them out with a later sample); a refused

@@ -40,7 +40,7 @@ use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Com
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
-use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
+use tachyon_core::{Compression, Frame, FrameId, Location, Writer, WriterConfig};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -376,11 +376,14 @@ fn ours_write(s: &Stream, zstd: Zstd, ids: bool) -> (f64, Vec<u8>) {
     let mut w = match (zstd, &mut threaded) {
         (Zstd::SecondThread, Some(t)) => {
             let c: &mut dyn RegionCompressor = t;
-            Writer::new_zstd(sink, storage.storage(), cfg, c).unwrap()
+            Writer::new(sink, storage.storage().with_zstd(c), cfg.with_compression(Compression::Zstd)).unwrap()
         }
-        (Zstd::InThread, _) => {
-            Writer::new_zstd(sink, storage.storage(), cfg, Compressor::new(&mut ws, &mut zbuf).unwrap()).unwrap()
-        }
+        (Zstd::InThread, _) => Writer::new(
+            sink,
+            storage.storage().with_zstd(Compressor::new(&mut ws, &mut zbuf).unwrap()),
+            cfg.with_compression(Compression::Zstd),
+        )
+        .unwrap(),
         _ => Writer::new(sink, storage.storage(), cfg).unwrap(),
     };
     let frame = |i: u32| {
