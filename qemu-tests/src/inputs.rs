@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::tachyon::reencode;
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
@@ -94,4 +95,49 @@ pub fn reencode_file(file: &Path) -> Result<Vec<u8>, String> {
     }
     .map_err(|e| e.to_string())?;
     Ok(sink.into_inner())
+}
+
+/// The pstats tables `qemu-tests/oracle/cpython_replay.py` has CPython print, by its file
+/// name (`text-NAME.txt`): sort order, limit, summary.
+pub const TEXT_VARIANTS: [(&str, SortOrder, Option<usize>, bool); 7] = [
+    ("default", SortOrder::Nsamples, Some(15), true),
+    ("tottime", SortOrder::Tottime, Some(15), true),
+    ("cumtime-all", SortOrder::Cumtime, Some(100_000), true),
+    ("sample-pct", SortOrder::SamplePct, Some(7), true),
+    ("cumul-pct", SortOrder::CumulPct, Some(15), true),
+    ("nsamples-cumul", SortOrder::NsamplesCumul, Some(15), false),
+    ("name", SortOrder::Name, Some(100_000), true),
+];
+
+/// Runs CPython 3.15.2's `replay` in-process (`qemu-tests/oracle/cpython_replay.py`) over
+/// each `(input, output directory)`; panics if the driver itself fails.
+pub fn cpython_replay(work: &Path, jobs: &[(PathBuf, PathBuf)]) {
+    let manifest = work.join("replay.tsv");
+    let text: String = jobs.iter().map(|(f, d)| format!("{}\t{}\n", f.display(), d.display())).collect();
+    std::fs::write(&manifest, text).unwrap();
+    let status = std::process::Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/cpython_replay.py"))
+        .arg(&manifest)
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython replay driver failed");
+}
+
+/// The table in what `replay` printed: from its first line to before "Replayed N samples".
+pub fn replay_table(stdout: &str) -> String {
+    let start = ["Profile Stats:\n", "No samples were collected."]
+        .iter()
+        .filter_map(|m| stdout.find(m))
+        .min()
+        .unwrap_or_else(|| panic!("no table in CPython's output:\n{stdout}"));
+    let end = stdout.rfind("Replayed ").expect("CPython's closing line");
+    stdout[start..end].to_string()
+}
+
+/// The run id in CPython's `--jsonl` output, so that ours can be given the same.
+pub fn jsonl_run_id(cpython_jsonl: &str) -> Option<String> {
+    cpython_jsonl.split("\"run_id\":\"").nth(1).and_then(|t| t.get(..32)).map(str::to_owned)
 }

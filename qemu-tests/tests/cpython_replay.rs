@@ -16,35 +16,16 @@
 use std::path::Path;
 use std::process::Command;
 
-use qemu_tests::inputs::{convert_file as ours, inputs, oracle_ready, reencode_file, root};
+use qemu_tests::inputs::{
+    convert_file as ours, cpython_replay, inputs, jsonl_run_id, oracle_ready, reencode_file, replay_table as table,
+    root, TEXT_VARIANTS,
+};
 use qemu_tests::model::per_thread;
 use qemu_tests::{compare_bytes, decode_to_json};
 use serde_json::Value;
-use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::Output;
 
 const SEED: u64 = 0x5e9_1a7;
-
-/// The table in what `replay` printed: from its first line to before "Replayed N samples".
-fn table(stdout: &str) -> String {
-    let start = ["Profile Stats:\n", "No samples were collected."]
-        .iter()
-        .filter_map(|m| stdout.find(m))
-        .min()
-        .unwrap_or_else(|| panic!("no table in CPython's output:\n{stdout}"));
-    let end = stdout.rfind("Replayed ").expect("CPython's closing line");
-    stdout[start..end].to_string()
-}
-
-const TEXT_VARIANTS: [(&str, SortOrder, Option<usize>, bool); 7] = [
-    ("default", SortOrder::Nsamples, Some(15), true),
-    ("tottime", SortOrder::Tottime, Some(15), true),
-    ("cumtime-all", SortOrder::Cumtime, Some(100_000), true),
-    ("sample-pct", SortOrder::SamplePct, Some(7), true),
-    ("cumul-pct", SortOrder::CumulPct, Some(15), true),
-    ("nsamples-cumul", SortOrder::NsamplesCumul, Some(15), false),
-    ("name", SortOrder::Name, Some(100_000), true),
-];
 
 /// A Firefox profile without the fields that describe the converting process (its clock,
 /// CPU count and pid), which differ between any two runs of CPython too.
@@ -94,19 +75,8 @@ fn conversions_match_cpython_replay() {
     std::fs::create_dir_all(&work).unwrap();
     let files = inputs(&work, SEED);
     let outdir = |i: usize| work.join(format!("out-{i}"));
-    let manifest = work.join("replay.tsv");
-    let text: String =
-        files.iter().enumerate().map(|(i, f)| format!("{}\t{}\n", f.display(), outdir(i).display())).collect();
-    std::fs::write(&manifest, text).unwrap();
-    let status = Command::new(root().join("scripts/oracle-python.sh"))
-        .arg("amd64")
-        .arg(root().join("qemu-tests/oracle/cpython_replay.py"))
-        .arg(&manifest)
-        .env("NO_COLOR", "1")
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "CPython replay driver failed");
+    let jobs: Vec<_> = files.iter().enumerate().map(|(i, f)| (f.clone(), outdir(i))).collect();
+    cpython_replay(&work, &jobs);
 
     let mut failures: Vec<String> = Vec::new();
     let mut checked = 0;
@@ -152,7 +122,7 @@ fn conversions_match_cpython_replay() {
             });
         }
         let cpython_jsonl = std::fs::read_to_string(dir.join("jsonl.jsonl")).unwrap_or_default();
-        let run_id = cpython_jsonl.split("\"run_id\":\"").nth(1).and_then(|t| t.get(..32)).map(str::to_owned);
+        let run_id = jsonl_run_id(&cpython_jsonl);
         check("jsonl", ours(file, &Output::Jsonl { run_id }), &|| cpython_jsonl.clone().into_bytes());
 
         checked += 1;

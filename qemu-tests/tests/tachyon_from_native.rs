@@ -2,14 +2,16 @@
 //! `replay --collapsed` of our file names, per stack, the functions our collapsed output of
 //! the input names, with the same counts. CPython names a frame `file:function:line`; the
 //! comparison keeps the function and drops CPython's `tid:` root, summing stacks that differ
-//! only in lines. The profile is the one the test command records (`TACHYON_GPERFTOOLS_PROFILES`),
+//! only in lines. The outputs CPython computes from frames alone (jsonl, the pstats tables and
+//! file) made from the input directly equal CPython's `replay` of our Tachyon file: so each
+//! is what CPython's collectors would compute from the input's stacks. The profile is the one the test command records (`TACHYON_GPERFTOOLS_PROFILES`),
 //! symbolised with its binaries; the pprof is go's `-proto` of it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qemu_tests::inputs::{oracle_ready, root};
+use qemu_tests::inputs::{cpython_replay, jsonl_run_id, oracle_ready, replay_table, root, TEXT_VARIANTS};
 use tachyon::convert::{convert, ConvertError, Destination, Output};
 use tachyon::model::Source;
 use tachyon::sources::gperftools::GperftoolsSource;
@@ -64,6 +66,42 @@ fn tachyon_of(source: &mut impl Source, path: &Path, big_endian: bool) {
     convert(source, &output, Destination::File(path), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// The outputs made from `source` directly against CPython's `replay` of `tachyon_file` (made
+/// from the same source): jsonl byte for byte (given CPython's run id), every pstats table
+/// byte for byte, and the pstats file as `qemu-tests/oracle/pstats_compare.py` compares them
+/// (same dictionary; `pstats.Stats` prints both alike).
+fn frame_outputs_match_cpython<S: Source>(mut source: impl FnMut() -> S, tachyon_file: &Path, work: &Path) {
+    let replayed = work.join("replayed");
+    let _ = std::fs::remove_dir_all(&replayed);
+    cpython_replay(work, &[(tachyon_file.to_owned(), replayed.clone())]);
+    let mut ours = |output: &Output| {
+        let mut out = Vec::new();
+        convert(&mut source(), output, Destination::Stream(&mut out), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+        out
+    };
+    let cpython_jsonl = std::fs::read_to_string(replayed.join("jsonl.jsonl")).expect("CPython's jsonl");
+    let jsonl = ours(&Output::Jsonl { run_id: jsonl_run_id(&cpython_jsonl) });
+    assert!(String::from_utf8(jsonl).unwrap() == cpython_jsonl, "jsonl differs from CPython's");
+    for (variant, sort, limit, summary) in TEXT_VARIANTS {
+        let printed = std::fs::read_to_string(replayed.join(format!("text-{variant}.txt"))).unwrap();
+        let table = ours(&Output::PstatsText { sort, limit, summary });
+        assert_eq!(String::from_utf8(table).unwrap(), replay_table(&printed), "pstats table {variant}");
+    }
+    let (mine, compat) = (replayed.join("ours.marshal"), replayed.join("ours-compat.marshal"));
+    std::fs::write(&mine, ours(&Output::Pstats { compat: false })).unwrap();
+    std::fs::write(&compat, ours(&Output::Pstats { compat: true })).unwrap();
+    let manifest = work.join("pstats.tsv");
+    let row = [replayed.join("pstats.marshal"), mine, compat].map(|p| p.display().to_string()).join("\t");
+    std::fs::write(&manifest, row + "\n").unwrap();
+    let out = Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/pstats_compare.py"))
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pstats: {}", String::from_utf8_lossy(&out.stdout));
+}
+
 fn symbolised(dir: &Path) -> GperftoolsSource<Cursor<Vec<u8>>> {
     let mut source = GperftoolsSource::open(Cursor::new(std::fs::read(dir.join("workload.prof")).unwrap())).unwrap();
     source.symbolize(&mut Symbolizer::new(vec![dir.join("bins")]));
@@ -83,6 +121,7 @@ fn cpython_reads_a_gperftools_profile_made_tachyon_as_the_profile_reads() {
         tachyon_of(&mut symbolised(&dir), &file, big);
         assert_eq!(cpython_collapsed(&file, &work), expected, "big-endian {big}");
     }
+    frame_outputs_match_cpython(|| symbolised(&dir), &work.join("gperftools-false.pyb"), &work);
 }
 
 #[test]
@@ -97,6 +136,7 @@ fn cpython_reads_go_pprofs_proto_made_tachyon_as_it_reads() {
     let file = work.join("pprof.pyb");
     tachyon_of(&mut PprofSource::open(&proto[..], &samples).unwrap(), &file, false);
     assert_eq!(cpython_collapsed(&file, &work), expected);
+    frame_outputs_match_cpython(|| PprofSource::open(&proto[..], &samples).unwrap(), &file, &work);
     // Counting nanoseconds (the default, cpu) would make a sample of each: refused, saying how.
     let mut by_time = PprofSource::open(&proto[..], &SampleIndex::Default).unwrap();
     let err = convert(

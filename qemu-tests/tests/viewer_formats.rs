@@ -13,7 +13,10 @@ use std::process::Command;
 use qemu_tests::inputs::{convert_file, inputs, root, viewer_tools};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
+use tachyon::model::Source;
 use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon_core::io::Cursor;
 
 const SEED: u64 = 0x71e_e4e5;
 
@@ -143,4 +146,98 @@ fn go_pprof_shows_our_pprof_of_a_gperftools_profile_as_the_original() {
         assert!(!want.is_empty());
         assert_eq!(raw(&ours), want, "{dir}");
     }
+}
+
+/// Speedscope files and flame graphs made from native inputs reach the viewers too: every
+/// committed gperftools profile (real and edge variants, unsymbolised), each profile the test
+/// command records (`TACHYON_GPERFTOOLS_PROFILES`, symbolised from its binaries) and go's
+/// `-proto` of it: speedscope's schema and consistency checks pass, `rsvg-convert` renders
+/// the flame graph, whose root counts the samples our collapsed lines count.
+#[test]
+fn native_inputs_reach_the_viewers() {
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-formats-native");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let recorded = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
+        .map(std::path::PathBuf::from)
+        .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)");
+
+    let mut manifest = String::new();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut check = |name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>| {
+        checked += 1;
+        let path = work.join(format!("{checked}.speedscope.json"));
+        std::fs::write(&path, convert_to(&Output::Speedscope { name: name.to_owned() })).unwrap();
+        manifest += &format!("speedscope\t{}\n", path.display());
+        let collapsed = String::from_utf8(convert_to(&Output::Collapsed)).unwrap();
+        let total: u64 = collapsed.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+        let svg = work.join(format!("{checked}.svg"));
+        let bytes = convert_to(&Output::Flamegraph { title: name.to_owned() });
+        std::fs::write(&svg, &bytes).unwrap();
+        let rendered = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(svg.with_extension("png")).status();
+        if !rendered.is_ok_and(|s| s.success()) {
+            failures.push(format!("{name} flamegraph: rsvg-convert failed"));
+        }
+        let want = format!("<title>all ({} samples, 100%)", thousands(total));
+        if total > 0 && !String::from_utf8(bytes).unwrap().contains(&want) {
+            failures.push(format!("{name} flamegraph: no \"{want}\""));
+        }
+    };
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    let mut profiles: Vec<_> = std::fs::read_dir(&vectors)
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .filter(|d| d.is_dir())
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "prof"))
+        .collect();
+    profiles.sort();
+    for prof in &profiles {
+        let bytes = std::fs::read(prof).unwrap();
+        // Edge variants the reader refuses have nothing to show.
+        if GperftoolsSource::open(Cursor::new(bytes.clone())).is_err() {
+            continue;
+        }
+        let mut unsymbolised =
+            |output: &Output| output_of(&mut GperftoolsSource::open(Cursor::new(bytes.clone())).unwrap(), output);
+        check(&prof.display().to_string(), &mut unsymbolised);
+    }
+    for arch in ["x86_64", "i386", "s390x"] {
+        let dir = recorded.join(arch);
+        let mut symbolised = |output: &Output| {
+            let bytes = std::fs::read(dir.join("workload.prof")).unwrap();
+            let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
+            output_of(&mut source, output)
+        };
+        check(&format!("{arch} recorded"), &mut symbolised);
+        let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
+        let samples = SampleIndex::Name("samples".into());
+        let mut from_pprof = |output: &Output| output_of(&mut PprofSource::open(&proto[..], &samples).unwrap(), output);
+        check(&format!("{arch} go -proto"), &mut from_pprof);
+    }
+    let manifest_path = work.join("viewers.tsv");
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let out = Command::new(tools.join("venv/bin/python"))
+        .arg(root().join("qemu-tests/oracle/viewer_formats.py"))
+        .arg(tools.join("speedscope-schema.json"))
+        .arg(&manifest_path)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{checked} native inputs; speedscope: {}", report.lines().last().unwrap_or(""));
+    if !out.status.success() {
+        failures.push(format!("speedscope checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    assert!(checked > 20, "only {checked} inputs");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
+    let mut out = Vec::new();
+    convert(source, output, Destination::Stream(&mut out), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    out
 }

@@ -73,7 +73,10 @@ pub struct SourceInfo {
     pub sample_interval_us: u64,
     /// What the interval measures: `wall`, `cpu`, `gil` … (pprof's sample type).
     pub mode: std::borrow::Cow<'static, str>,
-    /// CPython's profiling mode number, for outputs that print it (Tachyon inputs only).
+    /// CPython's profiling mode number this profile corresponds to, for the outputs that say
+    /// it (jsonl, the pstats table, a Tachyon header): a Tachyon header's; `cpu` for
+    /// gperftools (libprofiler samples CPU time); for pprof, the period type's when it is
+    /// one of CPython's mode names. `None` where nothing says.
     pub cpython_mode: Option<u8>,
     /// Samples the source expects to replay (for progress; may be 0 or a guess).
     pub expected_samples: u64,
@@ -164,10 +167,11 @@ pub struct FrameTable {
 }
 
 impl FrameTable {
-    /// Appends a frame; returns its id.
+    /// Appends a frame; returns its id. The table's mappings must be in place first: a
+    /// frame's file may be its mapping's ([`FrameTable::file_of`]).
     pub fn push(&mut self, frame: FrameInfo) -> u32 {
         let key = FunctionKey {
-            filename: frame.filename.clone(),
+            filename: self.file_of(&frame).to_owned(),
             lineno: extract_lineno(frame.location),
             funcname: frame.funcname.clone(),
         };
@@ -180,6 +184,17 @@ impl FrameTable {
         self.function_of.push(function);
         self.frames.push(frame);
         self.frames.len() as u32 - 1
+    }
+
+    /// The file a frame is from, as the outputs that name files the way CPython's collectors
+    /// do show it (function keys, jsonl, a Tachyon file's frames): its source file, else, for
+    /// a native frame without line information, the binary or library its address is in.
+    /// pprof output keeps the empty source file instead: its mappings already name binaries.
+    pub fn file_of<'a>(&'a self, frame: &'a FrameInfo) -> &'a str {
+        match (frame.filename.is_empty(), frame.mapping) {
+            (true, Some(m)) => self.mappings.get(m as usize).map_or("", |m| &m.file),
+            _ => &frame.filename,
+        }
     }
 
     /// Index into [`FrameTable::functions`] of frame `id`: frames with equal

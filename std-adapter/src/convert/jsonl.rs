@@ -67,7 +67,7 @@ impl JsonlCollector {
         let fields =
             (loc.0, (loc.1 > 0).then_some(loc.1), (loc.2 >= 0).then_some(loc.2), (loc.3 >= 0).then_some(loc.3));
         let func = self.strings.id(&f.funcname);
-        let path = self.strings.id(&f.filename);
+        let path = self.strings.id(frames.file_of(f));
         let key = (path, func, fields);
         let next = self.frames.len() as u32;
         let e = *self.frame_ids.entry(key).or_insert(next);
@@ -137,6 +137,11 @@ impl JsonlCollector {
         }
         writeln!(out, "{},\"samples_total\":{}}}", head("end"), self.samples_total)
     }
+}
+
+/// The mode number of one of CPython's `PROFILING_MODE_NAMES` (the inverse of [`mode_name`]).
+pub fn mode_number(name: &str) -> Option<u8> {
+    (0..=4).find(|&m| mode_name(m) == name)
 }
 
 /// CPython's `PROFILING_MODE_NAMES`.

@@ -240,12 +240,7 @@ where
         )));
     }
     let frames = source.frames();
-    let filename = |f: &crate::model::FrameInfo| -> String {
-        match (f.filename.is_empty(), f.mapping) {
-            (true, Some(m)) => frames.mappings[m as usize].file.clone(),
-            _ => f.filename.clone(),
-        }
-    };
+    let filename = |f: &crate::model::FrameInfo| frames.file_of(f).to_owned();
     let mut strings: std::collections::HashSet<String> = std::collections::HashSet::new();
     for f in &frames.frames {
         strings.insert(filename(f));
@@ -259,8 +254,7 @@ where
         rle_budget: CPYTHON_RLE_BUDGET,
     };
     let mut storage = OwnedWriterStorage::new(cap, compression).map_err(|e| ConvertError::Encode(e.to_string()))?;
-    let mode =
-        (0..=4u8).find(|&m| super::jsonl::mode_name(m) == info.mode).and_then(|m| ProfilingMode::from_value(m.into()));
+    let mode = info.cpython_mode.and_then(|m| ProfilingMode::from_value(m.into()));
     let config = WriterConfig {
         start_time_us: info.start_time_us,
         sample_interval_us: info.sample_interval_us,

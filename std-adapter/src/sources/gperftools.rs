@@ -307,7 +307,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             start_time_us: 0,
             sample_interval_us: period_us,
             mode: "cpu".into(),
-            cpython_mode: None,
+            cpython_mode: crate::convert::jsonl::mode_number("cpu"),
             expected_samples: samples,
             timestamps: false,
             threads: false,

@@ -177,6 +177,12 @@ impl PprofSource {
 
         let thread_key = profile.string_table.iter().position(|s| s == "thread_id").map(|i| i as i64);
         let threads = thread_key.is_some_and(|k| profile.sample.iter().any(|s| s.label.iter().any(|l| l.key == k)));
+        // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
+        // CPython's mode), whichever value is counted.
+        let cpython_mode = match &profile.period_type {
+            Some(t) => crate::convert::jsonl::mode_number(string(t.r#type)?),
+            None => None,
+        };
         let period_ns = match &profile.period_type {
             Some(t) if string(t.unit)? == "nanoseconds" => profile.period.max(0) as u64,
             _ => 0,
@@ -187,7 +193,7 @@ impl PprofSource {
             start_time_us: profile.time_nanos.max(0) as u64 / 1000,
             sample_interval_us: period_ns / 1000,
             mode: mode.into(),
-            cpython_mode: None,
+            cpython_mode,
             expected_samples,
             timestamps: false,
             threads,
