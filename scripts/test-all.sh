@@ -48,7 +48,7 @@ bash scripts/oracle.sh >/dev/null
 step "set-up: what conversions are checked with (go tool pprof, rsvg-convert, Python 3.11, jsonschema, speedscope's schema)"
 bash scripts/viewer-tools.sh
 
-step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386, s390x under qemu-user) and read them with google-pprof and go pprof"
+step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386; s390x, powerpc, powerpc64 under qemu-user, the PowerPC libprofiler built from source) and read them with google-pprof and go pprof"
 export TACHYON_GPERFTOOLS_PROFILES="$PWD/target/gperftools-profiles"
 bash qemu-tests/oracle/gperftools/record.sh "$TACHYON_GPERFTOOLS_PROFILES"
 

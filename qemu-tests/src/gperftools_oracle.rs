@@ -3,6 +3,12 @@
 
 use std::collections::BTreeMap;
 
+/// The machines `qemu-tests/oracle/gperftools/record.sh` records a profile on (folders of
+/// `TACHYON_GPERFTOOLS_PROFILES`): x86_64 and i386 natively; s390x, powerpc and powerpc64
+/// (all big-endian) under qemu-user.
+#[allow(dead_code)] // The core codec's tests include this file and read only the parsers.
+pub const RECORDED_ARCHES: [&str; 5] = ["x86_64", "i386", "s390x", "powerpc", "powerpc64"];
+
 /// google-pprof's "Total: N samples" line.
 pub fn perl_total(text: &str) -> u64 {
     let line = text.lines().find(|l| l.starts_with("Total: ")).expect("a Total line");

@@ -151,8 +151,8 @@ fn the_firefox_profiler_needs_times_and_refuses_by_name() {
     }
 }
 
-/// Every profile file: the real ones, their edge variants, and the three recorded by the test
-/// command (`TACHYON_GPERFTOOLS_PROFILES`: x86_64, i386, s390x).
+/// Every profile file: the real ones, their edge variants, and those recorded by the test
+/// command (`TACHYON_GPERFTOOLS_PROFILES`: every arch of `RECORDED_ARCHES`).
 fn every_file() -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = real().into_iter().map(|(name, file, _, _)| (name, file)).collect();
     let edge = dir("edge-synthetic");
@@ -164,7 +164,7 @@ fn every_file() -> Vec<(String, Vec<u8>)> {
     let recorded = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
         .map(std::path::PathBuf::from)
         .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)");
-    for arch in ["x86_64", "i386", "s390x"] {
+    for arch in qemu_tests::gperftools_oracle::RECORDED_ARCHES {
         let path = recorded.join(arch).join("workload.prof");
         files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
     }

@@ -1,13 +1,14 @@
 //! Symbolised gperftools conversions, on the profiles libprofiler records during the test
 //! command (`qemu-tests/oracle/gperftools/record.sh`, directory `TACHYON_GPERFTOOLS_PROFILES`:
-//! x86_64, i386, and s390x under qemu-user) of our own workload, against what the real readers printed for it while its binaries
-//! were still at the recorded paths:
+//! x86_64 and i386; s390x, powerpc and powerpc64 under qemu-user) of our own workload, against
+//! what the real readers printed for it while its binaries were still at the recorded paths:
 //!
 //! - collapsed stacks name the same functions with the same counts as google-pprof 2.10's
 //!   `--collapsed`. Its names are compared without the two decorations it adds: `<address>`
 //!   after names it took from `nm` (the symbol's start, to tell apart functions of one name)
 //!   and `[inline]` after inlined functions; its lines, one per distinct address stack, are
-//!   summed by name as ours are;
+//!   summed by name as ours are. On PowerPC, where google-pprof misnames addresses
+//!   ([`only_workload`]), the functions it names from DWARF must be ours at every depth;
 //! - the pprof output has go pprof's samples, address for address, and go pprof shows the
 //!   inlined functions in it;
 //! - binaries that are missing, truncated or not ELF leave addresses as `0x…` with a
@@ -26,9 +27,7 @@ use tachyon::file::FileSource;
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::symbolize::Symbolizer;
 
-/// The recordings: x86_64 (64-bit little-endian), i386 (32-bit), s390x (64-bit big-endian,
-/// under qemu-user).
-const ARCHES: [&str; 3] = ["x86_64", "i386", "s390x"];
+use qemu_tests::gperftools_oracle::RECORDED_ARCHES as ARCHES;
 
 /// The folder of the profile recorded on `arch`.
 fn recorded_on(arch: &str) -> PathBuf {
@@ -103,8 +102,48 @@ fn symbolised_collapsed_stacks_are_google_pprofs() {
             assert_eq!(warnings, Vec::<String>::new());
         }
         let ours = collapsed(&String::from_utf8(out).unwrap(), false);
-        assert_eq!(ours, expected, "{arch}");
+        if arch.starts_with("powerpc") {
+            let (ours, theirs) = (only_workload(&ours), only_workload(&expected));
+            assert!(theirs.keys().any(|k| k.contains("main;middle;sort_keys;lib_sort;sort_range")), "{theirs:?}");
+            assert_eq!(ours, theirs, "{arch}");
+        } else {
+            assert_eq!(ours, expected, "{arch}");
+        }
     }
+}
+
+/// The functions of the recorded workload (`qemu-tests/oracle/gperftools/workload.c` and
+/// `libsort.c`), which both readers name from the binaries' DWARF.
+const WORKLOAD_FUNCTIONS: [&str; 11] = [
+    "main",
+    "middle",
+    "recurse",
+    "hash_block",
+    "mix",
+    "series",
+    "sort_keys",
+    "compare_keys",
+    "lib_sort",
+    "sort_range",
+    "merge_runs",
+];
+
+/// Stacks with every frame not of the workload's functions as `?`, summed again. On PowerPC
+/// the profile holds addresses google-pprof can only misname: libprofiler's walk reads the
+/// leaf caller's link-register slot before the leaf has saved it, giving stale values (0x15,
+/// 0x115, …) in no mapping, which google-pprof looks up in the main program anyway
+/// (`__abi_tag`, a note); and on 64-bit PowerPC (ELFv1) libc's function symbols point at
+/// `.opd` descriptors, so `nm`'s nearest symbol to a code address is a data symbol
+/// (`__h_errno`). We leave such addresses as `0x…`; the workload's frames, named from DWARF,
+/// must agree at every depth.
+fn only_workload(stacks: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (stack, n) in stacks {
+        let frames: Vec<&str> =
+            stack.split(';').map(|f| if WORKLOAD_FUNCTIONS.contains(&f) { f } else { "?" }).collect();
+        *out.entry(frames.join(";")).or_insert(0) += n;
+    }
+    out
 }
 
 #[test]

@@ -202,7 +202,7 @@ fn go_pprofs_proto_made_gperftools_again_holds_its_samples() {
 
 #[test]
 fn go_pprofs_bare_addresses_are_symbolised_as_the_gperftools_profile_is() {
-    for arch in ["x86_64", "i386", "s390x"] {
+    for arch in qemu_tests::gperftools_oracle::RECORDED_ARCHES {
         let dir = recorded().with_file_name(arch);
         let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
         let prof = std::fs::read(dir.join("workload.prof")).unwrap();

@@ -205,7 +205,7 @@ fn native_inputs_reach_the_viewers() {
             |output: &Output| output_of(&mut GperftoolsSource::open(Cursor::new(bytes.clone())).unwrap(), output);
         check(&prof.display().to_string(), &mut unsymbolised);
     }
-    for arch in ["x86_64", "i386", "s390x"] {
+    for arch in qemu_tests::gperftools_oracle::RECORDED_ARCHES {
         let dir = recorded.join(arch);
         let mut symbolised = |output: &Output| {
             let bytes = std::fs::read(dir.join("workload.prof")).unwrap();

@@ -2,8 +2,9 @@
 # Records real gperftools CPU profiles with libprofiler (Debian's gperftools 2.10) of our own
 # workload (workload.c + libsort.c: known functions, frame pointers, debug info) and what
 # the real readers print for them, into OUT/x86_64/, OUT/i386/ (natively, with Debian bookworm's
-# i386 libprofiler unpacked privately by cross-roots.sh and the i686 cross gcc) and OUT/s390x/
-# (the same under qemu-user), each holding:
+# i386 libprofiler unpacked privately by cross-roots.sh and the i686 cross gcc), OUT/s390x/
+# (the same under qemu-user), OUT/powerpc/ and OUT/powerpc64/ (libprofiler built from
+# bookworm's source package by build-powerpc.sh, run under qemu-user), each holding:
 #   workload.prof                 the profile, written by libprofiler through ProfilerStart
 #   google-pprof.collapsed.txt    google-pprof 2.10 (perl) --collapsed, symbolised
 #   google-pprof.text.txt         google-pprof --text
@@ -84,4 +85,14 @@ for arch in i386 s390x; do
     EXTRA_CFLAGS="-I$R/usr/include" EXTRA_LDFLAGS="$R/usr/lib/$triplet/libprofiler.so.0 -Wl,-rpath-link,$L" \
       EXTRA_RPATH="" record s390x s390x-linux-gnu-gcc "$((ROUNDS / 10))" qemu-s390x -L "$R"
   fi
+done
+
+# powerpc and powerpc64 (big-endian) under qemu-user, with libprofiler built from bookworm's
+# source package; the cross compilers' own libraries are the root (-L).
+command -v qemu-ppc >/dev/null || need_apt qemu-user
+PPC=$(bash "$HERE/build-powerpc.sh" | tail -n 1) || fail "build-powerpc.sh"
+for arch in powerpc powerpc64; do
+  qemu=$([ "$arch" = powerpc ] && echo qemu-ppc || echo qemu-ppc64)
+  EXTRA_CFLAGS="-I$PPC/$arch/include" EXTRA_LDFLAGS="$PPC/$arch/libprofiler.so.0" EXTRA_RPATH="$PPC/$arch" \
+    record "$arch" "$arch-linux-gnu-gcc" "$((ROUNDS / 10))" "$qemu" -L "/usr/$arch-linux-gnu"
 done

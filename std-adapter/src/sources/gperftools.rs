@@ -375,8 +375,8 @@ impl<R: Read + Seek> GperftoolsSource<R> {
 
 /// The mappings of a `/proc/self/maps` text: `start-limit perms offset dev inode path`. A line
 /// `attr=value` (a word, `=`, no spaces: `build=/src/out`) makes `$attr` stand for the value
-/// in the lines after it, as go pprof reads them (google-pprof knows `build=` alone). Other
-/// lines are skipped.
+/// in the lines after it, as go pprof reads them (google-pprof knows `build=` alone). Lines
+/// of mappings without `x` permission, like other lines, are skipped.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
     let mut vars: Vec<(String, String)> = Vec::new();
@@ -390,9 +390,15 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
             }
         }
         let mut fields = line.split_ascii_whitespace();
-        let (Some(range), Some(_perms), Some(offset)) = (fields.next(), fields.next(), fields.next()) else {
+        let (Some(range), Some(perms), Some(offset)) = (fields.next(), fields.next(), fields.next()) else {
             continue;
         };
+        // Code runs only from executable mappings; both real readers skip the others, so an
+        // address in a data mapping (a stale return address, say) stays a bare address rather
+        // than taking the nearest symbol of code it cannot be in.
+        if !perms.contains('x') {
+            continue;
+        }
         let Some((start, limit)) = range.split_once('-') else { continue };
         let hex = |s: &str| u64::from_str_radix(s, 16).ok();
         let (Some(start), Some(limit), Some(offset)) = (hex(start), hex(limit), hex(offset)) else { continue };
@@ -500,10 +506,12 @@ mod tests {
                     build=/src/out\n\
                     00500000-00501000 r-xp 00002000 00:00 12   $build/prog\n\
                     not a mapping\n\
+                    00600000-00601000 r--p 00003000 00:00 12   /src/out/prog\n\
                     7f00-7f10 r-xp 0 00:00 0 [vdso]\n";
         let maps = parse_maps(text);
         let files: Vec<&str> = maps.iter().map(|m| m.file.as_str()).collect();
-        // Before the attribute line, `$build` stands for nothing yet.
+        // Before the attribute line, `$build` stands for nothing yet; the data mapping is
+        // not one (no `x`).
         assert_eq!(files, ["$build/prog", "/src/out/prog", "[vdso]"]);
         assert_eq!((maps[1].start, maps[1].limit, maps[1].offset), (0x500000, 0x501000, 0x2000));
     }
