@@ -323,11 +323,51 @@ fn section_data<'d>(section: &object::Section<'d, '_>) -> Option<Cow<'d, [u8]>> 
     }
 }
 
-/// Defined function symbols, by address (`.symtab`, else `.dynsym`), demangled.
+/// Defined text and data symbols, by address (`.symtab`, else `.dynsym`), demangled; a
+/// 64-bit PowerPC ELFv1 function symbol at its code, not its descriptor.
 fn symbols_of(file: &object::File<'_>) -> Vec<(u64, String)> {
-    file.symbol_map()
+    let descriptors = FunctionDescriptors::of(file);
+    let mut symbols: Vec<(u64, String)> = file
+        .symbol_map()
         .symbols()
         .iter()
-        .map(|s| (s.address(), addr2line::demangle_auto(Cow::Borrowed(s.name()), None).into_owned()))
-        .collect()
+        .map(|s| {
+            let address = descriptors.as_ref().and_then(|d| d.entry(s.address())).unwrap_or(s.address());
+            (address, addr2line::demangle_auto(Cow::Borrowed(s.name()), None).into_owned())
+        })
+        .collect();
+    if descriptors.is_some() {
+        symbols.sort_by_key(|&(address, _)| address);
+    }
+    symbols
+}
+
+/// The `.opd` section of a 64-bit PowerPC ELFv1 binary (big-endian Linux before ELFv2): there
+/// a function symbol's value is the address of its descriptor (entry point, TOC, environment,
+/// 8 bytes each), not of its code, so `nm`'s nearest symbol to a code address is some data
+/// symbol (google-pprof names libc's code `__h_errno`).
+struct FunctionDescriptors<'d> {
+    address: u64,
+    data: Cow<'d, [u8]>,
+}
+
+impl<'d> FunctionDescriptors<'d> {
+    fn of(file: &object::File<'d>) -> Option<Self> {
+        let elf_v1 = match file.flags() {
+            object::FileFlags::Elf { e_flags, .. } => e_flags & object::elf::EF_PPC64_ABI != 2,
+            _ => false,
+        };
+        if file.architecture() != object::Architecture::PowerPc64 || file.is_little_endian() || !elf_v1 {
+            return None;
+        }
+        let opd = file.section_by_name(".opd")?;
+        Some(FunctionDescriptors { address: opd.address(), data: section_data(&opd)? })
+    }
+
+    /// The entry point in the descriptor at `address`, if it is one.
+    fn entry(&self, address: u64) -> Option<u64> {
+        let at = usize::try_from(address.checked_sub(self.address)?).ok()?;
+        let word = self.data.get(at..at.checked_add(8)?)?;
+        Some(u64::from_be_bytes(word.try_into().ok()?))
+    }
 }
