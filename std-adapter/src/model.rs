@@ -62,6 +62,13 @@ pub enum Naming {
     Native,
 }
 
+/// Most samples a source whose file states its counts (gperftools records, pprof values) may
+/// total, refused beyond by the source: every output adds counts in 64 bits (and multiplies
+/// them by the interval), and JSON readers hold integers exactly only up to 2^53. A real
+/// profile is far below (2^53 samples at 1 kHz is 285,000 years); a file beyond has a
+/// corrupted count.
+pub const MAX_COUNTED_TOTAL: u64 = 1 << 53;
+
 /// What a source says about its whole profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceInfo {

@@ -132,3 +132,59 @@ fn corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion() {
     eprintln!("{} files, {failed} of {variants} variants ended in an error, none panicked", files.len());
     assert!(variants > 1000, "{variants}");
 }
+
+/// A little-endian 64-bit gperftools profile of one-address records `(count, pc)`.
+fn gperftools_profile(records: &[(u64, u64)]) -> Vec<u8> {
+    let mut words = vec![0u64, 3, 0, 1000, 0];
+    for &(count, pc) in records {
+        words.extend([count, 1, pc]);
+    }
+    words.extend([0, 1, 0]);
+    let mut file: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    file.extend_from_slice(b"00400000-00500000 r-xp 00000000 00:00 0 /bin/true\n");
+    file
+}
+
+/// Counts of 2^32 and more, which 8-byte slots can hold: summed exactly while the total stays
+/// within 2^53 (every output converts; collapsed lines count them), refused beyond with an
+/// error naming the record where the total passed it — never an overflow.
+#[test]
+fn counts_of_2_to_the_32_and_beyond() {
+    let big = gperftools_profile(&[(1 << 32, 0x401000), (1 << 32, 0x402000), (1 << 32, 0x401000)]);
+    assert_eq!(run_gperftools(&big), 1, "only gecko refuses (no times)");
+    let mut source = GperftoolsSource::open(Cursor::new(&big[..])).unwrap();
+    let mut out = Vec::new();
+    convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "0x401000 8589934592\n0x402000 4294967296\n");
+
+    // The second record takes the total past 2^53; it starts at 40 + 24 bytes.
+    for second in [1 << 53, u64::MAX] {
+        let file = gperftools_profile(&[(1, 0x401000), (second, 0x402000), (5, 0x401000)]);
+        let err = GperftoolsSource::open(Cursor::new(&file[..])).err().expect("refused");
+        assert!(err.to_string().starts_with("offset 64: "), "{err}");
+        assert!(err.to_string().contains("2^53"), "{err}");
+    }
+}
+
+/// pprof values are signed 64-bit: many large ones would overflow a sum; past 2^53 the
+/// profile is refused, saying why.
+#[test]
+fn pprof_values_adding_past_2_to_the_53_are_refused() {
+    use prost::Message;
+    use tachyon::convert::pprof::{Profile, Sample, ValueType};
+    use tachyon::model::Source;
+    use tachyon::sources::pprof::{PprofSource, SampleIndex};
+    let profile = |values: &[i64]| Profile {
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        sample: values.iter().map(|&v| Sample { location_id: vec![], value: vec![v], label: vec![] }).collect(),
+        string_table: vec![String::new(), "samples".into(), "count".into()],
+        ..Profile::default()
+    };
+    let fine = profile(&[1 << 52, 1 << 52]).encode_to_vec();
+    assert_eq!(PprofSource::open(&fine[..], &SampleIndex::Default).unwrap().info().expected_samples, 1 << 53);
+    for values in [&[1 << 52, 1 << 52, 1][..], &[i64::MAX, i64::MAX, i64::MAX]] {
+        let bytes = profile(values).encode_to_vec();
+        let err = PprofSource::open(&bytes[..], &SampleIndex::Default).err().expect("refused");
+        assert!(err.to_string().contains("more than 2^53"), "{err}");
+    }
+}

@@ -80,6 +80,18 @@ pub enum ConvertError<E> {
     },
 }
 
+impl<E> ConvertError<E> {
+    /// The same error with the input's error made another type.
+    pub fn map_read<F>(self, f: impl FnOnce(E) -> F) -> ConvertError<F> {
+        match self {
+            ConvertError::Read(e) => ConvertError::Read(f(e)),
+            ConvertError::Write(e) => ConvertError::Write(e),
+            ConvertError::Encode(e) => ConvertError::Encode(e),
+            ConvertError::Unsupported { output, input, why } => ConvertError::Unsupported { output, input, why },
+        }
+    }
+}
+
 impl<E: fmt::Display> fmt::Display for ConvertError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

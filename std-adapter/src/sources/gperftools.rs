@@ -31,7 +31,9 @@ use tachyon_core::kind::FileKind;
 use crate::convert::gperftools::{reencode, IoSink};
 use crate::convert::{at, ConvertError, Destination, Output};
 use crate::hash::IdMap;
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::model::{
+    Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
+};
 use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
 
 /// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.
@@ -49,6 +51,40 @@ pub const PROFILER_FRAMES: [&str; 6] = [
 
 /// How many times the signal-frame rule may remove a second address.
 const MAX_SIGNAL_FRAME_PASSES: usize = 2;
+
+/// Why a gperftools profile cannot be read for conversion.
+#[derive(Debug)]
+pub enum GperftoolsError<E> {
+    /// The file broke a rule of the format, or reading it failed.
+    Read(ReadError<E>),
+    /// The records' counts add up to more than [`MAX_COUNTED_TOTAL`] samples, first with the
+    /// record at this file offset.
+    CountsTooLarge {
+        /// File offset of the record.
+        offset: u64,
+    },
+}
+
+impl<E> From<ReadError<E>> for GperftoolsError<E> {
+    fn from(e: ReadError<E>) -> Self {
+        GperftoolsError::Read(e)
+    }
+}
+
+impl<E: std::fmt::Debug> std::fmt::Display for GperftoolsError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GperftoolsError::Read(e) => write!(f, "{e}"),
+            GperftoolsError::CountsTooLarge { offset } => write!(
+                f,
+                "offset {offset}: the records' counts add up to more than 2^53 samples here (a corrupted count; \
+                 conversions add counts up to 2^53)"
+            ),
+        }
+    }
+}
+
+impl<E: std::fmt::Debug> std::error::Error for GperftoolsError<E> {}
 
 /// A gperftools CPU profile, read once from `R` (and again by `--to gperftools`).
 pub struct GperftoolsSource<R: Read + Seek> {
@@ -240,7 +276,7 @@ impl SignalFrames {
 
 impl<R: Read + Seek> GperftoolsSource<R> {
     /// Reads the profile once for its addresses, the signal-frame rule and the maps text.
-    pub fn open(mut source: R) -> Result<Self, ReadError<R::Error>> {
+    pub fn open(mut source: R) -> Result<Self, GperftoolsError<R::Error>> {
         let mut window = vec![0u8; LARGEST_RECORD_WINDOW];
         // Distinct stacks (adjusted addresses); a stack's records are summed, as both real
         // readers sum them.
@@ -249,9 +285,14 @@ impl<R: Read + Seek> GperftoolsSource<R> {
         let (period_us, samples, maps_text) = {
             let mut reader = Reader::open(&mut source, &mut window)?;
             let mut end = None;
+            let mut total = 0u64;
             while let Some(item) = reader.next_item()? {
                 match item {
                     Item::Record(r) => {
+                        total = total.saturating_add(r.count);
+                        if total > MAX_COUNTED_TOTAL {
+                            return Err(GperftoolsError::CountsTooLarge { offset: r.offset });
+                        }
                         scratch.clear();
                         scratch.extend(r.pcs.iter().enumerate().map(|(i, pc)| adjusted(i, pc)));
                         stacks.add(&scratch, r.count);
@@ -415,7 +456,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 }
 
 impl<R: Read + Seek> Source for GperftoolsSource<R> {
-    type Error = ReadError<R::Error>;
+    type Error = GperftoolsError<R::Error>;
 
     /// pprof output reproduces go pprof's cleaning, so that go pprof shows for our file the
     /// samples it shows for the original; every other output google-pprof's.
@@ -433,20 +474,23 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         let Output::Gperftools { word, big_endian } = *output else { return None };
         if let Err(error) = self.source.seek(SeekFrom::Start(0)) {
-            return Some(Err(ConvertError::Read(ReadError::Io { offset: 0, error })));
+            return Some(Err(ConvertError::Read(ReadError::Io { offset: 0, error }.into())));
         }
         let source = &mut self.source;
-        Some(match dest {
-            Destination::File(p) => {
-                std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|mut file| {
-                    let mut out = std::io::BufWriter::new(&mut file);
-                    let n = reencode(source, IoSink(&mut out), word, big_endian, progress)?;
-                    std::io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
-                    Ok(n)
-                })
+        Some(
+            match dest {
+                Destination::File(p) => {
+                    std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|mut file| {
+                        let mut out = std::io::BufWriter::new(&mut file);
+                        let n = reencode(source, IoSink(&mut out), word, big_endian, progress)?;
+                        std::io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
+                        Ok(n)
+                    })
+                }
+                Destination::Stream(w) => reencode(source, IoSink(*w), word, big_endian, progress),
             }
-            Destination::Stream(w) => reencode(source, IoSink(*w), word, big_endian, progress),
-        })
+            .map_err(|e| e.map_read(GperftoolsError::Read)),
+        )
     }
 
     fn info(&self) -> &SourceInfo {

@@ -18,7 +18,9 @@ use tachyon_core::tables::Location as Span;
 
 use crate::convert::pprof::{Location, Profile};
 use crate::hash::IdMap;
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::model::{
+    Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
+};
 use crate::symbolize::{symbol_frames, Symbolizer};
 
 /// Most bytes of a profile decoded (after gunzip).
@@ -187,7 +189,17 @@ impl PprofSource {
             Some(t) if string(t.unit)? == "nanoseconds" => profile.period.max(0) as u64,
             _ => 0,
         };
-        let expected_samples = profile.sample.iter().filter_map(|s| s.value.get(value)).map(|&v| v.max(0) as u64).sum();
+        let expected_samples = profile
+            .sample
+            .iter()
+            .filter_map(|s| s.value.get(value))
+            .fold(0u64, |total, &v| total.saturating_add(v.max(0) as u64));
+        if expected_samples > MAX_COUNTED_TOTAL {
+            return Err(PprofError::Invalid(
+                "the samples' values add up to more than 2^53 (a corrupted value; conversions add values up to 2^53)"
+                    .to_owned(),
+            ));
+        }
         let info = SourceInfo {
             kind: FileKind::Pprof { gzipped: false },
             start_time_us: profile.time_nanos.max(0) as u64 / 1000,
