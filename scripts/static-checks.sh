@@ -26,10 +26,10 @@ step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt and gperftools)"
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools and mojo)"
 for target in "${NO_STD_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo -- -D warnings
   cargo build -p tachyon-core --target "$target" --release
 done
 
@@ -37,7 +37,7 @@ step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo
 done
 
 step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"

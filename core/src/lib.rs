@@ -77,6 +77,8 @@ pub mod compression;
 
 #[cfg(feature = "gperftools")]
 pub mod gperftools;
+#[cfg(feature = "mojo")]
+pub mod mojo;
 
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};

@@ -1,0 +1,223 @@
+//! Streaming event reader over the caller's window.
+//!
+//! An event has no length field: its end is found by decoding it. The reader decodes from
+//! the window; when an event runs past what is buffered it moves the unread bytes to the
+//! front, reads until the window is full (or the file ends) and decodes again, so each byte
+//! is decoded at most twice and time stays linear in the file size. An event longer than
+//! the whole window (its strings are) is a capacity error, not a format one.
+
+use core::ops::Range;
+
+use embedded_io::Read;
+
+use super::varint::{self, Varint, VarintError};
+use super::{Event, FrameDef, ReadError, Rule, LATEST_VERSION, MAGIC};
+
+/// The least window: the header (`"MOJ"` and a ten-byte varint) and any event without
+/// strings fit in it.
+pub const MIN_WINDOW: usize = 80;
+
+/// Streams a MOJO file's events.
+pub struct Reader<'w, R: Read> {
+    source: R,
+    window: &'w mut [u8],
+    start: usize,
+    end: usize,
+    /// File offset of `window[start]`.
+    offset: u64,
+    eof: bool,
+    version: u8,
+}
+
+/// Why an event could not be decoded from the buffered bytes.
+enum Stop {
+    /// More bytes are needed.
+    Incomplete,
+    Broken(Rule),
+}
+
+impl From<VarintError> for Stop {
+    fn from(e: VarintError) -> Self {
+        match e {
+            VarintError::Incomplete => Stop::Incomplete,
+            VarintError::Overflow => Stop::Broken(Rule::VarintOverflow),
+        }
+    }
+}
+
+/// Decodes fields from the front of a buffer.
+struct Fields<'b> {
+    buf: &'b [u8],
+    at: usize,
+}
+
+impl Fields<'_> {
+    fn varint(&mut self) -> Result<Varint, Stop> {
+        let (v, n) = varint::decode(self.buf.get(self.at..).unwrap_or_default())?;
+        self.at += n;
+        Ok(v)
+    }
+
+    /// A field Austin writes without a sign; a negative zero reads as zero.
+    fn unsigned(&mut self) -> Result<u64, Stop> {
+        match self.varint()? {
+            Varint { negative: true, magnitude } if magnitude != 0 => Err(Stop::Broken(Rule::OutOfRange)),
+            v => Ok(v.magnitude),
+        }
+    }
+
+    fn signed(&mut self) -> Result<i64, Stop> {
+        let Varint { negative, magnitude } = self.varint()?;
+        let value = if negative { 0i64.checked_sub_unsigned(magnitude) } else { i64::try_from(magnitude).ok() };
+        value.ok_or(Stop::Broken(Rule::OutOfRange))
+    }
+
+    /// A NUL-terminated string: its bytes' range, the NUL consumed.
+    fn string(&mut self) -> Result<Range<usize>, Stop> {
+        let rest = self.buf.get(self.at..).unwrap_or_default();
+        let len = rest.iter().position(|&b| b == 0).ok_or(Stop::Incomplete)?;
+        let range = self.at..self.at + len;
+        self.at += len + 1;
+        Ok(range)
+    }
+}
+
+/// Decodes the event at the front of `buf`: the event with its strings as ranges of `buf`,
+/// and its length.
+fn decode(buf: &[u8], version: u8) -> Result<(Event<Range<usize>>, usize), Stop> {
+    let id = *buf.first().ok_or(Stop::Incomplete)?;
+    let mut f = Fields { buf, at: 1 };
+    let event = match id {
+        1 => Event::Metadata { key: f.string()?, value: f.string()? },
+        2 => {
+            let pid = f.unsigned()?;
+            let iid = if version >= 3 { f.unsigned()? } else { 0 };
+            Event::Stack { pid, iid, tid: f.string()? }
+        }
+        3 => {
+            let (key, filename, scope, line) = (f.unsigned()?, f.unsigned()?, f.unsigned()?, f.unsigned()?);
+            let (line_end, column, column_end) =
+                if version >= 2 { (f.unsigned()?, f.unsigned()?, f.unsigned()?) } else { (0, 0, 0) };
+            Event::Frame(FrameDef { key, filename, scope, line, line_end, column, column_end })
+        }
+        4 => Event::FrameInvalid,
+        5 => Event::FrameRef { key: f.unsigned()? },
+        6 => Event::FrameKernel { symbol: f.string()? },
+        7 => Event::Gc,
+        8 => Event::Idle,
+        9 => Event::Time(f.signed()?),
+        10 => Event::Memory(f.signed()?),
+        11 => Event::String { key: f.unsigned()?, value: f.string()? },
+        12 => Event::StringRef { key: f.unsigned()? },
+        13 => Event::StackRepeat,
+        14 => Event::TaskStack { task: f.unsigned()?, name: f.unsigned()? },
+        15 => Event::TaskWaiter { task: f.unsigned()?, waiter: f.unsigned()? },
+        id => return Err(Stop::Broken(Rule::UnknownEvent { id })),
+    };
+    Ok((event, f.at))
+}
+
+impl<'w, R: Read> Reader<'w, R> {
+    /// Reads the header. `window` must have [`MIN_WINDOW`] bytes; events longer than it are
+    /// refused ([`ReadError::EventTooLarge`]): Austin's longest are file paths and kernel
+    /// symbols, so 64 KiB reads every real file.
+    pub fn open(source: R, window: &'w mut [u8]) -> Result<Self, ReadError<R::Error>> {
+        if window.len() < MIN_WINDOW {
+            return Err(ReadError::WindowTooSmall { len: window.len(), needed: MIN_WINDOW });
+        }
+        let mut r = Reader { source, window, start: 0, end: 0, offset: 0, eof: false, version: 0 };
+        r.refill()?;
+        let head = r.buffered();
+        let format = |rule| Err(ReadError::Format { offset: 0, rule });
+        if head.len() < MAGIC.len() {
+            return format(if MAGIC.starts_with(head) { Rule::Truncated } else { Rule::NotMojo });
+        }
+        if head.get(..MAGIC.len()) != Some(&MAGIC[..]) {
+            return format(Rule::NotMojo);
+        }
+        let (version, n) = match varint::decode(head.get(MAGIC.len()..).unwrap_or_default()) {
+            Ok(v) => v,
+            Err(VarintError::Incomplete) => return format(Rule::Truncated),
+            Err(VarintError::Overflow) => return format(Rule::VarintOverflow),
+        };
+        if version.negative || !(1..=u64::from(LATEST_VERSION)).contains(&version.magnitude) {
+            return format(Rule::Version { version: version.magnitude });
+        }
+        r.version = version.magnitude as u8;
+        r.consume(MAGIC.len() + n);
+        Ok(r)
+    }
+
+    /// The file's version (1 to 4).
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// File offset of the next event.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next event and its file offset; `None` at the end of the file.
+    #[allow(clippy::type_complexity)]
+    pub fn next_event(&mut self) -> Result<Option<(u64, Event<&[u8]>)>, ReadError<R::Error>> {
+        loop {
+            if self.start == self.end {
+                if self.eof {
+                    return Ok(None);
+                }
+                self.refill()?;
+                continue;
+            }
+            match decode(self.buffered(), self.version) {
+                Ok((event, len)) => {
+                    let (at, offset) = (self.start, self.offset);
+                    self.consume(len);
+                    let window: &[u8] = self.window;
+                    let event = event.map(|r| window.get(at + r.start..at + r.end).unwrap_or_default());
+                    return Ok(Some((offset, event)));
+                }
+                Err(Stop::Broken(rule)) => return Err(ReadError::Format { offset: self.offset, rule }),
+                Err(Stop::Incomplete) if self.eof => {
+                    return Err(ReadError::Format { offset: self.offset, rule: Rule::Truncated })
+                }
+                Err(Stop::Incomplete) if self.end - self.start == self.window.len() => {
+                    return Err(ReadError::EventTooLarge { offset: self.offset, window: self.window.len() })
+                }
+                Err(Stop::Incomplete) => self.refill()?,
+            }
+        }
+    }
+
+    /// The source, for example to read on after the events the caller wanted.
+    pub fn into_inner(self) -> R {
+        self.source
+    }
+
+    fn buffered(&self) -> &[u8] {
+        self.window.get(self.start..self.end).unwrap_or_default()
+    }
+
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.end - self.start);
+        self.start += n;
+        self.offset += n as u64;
+    }
+
+    /// Moves the unread bytes to the front and reads until the window is full or the file
+    /// ends.
+    fn refill(&mut self) -> Result<(), ReadError<R::Error>> {
+        self.window.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        while !self.eof {
+            let Some(free) = self.window.get_mut(self.end..).filter(|f| !f.is_empty()) else { break };
+            match self.source.read(free) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.end += k.min(free.len()),
+                Err(error) => return Err(ReadError::Io { offset: self.offset + self.end as u64, error }),
+            }
+        }
+        Ok(())
+    }
+}

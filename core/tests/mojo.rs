@@ -1,0 +1,433 @@
+//! The MOJO reader and writer on real files written by Austin 3.7.0, their version 1 and 2
+//! re-encodings and hand-made edge cases (`qemu-tests/vectors/mojo-austin-3.7/`, see its
+//! README): every event where the vectors' event dumps put it, with its fields and bytes;
+//! every file re-encodes to its own bytes (older versions too); bad files give the rule and
+//! the offset, never a panic.
+
+use tachyon_core::io::{Cursor, CursorError};
+use tachyon_core::mojo::varint;
+use tachyon_core::mojo::{Event, FrameDef, ReadError, Reader, Rule, WriteError, Writer, MIN_WINDOW};
+
+macro_rules! vector {
+    ($path:literal) => {
+        ($path, include_bytes!(concat!("../../qemu-tests/vectors/mojo-austin-3.7/", $path)) as &[u8])
+    };
+}
+
+const REAL: [(&str, &[u8]); 6] = [
+    vector!("a37_full_small_threads_py311.mojo"),
+    vector!("a37_gc_small_py311.mojo"),
+    vector!("a37_memory_small_py311.mojo"),
+    vector!("a37_wall_simple_py311.mojo"),
+    vector!("a37_wall_small_py311.mojo"),
+    vector!("a37p_native_kernel_py311.mojo"),
+];
+
+const DERIVED: [(&str, &[u8]); 2] =
+    [vector!("derived/v1_from_a37_wall_simple.mojo"), vector!("derived/v2_from_a37_wall_simple.mojo")];
+
+/// The event dumps: every event of the small files with its offset, fields and bytes.
+const DUMPS: [(&str, &[u8], &str); 4] = [
+    (
+        "a37_full_small_threads_py311",
+        include_bytes!("../../qemu-tests/vectors/mojo-austin-3.7/a37_full_small_threads_py311.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-austin-3.7/expected/a37_full_small_threads_py311.events.jsonl"),
+    ),
+    (
+        "a37_gc_small_py311",
+        include_bytes!("../../qemu-tests/vectors/mojo-austin-3.7/a37_gc_small_py311.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-austin-3.7/expected/a37_gc_small_py311.events.jsonl"),
+    ),
+    (
+        "a37_memory_small_py311",
+        include_bytes!("../../qemu-tests/vectors/mojo-austin-3.7/a37_memory_small_py311.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-austin-3.7/expected/a37_memory_small_py311.events.jsonl"),
+    ),
+    (
+        "a37_wall_small_py311",
+        include_bytes!("../../qemu-tests/vectors/mojo-austin-3.7/a37_wall_small_py311.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-austin-3.7/expected/a37_wall_small_py311.events.jsonl"),
+    ),
+];
+
+/// An event with owned strings, to outlive the reader's window.
+type Owned = Event<Vec<u8>>;
+
+/// The version, every event with its offset, and how reading ended.
+type ReadAll = (u8, Vec<(u64, Owned)>, Result<(), ReadError<CursorError>>);
+
+fn read_all(file: &[u8], window: usize) -> ReadAll {
+    let mut buf = vec![0u8; window];
+    let mut reader = match Reader::open(Cursor::new(file), &mut buf) {
+        Ok(r) => r,
+        Err(e) => return (0, Vec::new(), Err(e)),
+    };
+    let version = reader.version();
+    let mut events = Vec::new();
+    loop {
+        match reader.next_event() {
+            Ok(Some((offset, event))) => events.push((offset, event.map(<[u8]>::to_vec))),
+            Ok(None) => return (version, events, Ok(())),
+            Err(e) => return (version, events, Err(e)),
+        }
+    }
+}
+
+fn write_all(version: u8, events: &[(u64, Owned)]) -> Vec<u8> {
+    let mut out = vec![0u8; 4 << 20];
+    let mut staging = [0u8; 4096];
+    let mut w = Writer::new(Cursor::new(&mut out[..]), &mut staging, version).unwrap();
+    for (_, e) in events {
+        w.write(&e.as_bytes()).unwrap();
+    }
+    let len = w.get_ref().position() as usize;
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn every_file_reencodes_to_its_own_bytes() {
+    for (name, file) in REAL.iter().chain(&DERIVED) {
+        let (version, events, end) = read_all(file, 64 << 10);
+        end.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(events.len() > 100, "{name}: {} events", events.len());
+        assert!(write_all(version, &events) == *file, "{name}: re-encoded bytes differ");
+    }
+}
+
+#[test]
+fn older_versions_are_written_as_the_derived_files_hold_them() {
+    // The derived files are a37_wall_simple as version 1 and 2: the same events, with the
+    // fields those versions have.
+    let (version, events, end) = read_all(REAL[3].1, 64 << 10);
+    end.unwrap();
+    assert_eq!(version, 3);
+    assert!(write_all(1, &events) == DERIVED[0].1, "version 1");
+    assert!(write_all(2, &events) == DERIVED[1].1, "version 2");
+    let (v1, v1_events, _) = read_all(DERIVED[0].1, 64 << 10);
+    assert_eq!(v1, 1);
+    // Version 1 frames have no span beyond the line; version 1 and 2 stacks no iid.
+    let frames = v1_events.iter().filter_map(|(_, e)| match e {
+        Event::Frame(d) => Some(*d),
+        _ => None,
+    });
+    assert!(frames.clone().count() > 10);
+    assert!(frames.into_iter().all(|d| (d.line_end, d.column, d.column_end) == (0, 0, 0)));
+}
+
+#[test]
+fn small_windows_read_the_same_events() {
+    for (name, file) in REAL {
+        let (_, want, _) = read_all(file, 64 << 10);
+        for window in [MIN_WINDOW, 97, 256] {
+            let (_, got, end) = read_all(file, window);
+            match end {
+                Ok(()) => assert_eq!(got, want, "{name} window {window}"),
+                // Only an event longer than the window stops it (a long path or symbol).
+                Err(ReadError::EventTooLarge { offset, window: w }) => {
+                    assert_eq!(w, window);
+                    assert_eq!(got[..], want[..got.len()], "{name} window {window}");
+                    assert_eq!(want[got.len()].0, offset, "{name} window {window}");
+                }
+                Err(e) => panic!("{name} window {window}: {e}"),
+            }
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn events_are_where_the_event_dumps_put_them() {
+    for (name, file, dump) in DUMPS {
+        let (_, events, end) = read_all(file, 64 << 10);
+        end.unwrap();
+        let expected: Vec<serde_json::Value> = dump
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|v: &serde_json::Value| v["ev"] != "header")
+            .collect();
+        assert_eq!(events.len(), expected.len(), "{name}");
+        for (i, ((offset, event), want)) in events.iter().zip(&expected).enumerate() {
+            let at = format!("{name} event {i} at {offset}");
+            assert_eq!(*offset, want["off"].as_u64().unwrap(), "{at}");
+            let end = events.get(i + 1).map_or(file.len(), |(o, _)| *o as usize);
+            let bytes = &file[*offset as usize..end];
+            assert_eq!(hex(bytes), want["raw"].as_str().unwrap(), "{at}");
+            // The dumps' text fields write the recording folder `/tmp/research` as `<research>`
+            // (their `raw` bytes are the file's).
+            let text = |v: &[u8]| String::from_utf8(v.to_vec()).unwrap().replace("/tmp/research", "<research>");
+            let num = |k: &str| want[k].as_u64().unwrap_or_else(|| panic!("{at}: {k}"));
+            match (event, want["ev"].as_str().unwrap()) {
+                (Event::Metadata { key, value }, "metadata") => {
+                    assert_eq!(
+                        (text(key), text(value)),
+                        (want["key"].as_str().unwrap().into(), want["value"].as_str().unwrap().into()),
+                        "{at}"
+                    );
+                }
+                (Event::Stack { pid, iid, tid }, "stack") => {
+                    assert_eq!(
+                        (*pid, *iid, text(tid)),
+                        (num("pid"), num("iid"), want["tid"].as_str().unwrap().into()),
+                        "{at}"
+                    );
+                }
+                (Event::String { key, value }, "string") => {
+                    assert_eq!((*key, text(value)), (num("key"), want["value"].as_str().unwrap().into()), "{at}");
+                }
+                (Event::Frame(d), "frame") => {
+                    let fields = (d.key, d.filename, d.scope, d.line, d.line_end, d.column, d.column_end);
+                    let wanted = (
+                        num("key"),
+                        num("filename_key"),
+                        num("scope_key"),
+                        num("line"),
+                        num("line_end"),
+                        num("column"),
+                        num("column_end"),
+                    );
+                    assert_eq!(fields, wanted, "{at}");
+                }
+                (Event::FrameRef { key }, "frame_ref") => assert_eq!(*key, num("key"), "{at}"),
+                (Event::Time(t), "metric_time") => assert_eq!(*t, want["value"].as_i64().unwrap(), "{at}"),
+                (Event::Memory(m), "metric_memory") => assert_eq!(*m, want["value"].as_i64().unwrap(), "{at}"),
+                (Event::Idle, "idle") | (Event::Gc, "gc") => {}
+                (e, kind) => panic!("{at}: read {e:?}, the dump says {kind}"),
+            }
+        }
+        // Negative memory deltas are in them (the sign bit in use).
+        if name.contains("memory") {
+            assert!(events.iter().any(|(_, e)| matches!(e, Event::Memory(m) if *m < 0)), "{name}");
+        }
+    }
+}
+
+macro_rules! edge {
+    ($name:literal) => {
+        include_bytes!(concat!("../../qemu-tests/vectors/mojo-austin-3.7/synthetic_edge/", $name, ".mojo")) as &[u8]
+    };
+}
+
+#[test]
+fn edge_cases_give_the_documented_events_or_rules() {
+    let events = |file: &[u8]| {
+        let (version, events, end) = read_all(file, 4096);
+        (version, events.into_iter().map(|(_, e)| e).collect::<Vec<_>>(), end)
+    };
+    let last = |file: &[u8]| events(file).1.pop().unwrap();
+    // What both real readers read.
+    assert_eq!(last(edge!("neg_time")), Event::Time(-5));
+    assert_eq!(last(edge!("nonminimal_varint")), Event::Time(5));
+    let (_, evs, _) = events(edge!("nonhex_tid"));
+    assert!(evs.contains(&Event::Stack { pid: 42, iid: 0, tid: b"main".to_vec() }));
+    assert_eq!(events(edge!("string_ref_event")).1.iter().filter(|e| **e == Event::StringRef { key: 3 }).count(), 1);
+    // Version 4 is read; its events are accepted in a version 3 file (as 2.4.0 does).
+    let (v4, evs, end) = events(edge!("version4_header"));
+    assert_eq!((v4, end), (4, Ok(())));
+    assert!(evs.contains(&Event::Frame(FrameDef {
+        key: 7,
+        filename: 2,
+        scope: 3,
+        line: 10,
+        line_end: 10,
+        column: 1,
+        column_end: 5
+    })));
+    assert_eq!(last(edge!("event13_in_v3")), Event::StackRepeat);
+    // Definitions that break the tables' rules are still well-formed events: their meaning
+    // is the sample resolver's.
+    for file in [
+        edge!("cross_pid_ref"),
+        edge!("undefined_frame_ref"),
+        edge!("undefined_string_key0"),
+        edge!("string_before_stack"),
+        edge!("redefine_string"),
+        edge!("unknown_scope_key1"),
+        edge!("ok_minimal"),
+    ] {
+        assert_eq!(events(file).2, Ok(()));
+    }
+    // Rules, at the event's offset.
+    assert_eq!(events(edge!("truncated_tail")).2, Err(ReadError::Format { offset: 46, rule: Rule::Truncated }));
+    assert_eq!(
+        events(edge!("version0_header")).2,
+        Err(ReadError::Format { offset: 0, rule: Rule::Version { version: 0 } })
+    );
+}
+
+#[test]
+fn hostile_varints_and_ids_are_named() {
+    let ok = edge!("ok_minimal");
+    let with = |tail: &[u8]| [ok, tail].concat();
+    let end = |file: &[u8]| read_all(file, 4096).2;
+    let at = ok.len() as u64;
+    // A frame key of more than 64 bits, and one of eleven bytes.
+    let over = with(&[5, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x04]);
+    assert_eq!(end(&over), Err(ReadError::Format { offset: at, rule: Rule::VarintOverflow }));
+    let long = with(&[5, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
+    assert_eq!(end(&long), Err(ReadError::Format { offset: at, rule: Rule::VarintOverflow }));
+    // u64::MAX is a real frame key.
+    let max = with(&[5, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x03]);
+    assert_eq!(read_all(&max, 4096).1.last().unwrap().1, Event::FrameRef { key: u64::MAX });
+    // A negative key; a time beyond i64.
+    assert_eq!(end(&with(&[5, 0x41])), Err(ReadError::Format { offset: at, rule: Rule::OutOfRange }));
+    let huge_time = with(&[9, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x03]);
+    assert_eq!(end(&huge_time), Err(ReadError::Format { offset: at, rule: Rule::OutOfRange }));
+    assert_eq!(
+        read_all(&with(&[10, 0xc0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02]), 4096).1.last().unwrap().1,
+        Event::Memory(i64::MIN)
+    );
+    // Unknown ids, and files that are not MOJO.
+    for id in [0u8, 16, 0xff] {
+        assert_eq!(end(&with(&[id])), Err(ReadError::Format { offset: at, rule: Rule::UnknownEvent { id } }));
+    }
+    assert_eq!(end(b"MOX\x03"), Err(ReadError::Format { offset: 0, rule: Rule::NotMojo }));
+    assert_eq!(end(b"MO"), Err(ReadError::Format { offset: 0, rule: Rule::Truncated }));
+    assert_eq!(end(b""), Err(ReadError::Format { offset: 0, rule: Rule::Truncated }));
+    assert_eq!(end(b"MOJ\x05"), Err(ReadError::Format { offset: 0, rule: Rule::Version { version: 5 } }));
+    // A string longer than the window is a capacity error at its event.
+    let mut long_string = ok.to_vec();
+    long_string.push(1);
+    long_string.extend(std::iter::repeat(b'k').take(500));
+    long_string.extend([0, b'v', 0]);
+    assert_eq!(read_all(&long_string, MIN_WINDOW).2, Err(ReadError::EventTooLarge { offset: at, window: MIN_WINDOW }));
+    assert_eq!(read_all(&long_string, 4096).2, Ok(()));
+}
+
+#[test]
+fn every_truncation_is_events_then_the_rule() {
+    for (name, file) in REAL.iter().filter(|(n, _)| n.contains("small")) {
+        let (_, all, _) = read_all(file, 64 << 10);
+        let boundaries: std::collections::BTreeSet<u64> = all.iter().map(|(o, _)| *o).collect();
+        for len in 0..file.len() {
+            let (_, got, end) = read_all(&file[..len], 4096);
+            assert_eq!(got[..], all[..got.len()], "{name} cut at {len}");
+            match end {
+                Ok(()) => assert!(boundaries.contains(&(len as u64)), "{name} cut at {len}"),
+                Err(ReadError::Format { offset, rule: Rule::Truncated }) => {
+                    assert!(offset == 0 || offset == all[got.len()].0, "{name} cut at {len}")
+                }
+                Err(e) => panic!("{name} cut at {len}: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_writer_refuses_what_readers_would_misread() {
+    let mut out = [0u8; 256];
+    let mut staging = [0u8; 32];
+    assert!(matches!(Writer::new(Cursor::new(&mut out[..]), &mut staging, 0), Err(WriteError::Version { version: 0 })));
+    let mut w = Writer::new(Cursor::new(&mut out[..]), &mut staging, 3).unwrap();
+    assert_eq!(w.write(&Event::StackRepeat), Err(WriteError::NotInVersion { id: 13, version: 3 }));
+    assert_eq!(w.write(&Event::String { key: 2, value: &b"a\0b"[..] }), Err(WriteError::NulInString));
+    assert_eq!(w.write(&Event::String { key: 2, value: &[b'x'; 40][..] }), Err(WriteError::TooLarge { staging: 32 }));
+    w.write(&Event::Stack { pid: 42, iid: 0, tid: &b"2a"[..] }).unwrap();
+    w.write(&Event::Memory(-86016)).unwrap();
+    assert_eq!(w.events(), 2);
+    let len = w.get_ref().position() as usize;
+    // Nothing of the refused calls went out.
+    assert_eq!(&out[..len], b"MOJ\x03\x02\x2a\x00\x32\x61\x00\x0a\xc0\xc0\x0a");
+}
+
+/// A sink that fails its `n`-th write, with an error or by taking a few bytes only.
+struct Flaky {
+    out: Vec<u8>,
+    calls: usize,
+    fail_at: usize,
+    short: bool,
+}
+
+#[derive(Debug)]
+struct Broken;
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("broken sink")
+    }
+}
+
+impl std::error::Error for Broken {}
+
+impl embedded_io::Error for Broken {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::Other
+    }
+}
+
+impl embedded_io::ErrorType for Flaky {
+    type Error = Broken;
+}
+
+impl embedded_io::Write for Flaky {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
+        self.calls += 1;
+        if self.calls == self.fail_at {
+            if self.short && buf.len() > 1 {
+                self.out.extend_from_slice(&buf[..buf.len() / 2]);
+                return Ok(buf.len() / 2);
+            }
+            return Err(Broken);
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Broken> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_sink_leaves_a_file_of_exactly_the_accepted_events() {
+    let (version, events, _) = read_all(REAL[4].1, 64 << 10);
+    for short in [false, true] {
+        for fail_at in 1..60 {
+            let mut staging = [0u8; 4096];
+            let sink = Flaky { out: Vec::new(), calls: 0, fail_at, short };
+            let mut w = match Writer::new(sink, &mut staging, version) {
+                Ok(w) => w,
+                Err(WriteError::Sink { accepted: true, .. }) if fail_at == 1 => continue,
+                Err(e) => panic!("{e}"),
+            };
+            let mut accepted = Vec::new();
+            for (_, e) in events.iter().take(50) {
+                match w.write(&e.as_bytes()) {
+                    Ok(()) => accepted.push(e.clone()),
+                    Err(WriteError::Sink { accepted: false, .. }) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            w.flush().unwrap();
+            let file = w.into_inner().out;
+            let (_, back, end) = read_all(&file, 4096);
+            assert_eq!(end, Ok(()), "fail at {fail_at}, short {short}");
+            assert_eq!(back.into_iter().map(|(_, e)| e).collect::<Vec<_>>(), accepted, "fail at {fail_at}");
+        }
+    }
+}
+
+#[test]
+fn varints_of_every_width_round_trip_through_events() {
+    let mut out = vec![0u8; 4096];
+    let mut staging = [0u8; 64];
+    let mut w = Writer::new(Cursor::new(&mut out[..]), &mut staging, 4).unwrap();
+    let mut want = Vec::new();
+    for bits in 0..64 {
+        let key = (1u64 << bits) | 1;
+        w.write(&Event::FrameRef { key }).unwrap();
+        want.push(Event::FrameRef { key });
+        let m = -((1i64 << bits.min(62)) + 1);
+        w.write(&Event::Memory(m)).unwrap();
+        want.push(Event::Memory(m));
+    }
+    let len = w.get_ref().position() as usize;
+    let (_, got, end) = read_all(&out[..len], MIN_WINDOW);
+    assert_eq!(end, Ok(()));
+    assert_eq!(got.into_iter().map(|(_, e)| e).collect::<Vec<_>>(), want);
+    let mut buf = [0u8; varint::MAX_LEN];
+    assert_eq!(varint::encode(false, u64::MAX, &mut buf), 10);
+}
