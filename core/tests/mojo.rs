@@ -431,3 +431,146 @@ fn varints_of_every_width_round_trip_through_events() {
     let mut buf = [0u8; varint::MAX_LEN];
     assert_eq!(varint::encode(false, u64::MAX, &mut buf), 10);
 }
+
+/// Tables over Vec storage of the given sizes.
+struct Storage {
+    strings: Vec<tachyon_core::mojo::StringSlot>,
+    frames: Vec<tachyon_core::mojo::FrameSlot>,
+    bytes: Vec<u8>,
+}
+
+impl Storage {
+    fn new(strings: usize, frames: usize, bytes: usize) -> Self {
+        Storage {
+            strings: vec![tachyon_core::mojo::StringSlot::EMPTY; strings],
+            frames: vec![tachyon_core::mojo::FrameSlot::EMPTY; frames],
+            bytes: vec![0; bytes],
+        }
+    }
+
+    fn tables(&mut self, seed: u64) -> tachyon_core::mojo::Tables<'_> {
+        tachyon_core::mojo::Tables::new(&mut self.strings, &mut self.frames, &mut self.bytes, seed)
+    }
+}
+
+/// Applies a file's definitions in order (keys belong to the last STACK's pid) and calls
+/// `on_ref` with each frame reference's pid and key.
+fn define_all(
+    tables: &mut tachyon_core::mojo::Tables<'_>,
+    events: &[(u64, Owned)],
+    mut on_ref: impl FnMut(&tachyon_core::mojo::Tables<'_>, usize, u64, u64),
+) -> Result<(), tachyon_core::mojo::TableError> {
+    let mut pid = None;
+    for (i, (_, e)) in events.iter().enumerate() {
+        match e {
+            Event::Stack { pid: p, .. } => pid = Some(*p),
+            Event::String { key, value } => tables.define_string(pid.expect("a STACK first"), *key, value)?,
+            Event::Frame(d) => tables.define_frame(pid.expect("a STACK first"), *d)?,
+            Event::FrameRef { key } => on_ref(tables, i, pid.expect("a STACK first"), *key),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn frame_references_resolve_to_the_names_the_dumps_give() {
+    for (name, file, dump) in DUMPS {
+        let (_, events, _) = read_all(file, 64 << 10);
+        let expected: Vec<serde_json::Value> = dump
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|v: &serde_json::Value| v["ev"] != "header")
+            .collect();
+        for seed in [0, 0x5eed, u64::MAX] {
+            let mut storage = Storage::new(256, 256, 16 << 10);
+            let mut tables = storage.tables(seed);
+            let mut refs = 0;
+            define_all(&mut tables, &events, |t, i, pid, key| {
+                let want = &expected[i];
+                let f = t.frame(pid, key).unwrap_or_else(|| panic!("{name}: frame {key} of {pid}"));
+                let text = |v: &[u8]| String::from_utf8(v.to_vec()).unwrap().replace("/tmp/research", "<research>");
+                assert_eq!(text(f.filename), want["filename"].as_str().unwrap(), "{name} event {i}");
+                assert_eq!(text(f.scope), want["scope"].as_str().unwrap(), "{name} event {i}");
+                let span = (f.def.line, f.def.line_end, f.def.column, f.def.column_end);
+                let n = |k: &str| want[k].as_u64().unwrap();
+                assert_eq!(span, (n("line"), n("line_end"), n("column"), n("column_end")), "{name} event {i}");
+                refs += 1;
+            })
+            .unwrap();
+            assert!(refs > 50, "{name}: {refs} references");
+        }
+    }
+}
+
+#[test]
+fn definitions_follow_the_real_readers_rules() {
+    let events = |file: &[u8]| read_all(file, 4096).1;
+    let mut storage = Storage::new(64, 64, 4096);
+    // A redefined string names the frames defined after it; frames defined before keep theirs.
+    let mut tables = storage.tables(7);
+    define_all(&mut tables, &events(edge!("redefine_string")), |_, _, _, _| {}).unwrap();
+    assert_eq!(tables.frame(42, 7).unwrap().scope, b"fn");
+    assert_eq!(tables.frame(42, 8).unwrap().scope, b"fn2");
+    assert_eq!(tables.string(42, 3), Some(&b"fn2"[..]));
+    // Key 1 is "<unknown>" without a definition.
+    let mut tables = storage.tables(7);
+    define_all(&mut tables, &events(edge!("unknown_scope_key1")), |_, _, _, _| {}).unwrap();
+    assert_eq!(tables.frame(42, 7).unwrap().scope, b"<unknown>");
+    // Key 0 is not special: undefined.
+    let mut tables = storage.tables(7);
+    let err = define_all(&mut tables, &events(edge!("undefined_string_key0")), |_, _, _, _| {});
+    assert_eq!(err, Err(tachyon_core::mojo::TableError::UndefinedString { pid: 42, key: 0 }));
+    // Keys are per process: pid 43 cannot use pid 42's frame 7; an undefined key is absent.
+    let mut tables = storage.tables(7);
+    let mut seen = Vec::new();
+    define_all(&mut tables, &events(edge!("cross_pid_ref")), |t, _, pid, key| seen.push(t.frame(pid, key).is_some()))
+        .unwrap();
+    assert_eq!(seen, [true, false]);
+    let mut tables = storage.tables(7);
+    let mut seen = Vec::new();
+    define_all(&mut tables, &events(edge!("undefined_frame_ref")), |t, _, pid, key| {
+        seen.push(t.frame(pid, key).is_some())
+    })
+    .unwrap();
+    assert_eq!(seen, [false]);
+}
+
+#[test]
+fn key_floods_fill_the_callers_storage_and_stop() {
+    use tachyon_core::mojo::{TableError, TableResource};
+    let mut storage = Storage::new(1024, 1024, 1 << 20);
+    let mut tables = storage.tables(0x1234);
+    // A million distinct string keys: 895 fit (7/8 of the slots), then each is refused.
+    let mut refused = 0;
+    for key in 2..1_000_002u64 {
+        match tables.define_string(42, key, b"s") {
+            Ok(()) => {}
+            Err(TableError::Capacity(TableResource::Strings)) => refused += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((tables.string_count(), refused), (895, 1_000_000 - 895));
+    // Redefining a key in a full table still works; every defined key is still found.
+    tables.define_string(42, 2, b"again").unwrap();
+    assert_eq!(tables.string(42, 2), Some(&b"again"[..]));
+    assert!((3..897).all(|k| tables.string(42, k) == Some(&b"s"[..])));
+    assert_eq!(tables.string(42, 897), None);
+    // Frames likewise, and names past the arena.
+    for key in 0..2_000u64 {
+        let def = FrameDef { key, filename: 2, scope: 1, line: 1, line_end: 1, column: 0, column_end: 0 };
+        if let Err(e) = tables.define_frame(42, def) {
+            assert_eq!(e, TableError::Capacity(TableResource::Frames));
+        }
+    }
+    assert_eq!(tables.frame_count(), 895);
+    let mut small = Storage::new(16, 16, 10);
+    let mut tables = small.tables(0);
+    tables.define_string(1, 2, b"0123456789").unwrap();
+    assert_eq!(tables.define_string(1, 3, b"x"), Err(TableError::Capacity(TableResource::NameBytes)));
+    // No storage at all: refusals, never a panic.
+    let mut none = Storage::new(0, 0, 0);
+    let mut tables = none.tables(0);
+    assert_eq!(tables.define_string(1, 2, b""), Err(TableError::Capacity(TableResource::Strings)));
+    assert_eq!(tables.frame(1, 2), None);
+}

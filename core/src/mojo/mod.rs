@@ -28,15 +28,18 @@
 //! Versions 1 to 4 are read (v4 is upstream Austin's current one); the events of v4 are
 //! accepted in any version, as austin-python 2.4.0 accepts them. Keys are u64: frame keys use
 //! all 64 bits (`u64::MAX` for an instruction offset of −1). String and frame keys belong to
-//! the pid of the last STACK. [`Reader`] yields events as they are; what they mean as samples
-//! is the caller's (string and frame tables per pid). [`Writer`] appends events in Austin's
-//! shortest varints, so a real file re-encodes to its own bytes.
+//! the pid of the last STACK. [`Reader`] yields events as they are; [`Tables`] holds the
+//! string and frame definitions per pid in the caller's storage, as the real readers resolve
+//! them. [`Writer`] appends events in Austin's shortest varints, so a real file re-encodes to
+//! its own bytes.
 
 mod reader;
+pub mod tables;
 pub mod varint;
 mod writer;
 
 pub use reader::{Reader, MIN_WINDOW};
+pub use tables::{FrameNames, FrameSlot, StringSlot, TableError, TableResource, Tables};
 pub use writer::{WriteError, Writer};
 
 /// The version Austin 3.7 and 4.0 write.
