@@ -574,3 +574,33 @@ fn key_floods_fill_the_callers_storage_and_stop() {
     assert_eq!(tables.define_string(1, 2, b""), Err(TableError::Capacity(TableResource::Strings)));
     assert_eq!(tables.frame(1, 2), None);
 }
+
+#[cfg(feature = "alloc")]
+#[test]
+fn growable_tables_grow_to_their_limits_and_keep_every_definition() {
+    use tachyon_core::mojo::{Limits, TableError, TableResource, Tables};
+    let limits = Limits { string_slots: 1 << 12, frame_slots: 1 << 12, name_bytes: 1 << 16 };
+    let mut tables = Tables::growable(limits, 99);
+    for key in 2..3000u64 {
+        tables.define_string(7, key, format!("s{key}").as_bytes()).unwrap();
+        let def = FrameDef { key, filename: key, scope: 1, line: key, line_end: 0, column: 0, column_end: 0 };
+        tables.define_frame(7, def).unwrap();
+    }
+    for key in 2..3000u64 {
+        assert_eq!(tables.string(7, key), Some(format!("s{key}").as_bytes()));
+        let f = tables.frame(7, key).unwrap();
+        assert_eq!((f.filename, f.scope, f.def.line), (format!("s{key}").as_bytes(), &b"<unknown>"[..], key));
+    }
+    // 7/8 of 4,096 slots, then the limit.
+    let mut key = 3000;
+    let err = loop {
+        if let Err(e) = tables.define_string(7, key, b"x") {
+            break e;
+        }
+        key += 1;
+    };
+    assert_eq!((err, tables.string_count()), (TableError::Capacity(TableResource::Strings), 3583));
+    let mut small = Tables::growable(Limits { string_slots: 64, frame_slots: 64, name_bytes: 100 }, 1);
+    small.define_string(1, 2, &[b'a'; 100]).unwrap();
+    assert_eq!(small.define_string(1, 3, b"b"), Err(TableError::Capacity(TableResource::NameBytes)));
+}

@@ -39,7 +39,7 @@ pub mod varint;
 mod writer;
 
 pub use reader::{Reader, MIN_WINDOW};
-pub use tables::{FrameNames, FrameSlot, StringSlot, TableError, TableResource, Tables};
+pub use tables::{FrameNames, FrameSlot, Limits, StringSlot, TableError, TableResource, Tables};
 pub use writer::{WriteError, Writer};
 
 /// The version Austin 3.7 and 4.0 write.

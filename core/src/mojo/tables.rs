@@ -11,6 +11,10 @@
 //! frame takes its file and scope names when it is defined (a string redefined later does not
 //! rename it); string key 1 in a frame is `"<unknown>"` whether defined or not; a definition
 //! before any STACK, or a frame naming a string its process never defined, is an error.
+//!
+//! With the `alloc` feature, [`Tables::growable`] owns its storage and doubles a full table
+//! or arena up to the caller's [`Limits`], so a host reads any file in memory that follows
+//! its definitions (each took bytes of the file), and a flood still ends at the limits.
 
 use super::{FrameDef, UNKNOWN_STRING_KEY};
 
@@ -93,15 +97,57 @@ pub struct FrameNames<'t> {
     pub scope: &'t [u8],
 }
 
+/// The most a growable table holds ([`Tables::growable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// String slots (7/8 of them usable).
+    pub string_slots: usize,
+    /// Frame slots (7/8 of them usable).
+    pub frame_slots: usize,
+    /// Name bytes.
+    pub name_bytes: usize,
+}
+
+/// Storage the caller lends, or (feature `alloc`) storage the tables own and grow.
+enum Slots<'s, T> {
+    Borrowed(&'s mut [T]),
+    #[cfg(feature = "alloc")]
+    Owned(alloc::vec::Vec<T>),
+}
+
+impl<T> core::ops::Deref for Slots<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Slots::Borrowed(s) => s,
+            #[cfg(feature = "alloc")]
+            Slots::Owned(v) => v,
+        }
+    }
+}
+
+impl<T> core::ops::DerefMut for Slots<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Slots::Borrowed(s) => s,
+            #[cfg(feature = "alloc")]
+            Slots::Owned(v) => v,
+        }
+    }
+}
+
 /// The definitions of a MOJO file so far.
 pub struct Tables<'s> {
-    strings: &'s mut [StringSlot],
-    frames: &'s mut [FrameSlot],
-    bytes: &'s mut [u8],
+    strings: Slots<'s, StringSlot>,
+    frames: Slots<'s, FrameSlot>,
+    bytes: Slots<'s, u8>,
     used_bytes: usize,
     string_count: usize,
     frame_count: usize,
     seed: u64,
+    /// Set for growable tables.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    limits: Option<Limits>,
 }
 
 /// Slot index for `(pid, key)`: a keyed mix, so collisions cannot be planned without `seed`.
@@ -126,28 +172,112 @@ impl<'s> Tables<'s> {
     pub fn new(strings: &'s mut [StringSlot], frames: &'s mut [FrameSlot], bytes: &'s mut [u8], seed: u64) -> Self {
         strings.fill(StringSlot::EMPTY);
         frames.fill(FrameSlot::EMPTY);
-        Tables { strings, frames, bytes, used_bytes: 0, string_count: 0, frame_count: 0, seed }
+        Tables {
+            strings: Slots::Borrowed(strings),
+            frames: Slots::Borrowed(frames),
+            bytes: Slots::Borrowed(bytes),
+            used_bytes: 0,
+            string_count: 0,
+            frame_count: 0,
+            seed,
+            limits: None,
+        }
+    }
+
+    /// Tables that own their storage, starting small and doubling what fills up to `limits`.
+    #[cfg(feature = "alloc")]
+    pub fn growable(limits: Limits, seed: u64) -> Tables<'static> {
+        use alloc::vec;
+        let start = |max: usize, want: usize| want.min(max);
+        Tables {
+            strings: Slots::Owned(vec![StringSlot::EMPTY; start(limits.string_slots, 64)]),
+            frames: Slots::Owned(vec![FrameSlot::EMPTY; start(limits.frame_slots, 64)]),
+            bytes: Slots::Owned(vec![0; start(limits.name_bytes, 4096)]),
+            used_bytes: 0,
+            string_count: 0,
+            frame_count: 0,
+            seed,
+            limits: Some(limits),
+        }
+    }
+
+    /// Doubles the string slots of growable tables within their limit; false when it cannot.
+    fn grow_strings(&mut self) -> bool {
+        #[cfg(feature = "alloc")]
+        if let (Slots::Owned(old), Some(limits)) = (&mut self.strings, self.limits) {
+            let len = (old.len() * 2).max(64).min(limits.string_slots);
+            if len > old.len() {
+                let mut new = alloc::vec![StringSlot::EMPTY; len];
+                for (pid, key, name) in old.iter().filter_map(|s| s.entry) {
+                    let mut i = home(self.seed, pid, key, len);
+                    while new[i].entry.is_some() {
+                        i = (i + 1) % len;
+                    }
+                    new[i].entry = Some((pid, key, name));
+                }
+                *old = new;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Doubles the frame slots of growable tables within their limit; false when it cannot.
+    fn grow_frames(&mut self) -> bool {
+        #[cfg(feature = "alloc")]
+        if let (Slots::Owned(old), Some(limits)) = (&mut self.frames, self.limits) {
+            let len = (old.len() * 2).max(64).min(limits.frame_slots);
+            if len > old.len() {
+                let mut new = alloc::vec![FrameSlot::EMPTY; len];
+                for entry in old.iter().filter_map(|s| s.entry) {
+                    let mut i = home(self.seed, entry.0, entry.1.key, len);
+                    while new[i].entry.is_some() {
+                        i = (i + 1) % len;
+                    }
+                    new[i].entry = Some(entry);
+                }
+                *old = new;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Makes the arena of growable tables hold `needed` bytes within its limit.
+    fn grow_bytes(&mut self, needed: usize) -> bool {
+        #[cfg(feature = "alloc")]
+        if let (Slots::Owned(old), Some(limits)) = (&mut self.bytes, self.limits) {
+            if needed <= limits.name_bytes {
+                let len = (old.len() * 2).max(needed).min(limits.name_bytes);
+                old.resize(len, 0);
+                return true;
+            }
+        }
+        let _ = needed;
+        false
     }
 
     /// Defines (or redefines) string `key` of process `pid`.
     pub fn define_string(&mut self, pid: u64, key: u64, value: &[u8]) -> Result<(), TableError> {
-        let slots = self.strings.len();
-        if slots == 0 {
-            return Err(TableError::Capacity(TableResource::Strings));
-        }
-        let mut i = home(self.seed, pid, key, slots);
-        loop {
-            match self.strings[i].entry {
-                Some((p, k, _)) if (p, k) == (pid, key) => break,
-                Some(_) => i = (i + 1) % slots,
-                None => {
-                    if self.string_count >= room(slots) {
-                        return Err(TableError::Capacity(TableResource::Strings));
+        let i = loop {
+            let slots = self.strings.len();
+            if slots > 0 {
+                let mut i = home(self.seed, pid, key, slots);
+                let found = loop {
+                    match self.strings[i].entry {
+                        Some((p, k, _)) if (p, k) == (pid, key) => break true,
+                        Some(_) => i = (i + 1) % slots,
+                        None => break false,
                     }
-                    break;
+                };
+                if found || self.string_count < room(slots) {
+                    break i;
                 }
             }
-        }
+            if !self.grow_strings() {
+                return Err(TableError::Capacity(TableResource::Strings));
+            }
+        };
         let name = self.store(value)?;
         if self.strings[i].entry.is_none() {
             self.string_count += 1;
@@ -168,23 +298,27 @@ impl<'s> Tables<'s> {
             key => self.string_name(pid, key).ok_or(TableError::UndefinedString { pid, key }),
         };
         let (filename, scope) = (lookup(def.filename)?, lookup(def.scope)?);
-        let slots = self.frames.len();
-        if slots == 0 {
-            return Err(TableError::Capacity(TableResource::Frames));
-        }
-        let mut i = home(self.seed, pid, def.key, slots);
-        loop {
-            match self.frames[i].entry {
-                Some((p, d, _, _)) if (p, d.key) == (pid, def.key) => break,
-                Some(_) => i = (i + 1) % slots,
-                None => {
-                    if self.frame_count >= room(slots) {
-                        return Err(TableError::Capacity(TableResource::Frames));
+        let i = loop {
+            let slots = self.frames.len();
+            if slots > 0 {
+                let mut i = home(self.seed, pid, def.key, slots);
+                let found = loop {
+                    match self.frames[i].entry {
+                        Some((p, d, _, _)) if (p, d.key) == (pid, def.key) => break true,
+                        Some(_) => i = (i + 1) % slots,
+                        None => break false,
                     }
-                    self.frame_count += 1;
-                    break;
+                };
+                if found || self.frame_count < room(slots) {
+                    break i;
                 }
             }
+            if !self.grow_frames() {
+                return Err(TableError::Capacity(TableResource::Frames));
+            }
+        };
+        if self.frames[i].entry.is_none() {
+            self.frame_count += 1;
         }
         self.frames[i].entry = Some((pid, def, filename, scope));
         Ok(())
@@ -240,7 +374,10 @@ impl<'s> Tables<'s> {
 
     fn store(&mut self, value: &[u8]) -> Result<Name, TableError> {
         let full = TableError::Capacity(TableResource::NameBytes);
-        let end = self.used_bytes.checked_add(value.len()).filter(|&e| e <= self.bytes.len()).ok_or(full)?;
+        let end = self.used_bytes.checked_add(value.len()).ok_or(full)?;
+        if end > self.bytes.len() && !self.grow_bytes(end) {
+            return Err(full);
+        }
         let (start, len) =
             (u32::try_from(self.used_bytes).map_err(|_| full)?, u32::try_from(value.len()).map_err(|_| full)?);
         self.bytes[self.used_bytes..end].copy_from_slice(value);
