@@ -6,6 +6,7 @@
 //! speedscope). An input may also pass itself through to its own format without the hub
 //! (Tachyon re-encoding, which keeps CPython's records byte for byte).
 
+pub mod austin;
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;

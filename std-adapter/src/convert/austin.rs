@@ -1,0 +1,236 @@
+//! Austin's text format from a MOJO file, as austin-python 1.7.1's `mojo2austin` writes it
+//! (the converter of the Austin 3 era, which keeps `:GC:`, `:INVALID:` and full mode's three
+//! metrics; 2.4.0's drops them).
+//!
+//! `mojo2austin` turns events into text one by one, and so does this, in one pass and in
+//! memory that follows the file's definitions, not its samples:
+//!
+//! | event | text |
+//! |---|---|
+//! | METADATA | `# key: value` and a newline |
+//! | STACK | `P<pid>;T<iid>:<tid>` (`P<pid>;T<tid>` before version 3); the tid in decimal when it is hex, as written otherwise |
+//! | FRAME_REF | `;<file>:<scope>:<line>`, the names the frame had when defined |
+//! | FRAME_KERNEL | `;kernel:<symbol>:0` |
+//! | FRAME_INVALID, GC | `;:INVALID:`, `;:GC:` |
+//! | METRIC_TIME, METRIC_MEMORY | ` <value>` and a newline; in full mode (after metadata `mode: full`) held back and written before the next STACK or METADATA as ` <time>,<idle 0/1>,<memory>` |
+//! | STRING_REF | the string's value |
+//! | STRING, FRAME, IDLE | nothing (IDLE sets full mode's idle flag) |
+//!
+//! Where `mojo2austin` fails (an undefined key, a definition before any STACK, an event of
+//! version 4, which it does not know), this returns an error naming the event's offset. Names
+//! that are not UTF-8, on which `mojo2austin` fails, are written with U+FFFD.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use tachyon_core::mojo::{Event, Limits, ReadError, Reader, TableError, Tables};
+
+/// Window for events: Austin's longest are file paths and kernel symbols.
+const WINDOW: usize = 1 << 20;
+
+/// Most definitions and name bytes held ([`Tables::growable`]'s limits).
+pub const LIMITS: Limits = Limits { string_slots: 1 << 26, frame_slots: 1 << 26, name_bytes: 1 << 30 };
+
+/// Why a MOJO file could not be written as Austin text.
+#[derive(Debug)]
+pub enum AustinError<E> {
+    /// The file broke a rule of the format, or reading it failed.
+    Read(ReadError<E>),
+    /// The event at `offset` is not one the text can follow.
+    Event {
+        /// File offset of the event.
+        offset: u64,
+        /// What is wrong.
+        why: Why,
+    },
+    /// Writing failed.
+    Write(io::Error),
+}
+
+/// What is wrong with an event, for [`AustinError::Event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A definition or reference before any STACK (keys belong to the last STACK's pid).
+    NoStack,
+    /// A frame reference to a key its process has not defined.
+    UndefinedFrame {
+        /// Process id.
+        pid: u64,
+        /// Frame key.
+        key: u64,
+    },
+    /// A string reference to a key its process has not defined.
+    UndefinedString {
+        /// Process id.
+        pid: u64,
+        /// String key.
+        key: u64,
+    },
+    /// The tables could not take a definition.
+    Table(TableError),
+    /// A version 4 event (STACK_REPEAT, a task event), which Austin 3's text has no form for.
+    Version4 {
+        /// The event id.
+        id: u8,
+    },
+}
+
+impl<E: fmt::Debug> fmt::Display for AustinError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AustinError::Read(e) => write!(f, "{e}"),
+            AustinError::Write(e) => write!(f, "writing the output: {e}"),
+            AustinError::Event { offset, why } => {
+                write!(f, "offset {offset}: ")?;
+                match why {
+                    Why::NoStack => f.write_str("a definition or reference before any STACK event"),
+                    Why::UndefinedFrame { pid, key } => write!(f, "undefined frame key {key} (pid {pid})"),
+                    Why::UndefinedString { pid, key } => write!(f, "undefined string key {key} (pid {pid})"),
+                    Why::Table(e) => write!(f, "{e}"),
+                    Why::Version4 { id } => write!(f, "event {id} of MOJO version 4 has no form in Austin's text"),
+                }
+            }
+        }
+    }
+}
+
+impl<E: fmt::Debug> std::error::Error for AustinError<E> {}
+
+impl<E> From<io::Error> for AustinError<E> {
+    fn from(e: io::Error) -> Self {
+        AustinError::Write(e)
+    }
+}
+
+/// Full mode's metrics of the sample being written.
+#[derive(Debug, Default)]
+struct Pending {
+    time: Option<i64>,
+    idle: bool,
+    memory: Option<i64>,
+}
+
+impl Pending {
+    /// ` <time>,<idle>,<memory>` as `mojo2austin` writes full mode's metrics (a missing one
+    /// as 0: `mojo2austin` fails there).
+    fn write(&mut self, out: &mut impl Write) -> io::Result<()> {
+        if self.time.is_some() || self.memory.is_some() {
+            writeln!(out, " {},{},{}", self.time.unwrap_or(0), u8::from(self.idle), self.memory.unwrap_or(0))?;
+        }
+        *self = Pending::default();
+        Ok(())
+    }
+}
+
+/// What Python's `int(tid, 16)` reads a thread id as, in decimal; `None` where it raises.
+fn python_hex(tid: &str) -> Option<String> {
+    let s = tid.trim();
+    let (negative, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).map_or(s, |r| r.strip_prefix('_').unwrap_or(r));
+    // Digits, with single underscores between them.
+    if s.is_empty() || s.starts_with('_') || s.ends_with('_') || s.contains("__") {
+        return None;
+    }
+    let digits: String = s.chars().filter(|&c| c != '_').collect();
+    if !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let value = u128::from_str_radix(&digits, 16).ok()?;
+    Some(if negative && value != 0 { format!("-{value}") } else { value.to_string() })
+}
+
+/// Writes Austin's text for the MOJO file `source` to `out`; returns the samples (STACK
+/// events) written.
+pub fn austin_text<R: embedded_io::Read>(source: R, out: &mut impl Write) -> Result<u64, AustinError<R::Error>> {
+    let mut window = vec![0u8; WINDOW];
+    let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
+    let version = reader.version();
+    let mut tables = Tables::growable(LIMITS, std::hash::BuildHasher::hash_one(&crate::hash::IdHash::default(), 0u64));
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let mut pid: Option<u64> = None;
+    let mut full = false;
+    let mut pending = Pending::default();
+    let mut samples = 0u64;
+    while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
+        let fail = |why| AustinError::Event { offset, why };
+        let current = || pid.ok_or(fail(Why::NoStack));
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        match event {
+            Event::Metadata { key, value } => {
+                pending.write(&mut out)?;
+                if key == b"mode" && value == b"full" {
+                    full = true;
+                }
+                writeln!(out, "# {}: {}", text(key), text(value))?;
+            }
+            Event::Stack { pid: p, iid, tid } => {
+                pending.write(&mut out)?;
+                pid = Some(p);
+                samples += 1;
+                let tid = text(tid);
+                let tid = python_hex(&tid).unwrap_or(tid);
+                if version >= 3 {
+                    write!(out, "P{p};T{iid}:{tid}")?;
+                } else {
+                    write!(out, "P{p};T{tid}")?;
+                }
+            }
+            Event::String { key, value } => {
+                tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
+            }
+            Event::Frame(def) => tables.define_frame(current()?, def).map_err(|e| fail(Why::Table(e)))?,
+            Event::FrameRef { key } => {
+                let pid = current()?;
+                let f = tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
+                write!(out, ";{}:{}:{}", text(f.filename), text(f.scope), f.def.line)?;
+            }
+            Event::StringRef { key } => {
+                let pid = current()?;
+                let s = tables.string(pid, key).ok_or(fail(Why::UndefinedString { pid, key }))?;
+                out.write_all(text(s).as_bytes())?;
+            }
+            Event::FrameKernel { symbol } => write!(out, ";kernel:{}:0", text(symbol))?,
+            Event::FrameInvalid => out.write_all(b";:INVALID:")?,
+            Event::Gc => out.write_all(b";:GC:")?,
+            Event::Idle => pending.idle = true,
+            Event::Time(v) if full => pending.time = Some(v),
+            Event::Memory(v) if full => pending.memory = Some(v),
+            Event::Time(v) | Event::Memory(v) => writeln!(out, " {v}")?,
+            e @ (Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. }) => {
+                return Err(fail(Why::Version4 { id: e.id() }))
+            }
+        }
+    }
+    // `mojo2austin` writes held-back metrics only before a later STACK or METADATA: at the
+    // end of the file they are dropped (Austin ends its files with metadata).
+    out.flush()?;
+    Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_hex;
+
+    #[test]
+    fn thread_ids_read_as_python_reads_them() {
+        for (tid, want) in [
+            ("256e", Some("9582")),
+            ("7F4E", Some("32590")),
+            ("0x2a", Some("42")),
+            (" 2a\n", Some("42")),
+            ("-2a", Some("-42")),
+            ("2_a", Some("42")),
+            ("0x_2a", Some("42")),
+            ("main", None),
+            ("", None),
+            ("2__a", None),
+            ("_2a", None),
+            ("2a_", None),
+        ] {
+            assert_eq!(python_hex(tid).as_deref(), want, "{tid:?}");
+        }
+    }
+}
