@@ -18,6 +18,7 @@ pub mod hash;
 pub mod input;
 pub mod memory;
 pub mod model;
+pub mod mojo;
 pub mod open;
 pub mod region;
 pub mod sources;

@@ -177,6 +177,9 @@ struct ConvertArgs {
     /// machine's unless an address needs 64 bits).
     #[arg(long, value_parser = ["32", "64"])]
     word_size: Option<String>,
+    /// mojo: MOJO version of the output, 1 to 4 (default: the input's; Austin writes 3).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    mojo_version: Option<u8>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -247,6 +250,11 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
         FileKind::Pprof { .. } => {
             let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
             open_pprof(file, &InputArgs::default())?.facts(len)
+        }
+        FileKind::Mojo => {
+            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
+            tachyon::mojo::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
         }
         FileKind::Unknown => {
             return Err(Failure(format!(
@@ -523,6 +531,8 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
                 ByteOrder::Native => cfg!(target_endian = "big"),
             }),
         },
+        OutputKind::Austin => Output::Austin,
+        OutputKind::Mojo => Output::Mojo { version: a.mojo_version },
     }
 }
 
@@ -565,6 +575,10 @@ fn unreadable(file: &Path, kind: FileKind) -> Failure {
     match kind {
         FileKind::Unknown => Failure(format!(
             "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
+            file.display()
+        )),
+        FileKind::Mojo => Failure(format!(
+            "{}: MOJO input converts --to austin and --to mojo so far (the other outputs come with issue 11)",
             file.display()
         )),
         other => Failure(format!("{}: {} input is detected but not converted yet", file.display(), other.name())),
@@ -622,6 +636,9 @@ impl Job for CollapsedLines {
 
 fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
     let output = output(&a, file);
+    if detect(file)? == FileKind::Mojo && matches!(output, Output::Austin | Output::Mojo { .. }) {
+        return convert_mojo(file, &output, a.output.as_deref());
+    }
     let mut stdout = io::stdout().lock();
     let dest = match &a.output {
         Some(p) => Destination::File(p),
@@ -634,6 +651,26 @@ fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Resu
     adjusted.counts_by_default = matches!(a.to, OutputKind::Gperftools | OutputKind::Tachyon);
     let inputs = &adjusted;
     with_source(file, inputs, quiet, ConvertJob { output, dest }).map(drop)
+}
+
+/// MOJO input to Austin's own formats, event by event (the hub is not involved).
+fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), Failure> {
+    let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let mut stdout = io::stdout().lock();
+    let mut created;
+    let out: &mut dyn io::Write = match to {
+        Some(p) => {
+            created = File::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())))?;
+            &mut created
+        }
+        None => &mut stdout,
+    };
+    let failed = |e: &dyn std::fmt::Display| Failure(format!("{}: {e}", file.display()));
+    match output {
+        Output::Austin => tachyon::convert::austin::austin_text(src, out).map(drop).map_err(|e| failed(&e)),
+        Output::Mojo { version } => tachyon::mojo::reencode(src, out, *version).map(drop).map_err(|e| failed(&e)),
+        _ => unreachable!("only Austin's formats come here"),
+    }
 }
 
 fn file_name(path: &Path) -> String {

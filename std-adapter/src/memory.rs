@@ -1,4 +1,5 @@
-//! A growable in-memory `Write + Seek` sink (embedded-io has none).
+//! A growable in-memory `Write + Seek` sink (embedded-io has none), and `std::io::Write` as an
+//! `embedded_io::Write` for the core's append-only writers.
 
 use std::convert::Infallible;
 
@@ -58,5 +59,22 @@ impl Seek for VecSink {
         };
         self.pos = target.clamp(0, usize::MAX as i128) as usize;
         Ok(self.pos as u64)
+    }
+}
+
+/// A `std::io::Write` as the sink of the core's append-only writers (gperftools, MOJO).
+pub struct IoSink<'a>(pub &'a mut dyn std::io::Write);
+
+impl ErrorType for IoSink<'_> {
+    type Error = std::io::Error;
+}
+
+impl Write for IoSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, std::io::Error> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> Result<(), std::io::Error> {
+        self.0.flush()
     }
 }

@@ -393,3 +393,47 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
     let out = tachyon().args(["info"]).arg(dir.join("little.prof")).output().unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\"little\""));
 }
+
+/// MOJO input by its content: `info` reads it; `--to austin` is mojo2austin 1.7.1's text;
+/// `--to mojo` gives the file back, `--mojo-version 1` the version 1 vector; the other
+/// outputs say they do not take MOJO yet, and Austin's formats refuse other inputs.
+#[test]
+fn mojo_input_to_austins_formats() {
+    use std::io::Read as _;
+    let mojo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/mojo-austin-3.7");
+    let file = mojo.join("a37_wall_simple_py311.mojo");
+    let v: Value =
+        serde_json::from_slice(&tachyon().args(["info", "--json"]).arg(&file).output().unwrap().stdout).unwrap();
+    assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some("mojo"), Some(3)));
+    assert_eq!((v["metadata"]["mode"].as_str(), v["processes"].as_u64()), (Some("wall"), Some(1)));
+    assert!(v["samples"].as_u64().unwrap() > 100);
+
+    let mut want = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(mojo.join("expected/a37_wall_simple_py311.austin.gz")).unwrap())
+        .read_to_end(&mut want)
+        .unwrap();
+    let out = tachyon().args(["convert", "--to", "austin"]).arg(&file).output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout == want, "--to austin differs from mojo2austin's text");
+
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-mojo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let again = dir.join("again.mojo");
+    tachyon().args(["convert", "--to", "mojo", "-o"]).arg(&again).arg(&file).assert().success();
+    assert!(std::fs::read(&again).unwrap() == std::fs::read(&file).unwrap(), "re-encoded bytes differ");
+    let v1 = dir.join("v1.mojo");
+    tachyon().args(["convert", "--to", "mojo", "--mojo-version", "1", "-o"]).arg(&v1).arg(&file).assert().success();
+    let derived = std::fs::read(mojo.join("derived/v1_from_a37_wall_simple.mojo")).unwrap();
+    assert!(std::fs::read(&v1).unwrap() == derived, "version 1 differs from the derived vector");
+
+    let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("MOJO input converts --to austin and --to mojo so far"));
+    let out = tachyon().args(["convert", "--to", "austin"]).arg(example()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("made from MOJO input so far"));
+    let out = tachyon().args(["convert", "--to", "collapsed", "--mojo-version", "2"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = tachyon().args(["convert", "--to", "mojo", "--mojo-version", "5"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

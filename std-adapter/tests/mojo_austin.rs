@@ -37,13 +37,19 @@ fn every_real_file_is_mojo2austins_text() {
         let file = std::fs::read(vectors().join(format!("{name}.mojo"))).unwrap();
         let base = name.rsplit('/').next().unwrap();
         let mut want = String::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(vectors().join(format!("expected/{base}.austin.gz"))).unwrap())
-            .read_to_string(&mut want)
-            .unwrap();
+        flate2::read::GzDecoder::new(
+            std::fs::File::open(vectors().join(format!("expected/{base}.austin.gz"))).unwrap(),
+        )
+        .read_to_string(&mut want)
+        .unwrap();
         let got = text(&file).unwrap_or_else(|e| panic!("{name}: {e}"));
         if got != want {
             let line = got.lines().zip(want.lines()).position(|(a, b)| a != b);
-            panic!("{name}: differs from mojo2austin at line {line:?} ({} vs {} lines)", got.lines().count(), want.lines().count());
+            panic!(
+                "{name}: differs from mojo2austin at line {line:?} ({} vs {} lines)",
+                got.lines().count(),
+                want.lines().count()
+            );
         }
         // Every kind of line is there: samples, and the marks of each mode.
         assert!(want.lines().filter(|l| l.starts_with('P')).count() > 20, "{name}");

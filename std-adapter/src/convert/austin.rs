@@ -144,7 +144,10 @@ fn python_hex(tid: &str) -> Option<String> {
 
 /// Writes Austin's text for the MOJO file `source` to `out`; returns the samples (STACK
 /// events) written.
-pub fn austin_text<R: embedded_io::Read>(source: R, out: &mut impl Write) -> Result<u64, AustinError<R::Error>> {
+pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
+    source: R,
+    out: &mut W,
+) -> Result<u64, AustinError<R::Error>> {
     let mut window = vec![0u8; WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
     let version = reader.version();

@@ -8,31 +8,14 @@
 //! re-encoded and the maps text follows them as it was, a partial last slot (which readers
 //! drop) is dropped, and a value wider than a 4-byte slot is an error naming it.
 
-use std::io;
-
-use embedded_io::{ErrorType, Read, Write};
+use embedded_io::{Read, Write};
 use tachyon_core::gperftools::{End, Header, Item, ReadError, Reader, RunTimeWord, Word, Writer, MAX_DEPTH};
 use tachyon_core::RunTimeEndian;
 
 use super::ConvertError;
 use crate::model::{Call, Collector, FrameTable, Source, Ticker};
 
-/// A `std::io::Write` as the core writer's sink.
-pub struct IoSink<'a>(pub &'a mut dyn io::Write);
-
-impl ErrorType for IoSink<'_> {
-    type Error = io::Error;
-}
-
-impl Write for IoSink<'_> {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> Result<(), io::Error> {
-        self.0.flush()
-    }
-}
+pub use crate::memory::IoSink;
 
 /// Writes every record of the profile `source` holds into `sink`, in slot width `word` and
 /// byte order `endian` (default: the input's); returns the samples.

@@ -138,6 +138,11 @@ pub enum OutputKind {
     /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
     /// another slot width or byte order is asked for).
     Gperftools,
+    /// Austin's text format, as austin-python's `mojo2austin` writes it (from MOJO input).
+    Austin,
+    /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
+    /// asked for).
+    Mojo,
 }
 
 impl OutputKind {
@@ -149,6 +154,7 @@ impl OutputKind {
             OutputKind::Flamegraph => &["title"],
             OutputKind::Tachyon => &["byte-order", "compression"],
             OutputKind::Gperftools => &["byte-order", "word-size"],
+            OutputKind::Mojo => &["mojo-version"],
             _ => &[],
         }
     }
@@ -221,6 +227,13 @@ pub enum Output {
         /// Big-endian slots; default: the input's byte order.
         big_endian: Option<bool>,
     },
+    /// Austin's text format.
+    Austin,
+    /// MOJO.
+    Mojo {
+        /// Version 1 to 4; default: the input's.
+        version: Option<u8>,
+    },
 }
 
 impl Output {
@@ -237,6 +250,8 @@ impl Output {
             Output::Jsonl { .. } => OutputKind::Jsonl,
             Output::Tachyon { .. } => OutputKind::Tachyon,
             Output::Gperftools { .. } => OutputKind::Gperftools,
+            Output::Austin => OutputKind::Austin,
+            Output::Mojo { .. } => OutputKind::Mojo,
         }
     }
 }
@@ -285,6 +300,9 @@ pub fn convert<S: Source>(
     let info = source.info().clone();
     let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
     match output {
+        Output::Austin | Output::Mojo { .. } => {
+            return Err(unsupported("Austin's formats are made from MOJO input so far (issue 11 brings the others)"))
+        }
         Output::Gecko if !info.timestamps => {
             return Err(unsupported(
                 "the Firefox profiler needs a time for every sample, and this input counts samples without times",
@@ -391,7 +409,9 @@ pub fn convert<S: Source>(
             c.write(interval_us, info.cpython_mode, &id, &mut out)?;
             n
         }
-        Output::Tachyon { .. } | Output::Gperftools { .. } => unreachable!("written or refused above"),
+        Output::Tachyon { .. } | Output::Gperftools { .. } | Output::Austin | Output::Mojo { .. } => {
+            unreachable!("written or refused above")
+        }
     };
     io::Write::flush(&mut out)?;
     Ok(n)
