@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 # One block, parsed whole before it runs, so editing this file during a run is harmless.
 {
 
-step() { printf '\n==> %s\n' "$*"; }
+START=$(date +%s)
+# Each step's name, with the minutes and seconds since the run began.
+step() { local t=$(($(date +%s) - START)); printf '\n==> %s   [%dm%02ds]\n' "$*" $((t / 60)) $((t % 60)); }
 missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
 
 NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)

@@ -12,7 +12,7 @@
 //! rename it); string key 1 in a frame is `"<unknown>"` whether defined or not; a definition
 //! before any STACK, or a frame naming a string its process never defined, is an error.
 //!
-//! With the `alloc` feature, [`Tables::growable`] owns its storage and doubles a full table
+//! With the `alloc` feature, `Tables::growable` owns its storage and doubles a full table
 //! or arena up to the caller's [`Limits`], so a host reads any file in memory that follows
 //! its definitions (each took bytes of the file), and a flood still ends at the limits.
 
@@ -97,7 +97,7 @@ pub struct FrameNames<'t> {
     pub scope: &'t [u8],
 }
 
-/// The most a growable table holds ([`Tables::growable`]).
+/// The most a growable table holds (`Tables::growable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// String slots (7/8 of them usable).
