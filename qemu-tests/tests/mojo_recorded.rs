@@ -1,0 +1,91 @@
+//! MOJO files Austin 3.7.0 records during the test command (`qemu-tests/oracle/austin/record.sh`,
+//! directory `TACHYON_MOJO_PROFILES`) of Python 3.11 running our workloads in every mode
+//! (wall, cpu, memory, full, GC, threads, children processes): our Austin text is byte for
+//! byte what austin-python 1.7.1's `mojo2austin` wrote for each, every file re-encodes to
+//! its own bytes, and its version 1 and 2 re-encodings read back to the same events but for
+//! the fields those versions lack.
+
+use std::path::PathBuf;
+
+use tachyon::convert::austin::austin_text;
+use tachyon_core::io::Cursor;
+use tachyon_core::mojo::{Event, Reader};
+
+const RECORDED: [&str; 7] = ["wall", "cpu", "memory", "full", "gc", "threads", "children"];
+
+fn recorded() -> PathBuf {
+    std::env::var_os("TACHYON_MOJO_PROFILES").map(PathBuf::from).expect(
+        "TACHYON_MOJO_PROFILES is not set: run `bash scripts/test-all.sh`, or \
+         `qemu-tests/oracle/austin/record.sh DIR` and set it to DIR",
+    )
+}
+
+fn events(file: &[u8]) -> Vec<Event<Vec<u8>>> {
+    let mut window = vec![0u8; 1 << 16];
+    let mut reader = Reader::open(Cursor::new(file), &mut window).unwrap();
+    let mut out = Vec::new();
+    while let Some((_, e)) = reader.next_event().unwrap() {
+        out.push(e.map(<[u8]>::to_vec));
+    }
+    out
+}
+
+#[test]
+fn austin_text_is_mojo2austins_and_files_reencode() {
+    for name in RECORDED {
+        let dir = recorded();
+        let file = std::fs::read(dir.join(format!("{name}.mojo"))).unwrap();
+        let want = std::fs::read(dir.join(format!("{name}.austin"))).unwrap();
+        let mut text = Vec::new();
+        let samples = austin_text(Cursor::new(&file[..]), &mut text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(samples > 0, "{name}");
+        if text != want {
+            let (a, b) = (String::from_utf8_lossy(&text), String::from_utf8_lossy(&want));
+            let line = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+            panic!("{name}: our Austin text differs from mojo2austin's at line {line:?}");
+        }
+        let mut again = Vec::new();
+        tachyon::mojo::reencode(Cursor::new(&file[..]), &mut again, None).unwrap();
+        assert!(again == file, "{name}: re-encoded bytes differ");
+
+        let original = events(&file);
+        for version in [1u8, 2] {
+            let mut older = Vec::new();
+            tachyon::mojo::reencode(Cursor::new(&file[..]), &mut older, Some(version)).unwrap();
+            let expected: Vec<_> = original
+                .iter()
+                .cloned()
+                .map(|e| match e {
+                    Event::Stack { pid, tid, .. } => Event::Stack { pid, iid: 0, tid },
+                    Event::Frame(mut d) if version == 1 => {
+                        (d.line_end, d.column, d.column_end) = (0, 0, 0);
+                        Event::Frame(d)
+                    }
+                    e => e,
+                })
+                .collect();
+            assert_eq!(events(&older), expected, "{name} as version {version}");
+        }
+    }
+}
+
+#[test]
+fn every_mode_left_its_marks() {
+    let text = |name: &str| std::fs::read_to_string(recorded().join(format!("{name}.austin"))).unwrap();
+    assert!(text("wall").contains("# mode: wall"));
+    assert!(text("cpu").contains("# mode: cpu"));
+    assert!(text("memory").contains("# mode: memory"));
+    // Full mode: time, idle and memory on every sample line.
+    let full = text("full");
+    assert!(full.lines().filter(|l| l.starts_with('P')).all(|l| l.rsplit(' ').next().unwrap().split(',').count() == 3));
+    assert!(text("gc").contains(";:GC:"));
+    // Threads and child processes: several thread ids, several pids.
+    let heads = |t: &str, field: usize| {
+        t.lines()
+            .filter(|l| l.starts_with('P'))
+            .filter_map(|l| l.split(';').nth(field).map(str::to_owned))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert!(heads(&text("threads"), 1).len() > 1, "several threads");
+    assert!(heads(&text("children"), 0).len() > 1, "several processes");
+}
