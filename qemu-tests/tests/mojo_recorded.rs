@@ -1,9 +1,9 @@
-//! MOJO files Austin 3.7.0 records during the test command (`qemu-tests/oracle/austin/record.sh`,
-//! directory `TACHYON_MOJO_PROFILES`) of Python 3.11 running our workloads in every mode
-//! (wall, cpu, memory, full, GC, threads, children processes): our Austin text is byte for
-//! byte what austin-python 1.7.1's `mojo2austin` wrote for each, every file re-encodes to
-//! its own bytes, and its version 1 and 2 re-encodings read back to the same events but for
-//! the fields those versions lack.
+//! MOJO files Austin 3.7.0 and 4.0.0 record during the test command
+//! (`qemu-tests/oracle/austin/record.sh`, directory `TACHYON_MOJO_PROFILES`) of Python 3.11
+//! running our workloads in every mode (wall, cpu, memory, full, GC, threads, children
+//! processes): our Austin text is byte for byte what austin-python 1.7.1's `mojo2austin` wrote
+//! for each, every file re-encodes to its own bytes, and its version 1 and 2 re-encodings read
+//! back to the same events but for the fields those versions lack.
 
 use std::path::PathBuf;
 
@@ -11,7 +11,12 @@ use tachyon::convert::austin::austin_text;
 use tachyon_core::io::Cursor;
 use tachyon_core::mojo::{Event, Reader};
 
-const RECORDED: [&str; 7] = ["wall", "cpu", "memory", "full", "gc", "threads", "children"];
+const MODES: [&str; 7] = ["wall", "cpu", "memory", "full", "gc", "threads", "children"];
+
+/// Austin 3.7.0's files are named by mode, 4.0.0's `a40-` and the mode.
+fn recorded_names() -> impl Iterator<Item = String> {
+    ["", "a40-"].into_iter().flat_map(|prefix| MODES.map(|mode| format!("{prefix}{mode}")))
+}
 
 fn recorded() -> PathBuf {
     std::env::var_os("TACHYON_MOJO_PROFILES").map(PathBuf::from).expect(
@@ -32,7 +37,8 @@ fn events(file: &[u8]) -> Vec<Event<Vec<u8>>> {
 
 #[test]
 fn austin_text_is_mojo2austins_and_files_reencode() {
-    for name in RECORDED {
+    for name in recorded_names() {
+        let name = name.as_str();
         let dir = recorded();
         let file = std::fs::read(dir.join(format!("{name}.mojo"))).unwrap();
         let want = std::fs::read(dir.join(format!("{name}.austin"))).unwrap();
@@ -71,7 +77,15 @@ fn austin_text_is_mojo2austins_and_files_reencode() {
 
 #[test]
 fn every_mode_left_its_marks() {
-    let text = |name: &str| std::fs::read_to_string(recorded().join(format!("{name}.austin"))).unwrap();
+    for austin in ["3.7.0", "4.0.0"] {
+        let prefix = if austin == "3.7.0" { "" } else { "a40-" };
+        let text = |name: &str| std::fs::read_to_string(recorded().join(format!("{prefix}{name}.austin"))).unwrap();
+        assert!(text("wall").starts_with(&format!("# austin: {austin}\n")));
+        marks(&text);
+    }
+}
+
+fn marks(text: &dyn Fn(&str) -> String) {
     assert!(text("wall").contains("# mode: wall"));
     assert!(text("cpu").contains("# mode: cpu"));
     assert!(text("memory").contains("# mode: memory"));

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Records real MOJO files with Austin 3.7.0 (PyPI austin-dist) sampling Python 3.11 running
-# our own workloads (qemu-tests/vectors/mojo-austin-3.7/scripts/), one per mode, and has
-# austin-python 1.7.1's mojo2austin write each as Austin text. Into OUT/:
-#   NAME.mojo      the file Austin wrote (austin -b)
-#   NAME.austin    mojo2austin 1.7.1's text of it
-# for NAME in wall (simple.py), cpu (-s), memory (-m, memory.py), full (-f, threads.py),
-# gc (-g, gcheavy.py), threads (threads.py) and children (-C, children.py: a process pool).
+# Records real MOJO files with Austin 3.7.0 and 4.0.0 (PyPI austin-dist) sampling Python 3.11
+# running our own workloads (qemu-tests/vectors/mojo-austin-3.7/scripts/), one per mode, and
+# has austin-python 1.7.1's mojo2austin write each as Austin text. Into OUT/:
+#   NAME.mojo, a40-NAME.mojo       the files Austin 3.7.0 (austin -b) and 4.0.0 wrote
+#   NAME.austin, a40-NAME.austin   mojo2austin 1.7.1's text of each
+# for NAME in wall (simple.py), cpu (-s; 4.0: -c), memory (-m, memory.py), full (-f,
+# threads.py), gc (-g, gcheavy.py), threads (threads.py) and children (-C, children.py: a
+# process pool). Austin 4.0.0 needs glibc 2.38: it runs through the loader and libraries of
+# the CPython 3.15 oracle's newer root (scripts/oracle.sh, $TACHYON_ORACLE_DIR).
 # Austin reads another process's memory: run as root. Debian's own /usr/bin/python3.11 is
 # the target (a wrapper script such as pyenv's shim would make Austin sample the shell).
-# Cache: the virtual environment in $TACHYON_AUSTIN_DIR (default ~/.cache/tachyon-austin).
+# Cache: the virtual environments in $TACHYON_AUSTIN_DIR (default ~/.cache/tachyon-austin).
 # Usage: record.sh OUT
 set -euo pipefail
 OUT=${1:?usage: record.sh OUT}
@@ -31,23 +33,42 @@ if [ ! -f "$V/ready" ]; then
     || fail "pip install austin-dist==3.7.0 austin-python==1.7.1 (log: $A/pip.log)"
   touch "$V/ready"
 fi
+V4=$A/austin-4.0
+if [ ! -f "$V4/ready" ]; then
+  rm -rf "$V4"
+  "$PY" -m venv "$V4" || fail "python3.11 -m venv $V4"
+  "$V4/bin/pip" install -q austin-dist==4.0.0 >"$A/pip-4.0.log" 2>&1 \
+    || fail "pip install austin-dist==4.0.0 (log: $A/pip-4.0.log)"
+  touch "$V4/ready"
+fi
+ROOT=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}/root-amd64
+[ -x "$ROOT/usr/lib64/ld-linux-x86-64.so.2" ] || fail "the oracle's root $ROOT (run scripts/oracle.sh first)"
+austin40() {
+  "$ROOT/usr/lib64/ld-linux-x86-64.so.2" --library-path "$ROOT/usr/lib/x86_64-linux-gnu" "$V4/bin/austin" "$@"
+}
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
+# record NAME SCRIPT AUSTIN [FLAGS...]: AUSTIN is a command (austin37 or austin40).
+austin37() { "$V/bin/austin" -b "$@"; }
 record() {
-  local name=$1 script=$2
-  shift 2
+  local name=$1 script=$2 austin=$3
+  shift 3
   # Austin exits 0 once the workload has; its banner and statistics go to stderr.
-  (cd "$SCRIPTS" && "$V/bin/austin" -b -i 1ms "$@" -o "$OUT/$name.mojo" "$PY" "$script" >/dev/null 2>"$OUT/$name.stderr") \
-    || fail "$name: austin $* (stderr: $OUT/$name.stderr)"
+  (cd "$SCRIPTS" && "$austin" -i 1ms "$@" -o "$OUT/$name.mojo" "$PY" "$script" >/dev/null 2>"$OUT/$name.stderr") \
+    || fail "$name: $austin $* (stderr: $OUT/$name.stderr)"
   [ -s "$OUT/$name.mojo" ] || fail "$name: austin wrote nothing"
   "$V/bin/mojo2austin" "$OUT/$name.mojo" "$OUT/$name.austin" || fail "$name: mojo2austin"
   printf '%s: %s bytes, %s samples\n' "$name" "$(stat -c %s "$OUT/$name.mojo")" "$(grep -c '^P' "$OUT/$name.austin")"
 }
-record wall simple.py
-record cpu simple.py -s
-record memory memory.py -m
-record full threads.py -f
-record gc gcheavy.py -g
-record threads threads.py
-record children children.py -C
+for v in 37 40; do
+  prefix=$([ $v = 37 ] && echo "" || echo "a40-")
+  cpu=$([ $v = 37 ] && echo -s || echo -c)
+  record "${prefix}wall" simple.py austin$v
+  record "${prefix}cpu" simple.py austin$v "$cpu"
+  record "${prefix}memory" memory.py austin$v -m
+  record "${prefix}full" threads.py austin$v -f
+  record "${prefix}gc" gcheavy.py austin$v -g
+  record "${prefix}threads" threads.py austin$v
+  record "${prefix}children" children.py austin$v -C
+done
