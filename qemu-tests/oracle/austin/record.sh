@@ -64,9 +64,19 @@ austin37() { "$V/bin/austin" -b "$@"; }
 record() {
   local name=$1 script=$2 austin=$3
   shift 3
-  # Austin exits 0 once the workload has; its banner and statistics go to stderr.
-  (cd "$SCRIPTS" && "$austin" -i 1ms "$@" -o "$OUT/$name.mojo" "$PY" "$script" >/dev/null 2>"$OUT/$name.stderr") \
-    || fail "$name: $austin $* (stderr: $OUT/$name.stderr)"
+  # Austin exits 0 once the workload has; its banner and statistics go to stderr. It looks
+  # for the interpreter's state while Python starts, and on a loaded machine it sometimes
+  # gives up ("not a Python process", exit 32, a header-only file): it waits up to 5 s
+  # (-t; 3.7.0's default is 100 ms) and a failed attempt is made again, at most three times.
+  local attempt
+  for attempt in 1 2 3; do
+    if (cd "$SCRIPTS" && "$austin" -i 1ms -t 5s "$@" -o "$OUT/$name.mojo" "$PY" "$script" \
+      >/dev/null 2>"$OUT/$name.stderr"); then
+      break
+    fi
+    [ "$attempt" = 3 ] && fail "$name: $austin $* failed three times (stderr: $OUT/$name.stderr)"
+    echo "$name: austin failed (attempt $attempt), once more" >&2
+  done
   [ -s "$OUT/$name.mojo" ] || fail "$name: austin wrote nothing"
   "$V/bin/mojo2austin" "$OUT/$name.mojo" "$OUT/$name.austin" || fail "$name: mojo2austin"
   printf '%s: %s bytes, %s samples\n' "$name" "$(stat -c %s "$OUT/$name.mojo")" "$(grep -c '^P' "$OUT/$name.austin")"
