@@ -92,7 +92,9 @@ fn marks(text: &dyn Fn(&str) -> String) {
     // Full mode: time, idle and memory on every sample line.
     let full = text("full");
     assert!(full.lines().filter(|l| l.starts_with('P')).all(|l| l.rsplit(' ').next().unwrap().split(',').count() == 3));
-    assert!(text("gc").contains(";:GC:"));
+    // With -g Austin reports the collector's time as metadata; whether a sample lands inside a
+    // collection (`:GC:`) is chance (the committed gc vector has them).
+    assert!(text("gc").contains("\n# gc: "));
     // Threads and child processes: several thread ids, several pids.
     let heads = |t: &str, field: usize| {
         t.lines()
