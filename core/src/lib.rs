@@ -79,6 +79,8 @@ pub mod compression;
 pub mod gperftools;
 #[cfg(feature = "mojo")]
 pub mod mojo;
+#[cfg(any(feature = "gperftools", feature = "mojo"))]
+mod outbox;
 
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};

@@ -12,6 +12,7 @@ use embedded_io::Write;
 use super::word::{NativeWord, Word};
 use super::{Header, MAX_DEPTH};
 use crate::endian::{Endianity, NativeEndian};
+use crate::outbox::{Failure, Outbox};
 
 /// Slots the staging buffer holds at least: the header's five.
 const MIN_STAGING: usize = 5;
@@ -99,9 +100,7 @@ pub struct Writer<'b, S: Write, W: Word = NativeWord, E: Endianity = NativeEndia
     word: W,
     endian: E,
     staging: &'b mut [u8],
-    /// Staged bytes `sent..staged` still to go out.
-    staged: usize,
-    sent: usize,
+    outbox: Outbox,
     extra_words_left: u64,
     records: u64,
     /// The trailer or the raw tail has begun: no more records.
@@ -141,8 +140,7 @@ impl<'b, S: Write, W: Word, E: Endianity> Writer<'b, S, W, E> {
             word,
             endian,
             staging,
-            staged: 0,
-            sent: 0,
+            outbox: Outbox::default(),
             extra_words_left: header.words.saturating_sub(3),
             records: 0,
             data_ended: false,
@@ -273,7 +271,7 @@ impl<'b, S: Write, W: Word, E: Endianity> Writer<'b, S, W, E> {
         if self.finished {
             return Err(WriteError::Finished);
         }
-        if self.sent < self.staged {
+        if self.outbox.pending() {
             self.send(false)?;
         }
         Ok(())
@@ -281,45 +279,28 @@ impl<'b, S: Write, W: Word, E: Endianity> Writer<'b, S, W, E> {
 
     fn stage_slots(&mut self, values: impl IntoIterator<Item = u64>) -> Result<(), WriteError<S::Error>> {
         let w = self.word.bytes();
-        let start = self.staged;
+        let start = self.outbox.staged;
         for value in values {
             let Some(slot) = self.word.encode(self.endian, value) else {
-                self.staged = start;
+                self.outbox.staged = start;
                 return Err(WriteError::TooWide { value });
             };
-            let Some(dst) = self.staging.get_mut(self.staged..self.staged + w) else {
-                self.staged = start;
+            let at = self.outbox.staged;
+            let Some(dst) = self.staging.get_mut(at..at + w) else {
+                self.outbox.staged = start;
                 return Err(WriteError::TooDeep { depth: 0, max: 0 });
             };
             dst.copy_from_slice(slot.as_slice());
-            self.staged += w;
+            self.outbox.staged += w;
         }
         Ok(())
     }
 
-    /// Sends the staged bytes. On a sink error before any of a record went out, the record
-    /// is dropped when `droppable` (the call is refused); otherwise what is left stays
-    /// staged for the next call.
+    /// Sends the staged record ([`Outbox::send`]; `droppable`: the call may be refused).
     fn send(&mut self, droppable: bool) -> Result<(), WriteError<S::Error>> {
-        while self.sent < self.staged {
-            let pending = self.staging.get(self.sent..self.staged).unwrap_or_default();
-            let result = self.sink.write(pending);
-            let accepted = !(droppable && self.sent == 0);
-            let failure = match result {
-                Ok(n) if n > 0 => {
-                    self.sent += n.min(pending.len());
-                    continue;
-                }
-                Ok(_) => WriteError::SinkWroteZero { accepted },
-                Err(error) => WriteError::Sink { error, accepted },
-            };
-            if !accepted {
-                self.staged = 0;
-            }
-            return Err(failure);
-        }
-        self.sent = 0;
-        self.staged = 0;
-        Ok(())
+        self.outbox.send(&mut self.sink, self.staging, droppable).map_err(|(failure, accepted)| match failure {
+            Failure::Sink(error) => WriteError::Sink { error, accepted },
+            Failure::WroteZero => WriteError::SinkWroteZero { accepted },
+        })
     }
 }

@@ -50,6 +50,66 @@ impl FrameSlot {
     pub const EMPTY: FrameSlot = FrameSlot { entry: None };
 }
 
+/// What the probing and growing of both tables need of a slot.
+trait Slot: Copy {
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    const FREE: Self;
+    /// `(pid, key)` of the entry held, `None` when free.
+    fn owner(&self) -> Option<(u64, u64)>;
+}
+
+impl Slot for StringSlot {
+    const FREE: Self = StringSlot::EMPTY;
+    fn owner(&self) -> Option<(u64, u64)> {
+        self.entry.map(|(pid, key, _)| (pid, key))
+    }
+}
+
+impl Slot for FrameSlot {
+    const FREE: Self = FrameSlot::EMPTY;
+    fn owner(&self) -> Option<(u64, u64)> {
+        self.entry.map(|(pid, def, _, _)| (pid, def.key))
+    }
+}
+
+/// The slot holding `(pid, key)` (`true`), or the free slot where it would go (`false`), by
+/// linear probing from its home slot; `None` when there are no slots (or, which the 7/8 rule
+/// prevents, no free one).
+fn probe<T: Slot>(seed: u64, slots: &[T], pid: u64, key: u64) -> Option<(usize, bool)> {
+    let len = slots.len();
+    let mut i = home(seed, pid, key, len.max(1));
+    for _ in 0..len {
+        match slots[i].owner() {
+            Some(owner) if owner == (pid, key) => return Some((i, true)),
+            Some(_) => i = (i + 1) % len,
+            None => return Some((i, false)),
+        }
+    }
+    None
+}
+
+/// Doubles owned slots up to `limit`, every entry rehashed; false for borrowed slots, without
+/// a limit (fixed tables) or at it.
+fn grow<T: Slot>(slots: &mut Slots<'_, T>, limit: Option<usize>, seed: u64) -> bool {
+    #[cfg(feature = "alloc")]
+    if let (Slots::Owned(old), Some(limit)) = (slots, limit) {
+        let len = (old.len() * 2).max(64).min(limit);
+        if len > old.len() {
+            let mut new = alloc::vec![T::FREE; len];
+            for slot in old.iter() {
+                if let Some((i, _)) = slot.owner().and_then(|(pid, key)| probe(seed, &new, pid, key)) {
+                    new[i] = *slot;
+                }
+            }
+            *old = new;
+            return true;
+        }
+    }
+    #[cfg(not(feature = "alloc"))]
+    let _ = (slots, limit, seed);
+    false
+}
+
 /// Which part of the storage ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -163,7 +223,7 @@ fn home(seed: u64, pid: u64, key: u64, slots: usize) -> usize {
 
 /// Most slots of a table in use: 7/8, so that every probe meets a free slot.
 fn room(slots: usize) -> usize {
-    slots - slots / 8 - 1
+    slots.saturating_sub(slots / 8 + 1)
 }
 
 impl<'s> Tables<'s> {
@@ -201,48 +261,6 @@ impl<'s> Tables<'s> {
         }
     }
 
-    /// Doubles the string slots of growable tables within their limit; false when it cannot.
-    fn grow_strings(&mut self) -> bool {
-        #[cfg(feature = "alloc")]
-        if let (Slots::Owned(old), Some(limits)) = (&mut self.strings, self.limits) {
-            let len = (old.len() * 2).max(64).min(limits.string_slots);
-            if len > old.len() {
-                let mut new = alloc::vec![StringSlot::EMPTY; len];
-                for (pid, key, name) in old.iter().filter_map(|s| s.entry) {
-                    let mut i = home(self.seed, pid, key, len);
-                    while new[i].entry.is_some() {
-                        i = (i + 1) % len;
-                    }
-                    new[i].entry = Some((pid, key, name));
-                }
-                *old = new;
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Doubles the frame slots of growable tables within their limit; false when it cannot.
-    fn grow_frames(&mut self) -> bool {
-        #[cfg(feature = "alloc")]
-        if let (Slots::Owned(old), Some(limits)) = (&mut self.frames, self.limits) {
-            let len = (old.len() * 2).max(64).min(limits.frame_slots);
-            if len > old.len() {
-                let mut new = alloc::vec![FrameSlot::EMPTY; len];
-                for entry in old.iter().filter_map(|s| s.entry) {
-                    let mut i = home(self.seed, entry.0, entry.1.key, len);
-                    while new[i].entry.is_some() {
-                        i = (i + 1) % len;
-                    }
-                    new[i].entry = Some(entry);
-                }
-                *old = new;
-                return true;
-            }
-        }
-        false
-    }
-
     /// Makes the arena of growable tables hold `needed` bytes within its limit.
     fn grow_bytes(&mut self, needed: usize) -> bool {
         #[cfg(feature = "alloc")]
@@ -260,22 +278,10 @@ impl<'s> Tables<'s> {
     /// Defines (or redefines) string `key` of process `pid`.
     pub fn define_string(&mut self, pid: u64, key: u64, value: &[u8]) -> Result<(), TableError> {
         let i = loop {
-            let slots = self.strings.len();
-            if slots > 0 {
-                let mut i = home(self.seed, pid, key, slots);
-                let found = loop {
-                    match self.strings[i].entry {
-                        Some((p, k, _)) if (p, k) == (pid, key) => break true,
-                        Some(_) => i = (i + 1) % slots,
-                        None => break false,
-                    }
-                };
-                if found || self.string_count < room(slots) {
-                    break i;
-                }
-            }
-            if !self.grow_strings() {
-                return Err(TableError::Capacity(TableResource::Strings));
+            match probe(self.seed, &self.strings, pid, key) {
+                Some((i, found)) if found || self.string_count < room(self.strings.len()) => break i,
+                _ if grow(&mut self.strings, self.limits.map(|l| l.string_slots), self.seed) => {}
+                _ => return Err(TableError::Capacity(TableResource::Strings)),
             }
         };
         let name = self.store(value)?;
@@ -299,22 +305,10 @@ impl<'s> Tables<'s> {
         };
         let (filename, scope) = (lookup(def.filename)?, lookup(def.scope)?);
         let i = loop {
-            let slots = self.frames.len();
-            if slots > 0 {
-                let mut i = home(self.seed, pid, def.key, slots);
-                let found = loop {
-                    match self.frames[i].entry {
-                        Some((p, d, _, _)) if (p, d.key) == (pid, def.key) => break true,
-                        Some(_) => i = (i + 1) % slots,
-                        None => break false,
-                    }
-                };
-                if found || self.frame_count < room(slots) {
-                    break i;
-                }
-            }
-            if !self.grow_frames() {
-                return Err(TableError::Capacity(TableResource::Frames));
+            match probe(self.seed, &self.frames, pid, def.key) {
+                Some((i, found)) if found || self.frame_count < room(self.frames.len()) => break i,
+                _ if grow(&mut self.frames, self.limits.map(|l| l.frame_slots), self.seed) => {}
+                _ => return Err(TableError::Capacity(TableResource::Frames)),
             }
         };
         if self.frames[i].entry.is_none() {
@@ -326,19 +320,13 @@ impl<'s> Tables<'s> {
 
     /// Frame `key` of process `pid`, if defined.
     pub fn frame(&self, pid: u64, key: u64) -> Option<FrameNames<'_>> {
-        let slots = self.frames.len();
-        if slots == 0 {
-            return None;
-        }
-        let mut i = home(self.seed, pid, key, slots);
-        loop {
-            match self.frames[i].entry {
-                Some((p, def, filename, scope)) if (p, def.key) == (pid, key) => {
-                    return Some(FrameNames { def, filename: self.name(filename), scope: self.name(scope) })
-                }
-                Some(_) => i = (i + 1) % slots,
-                None => return None,
-            }
+        match probe(self.seed, &self.frames, pid, key)? {
+            (i, true) => self.frames[i].entry.map(|(_, def, filename, scope)| FrameNames {
+                def,
+                filename: self.name(filename),
+                scope: self.name(scope),
+            }),
+            _ => None,
         }
     }
 
@@ -358,17 +346,9 @@ impl<'s> Tables<'s> {
     }
 
     fn string_name(&self, pid: u64, key: u64) -> Option<Name> {
-        let slots = self.strings.len();
-        if slots == 0 {
-            return None;
-        }
-        let mut i = home(self.seed, pid, key, slots);
-        loop {
-            match self.strings[i].entry {
-                Some((p, k, name)) if (p, k) == (pid, key) => return Some(name),
-                Some(_) => i = (i + 1) % slots,
-                None => return None,
-            }
+        match probe(self.seed, &self.strings, pid, key)? {
+            (i, true) => self.strings[i].entry.map(|(_, _, name)| name),
+            _ => None,
         }
     }
 

@@ -11,6 +11,7 @@ use embedded_io::Write;
 
 use super::varint::{self, MAX_LEN};
 use super::{Event, LATEST_VERSION, MAGIC};
+use crate::outbox::{Failure, Outbox};
 
 /// What went wrong in a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +74,7 @@ impl<E: core::fmt::Debug> core::error::Error for WriteError<E> {}
 pub struct Writer<'b, S: Write> {
     sink: S,
     staging: &'b mut [u8],
-    /// Staged bytes `sent..staged` still to go out.
-    staged: usize,
-    sent: usize,
+    outbox: Outbox,
     version: u8,
     events: u64,
 }
@@ -87,11 +86,11 @@ impl<'b, S: Write> Writer<'b, S> {
         if !(1..=LATEST_VERSION).contains(&version) {
             return Err(WriteError::Version { version });
         }
-        let mut w = Writer { sink, staging, staged: 0, sent: 0, version, events: 0 };
+        let mut w = Writer { sink, staging, outbox: Outbox::default(), version, events: 0 };
         let mut stage = Stage::new(w.staging);
         stage.bytes(MAGIC)?;
         stage.unsigned(u64::from(version))?;
-        w.staged = stage.len;
+        w.outbox.staged = stage.len;
         w.send(false)?;
         Ok(w)
     }
@@ -99,7 +98,7 @@ impl<'b, S: Write> Writer<'b, S> {
     /// Appends one event, with the fields this version has: a FRAME's `line_end`, `column`
     /// and `column_end` only from version 2, a STACK's `iid` only from version 3.
     pub fn write(&mut self, event: &Event<&[u8]>) -> Result<(), WriteError<S::Error>> {
-        if self.sent < self.staged {
+        if self.outbox.pending() {
             self.send(false)?;
         }
         let id = event.id();
@@ -147,7 +146,7 @@ impl<'b, S: Write> Writer<'b, S> {
                 stage.unsigned(waiter)?;
             }
         }
-        self.staged = stage.len;
+        self.outbox.staged = stage.len;
         self.send(true)?;
         self.events += 1;
         Ok(())
@@ -155,7 +154,7 @@ impl<'b, S: Write> Writer<'b, S> {
 
     /// Sends what a failed call left staged, then flushes the sink.
     pub fn flush(&mut self) -> Result<(), WriteError<S::Error>> {
-        if self.sent < self.staged {
+        if self.outbox.pending() {
             self.send(false)?;
         }
         self.sink.flush().map_err(|error| WriteError::Sink { error, accepted: true })
@@ -181,29 +180,12 @@ impl<'b, S: Write> Writer<'b, S> {
         self.sink
     }
 
-    /// Sends the staged bytes. On a sink error before any of an event went out, the event is
-    /// dropped when `droppable` (the call is refused); otherwise what is left stays staged
-    /// for the next call.
+    /// Sends the staged event ([`Outbox::send`]; `droppable`: the call may be refused).
     fn send(&mut self, droppable: bool) -> Result<(), WriteError<S::Error>> {
-        while self.sent < self.staged {
-            let pending = self.staging.get(self.sent..self.staged).unwrap_or_default();
-            let accepted = !(droppable && self.sent == 0);
-            let failure = match self.sink.write(pending) {
-                Ok(n) if n > 0 => {
-                    self.sent += n.min(pending.len());
-                    continue;
-                }
-                Ok(_) => WriteError::SinkWroteZero { accepted },
-                Err(error) => WriteError::Sink { error, accepted },
-            };
-            if !accepted {
-                self.staged = 0;
-            }
-            return Err(failure);
-        }
-        self.sent = 0;
-        self.staged = 0;
-        Ok(())
+        self.outbox.send(&mut self.sink, self.staging, droppable).map_err(|(failure, accepted)| match failure {
+            Failure::Sink(error) => WriteError::Sink { error, accepted },
+            Failure::WroteZero => WriteError::SinkWroteZero { accepted },
+        })
     }
 }
 
