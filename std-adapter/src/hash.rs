@@ -17,6 +17,13 @@ impl Default for IdHash {
     }
 }
 
+impl IdHash {
+    /// The random key, to key other tables with (the core's MOJO tables, say).
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+}
+
 impl BuildHasher for IdHash {
     type Hasher = IdHasher;
 

@@ -34,9 +34,7 @@ pub fn info<R: embedded_io::Read>(source: R, file_bytes: u64) -> Result<Value, R
             }
             Event::Stack { pid, tid, .. } => {
                 pids.insert(pid);
-                if !threads.contains(&(pid, tid.to_vec())) {
-                    threads.insert((pid, tid.to_vec()));
-                }
+                threads.insert((pid, tid.to_vec()));
             }
             _ => {}
         }

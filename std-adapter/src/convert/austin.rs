@@ -20,13 +20,11 @@
 //! version 4, which it does not know), this returns an error naming the event's offset. Names
 //! that are not UTF-8, on which `mojo2austin` fails, are written with U+FFFD.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 
 use tachyon_core::mojo::{Event, Limits, ReadError, Reader, TableError, Tables};
-
-/// Window for events: Austin's longest are file paths and kernel symbols.
-const WINDOW: usize = 1 << 20;
 
 /// Most definitions and name bytes held ([`Tables::growable`]'s limits).
 pub const LIMITS: Limits = Limits { string_slots: 1 << 26, frame_slots: 1 << 26, name_bytes: 1 << 30 };
@@ -148,10 +146,10 @@ pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
     source: R,
     out: &mut W,
 ) -> Result<u64, AustinError<R::Error>> {
-    let mut window = vec![0u8; WINDOW];
+    let mut window = vec![0u8; crate::mojo::WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
     let version = reader.version();
-    let mut tables = Tables::growable(LIMITS, std::hash::BuildHasher::hash_one(&crate::hash::IdHash::default(), 0u64));
+    let mut tables = Tables::growable(LIMITS, crate::hash::IdHash::default().key());
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
     let mut pid: Option<u64> = None;
     let mut full = false;
@@ -160,7 +158,8 @@ pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
     while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
         let fail = |why| AustinError::Event { offset, why };
         let current = || pid.ok_or(fail(Why::NoStack));
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        // Borrowed unless a name is not UTF-8: no allocation per frame.
+        let text = |b| -> Cow<'_, str> { String::from_utf8_lossy(b) };
         match event {
             Event::Metadata { key, value } => {
                 pending.write(&mut out)?;
@@ -174,7 +173,7 @@ pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
                 pid = Some(p);
                 samples += 1;
                 let tid = text(tid);
-                let tid = python_hex(&tid).unwrap_or(tid);
+                let tid = python_hex(&tid).map_or(tid, Cow::Owned);
                 if version >= 3 {
                     write!(out, "P{p};T{iid}:{tid}")?;
                 } else {

@@ -154,7 +154,7 @@ struct StackEntry {
 
 impl StackSet {
     fn new() -> Self {
-        let key = std::hash::BuildHasher::hash_one(&crate::hash::IdHash::default(), 0u64) | 1;
+        let key = crate::hash::IdHash::default().key();
         StackSet { key, ..StackSet::default() }
     }
 
@@ -425,8 +425,9 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         if let Some((attr, value)) = line.split_once('=') {
             if !attr.is_empty() && attr.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !value.contains(' ')
             {
-                vars.retain(|(a, _)| *a != format!("${attr}"));
-                vars.push((format!("${attr}"), value.to_owned()));
+                let var = format!("${attr}");
+                vars.retain(|(a, _)| *a != var);
+                vars.push((var, value.to_owned()));
                 continue;
             }
         }
