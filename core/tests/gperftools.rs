@@ -4,6 +4,9 @@
 //! totals and go pprof's samples; every file re-encodes to the same bytes; every truncation
 //! is an error or a result, never a panic.
 
+mod broken;
+use broken::Broken;
+
 use std::collections::BTreeMap;
 
 #[path = "../../qemu-tests/src/gperftools_oracle.rs"]
@@ -335,23 +338,6 @@ struct FailOnce<'a> {
     fail_at: usize,
     short: bool,
     failed: bool,
-}
-
-#[derive(Debug, PartialEq)]
-struct Broken;
-
-impl std::fmt::Display for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("broken sink")
-    }
-}
-
-impl std::error::Error for Broken {}
-
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::Other
-    }
 }
 
 impl embedded_io::ErrorType for FailOnce<'_> {

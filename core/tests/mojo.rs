@@ -4,6 +4,9 @@
 //! every file re-encodes to its own bytes (older versions too); bad files give the rule and
 //! the offset, never a panic.
 
+mod broken;
+use broken::Broken;
+
 use tachyon_core::io::{Cursor, CursorError};
 use tachyon_core::mojo::varint;
 use tachyon_core::mojo::{Event, FrameDef, ReadError, Reader, Rule, WriteError, Writer, MIN_WINDOW};
@@ -339,23 +342,6 @@ struct Flaky {
     calls: usize,
     fail_at: usize,
     short: bool,
-}
-
-#[derive(Debug)]
-struct Broken;
-
-impl std::fmt::Display for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("broken sink")
-    }
-}
-
-impl std::error::Error for Broken {}
-
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::Other
-    }
 }
 
 impl embedded_io::ErrorType for Flaky {

@@ -76,20 +76,32 @@ fn viewers_read_our_outputs() {
 
         if i % 4 == 0 || total > 1000 {
             svgs += 1;
-            let svg = work.join(format!("{i}.svg"));
             let bytes = convert_file(file, &Output::Flamegraph { title: name.clone() }).unwrap();
-            std::fs::write(&svg, &bytes).unwrap();
-            let text = String::from_utf8(bytes).unwrap();
-            let rendered = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(work.join(format!("{i}.png"))).status();
-            if !rendered.is_ok_and(|s| s.success()) {
-                failures.push(format!("{name} flamegraph: rsvg-convert failed"));
-            }
-            let want = format!("<title>all ({} samples, 100%)", thousands(total));
-            if total > 0 && !text.contains(&want) {
-                failures.push(format!("{name} flamegraph: no \"{want}\""));
-            }
+            failures.extend(flamegraph_failure(&name, &work.join(format!("{i}.svg")), &bytes, total));
         }
     }
+    let (last, failed) = viewer_checks(&tools, &work, &manifest);
+    eprintln!("speedscope/gecko: {last}");
+    failures.extend(failed);
+    eprintln!("{} files through go tool pprof, {svgs} flame graphs rendered", files.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// What is wrong with a flame graph of `total` samples written to `svg`: `rsvg-convert` cannot
+/// render it, or its root does not count them all.
+fn flamegraph_failure(name: &str, svg: &Path, bytes: &[u8], total: u64) -> Option<String> {
+    std::fs::write(svg, bytes).unwrap();
+    let rendered = Command::new("rsvg-convert").arg(svg).arg("-o").arg(svg.with_extension("png")).status();
+    if !rendered.is_ok_and(|s| s.success()) {
+        return Some(format!("{name} flamegraph: rsvg-convert failed"));
+    }
+    let want = format!("<title>all ({} samples, 100%)", thousands(total));
+    (total > 0 && !String::from_utf8_lossy(bytes).contains(&want)).then(|| format!("{name} flamegraph: no \"{want}\""))
+}
+
+/// Runs `qemu-tests/oracle/viewer_formats.py` over the `speedscope`/`gecko` manifest lines:
+/// its summary line, and its report if it failed.
+fn viewer_checks(tools: &Path, work: &Path, manifest: &str) -> (String, Option<String>) {
     let manifest_path = work.join("viewers.tsv");
     std::fs::write(&manifest_path, manifest).unwrap();
     let out = Command::new(tools.join("venv/bin/python"))
@@ -99,12 +111,10 @@ fn viewers_read_our_outputs() {
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
-    eprintln!("speedscope/gecko: {}", report.lines().last().unwrap_or(""));
-    if !out.status.success() {
-        failures.push(format!("speedscope/gecko checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
-    }
-    eprintln!("{} files through go tool pprof, {svgs} flame graphs rendered", files.len());
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    let last = report.lines().last().unwrap_or("").to_owned();
+    let failed = (!out.status.success())
+        .then(|| format!("speedscope/gecko checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
+    (last, failed)
 }
 
 /// `1234567` as inferno prints it: `1,234,567`.
@@ -173,17 +183,8 @@ fn native_inputs_reach_the_viewers() {
         manifest += &format!("speedscope\t{}\n", path.display());
         let collapsed = String::from_utf8(convert_to(&Output::Collapsed)).unwrap();
         let total: u64 = collapsed.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
-        let svg = work.join(format!("{checked}.svg"));
         let bytes = convert_to(&Output::Flamegraph { title: name.to_owned() });
-        std::fs::write(&svg, &bytes).unwrap();
-        let rendered = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(svg.with_extension("png")).status();
-        if !rendered.is_ok_and(|s| s.success()) {
-            failures.push(format!("{name} flamegraph: rsvg-convert failed"));
-        }
-        let want = format!("<title>all ({} samples, 100%)", thousands(total));
-        if total > 0 && !String::from_utf8(bytes).unwrap().contains(&want) {
-            failures.push(format!("{name} flamegraph: no \"{want}\""));
-        }
+        failures.extend(flamegraph_failure(name, &work.join(format!("{checked}.svg")), &bytes, total));
     };
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
     let mut profiles: Vec<_> = std::fs::read_dir(&vectors)
@@ -219,19 +220,9 @@ fn native_inputs_reach_the_viewers() {
         let mut from_pprof = |output: &Output| output_of(&mut PprofSource::open(&proto[..], &samples).unwrap(), output);
         check(&format!("{arch} go -proto"), &mut from_pprof);
     }
-    let manifest_path = work.join("viewers.tsv");
-    std::fs::write(&manifest_path, manifest).unwrap();
-    let out = Command::new(tools.join("venv/bin/python"))
-        .arg(root().join("qemu-tests/oracle/viewer_formats.py"))
-        .arg(tools.join("speedscope-schema.json"))
-        .arg(&manifest_path)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{checked} native inputs; speedscope: {}", report.lines().last().unwrap_or(""));
-    if !out.status.success() {
-        failures.push(format!("speedscope checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
-    }
+    let (last, failed) = viewer_checks(&tools, &work, &manifest);
+    eprintln!("{checked} native inputs; speedscope: {last}");
+    failures.extend(failed);
     assert!(checked > 20, "only {checked} inputs");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
