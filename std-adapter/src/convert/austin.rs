@@ -128,15 +128,14 @@ fn python_hex(tid: &str) -> Option<String> {
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
     let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).map_or(s, |r| r.strip_prefix('_').unwrap_or(r));
-    // Digits, with single underscores between them.
+    // Digits, with single underscores between them; read without a copy (one per sample).
     if s.is_empty() || s.starts_with('_') || s.ends_with('_') || s.contains("__") {
         return None;
     }
-    let digits: String = s.chars().filter(|&c| c != '_').collect();
-    if !digits.chars().all(|c| c.is_ascii_hexdigit()) {
-        return None;
+    let mut value = 0u128;
+    for c in s.chars().filter(|&c| c != '_') {
+        value = value.checked_mul(16)?.checked_add(u128::from(c.to_digit(16)?))?;
     }
-    let value = u128::from_str_radix(&digits, 16).ok()?;
     Some(if negative && value != 0 { format!("-{value}") } else { value.to_string() })
 }
 
