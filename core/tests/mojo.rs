@@ -284,7 +284,7 @@ fn hostile_varints_and_ids_are_named() {
         Event::Memory(i64::MIN)
     );
     // Unknown ids, and files that are not MOJO.
-    for id in [0u8, 16, 0xff] {
+    for id in [0u8, 17, 0xff] {
         assert_eq!(end(&with(&[id])), Err(ReadError::Format { offset: at, rule: Rule::UnknownEvent { id } }));
     }
     assert_eq!(end(b"MOX\x03"), Err(ReadError::Format { offset: 0, rule: Rule::NotMojo }));
@@ -589,4 +589,273 @@ fn growable_tables_grow_to_their_limits_and_keep_every_definition() {
     let mut small = Tables::growable(Limits { string_slots: 64, frame_slots: 64, name_bytes: 100 }, 1);
     small.define_string(1, 2, &[b'a'; 100]).unwrap();
     assert_eq!(small.define_string(1, 3, b"b"), Err(TableError::Capacity(TableResource::NameBytes)));
+}
+
+/// The samples dumps: every sample of each real and derived file (`{pid, iid, tid, frames,
+/// time, memory, idle, gc}`, INVALID, kernel and GC markers among the frames), made by the
+/// format research and checked there against austin-python 2.4.0's reader.
+fn expected_samples(name: &str) -> Vec<serde_json::Value> {
+    let path = format!(
+        "{}/../qemu-tests/vectors/mojo-austin-3.7/expected/{name}.samples.jsonl.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()), &mut text)
+        .unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "sample")
+        .collect()
+}
+
+/// A sample as the dumps write it (the GC marker last among the frames: Austin writes GC
+/// after the frame references; fields the file's version lacks are null, as austin-python
+/// has them).
+fn sample_json(s: &tachyon_core::mojo::Sample<'_>, version: u8) -> serde_json::Value {
+    let since = |v: u8, x: u64| (version >= v).then_some(x);
+    use tachyon_core::mojo::Frame;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut frames: Vec<serde_json::Value> = s
+        .frames()
+        .map(|f| match f {
+            Frame::Defined(f) => serde_json::json!({
+                "filename": text(f.filename), "scope": text(f.scope), "line": f.def.line,
+                "line_end": since(2, f.def.line_end), "column": since(2, f.def.column),
+                "column_end": since(2, f.def.column_end),
+            }),
+            Frame::Invalid => serde_json::json!({"invalid": true}),
+            Frame::Kernel(k) => serde_json::json!({"kernel": text(k)}),
+        })
+        .collect();
+    if s.gc {
+        frames.push(serde_json::json!({"gc": true}));
+    }
+    serde_json::json!({
+        "kind": "sample", "pid": s.pid, "iid": since(3, s.iid), "tid": text(s.tid), "frames": frames,
+        "time": s.time, "memory": s.memory, "idle": s.idle, "gc": s.gc,
+    })
+}
+
+/// Every sample of `file` as [`sample_json`] writes it, through `samples`.
+fn samples_of(file: &[u8], mut samples: tachyon_core::mojo::Samples<'_>) -> Result<Vec<serde_json::Value>, String> {
+    let mut window = vec![0u8; 4096];
+    let mut reader = Reader::open(Cursor::new(file), &mut window).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let version = reader.version();
+    while let Some((offset, event)) = reader.next_event().map_err(|e| e.to_string())? {
+        if samples.push(offset, &event).map_err(|e| e.to_string())? {
+            out.push(sample_json(&samples.sample().unwrap(), version));
+        }
+    }
+    if samples.finish() {
+        out.push(sample_json(&samples.sample().unwrap(), version));
+    }
+    assert!(!samples.finish(), "a second end finishes nothing");
+    Ok(out)
+}
+
+/// Sample storage over Vecs of the given sizes.
+struct SampleBuffers {
+    items: Vec<tachyon_core::mojo::ItemSlot>,
+    text: Vec<u8>,
+    threads: Vec<tachyon_core::mojo::ThreadSlot>,
+    history: Vec<u64>,
+}
+
+impl SampleBuffers {
+    fn new(items: usize, text: usize, threads: usize, depth: usize) -> Self {
+        SampleBuffers {
+            items: vec![tachyon_core::mojo::ItemSlot::EMPTY; items],
+            text: vec![0; text],
+            threads: vec![tachyon_core::mojo::ThreadSlot::EMPTY; threads],
+            history: vec![0; threads * depth],
+        }
+    }
+
+    fn storage(&mut self) -> tachyon_core::mojo::SampleStorage<'_> {
+        tachyon_core::mojo::SampleStorage::new(&mut self.items, &mut self.text, &mut self.threads, &mut self.history)
+    }
+}
+
+const SAMPLE_LIMITS: tachyon_core::mojo::SampleLimits =
+    tachyon_core::mojo::SampleLimits { frames: 1 << 16, text: 1 << 20, threads: 1 << 16, history_depth: 1024 };
+const TABLE_LIMITS: tachyon_core::mojo::Limits =
+    tachyon_core::mojo::Limits { string_slots: 1 << 20, frame_slots: 1 << 20, name_bytes: 1 << 26 };
+
+#[test]
+fn samples_are_the_ones_the_dumps_give() {
+    let derived = DERIVED.iter().map(|(n, f)| (n.trim_start_matches("derived/"), *f));
+    for (name, file) in REAL.iter().copied().chain(derived) {
+        let name = name.trim_end_matches(".mojo");
+        let want = expected_samples(name);
+        assert!(!want.is_empty(), "{name}");
+        let growable = tachyon_core::mojo::Samples::new(
+            tachyon_core::mojo::Tables::growable(TABLE_LIMITS, 7),
+            tachyon_core::mojo::SampleStorage::growable(SAMPLE_LIMITS),
+        );
+        let got = samples_of(file, growable).unwrap();
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "{name}: sample {i}");
+        }
+        // Caller storage just large enough gives the same samples.
+        let mut tables = Storage::new(1 << 12, 1 << 12, 1 << 18);
+        let mut buffers = SampleBuffers::new(256, 4096, 16, 256);
+        let fixed = tachyon_core::mojo::Samples::new(tables.tables(3), buffers.storage());
+        assert_eq!(samples_of(file, fixed).unwrap(), got, "{name}");
+    }
+}
+
+/// Version 4 files made by `qemu-tests/vectors/mojo-v4/mk.py`, with what austin-python
+/// 2.4.0's reader yields for them (see that folder's README).
+const V4: [(&str, &[u8], &str); 2] = [
+    (
+        "stack_repeat",
+        include_bytes!("../../qemu-tests/vectors/mojo-v4/stack_repeat.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-v4/stack_repeat.samples.jsonl"),
+    ),
+    (
+        "tasks",
+        include_bytes!("../../qemu-tests/vectors/mojo-v4/tasks.mojo"),
+        include_str!("../../qemu-tests/vectors/mojo-v4/tasks.samples.jsonl"),
+    ),
+];
+
+/// A sample as austin-python 2.4.0 yields it: no INVALID or kernel markers, idle and gc
+/// null without full mode and GC metadata (these files have neither).
+fn as_2_4(mut sample: serde_json::Value) -> serde_json::Value {
+    let frames = sample["frames"].as_array().unwrap().iter().filter(|f| f.get("filename").is_some()).cloned().collect();
+    sample["frames"] = serde_json::Value::Array(frames);
+    sample["idle"] = serde_json::Value::Null;
+    sample["gc"] = serde_json::Value::Null;
+    sample
+}
+
+#[test]
+fn version_4_samples_are_the_real_readers() {
+    for (name, file, dump) in V4 {
+        let want: Vec<serde_json::Value> = dump
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["kind"] == "sample")
+            .collect();
+        let samples = tachyon_core::mojo::Samples::new(
+            tachyon_core::mojo::Tables::growable(TABLE_LIMITS, 9),
+            tachyon_core::mojo::SampleStorage::growable(SAMPLE_LIMITS),
+        );
+        // The running task is not in `sample_json`: compare it from the dump separately.
+        let mut window = vec![0u8; 4096];
+        let mut reader = Reader::open(Cursor::new(file), &mut window).unwrap();
+        let mut got = Vec::new();
+        let mut samples = samples;
+        let mut take = |s: &tachyon_core::mojo::Sample<'_>| {
+            let mut v = as_2_4(sample_json(s, 4));
+            v["running_task"] = serde_json::json!(s.running_task);
+            got.push(v);
+        };
+        while let Some((offset, event)) = reader.next_event().unwrap() {
+            if samples.push(offset, &event).unwrap() {
+                take(&samples.sample().unwrap());
+            }
+        }
+        if samples.finish() {
+            take(&samples.sample().unwrap());
+        }
+        assert_eq!(got, want, "{name}");
+        assert!(got.len() >= 3, "{name}");
+    }
+}
+
+#[test]
+fn sample_storage_limits_are_capacity_errors_and_history_only_when_a_repeat_needs_it() {
+    use tachyon_core::mojo::{Problem, SampleError, SampleResource, Samples};
+    let stack = |tid: &'static [u8]| Event::Stack { pid: 1, iid: 0, tid };
+    let define = [
+        Event::String { key: 2, value: &b"a.py"[..] },
+        Event::String { key: 3, value: &b"f"[..] },
+        Event::Frame(FrameDef { key: 9, filename: 2, scope: 3, line: 1, line_end: 1, column: 0, column_end: 0 }),
+    ];
+    // A stack deeper than the frame slots.
+    let mut tables = Storage::new(64, 64, 1024);
+    let mut buffers = SampleBuffers::new(4, 64, 4, 4);
+    let mut samples = Samples::new(tables.tables(1), buffers.storage());
+    samples.push(0, &stack(b"1")).unwrap();
+    for (i, e) in define.iter().enumerate() {
+        samples.push(i as u64 + 1, e).unwrap();
+    }
+    for offset in 10..14 {
+        samples.push(offset, &Event::FrameRef { key: 9 }).unwrap();
+    }
+    assert_eq!(
+        samples.push(14, &Event::FrameRef { key: 9 }),
+        Err(SampleError { offset: 14, problem: Problem::Capacity(SampleResource::Frames) })
+    );
+    // The sample so far is whole: it ends with the next STACK.
+    assert!(samples.push(15, &stack(b"1")).unwrap());
+    assert_eq!(samples.sample().unwrap().frames().len(), 4);
+    // Kernel symbols and tids beyond the text.
+    assert_eq!(
+        samples.push(16, &Event::FrameKernel { symbol: &[b'k'; 64][..] }),
+        Err(SampleError { offset: 16, problem: Problem::Capacity(SampleResource::Text) })
+    );
+
+    // One thread slot of history: many threads are fine until a repeat needs a lost one.
+    let mut tables = Storage::new(64, 64, 1024);
+    let mut buffers = SampleBuffers::new(16, 64, 1, 8);
+    let mut samples = Samples::new(tables.tables(1), buffers.storage());
+    let tids: [&[u8]; 3] = [b"1", b"2", b"3"];
+    let mut offset = 0;
+    for tid in tids {
+        offset += 1;
+        samples.push(offset, &stack(tid)).unwrap();
+        if offset == 1 {
+            for e in &define {
+                samples.push(offset, e).unwrap();
+            }
+        }
+        samples.push(offset, &Event::FrameRef { key: 9 }).unwrap();
+    }
+    offset += 1;
+    samples.push(offset, &stack(b"3")).unwrap();
+    assert_eq!(
+        samples.push(99, &Event::StackRepeat),
+        Err(SampleError { offset: 99, problem: Problem::Capacity(SampleResource::History) })
+    );
+}
+
+#[test]
+fn sample_events_before_a_stack_or_of_undefined_keys_are_named() {
+    use tachyon_core::mojo::{Problem, SampleError, Samples};
+    let mut tables = Storage::new(64, 64, 1024);
+    let mut buffers = SampleBuffers::new(16, 64, 4, 8);
+    let mut samples = Samples::new(tables.tables(1), buffers.storage());
+    // Markers before any STACK belong to no sample; everything else of a sample is an error.
+    samples.push(0, &Event::FrameInvalid).unwrap();
+    samples.push(0, &Event::FrameKernel { symbol: &b"k"[..] }).unwrap();
+    samples.push(0, &Event::Metadata { key: &b"k"[..], value: &b"v"[..] }).unwrap();
+    for e in [
+        Event::Gc,
+        Event::Idle,
+        Event::Time(1),
+        Event::FrameRef { key: 1 },
+        Event::StackRepeat,
+        Event::TaskRunning { task: 1 },
+    ] {
+        assert_eq!(samples.push(5, &e), Err(SampleError { offset: 5, problem: Problem::NoStack }), "{e:?}");
+    }
+    assert!(!samples.finish());
+    samples.push(6, &Event::Stack { pid: 4, iid: 0, tid: &b"2a"[..] }).unwrap();
+    assert_eq!(
+        samples.push(7, &Event::FrameRef { key: 3 }),
+        Err(SampleError { offset: 7, problem: Problem::UndefinedFrame { pid: 4, key: 3 } })
+    );
+    assert_eq!(
+        samples.push(8, &Event::TaskStack { task: 1, name: 5, frames: 0 }),
+        Err(SampleError { offset: 8, problem: Problem::UndefinedString { pid: 4, key: 5 } })
+    );
+    // An empty stack is a sample.
+    samples.push(9, &Event::Time(3)).unwrap();
+    assert!(samples.finish());
+    let s = samples.sample().unwrap();
+    assert_eq!((s.pid, s.tid, s.time, s.frames().len(), s.offset), (4, &b"2a"[..], Some(3), 0, 6));
 }

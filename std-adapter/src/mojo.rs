@@ -70,6 +70,7 @@ fn name<S>(event: &Event<S>) -> &'static str {
         Event::StackRepeat => "stack_repeat",
         Event::TaskStack { .. } => "task_stack",
         Event::TaskWaiter { .. } => "task_waiter",
+        Event::TaskRunning { .. } => "task_running",
     }
 }
 

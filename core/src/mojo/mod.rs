@@ -22,11 +22,16 @@
 //! | 11 | STRING | key, value string |
 //! | 12 | STRING_REF | key (defined, never written by Austin 3.7/4.0) |
 //! | 13 | STACK_REPEAT (v4) | — : the Python frames of the thread's previous sample |
-//! | 14 | TASK_STACK (v4) | task key, name key: an asyncio task's coroutine stack follows |
+//! | 14 | TASK_STACK (v4) | task key, name key, frame count: the next that many FRAME_REFs are an asyncio task's coroutine stack, not the sample's |
 //! | 15 | TASK_WAITER (v4) | task key, waiter key |
+//! | 16 | TASK_RUNNING (v4) | task key: the task the sample's thread runs |
 //!
 //! Versions 1 to 4 are read (v4 is upstream Austin's current one); the events of v4 are
-//! accepted in any version, as austin-python 2.4.0 accepts them. Keys are u64: frame keys use
+//! accepted in any version, as austin-python 2.4.0 accepts them. The task events are as
+//! austin-python 2.4.0, the current reader, reads them: TASK_STACK has a third field, the
+//! count of frame references that follow it, and event 16 names the running task (the
+//! format research described TASK_STACK with two fields and no event 16; the real reader
+//! wins). Keys are u64: frame keys use
 //! all 64 bits (`u64::MAX` for an instruction offset of −1). String and frame keys belong to
 //! the pid of the last STACK. [`Reader`] yields events as they are; [`Tables`] holds the
 //! string and frame definitions per pid in the caller's storage, as the real readers resolve
@@ -34,11 +39,15 @@
 //! its own bytes.
 
 mod reader;
+pub mod samples;
 pub mod tables;
 pub mod varint;
 mod writer;
 
 pub use reader::{Reader, MIN_WINDOW};
+pub use samples::{
+    Frame, ItemSlot, Problem, Sample, SampleError, SampleLimits, SampleResource, SampleStorage, Samples, ThreadSlot,
+};
 pub use tables::{FrameNames, FrameSlot, Limits, StringSlot, TableError, TableResource, Tables};
 pub use writer::{WriteError, Writer};
 
@@ -131,19 +140,27 @@ pub enum Event<S> {
     },
     /// 13 (v4): the Python frames of this thread's previous sample.
     StackRepeat,
-    /// 14 (v4): an asyncio task's coroutine stack follows.
+    /// 14 (v4): an asyncio task's coroutine stack follows: the next `frames` FRAME_REFs
+    /// (none: the task is gone).
     TaskStack {
         /// Task key.
         task: u64,
-        /// String key of its name.
+        /// String key of its name (0: unresolved, or the name given before).
         name: u64,
+        /// How many FRAME_REFs that follow are the task's.
+        frames: u64,
     },
     /// 15 (v4): a task waits on another.
     TaskWaiter {
         /// Task key.
         task: u64,
-        /// The waiting task's key.
+        /// The waiting task's key (0: none).
         waiter: u64,
+    },
+    /// 16 (v4): the task the sample's thread was running.
+    TaskRunning {
+        /// Task key.
+        task: u64,
     },
 }
 
@@ -166,6 +183,7 @@ impl<S> Event<S> {
             Event::StackRepeat => 13,
             Event::TaskStack { .. } => 14,
             Event::TaskWaiter { .. } => 15,
+            Event::TaskRunning { .. } => 16,
         }
     }
 
@@ -185,8 +203,9 @@ impl<S> Event<S> {
             Event::String { key, value } => Event::String { key: *key, value },
             Event::StringRef { key } => Event::StringRef { key: *key },
             Event::StackRepeat => Event::StackRepeat,
-            Event::TaskStack { task, name } => Event::TaskStack { task: *task, name: *name },
+            Event::TaskStack { task, name, frames } => Event::TaskStack { task: *task, name: *name, frames: *frames },
             Event::TaskWaiter { task, waiter } => Event::TaskWaiter { task: *task, waiter: *waiter },
+            Event::TaskRunning { task } => Event::TaskRunning { task: *task },
         }
     }
 
@@ -206,8 +225,9 @@ impl<S> Event<S> {
             Event::String { key, value } => Event::String { key, value: f(value) },
             Event::StringRef { key } => Event::StringRef { key },
             Event::StackRepeat => Event::StackRepeat,
-            Event::TaskStack { task, name } => Event::TaskStack { task, name },
+            Event::TaskStack { task, name, frames } => Event::TaskStack { task, name, frames },
             Event::TaskWaiter { task, waiter } => Event::TaskWaiter { task, waiter },
+            Event::TaskRunning { task } => Event::TaskRunning { task },
         }
     }
 }
@@ -230,7 +250,7 @@ pub enum Rule {
         /// The version.
         version: u64,
     },
-    /// An event id outside 1..=15.
+    /// An event id outside 1..=16.
     UnknownEvent {
         /// The id byte.
         id: u8,

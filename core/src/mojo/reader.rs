@@ -110,8 +110,9 @@ fn decode(buf: &[u8], version: u8) -> Result<(Event<Range<usize>>, usize), Stop>
         11 => Event::String { key: f.unsigned()?, value: f.string()? },
         12 => Event::StringRef { key: f.unsigned()? },
         13 => Event::StackRepeat,
-        14 => Event::TaskStack { task: f.unsigned()?, name: f.unsigned()? },
+        14 => Event::TaskStack { task: f.unsigned()?, name: f.unsigned()?, frames: f.unsigned()? },
         15 => Event::TaskWaiter { task: f.unsigned()?, waiter: f.unsigned()? },
+        16 => Event::TaskRunning { task: f.unsigned()? },
         id => return Err(Stop::Broken(Rule::UnknownEvent { id })),
     };
     Ok((event, f.at))

@@ -169,7 +169,7 @@ pub struct Limits {
 }
 
 /// Storage the caller lends, or (feature `alloc`) storage the tables own and grow.
-enum Slots<'s, T> {
+pub(super) enum Slots<'s, T> {
     Borrowed(&'s mut [T]),
     #[cfg(feature = "alloc")]
     Owned(alloc::vec::Vec<T>),
@@ -211,7 +211,7 @@ pub struct Tables<'s> {
 }
 
 /// Slot index for `(pid, key)`: a keyed mix, so collisions cannot be planned without `seed`.
-fn home(seed: u64, pid: u64, key: u64, slots: usize) -> usize {
+pub(super) fn home(seed: u64, pid: u64, key: u64, slots: usize) -> usize {
     let mut h = seed ^ key.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ pid.rotate_left(29);
     h ^= h >> 31;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -222,7 +222,7 @@ fn home(seed: u64, pid: u64, key: u64, slots: usize) -> usize {
 }
 
 /// Most slots of a table in use: 7/8, so that every probe meets a free slot.
-fn room(slots: usize) -> usize {
+pub(super) fn room(slots: usize) -> usize {
     slots.saturating_sub(slots / 8 + 1)
 }
 
@@ -328,6 +328,11 @@ impl<'s> Tables<'s> {
             }),
             _ => None,
         }
+    }
+
+    /// The seed of the tables' hash.
+    pub(super) fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// Strings defined.

@@ -130,16 +130,19 @@ impl<'b, S: Write> Writer<'b, S> {
                 }
             }
             Event::FrameInvalid | Event::Gc | Event::Idle | Event::StackRepeat => {}
-            Event::FrameRef { key } | Event::StringRef { key } => stage.unsigned(key)?,
+            Event::FrameRef { key } | Event::StringRef { key } | Event::TaskRunning { task: key } => {
+                stage.unsigned(key)?
+            }
             Event::FrameKernel { symbol } => stage.string(symbol)?,
             Event::Time(v) | Event::Memory(v) => stage.signed(v)?,
             Event::String { key, value } => {
                 stage.unsigned(key)?;
                 stage.string(value)?;
             }
-            Event::TaskStack { task, name } => {
+            Event::TaskStack { task, name, frames } => {
                 stage.unsigned(task)?;
                 stage.unsigned(name)?;
+                stage.unsigned(frames)?;
             }
             Event::TaskWaiter { task, waiter } => {
                 stage.unsigned(task)?;

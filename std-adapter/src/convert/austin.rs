@@ -200,9 +200,10 @@ pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
             Event::Time(v) if full => pending.time = Some(v),
             Event::Memory(v) if full => pending.memory = Some(v),
             Event::Time(v) | Event::Memory(v) => writeln!(out, " {v}")?,
-            e @ (Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. }) => {
-                return Err(fail(Why::Version4 { id: e.id() }))
-            }
+            e @ (Event::StackRepeat
+            | Event::TaskStack { .. }
+            | Event::TaskWaiter { .. }
+            | Event::TaskRunning { .. }) => return Err(fail(Why::Version4 { id: e.id() })),
         }
     }
     // `mojo2austin` writes held-back metrics only before a later STACK or METADATA: at the
