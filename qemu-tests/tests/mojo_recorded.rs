@@ -3,7 +3,9 @@
 //! running our workloads in every mode (wall, cpu, memory, full, GC, threads, children
 //! processes): our Austin text is byte for byte what austin-python 1.7.1's `mojo2austin` wrote
 //! for each, every file re-encodes to its own bytes, and its version 1 and 2 re-encodings read
-//! back to the same events but for the fields those versions lack.
+//! back to the same events but for the fields those versions lack. On those files and every
+//! committed MOJO vector, our samples (`tachyon dump`) are austin-python 2.4.0's, dumped by
+//! `oracle/austin/samples.py` during the recording.
 
 use std::path::PathBuf;
 
@@ -104,4 +106,75 @@ fn marks(text: &dyn Fn(&str) -> String) {
     };
     assert!(heads(&text("threads"), 1).len() > 1, "several threads");
     assert!(heads(&text("children"), 0).len() > 1, "several processes");
+}
+
+/// A dump line as austin-python 2.4.0 has it: its samples leave out the INVALID and kernel
+/// markers, and have idle null outside full mode and gc null without GC metadata (ours say
+/// false).
+fn as_2_4(mut line: serde_json::Value) -> serde_json::Value {
+    if line["kind"] == "sample" {
+        let frames =
+            line["frames"].as_array().unwrap().iter().filter(|f| f.get("filename").is_some()).cloned().collect();
+        line["frames"] = serde_json::Value::Array(frames);
+    }
+    line
+}
+
+fn null_as_false(mut line: serde_json::Value) -> serde_json::Value {
+    for flag in ["idle", "gc"] {
+        if line.get(flag) == Some(&serde_json::Value::Null) {
+            line[flag] = serde_json::Value::Bool(false);
+        }
+    }
+    line
+}
+
+/// Every recorded file and committed vector: `tachyon dump`'s lines are what austin-python
+/// 2.4.0's reader yields, in its order (metadata between two samples before the first); where
+/// that reader fails, so do we, after the same lines or fewer (a version 0 header, which it
+/// misreads as version 2 for a while, we refuse at once).
+#[test]
+fn samples_are_austin_python_2_4s() {
+    let dir = recorded();
+    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors");
+    let mut pairs: Vec<(PathBuf, PathBuf)> =
+        recorded_names().map(|n| (dir.join(format!("{n}.mojo")), dir.join(format!("{n}.samples.jsonl")))).collect();
+    let mut committed: Vec<_> = std::fs::read_dir(dir.join("vectors")).unwrap().map(|e| e.unwrap().path()).collect();
+    committed.sort();
+    for dump in committed {
+        let name = dump.file_name().unwrap().to_str().unwrap().trim_end_matches(".samples.jsonl").replace("__", "/");
+        pairs.push((vectors.join(name), dump));
+    }
+    assert!(pairs.len() >= 14 + 25, "recorded files and committed vectors: {}", pairs.len());
+    let (mut samples, mut failures) = (0, 0);
+    for (mojo, dump) in pairs {
+        let file = std::fs::read(&mojo).unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
+        let mut want: Vec<serde_json::Value> = std::fs::read_to_string(&dump)
+            .unwrap()
+            .lines()
+            .map(|l| null_as_false(serde_json::from_str(l).unwrap()))
+            .collect();
+        let theirs_failed = want.last().is_some_and(|l| l["kind"] == "error");
+        if theirs_failed {
+            want.pop();
+        }
+        let mut out = Vec::new();
+        let ours = tachyon::mojo::dump(Cursor::new(&file[..]), &mut out);
+        let got: Vec<serde_json::Value> =
+            String::from_utf8(out).unwrap().lines().map(|l| as_2_4(serde_json::from_str(l).unwrap())).collect();
+        let name = mojo.display();
+        assert_eq!(ours.is_err(), theirs_failed, "{name}: ours {ours:?}");
+        if theirs_failed {
+            assert!(got.len() <= want.len(), "{name}");
+            want.truncate(got.len());
+        }
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "{name}: line {i}");
+        }
+        samples += want.iter().filter(|l| l["kind"] == "sample").count();
+        failures += usize::from(theirs_failed);
+    }
+    assert!(samples > 10_000, "{samples} samples compared");
+    assert!(failures >= 5, "{failures} files both readers refuse");
 }

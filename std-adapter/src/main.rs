@@ -77,7 +77,8 @@ enum Command {
         /// The profile.
         file: PathBuf,
     },
-    /// One JSON line per thread sample in file order, as CPython's reader returns them.
+    /// One JSON line per thread sample in file order, as CPython's reader returns them (MOJO:
+    /// per metadata item and sample, as austin-python 2.4.0's reader yields them).
     Dump {
         /// The profile.
         file: PathBuf,
@@ -343,6 +344,11 @@ fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
 }
 
 fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
+    if detect(file)? == FileKind::Mojo {
+        let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+        let mut out = io::stdout().lock();
+        return tachyon::mojo::dump(src, &mut out).map(drop).map_err(|e| Failure(format!("{}: {e}", file.display())));
+    }
     with_reader(file, |reader| {
         let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
         let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));

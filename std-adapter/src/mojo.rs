@@ -1,17 +1,160 @@
-//! Austin's MOJO files on std: a file's facts for `tachyon info`, and re-encoding (`--to mojo`).
-//! Austin's text (`--to austin`) is [`crate::convert::austin`].
+//! Austin's MOJO files on std: a file's facts for `tachyon info`, its samples for `tachyon
+//! dump`, and re-encoding (`--to mojo`). Austin's text (`--to austin`) is
+//! [`crate::convert::austin`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io;
 
 use serde_json::{json, Value};
-use tachyon_core::mojo::{Event, ReadError, Reader, WriteError, Writer};
+use tachyon_core::mojo::{
+    Event, Frame, Limits, ReadError, Reader, Sample, SampleError, SampleLimits, SampleStorage, Samples, Tables,
+    WriteError, Writer,
+};
 
 use crate::memory::IoSink;
 
 /// Window for events: Austin's longest are file paths and kernel symbols.
 pub const WINDOW: usize = 1 << 20;
+
+/// Most definitions and name bytes held ([`Tables::growable`]'s limits): a file defining
+/// more is refused with a capacity error, in memory bounded by these.
+pub const TABLE_LIMITS: Limits = Limits { string_slots: 1 << 26, frame_slots: 1 << 26, name_bytes: 1 << 30 };
+
+/// Most a sample may hold ([`SampleStorage::growable`]'s limits).
+pub const SAMPLE_LIMITS: SampleLimits =
+    SampleLimits { frames: 1 << 20, text: 1 << 24, threads: 1 << 16, history_depth: 1024 };
+
+/// Samples over storage that grows to [`TABLE_LIMITS`] and [`SAMPLE_LIMITS`], hashed with a
+/// per-process key.
+pub fn samples() -> Samples<'static> {
+    Samples::new(
+        Tables::growable(TABLE_LIMITS, crate::hash::IdHash::default().key()),
+        SampleStorage::growable(SAMPLE_LIMITS),
+    )
+}
+
+/// Why a MOJO file's samples could not be read.
+#[derive(Debug)]
+pub enum SamplesError<E> {
+    /// The file broke a rule of the format, or reading it failed.
+    Read(ReadError<E>),
+    /// An event could not be part of a sample.
+    Sample(SampleError),
+    /// Writing failed.
+    Write(io::Error),
+}
+
+impl<E: fmt::Debug> fmt::Display for SamplesError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SamplesError::Read(e) => write!(f, "{e}"),
+            SamplesError::Sample(e) => write!(f, "{e}"),
+            SamplesError::Write(e) => write!(f, "writing the output: {e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug> std::error::Error for SamplesError<E> {}
+
+/// Calls `on` with each metadata item and finished sample of a MOJO file, in the order
+/// austin-python 2.4.0's reader yields them (a sample when the next STACK or the end of the
+/// file finishes it, so metadata between two STACKs comes before the first one's sample).
+/// `on` is also given the file's version. Returns the samples.
+pub fn for_each<R: embedded_io::Read, E>(
+    source: R,
+    mut on: impl FnMut(u8, Item<'_, '_>) -> Result<(), E>,
+) -> Result<u64, Either<SamplesError<R::Error>, E>> {
+    let mut window = vec![0u8; WINDOW];
+    let mut reader = Reader::open(source, &mut window).map_err(|e| Either::Ours(SamplesError::Read(e)))?;
+    let version = reader.version();
+    let mut samples = samples();
+    let mut count = 0u64;
+    while let Some((offset, event)) = reader.next_event().map_err(|e| Either::Ours(SamplesError::Read(e)))? {
+        if let Event::Metadata { key, value } = event {
+            on(version, Item::Metadata { key, value }).map_err(Either::Theirs)?;
+        }
+        if samples.push(offset, &event).map_err(|e| Either::Ours(SamplesError::Sample(e)))? {
+            count += 1;
+            on(version, Item::Sample(samples.sample().expect("a finished sample"))).map_err(Either::Theirs)?;
+        }
+    }
+    if samples.finish() {
+        count += 1;
+        on(version, Item::Sample(samples.sample().expect("a finished sample"))).map_err(Either::Theirs)?;
+    }
+    Ok(count)
+}
+
+/// What [`for_each`] hands over.
+pub enum Item<'a, 's> {
+    /// A metadata item.
+    Metadata {
+        /// Key.
+        key: &'a [u8],
+        /// Value.
+        value: &'a [u8],
+    },
+    /// A finished sample.
+    Sample(Sample<'s>),
+}
+
+/// An error of the reading, or of the caller's callback.
+#[derive(Debug)]
+pub enum Either<A, B> {
+    /// Reading the file failed.
+    Ours(A),
+    /// The callback failed.
+    Theirs(B),
+}
+
+/// `tachyon dump` for MOJO: one JSON line per metadata item and sample, in
+/// [`for_each`]'s order, shaped as the project's dumps of austin-python 2.4.0's reader
+/// (`qemu-tests/oracle/austin/samples.py`): `{"kind": "metadata", key, value}` and
+/// `{"kind": "sample", pid, iid, tid, frames, time, memory, idle, gc, running_task}`, `iid`
+/// null before version 3 and a frame's `line_end`, `column`, `column_end` null in version 1,
+/// as that reader has them. Unlike that reader's samples, frames also hold the INVALID and
+/// kernel markers where they came (`{"invalid": true}`, `{"kernel": symbol}`), as Austin's
+/// text shows them. Returns the samples.
+pub fn dump<R: embedded_io::Read, W: io::Write + ?Sized>(
+    source: R,
+    out: &mut W,
+) -> Result<u64, SamplesError<R::Error>> {
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let result = for_each(source, |version, item| {
+        let since = |min: u8, x: u64| (version >= min).then_some(x);
+        let line = match item {
+            Item::Metadata { key, value } => json!({"kind": "metadata", "key": text(key), "value": text(value)}),
+            Item::Sample(s) => {
+                let frames: Vec<Value> = s
+                    .frames()
+                    .map(|f| match f {
+                        Frame::Defined(f) => json!({
+                            "filename": text(f.filename), "scope": text(f.scope), "line": f.def.line,
+                            "line_end": since(2, f.def.line_end), "column": since(2, f.def.column),
+                            "column_end": since(2, f.def.column_end),
+                        }),
+                        Frame::Invalid => json!({"invalid": true}),
+                        Frame::Kernel(k) => json!({"kernel": text(k)}),
+                    })
+                    .collect();
+                json!({
+                    "kind": "sample", "pid": s.pid, "iid": since(3, s.iid), "tid": text(s.tid), "frames": frames,
+                    "time": s.time, "memory": s.memory, "idle": s.idle, "gc": s.gc, "running_task": s.running_task,
+                })
+            }
+        };
+        serde_json::to_writer(&mut out, &line).map_err(io::Error::from)?;
+        io::Write::write_all(&mut out, b"\n")
+    });
+    let n = result.map_err(|e| match e {
+        Either::Ours(e) => e,
+        Either::Theirs(e) => SamplesError::Write(e),
+    })?;
+    io::Write::flush(&mut out).map_err(SamplesError::Write)?;
+    Ok(n)
+}
 
 /// What `info` shows of a MOJO file: the version, the metadata (a key written twice shows
 /// its last value, as the readers keep it), and from one pass over the events their count

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Records real MOJO files with Austin 3.7.0 and 4.0.0 (PyPI austin-dist) sampling Python 3.11
 # running our own workloads (qemu-tests/vectors/mojo-austin-3.7/scripts/), one per mode, and
-# has austin-python 1.7.1's mojo2austin write each as Austin text. Into OUT/:
+# has austin-python 1.7.1's mojo2austin write each as Austin text, and austin-python 2.4.0's
+# reader dump its samples (samples.py beside this script). Into OUT/:
 #   NAME.mojo, a40-NAME.mojo       the files Austin 3.7.0 (austin -b) and 4.0.0 wrote
 #   NAME.austin, a40-NAME.austin   mojo2austin 1.7.1's text of each
+#   NAME.samples.jsonl, ...        austin-python 2.4.0's samples of each
+#   vectors/PATH.samples.jsonl     the same of every committed MOJO vector (PATH under
+#                                  qemu-tests/vectors/, "/" as "__")
 # for NAME in wall (simple.py), cpu (-s; 4.0: -c), memory (-m, memory.py), full (-f,
 # threads.py), gc (-g, gcheavy.py), threads (threads.py) and children (-C, children.py: a
 # process pool). Austin 4.0.0 needs glibc 2.38: it runs through the loader and libraries of
@@ -40,6 +44,14 @@ if [ ! -f "$V4/ready" ]; then
   "$V4/bin/pip" install -q austin-dist==4.0.0 >"$A/pip-4.0.log" 2>&1 \
     || fail "pip install austin-dist==4.0.0 (log: $A/pip-4.0.log)"
   touch "$V4/ready"
+fi
+V24=$A/austin-python-2.4
+if [ ! -f "$V24/ready" ]; then
+  rm -rf "$V24"
+  "$PY" -m venv "$V24" || fail "python3.11 -m venv $V24"
+  "$V24/bin/pip" install -q austin-python==2.4.0 >"$A/pip-2.4.log" 2>&1 \
+    || fail "pip install austin-python==2.4.0 (log: $A/pip-2.4.log)"
+  touch "$V24/ready"
 fi
 ROOT=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}/root-amd64
 [ -x "$ROOT/usr/lib64/ld-linux-x86-64.so.2" ] || fail "the oracle's root $ROOT (run scripts/oracle.sh first)"
@@ -79,6 +91,8 @@ record() {
   done
   [ -s "$OUT/$name.mojo" ] || fail "$name: austin wrote nothing"
   "$V/bin/mojo2austin" "$OUT/$name.mojo" "$OUT/$name.austin" || fail "$name: mojo2austin"
+  "$V24/bin/python" "$HERE/samples.py" "$OUT/$name.mojo" >"$OUT/$name.samples.jsonl" \
+    || fail "$name: austin-python 2.4.0's reader (samples.py)"
   printf '%s: %s bytes, %s samples\n' "$name" "$(stat -c %s "$OUT/$name.mojo")" "$(grep -c '^P' "$OUT/$name.austin")"
 }
 for v in 37 40; do
@@ -92,3 +106,12 @@ for v in 37 40; do
   record "${prefix}threads" threads.py austin$v
   record "${prefix}children" children.py austin$v -C
 done
+# austin-python 2.4.0's samples of the committed vectors (a file it fails on is recorded
+# with its error).
+VECTORS=$HERE/../../vectors
+mkdir -p "$OUT/vectors"
+(cd "$VECTORS" && find mojo-austin-3.7 mojo-v4 -name '*.mojo' | sort) | while read -r path; do
+  "$V24/bin/python" "$HERE/samples.py" "$VECTORS/$path" >"$OUT/vectors/${path//\//__}.samples.jsonl" \
+    || fail "$path: austin-python 2.4.0's reader (samples.py)"
+done
+echo "austin-python 2.4.0 samples of $(ls "$OUT/vectors" | wc -l) committed vectors"

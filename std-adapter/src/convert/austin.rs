@@ -24,10 +24,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 
-use tachyon_core::mojo::{Event, Limits, ReadError, Reader, TableError, Tables};
-
-/// Most definitions and name bytes held ([`Tables::growable`]'s limits).
-pub const LIMITS: Limits = Limits { string_slots: 1 << 26, frame_slots: 1 << 26, name_bytes: 1 << 30 };
+use tachyon_core::mojo::{Event, ReadError, Reader, TableError, Tables};
 
 /// Why a MOJO file could not be written as Austin text.
 #[derive(Debug)]
@@ -148,7 +145,7 @@ pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
     let mut window = vec![0u8; crate::mojo::WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
     let version = reader.version();
-    let mut tables = Tables::growable(LIMITS, crate::hash::IdHash::default().key());
+    let mut tables = Tables::growable(crate::mojo::TABLE_LIMITS, crate::hash::IdHash::default().key());
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
     let mut pid: Option<u64> = None;
     let mut full = false;
