@@ -20,6 +20,7 @@ use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::model::{Source, PROGRESS_EVERY};
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::mojo::MojoSource;
 use tachyon::sources::pprof::{PprofSource, SampleIndex};
 use tachyon::sources::tachyon::TachyonSource;
 use tachyon::symbolize::Symbolizer;
@@ -140,6 +141,10 @@ struct InputArgs {
     /// Leave native addresses as `0x…` instead of reading the binaries' symbols.
     #[arg(long)]
     no_symbolize: bool,
+    /// MOJO input: what a sample weighs in collapsed stacks, flame graphs, pprof, pstats and
+    /// speedscope; default: time, or allocations for a memory profile (as Austin's tools).
+    #[arg(long, value_enum, value_name = "METRIC")]
+    metric: Option<tachyon::sources::mojo::MojoMetric>,
     /// Without `--sample-index`, count pprof's first `count` type (outputs made of samples).
     #[arg(skip)]
     counts_by_default: bool,
@@ -583,10 +588,6 @@ fn unreadable(file: &Path, kind: FileKind) -> Failure {
             "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
             file.display()
         )),
-        FileKind::Mojo => Failure(format!(
-            "{}: MOJO input converts --to austin and --to mojo so far (the other outputs come with issue 11)",
-            file.display()
-        )),
         other => Failure(format!("{}: {} input is detected but not converted yet", file.display(), other.name())),
     }
 }
@@ -609,6 +610,12 @@ fn with_source<J: Job>(file: &Path, inputs: &InputArgs, quiet: bool, job: J) -> 
         FileKind::Tachyon => with_reader(file, |reader| run(file, quiet, &mut TachyonSource::new(reader), job)),
         FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, inputs)?, job),
         FileKind::Pprof { .. } => run(file, quiet, &mut open_pprof(file, inputs)?, job),
+        FileKind::Mojo => {
+            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let mut source = MojoSource::open(src, inputs.metric.unwrap_or_default())
+                .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            run(file, quiet, &mut source, job)
+        }
         other => Err(unreadable(file, other)),
     }
 }

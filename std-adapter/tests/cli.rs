@@ -426,9 +426,43 @@ fn mojo_input_to_austins_formats() {
     let derived = std::fs::read(mojo.join("derived/v1_from_a37_wall_simple.mojo")).unwrap();
     assert!(std::fs::read(&v1).unwrap() == derived, "version 1 differs from the derived vector");
 
-    let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("MOJO input converts --to austin and --to mojo so far"));
+    // Collapsed stacks weigh samples by their time, as Austin's tools do: the sums per thread
+    // and stack of mojo2austin's text (its frames named as CPython's collapsed lines name them).
+    let text = String::from_utf8(want).unwrap();
+    for (metric, by_time) in [(None, true), (Some("samples"), false)] {
+        let mut expected: std::collections::BTreeMap<String, u64> = Default::default();
+        for line in text.lines().filter(|l| l.starts_with('P')) {
+            let (head, value) = line.rsplit_once(' ').unwrap();
+            let mut parts = head.split(';');
+            let (_pid, thread) = (parts.next().unwrap(), parts.next().unwrap());
+            let tid = thread.rsplit(':').next().unwrap();
+            let frames: Vec<String> = parts
+                .map(|f| {
+                    let mut p = f.rsplitn(3, ':');
+                    let (line, scope, file) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+                    format!("{}:{scope}:{line}", file.rsplit('/').next().unwrap())
+                })
+                .collect();
+            let weight: u64 = if by_time { value.parse().unwrap() } else { 1 };
+            if !frames.is_empty() && weight > 0 {
+                *expected.entry(format!("tid:{tid};{}", frames.join(";"))).or_default() += weight;
+            }
+        }
+        let mut cmd = tachyon();
+        cmd.args(["convert", "--to", "collapsed"]).arg(&file);
+        if let Some(m) = metric {
+            cmd.args(["--metric", m]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let got: std::collections::BTreeMap<String, u64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(' ').map(|(k, v)| (k.to_owned(), v.parse().unwrap())).unwrap())
+            .collect();
+        assert!(expected.len() > 5);
+        assert_eq!(got, expected, "collapsed --metric {metric:?}");
+    }
     let out = tachyon().args(["convert", "--to", "austin"]).arg(example()).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("made from MOJO input so far"));

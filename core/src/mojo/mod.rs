@@ -65,7 +65,7 @@ pub const UNKNOWN_STRING_KEY: u64 = 1;
 
 /// A FRAME's fields: string keys for its file and scope, and its source span (version 1
 /// files have no `line_end`, `column`, `column_end`: read as 0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FrameDef {
     /// The frame's key.

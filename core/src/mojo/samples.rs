@@ -378,7 +378,7 @@ impl core::fmt::Debug for Sample<'_> {
 
 impl<'a> Sample<'a> {
     /// Its frames, root first.
-    pub fn frames(&self) -> impl ExactSizeIterator<Item = Frame<'a>> + 'a {
+    pub fn frames(&self) -> impl DoubleEndedIterator<Item = Frame<'a>> + ExactSizeIterator + 'a {
         let (pid, text, tables) = (self.pid, self.text, self.tables);
         self.items.iter().map(move |slot| match slot.0 {
             // Every key was checked when pushed, and definitions are never removed.

@@ -301,7 +301,9 @@ pub fn convert<S: Source>(
     let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
     match output {
         Output::Austin | Output::Mojo { .. } => {
-            return Err(unsupported("Austin's formats are made from MOJO input so far (issue 11 brings the others)"))
+            return Err(unsupported(
+                "Austin's formats are made from MOJO input so far (the other inputs come later in issue 11)",
+            ))
         }
         Output::Gecko if !info.timestamps => {
             return Err(unsupported(

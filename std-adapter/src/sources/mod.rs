@@ -2,5 +2,6 @@
 //! into the hub.
 
 pub mod gperftools;
+pub mod mojo;
 pub mod pprof;
 pub mod tachyon;

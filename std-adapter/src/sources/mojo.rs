@@ -1,0 +1,310 @@
+//! Austin's MOJO files as a [`Source`]: each sample is one call, of one thread, weighed by
+//! the metric Austin measured or placed on a timeline.
+//!
+//! Frames are defined lazily in MOJO (before the first sample that needs them), and the hub
+//! wants every frame before the first sample, so the file is read twice: once for its frames
+//! and facts, once to replay. Memory grows with the distinct frames and threads, never with
+//! the samples.
+//!
+//! | MOJO | hub |
+//! |---|---|
+//! | FRAME: filename, scope, line, line_end, column, column_end | file, function, `lineno`, `end_lineno` (0, unknown: `lineno`, as a Tachyon frame can only hold it), `col = column − 1`, `end_col = column_end − 1` (Austin counts columns from 1, 0 unknown) |
+//! | FRAME_INVALID | a frame `~:<invalid>` |
+//! | FRAME_KERNEL | a frame of file `kernel`, named by the symbol |
+//! | GC | a frame `~:<GC>` innermost (CPython's name for time in the collector) |
+//! | STACK pid, iid, tid | thread id: the tid read as hex (Austin writes the native id so), else a hash of its text; interpreter id: iid. The pid has no place: Linux thread ids are distinct across processes |
+//! | METRIC_TIME | the sample's weight in µs; on a timeline, the thread's clock advances by it |
+//! | METRIC_MEMORY | the weight under `--metric alloc` (positive deltas) or `free` (negative ones, negated) |
+//! | IDLE, mode | status: on CPU in `cpu` mode, and in `full` mode unless idle |
+//!
+//! Outputs that aggregate (collapsed stacks, flame graphs, pprof, pstats, speedscope) weigh
+//! each sample by the chosen metric ([`MojoMetric`]; by default time, or allocations for a
+//! memory profile), as Austin's own tools do, with a sampling interval of one unit so that
+//! times come out in µs; samples of weight 0 or less add nothing, as austin2speedscope skips
+//! them. Outputs made of timed samples (the Firefox profiler, Tachyon) get every sample, at a
+//! time that is the sum of its thread's earlier time metrics (memory profiles, which have
+//! none, advance by the `interval` metadata); `--to jsonl` counts samples, as CPython's does.
+
+use std::collections::HashMap;
+
+use embedded_io::{Read, Seek, SeekFrom};
+use tachyon_core::kind::FileKind;
+use tachyon_core::mojo::{Frame, FrameDef, Sample};
+use tachyon_core::tables::Location;
+
+use crate::convert::{Output, OutputKind};
+use crate::hash::IdMap;
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times};
+use crate::mojo::{for_each, Either, Item, SamplesError};
+
+/// THREAD_STATUS_ON_CPU.
+const ON_CPU: u8 = 2;
+
+/// What a sample weighs in aggregating outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum MojoMetric {
+    /// Time, or for a memory profile allocations.
+    #[default]
+    Default,
+    /// METRIC_TIME, µs (wall or CPU time as the mode measured; in full mode wall time).
+    Time,
+    /// METRIC_TIME of samples not idle (full mode's CPU time, as austin2speedscope counts it).
+    Cpu,
+    /// Positive METRIC_MEMORY deltas, bytes.
+    Alloc,
+    /// Negative METRIC_MEMORY deltas, negated, bytes.
+    Free,
+    /// One per sample.
+    Samples,
+}
+
+impl MojoMetric {
+    /// The sample's weight (≤ 0: it adds nothing).
+    fn weight(self, s: &Sample<'_>) -> i64 {
+        match self {
+            MojoMetric::Default | MojoMetric::Time => s.time.unwrap_or(0),
+            MojoMetric::Cpu if s.idle => 0,
+            MojoMetric::Cpu => s.time.unwrap_or(0),
+            MojoMetric::Alloc => s.memory.unwrap_or(0),
+            MojoMetric::Free => s.memory.map_or(0, |m| m.saturating_neg()),
+            MojoMetric::Samples => 1,
+        }
+    }
+}
+
+/// A MOJO file, read once for its frames and again by each replay.
+pub struct MojoSource<R: Read + Seek> {
+    source: R,
+    info: SourceInfo,
+    frames: FrameTable,
+    /// `(pid, definition)` → frame id; a definition's names are its strings' when defined.
+    defined: IdMap<(u64, FrameDef), u32>,
+    kernel: HashMap<Vec<u8>, u32>,
+    invalid: u32,
+    gc: u32,
+    /// Chosen by the caller; `Default` resolved by the file's mode.
+    metric: MojoMetric,
+    /// Replay every sample with its time (true), or weighed by `metric`.
+    timeline: bool,
+    /// Austin's mode, `interval` (µs) and sample count.
+    mode: String,
+    interval_us: u64,
+    samples: u64,
+}
+
+/// A thread id from Austin's tid text: hex as Austin writes it, else a hash of the text.
+pub fn thread_id(tid: &[u8]) -> u64 {
+    let hex = std::str::from_utf8(tid).ok().filter(|t| !t.is_empty() && t.len() <= 16);
+    match hex.and_then(|t| u64::from_str_radix(t, 16).ok()) {
+        Some(id) => id,
+        None => tid.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)),
+    }
+}
+
+/// Austin's span (lines from 1, columns from 1, 0 unknown) as CPython's.
+pub fn location(def: &FrameDef) -> Location {
+    let signed = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
+    let known = |v: u64, less: i32| if v == 0 { -1 } else { signed(v) - less };
+    // Tachyon stores the last line as a delta from the first: an unknown one is the first.
+    let lineno = signed(def.line);
+    Location {
+        lineno,
+        end_lineno: if def.line_end == 0 { lineno } else { signed(def.line_end) },
+        col: known(def.column, 1),
+        end_col: known(def.column_end, 1),
+    }
+}
+
+impl<R: Read + Seek> MojoSource<R> {
+    /// Reads the file's frames and facts; `metric` weighs samples in aggregating outputs.
+    pub fn open(mut source: R, metric: MojoMetric) -> Result<Self, SamplesError<R::Error>> {
+        let mut frames = FrameTable::default();
+        let pseudo = |name: &str| FrameInfo { filename: "~".into(), funcname: name.into(), ..FrameInfo::default() };
+        let invalid = frames.push(pseudo("<invalid>"));
+        let gc = frames.push(pseudo("<GC>"));
+        let mut defined: IdMap<(u64, FrameDef), u32> = IdMap::default();
+        let mut kernel: HashMap<Vec<u8>, u32> = HashMap::new();
+        let (mut mode, mut interval_us) = (String::new(), 0u64);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let samples = for_each(&mut source, |_, item| {
+            match item {
+                Item::Metadata { key: b"mode", value } => mode = text(value),
+                Item::Metadata { key: b"interval", value } => {
+                    interval_us = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+                }
+                Item::Metadata { .. } => {}
+                Item::Sample(s) => {
+                    for f in s.frames() {
+                        match f {
+                            Frame::Defined(f) => {
+                                defined.entry((s.pid, f.def)).or_insert_with(|| {
+                                    frames.push(FrameInfo {
+                                        filename: text(f.filename),
+                                        funcname: text(f.scope),
+                                        location: Some(location(&f.def)),
+                                        ..FrameInfo::default()
+                                    })
+                                });
+                            }
+                            Frame::Kernel(symbol) if !kernel.contains_key(symbol) => {
+                                let id = frames.push(FrameInfo {
+                                    filename: "kernel".into(),
+                                    funcname: text(symbol),
+                                    ..FrameInfo::default()
+                                });
+                                kernel.insert(symbol.to_vec(), id);
+                            }
+                            Frame::Kernel(_) | Frame::Invalid => {}
+                        }
+                    }
+                }
+            }
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            Either::Ours(e) => e,
+            Either::Theirs(never) => match never {},
+        })?;
+        let metric = match metric {
+            MojoMetric::Default if mode == "memory" => MojoMetric::Alloc,
+            MojoMetric::Default => MojoMetric::Time,
+            m => m,
+        };
+        let cpython_mode = match mode.as_str() {
+            "cpu" => Some(1),
+            "wall" | "full" => Some(0),
+            _ => None,
+        };
+        let info = SourceInfo {
+            kind: FileKind::Mojo,
+            start_time_us: 0,
+            sample_interval_us: 1,
+            mode: mode.clone().into(),
+            cpython_mode,
+            expected_samples: samples,
+            timestamps: false,
+            threads: true,
+            naming: Naming::Python,
+        };
+        let mut s = MojoSource {
+            source,
+            info,
+            frames,
+            defined,
+            kernel,
+            invalid,
+            gc,
+            metric,
+            timeline: false,
+            mode,
+            interval_us,
+            samples,
+        };
+        s.shape(false);
+        Ok(s)
+    }
+
+    /// Replays on a timeline (every sample at its thread's time) or weighed by the metric.
+    fn shape(&mut self, timeline: bool) {
+        self.timeline = timeline;
+        self.info.timestamps = timeline;
+        // Weighed samples count units of the metric: one µs (or byte) each.
+        self.info.sample_interval_us = if timeline { self.interval_us } else { 1 };
+    }
+
+    /// Austin's `interval` metadata, µs (0 when the file has none).
+    pub fn interval_us(&self) -> u64 {
+        self.interval_us
+    }
+}
+
+impl<R: Read + Seek> Source for MojoSource<R> {
+    type Error = SamplesError<R::Error>;
+
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    fn prepare(&mut self, output: &Output) {
+        self.shape(matches!(output.kind(), OutputKind::Gecko | OutputKind::Tachyon | OutputKind::Jsonl));
+    }
+
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        self.source
+            .seek(SeekFrom::Start(0))
+            .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
+        let (frames, defined, kernel) = (&self.frames, &self.defined, &self.kernel);
+        let (invalid, gc, metric, timeline) = (self.invalid, self.gc, self.metric, self.timeline);
+        let on_cpu = |s: &Sample<'_>| match self.mode.as_str() {
+            "cpu" => ON_CPU,
+            "full" if !s.idle => ON_CPU,
+            _ => 0,
+        };
+        let step = self.interval_us;
+        let mut clocks: IdMap<(u64, u64), u64> = IdMap::default();
+        let mut stack: Vec<u32> = Vec::new();
+        let mut ticker = Ticker::default();
+        let mut done = 0u64;
+        let mut source = &mut self.source;
+        for_each(&mut source, |_, item| {
+            let Item::Sample(s) = item else { return Ok(()) };
+            done += 1;
+            ticker.tick(done, progress);
+            let thread_id = thread_id(s.tid);
+            let time;
+            let times = if timeline {
+                let clock = clocks.entry((s.pid, thread_id)).or_insert(0);
+                let advance = match s.time {
+                    Some(t) => u64::try_from(t).unwrap_or(0),
+                    None => step,
+                };
+                time = [*clock];
+                *clock = clock.saturating_add(advance);
+                Times::Stamped(&time)
+            } else {
+                match u64::try_from(metric.weight(&s)) {
+                    Ok(w) if w > 0 => Times::Counted(w),
+                    _ => return Ok(()),
+                }
+            };
+            stack.clear();
+            if s.gc {
+                stack.push(gc);
+            }
+            let mut at = s.frames();
+            while let Some(f) = at.next_back() {
+                stack.push(match f {
+                    Frame::Defined(f) => defined.get(&(s.pid, f.def)).copied().unwrap_or(invalid),
+                    Frame::Kernel(symbol) => kernel.get(symbol).copied().unwrap_or(invalid),
+                    Frame::Invalid => invalid,
+                });
+            }
+            let call = Call {
+                times,
+                interpreter_id: u32::try_from(s.iid).unwrap_or(u32::MAX),
+                thread_id,
+                status: on_cpu(&s),
+                stack: &stack,
+                continued: false,
+            };
+            collector.collect(frames, &call);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            Either::Ours(e) => e,
+            Either::Theirs(never) => match never {},
+        })?;
+        Ok(done)
+    }
+}
+
+impl<R: Read + Seek> MojoSource<R> {
+    /// Samples in the file.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+}
