@@ -121,7 +121,7 @@ pub enum SampleResource {
     History,
 }
 
-/// The most growable storage holds ([`SampleStorage::growable`]).
+/// The most growable storage holds (`SampleStorage::growable`, feature `alloc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SampleLimits {
     /// Frames of one sample.
