@@ -739,7 +739,7 @@ fn version_4_samples_are_the_real_readers() {
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
             .filter(|v| v["kind"] == "sample")
             .collect();
-        let samples = tachyon_core::mojo::Samples::new(
+        let mut samples = tachyon_core::mojo::Samples::new(
             tachyon_core::mojo::Tables::growable(TABLE_LIMITS, 9),
             tachyon_core::mojo::SampleStorage::growable(SAMPLE_LIMITS),
         );
@@ -747,7 +747,6 @@ fn version_4_samples_are_the_real_readers() {
         let mut window = vec![0u8; 4096];
         let mut reader = Reader::open(Cursor::new(file), &mut window).unwrap();
         let mut got = Vec::new();
-        let mut samples = samples;
         let mut take = |s: &tachyon_core::mojo::Sample<'_>| {
             let mut v = as_2_4(sample_json(s, 4));
             v["running_task"] = serde_json::json!(s.running_task);
@@ -799,9 +798,10 @@ fn sample_storage_limits_are_capacity_errors_and_history_only_when_a_repeat_need
         Err(SampleError { offset: 16, problem: Problem::Capacity(SampleResource::Text) })
     );
 
-    // One thread slot of history: many threads are fine until a repeat needs a lost one.
+    // Two thread slots of history keep one thread (7/8 full at most): the others' frames are
+    // lost, which is fine until a repeat needs them.
     let mut tables = Storage::new(64, 64, 1024);
-    let mut buffers = SampleBuffers::new(16, 64, 1, 8);
+    let mut buffers = SampleBuffers::new(16, 64, 2, 8);
     let mut samples = Samples::new(tables.tables(1), buffers.storage());
     let tids: [&[u8]; 3] = [b"1", b"2", b"3"];
     let mut offset = 0;

@@ -578,18 +578,19 @@ impl<'s> Samples<'s> {
             self.history_lost = true;
             return;
         };
+        // One pass: keys are copied while they fit; a deeper stack is marked incomplete.
         let share = self.store.share;
-        let keys = self.store.items.get(..self.items).unwrap_or_default().iter().filter_map(|s| match s.0 {
-            Item::Frame(k) => Some(k),
-            _ => None,
-        });
-        let depth = keys.clone().count();
-        let complete = depth <= share;
-        if complete {
-            for (to, key) in self.store.history[i * share..i * share + depth].iter_mut().zip(keys) {
-                *to = key;
+        let history = &mut self.store.history[i * share..(i + 1) * share];
+        let mut depth = 0usize;
+        for slot in self.store.items.get(..self.items).unwrap_or_default() {
+            if let Item::Frame(key) = slot.0 {
+                if let Some(to) = history.get_mut(depth) {
+                    *to = key;
+                }
+                depth += 1;
             }
         }
+        let complete = depth <= share;
         let tid_len = tid.len() as u8;
         self.store.threads[i].entry = Some(Thread { pid: head.pid, tid: id, tid_len, depth: depth as u32, complete });
     }

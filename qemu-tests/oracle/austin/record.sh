@@ -29,30 +29,21 @@ if [ ! -x "$PY" ] || ! "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv >/tmp/austin-apt.log 2>&1 \
     || fail "apt-get install python3.11 python3.11-venv (log: /tmp/austin-apt.log)"
 fi
-V=$A/austin-3.7
-if [ ! -f "$V/ready" ]; then
-  rm -rf "$V"
-  "$PY" -m venv "$V" || fail "python3.11 -m venv $V"
-  "$V/bin/pip" install -q austin-dist==3.7.0 austin-python==1.7.1 >"$A/pip.log" 2>&1 \
-    || fail "pip install austin-dist==3.7.0 austin-python==1.7.1 (log: $A/pip.log)"
-  touch "$V/ready"
-fi
-V4=$A/austin-4.0
-if [ ! -f "$V4/ready" ]; then
-  rm -rf "$V4"
-  "$PY" -m venv "$V4" || fail "python3.11 -m venv $V4"
-  "$V4/bin/pip" install -q austin-dist==4.0.0 >"$A/pip-4.0.log" 2>&1 \
-    || fail "pip install austin-dist==4.0.0 (log: $A/pip-4.0.log)"
-  touch "$V4/ready"
-fi
-V24=$A/austin-python-2.4
-if [ ! -f "$V24/ready" ]; then
-  rm -rf "$V24"
-  "$PY" -m venv "$V24" || fail "python3.11 -m venv $V24"
-  "$V24/bin/pip" install -q austin-python==2.4.0 >"$A/pip-2.4.log" 2>&1 \
-    || fail "pip install austin-python==2.4.0 (log: $A/pip-2.4.log)"
-  touch "$V24/ready"
-fi
+# venv NAME PACKAGE...: a cached virtual environment $A/NAME holding the packages.
+venv() {
+  local dir=$A/$1
+  shift
+  if [ ! -f "$dir/ready" ]; then
+    rm -rf "$dir"
+    "$PY" -m venv "$dir" || fail "python3.11 -m venv $dir"
+    "$dir/bin/pip" install -q "$@" >"$dir.pip.log" 2>&1 || fail "pip install $* (log: $dir.pip.log)"
+    touch "$dir/ready"
+  fi
+}
+venv austin-3.7 austin-dist==3.7.0 austin-python==1.7.1
+venv austin-4.0 austin-dist==4.0.0
+venv austin-python-2.4 austin-python==2.4.0
+V=$A/austin-3.7 V4=$A/austin-4.0 V24=$A/austin-python-2.4
 ROOT=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}/root-amd64
 [ -x "$ROOT/usr/lib64/ld-linux-x86-64.so.2" ] || fail "the oracle's root $ROOT (run scripts/oracle.sh first)"
 # Austin 4.0.0 once (of many runs) went on sampling a Python process that had no frames left

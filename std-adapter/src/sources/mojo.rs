@@ -86,10 +86,16 @@ pub struct MojoSource<R: Read + Seek> {
     metric: MojoMetric,
     /// Replay every sample with its time (true), or weighed by `metric`.
     timeline: bool,
-    /// Austin's mode, `interval` (µs) and sample count.
-    mode: String,
+    /// Austin's `interval` metadata, µs (0 when the file has none).
     interval_us: u64,
-    samples: u64,
+}
+
+/// `for_each`'s error when the callback cannot fail.
+fn read_failure<E>(e: Either<SamplesError<E>, std::convert::Infallible>) -> SamplesError<E> {
+    match e {
+        Either::Ours(e) => e,
+        Either::Theirs(never) => match never {},
+    }
 }
 
 /// A thread id from Austin's tid text: hex as Austin writes it, else a hash of the text.
@@ -159,12 +165,9 @@ impl<R: Read + Seek> MojoSource<R> {
                     }
                 }
             }
-            Ok::<(), std::convert::Infallible>(())
+            Ok(())
         })
-        .map_err(|e| match e {
-            Either::Ours(e) => e,
-            Either::Theirs(never) => match never {},
-        })?;
+        .map_err(read_failure)?;
         let metric = match metric {
             MojoMetric::Default if mode == "memory" => MojoMetric::Alloc,
             MojoMetric::Default => MojoMetric::Time,
@@ -179,27 +182,15 @@ impl<R: Read + Seek> MojoSource<R> {
             kind: FileKind::Mojo,
             start_time_us: 0,
             sample_interval_us: 1,
-            mode: mode.clone().into(),
+            mode: mode.into(),
             cpython_mode,
             expected_samples: samples,
             timestamps: false,
             threads: true,
             naming: Naming::Python,
         };
-        let mut s = MojoSource {
-            source,
-            info,
-            frames,
-            defined,
-            kernel,
-            invalid,
-            gc,
-            metric,
-            timeline: false,
-            mode,
-            interval_us,
-            samples,
-        };
+        let mut s =
+            MojoSource { source, info, frames, defined, kernel, invalid, gc, metric, timeline: false, interval_us };
         s.shape(false);
         Ok(s)
     }
@@ -210,11 +201,6 @@ impl<R: Read + Seek> MojoSource<R> {
         self.info.timestamps = timeline;
         // Weighed samples count units of the metric: one µs (or byte) each.
         self.info.sample_interval_us = if timeline { self.interval_us } else { 1 };
-    }
-
-    /// Austin's `interval` metadata, µs (0 when the file has none).
-    pub fn interval_us(&self) -> u64 {
-        self.interval_us
     }
 }
 
@@ -239,7 +225,7 @@ impl<R: Read + Seek> Source for MojoSource<R> {
             .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
         let (frames, defined, kernel) = (&self.frames, &self.defined, &self.kernel);
         let (invalid, gc, metric, timeline) = (self.invalid, self.gc, self.metric, self.timeline);
-        let on_cpu = |s: &Sample<'_>| match self.mode.as_str() {
+        let on_cpu = |s: &Sample<'_>| match &*self.info.mode {
             "cpu" => ON_CPU,
             "full" if !s.idle => ON_CPU,
             _ => 0,
@@ -249,8 +235,7 @@ impl<R: Read + Seek> Source for MojoSource<R> {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        let mut source = &mut self.source;
-        for_each(&mut source, |_, item| {
+        for_each(&mut self.source, |_, item| {
             let Item::Sample(s) = item else { return Ok(()) };
             done += 1;
             ticker.tick(done, progress);
@@ -292,19 +277,9 @@ impl<R: Read + Seek> Source for MojoSource<R> {
                 continued: false,
             };
             collector.collect(frames, &call);
-            Ok::<(), std::convert::Infallible>(())
+            Ok(())
         })
-        .map_err(|e| match e {
-            Either::Ours(e) => e,
-            Either::Theirs(never) => match never {},
-        })?;
+        .map_err(read_failure)?;
         Ok(done)
-    }
-}
-
-impl<R: Read + Seek> MojoSource<R> {
-    /// Samples in the file.
-    pub fn samples(&self) -> u64 {
-        self.samples
     }
 }
