@@ -139,7 +139,11 @@ fn samples_are_austin_python_2_4s() {
     let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors");
     let mut pairs: Vec<(PathBuf, PathBuf)> =
         recorded_names().map(|n| (dir.join(format!("{n}.mojo")), dir.join(format!("{n}.samples.jsonl")))).collect();
-    let mut committed: Vec<_> = std::fs::read_dir(dir.join("vectors")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut committed: Vec<_> = std::fs::read_dir(dir.join("vectors"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().is_some_and(|p| p.ends_with(".samples.jsonl")))
+        .collect();
     committed.sort();
     for dump in committed {
         let name = dump.file_name().unwrap().to_str().unwrap().trim_end_matches(".samples.jsonl").replace("__", "/");
@@ -177,4 +181,46 @@ fn samples_are_austin_python_2_4s() {
     }
     assert!(samples > 10_000, "{samples} samples compared");
     assert!(failures >= 5, "{failures} files both readers refuse");
+}
+
+/// speedscope from every recorded file and every committed real vector (and its v1/v2
+/// re-encodings) is byte for byte the JSON austin-python 1.7.1's `austin2speedscope` wrote of
+/// `mojo2austin`'s text of it (`record.sh`), named as that text file is.
+#[test]
+fn speedscope_is_austin2speedscopes() {
+    let dir = recorded();
+    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors/mojo-austin-3.7");
+    let mut cases: Vec<(PathBuf, String, PathBuf)> = recorded_names()
+        .map(|n| (dir.join(format!("{n}.mojo")), format!("{n}.austin"), dir.join(format!("{n}.speedscope.json"))))
+        .collect();
+    for name in [
+        "a37_full_small_threads_py311",
+        "a37_gc_small_py311",
+        "a37_memory_small_py311",
+        "a37_wall_simple_py311",
+        "a37_wall_small_py311",
+        "a37p_native_kernel_py311",
+        "v1_from_a37_wall_simple",
+        "v2_from_a37_wall_simple",
+    ] {
+        let mojo = if name.starts_with('v') {
+            vectors.join(format!("derived/{name}.mojo"))
+        } else {
+            vectors.join(format!("{name}.mojo"))
+        };
+        cases.push((mojo, format!("{name}.austin"), dir.join(format!("vectors/{name}.speedscope.json"))));
+    }
+    let mut profiles = 0;
+    for (mojo, title, json) in cases {
+        let file = std::fs::read(&mojo).unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
+        let want = std::fs::read(&json).unwrap_or_else(|e| panic!("{}: {e}", json.display()));
+        let mut got = Vec::new();
+        tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&file[..]), &title, &mut got)
+            .unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
+        qemu_tests::compare_bytes(&format!("{}: speedscope", mojo.display()), &got, &want)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let doc: serde_json::Value = serde_json::from_slice(&want).unwrap();
+        profiles += doc["profiles"].as_array().unwrap().len();
+    }
+    assert!(profiles > 40, "{profiles} profiles compared");
 }

@@ -6,7 +6,7 @@
 //! iid into the interpreter id, frames innermost first with CPython's spans (Austin's
 //! columns count from 1, 0 unknown; an unknown last line is the first), a `~:<GC>` frame innermost in a collection, status on
 //! CPU in cpu mode and in full mode unless idle, and each sample at its thread's clock: the
-//! sum of the thread's earlier time metrics (memory profiles: of the `interval`). 2.4.0's
+//! sum of the thread's time metrics up to its own (memory profiles: of the `interval`). 2.4.0's
 //! samples leave out the INVALID and kernel markers, so those frames are left out of
 //! CPython's before comparing.
 
@@ -44,13 +44,17 @@ fn expected(dump: &str) -> (Vec<Value>, u64) {
         |key: &str| lines.iter().rev().find(|l| l["kind"] == "metadata" && l["key"] == key).map(|l| l["value"].clone());
     let mode = meta("mode").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     let interval: u64 = meta("interval").and_then(|v| v.as_str().and_then(|s| s.parse().ok())).unwrap_or(0);
-    let mut clocks: HashMap<(u64, String), u64> = HashMap::new();
+    let mut clocks: HashMap<(u64, u64, String), u64> = HashMap::new();
     let mut out = Vec::new();
     for s in lines.iter().filter(|l| l["kind"] == "sample") {
         let tid = s["tid"].as_str().unwrap();
-        let clock = clocks.entry((s["pid"].as_u64().unwrap(), tid.to_owned())).or_insert(0);
+        let key = (s["pid"].as_u64().unwrap(), s["iid"].as_u64().unwrap_or(0), tid.to_owned());
+        let clock = clocks.entry(key).or_insert(0);
+        *clock = match s["time"].as_i64() {
+            Some(t) => clock.saturating_add_signed(t),
+            None => *clock + interval,
+        };
         let ts = *clock;
-        *clock += s["time"].as_i64().map_or(interval, |t| t.max(0) as u64);
         let known = |v: &Value, less: i64| match v.as_i64() {
             None | Some(0) => -1,
             Some(v) => v - less,

@@ -141,8 +141,9 @@ struct InputArgs {
     /// Leave native addresses as `0x…` instead of reading the binaries' symbols.
     #[arg(long)]
     no_symbolize: bool,
-    /// MOJO input: what a sample weighs in collapsed stacks, flame graphs, pprof, pstats and
-    /// speedscope; default: time, or allocations for a memory profile (as Austin's tools).
+    /// MOJO input: what a sample weighs in collapsed stacks, flame graphs, pprof and pstats;
+    /// default: time, or allocations for a memory profile (as Austin's tools). speedscope gets
+    /// every metric of the file's mode, as austin2speedscope makes it.
     #[arg(long, value_enum, value_name = "METRIC")]
     metric: Option<tachyon::sources::mojo::MojoMetric>,
     /// Without `--sample-index`, count pprof's first `count` type (outputs made of samples).
@@ -183,7 +184,8 @@ struct ConvertArgs {
     /// machine's unless an address needs 64 bits).
     #[arg(long, value_parser = ["32", "64"])]
     word_size: Option<String>,
-    /// mojo: MOJO version of the output, 1 to 4 (default: the input's; Austin writes 3).
+    /// mojo: MOJO version of the output, 1 to 4 (default: a MOJO input's, else 3, as Austin
+    /// writes).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
     mojo_version: Option<u8>,
 }
@@ -649,7 +651,9 @@ impl Job for CollapsedLines {
 
 fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
     let output = output(&a, file);
-    if detect(file)? == FileKind::Mojo && matches!(output, Output::Austin | Output::Mojo { .. }) {
+    if detect(file)? == FileKind::Mojo
+        && matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. })
+    {
         return convert_mojo(file, &output, a.output.as_deref());
     }
     let mut stdout = io::stdout().lock();
@@ -666,7 +670,8 @@ fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Resu
     with_source(file, inputs, quiet, ConvertJob { output, dest }).map(drop)
 }
 
-/// MOJO input to Austin's own formats, event by event (the hub is not involved).
+/// MOJO input to Austin's own formats, event by event, and to speedscope as Austin's tools
+/// make it (the hub is not involved).
 fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), Failure> {
     let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let mut stdout = io::stdout().lock();
@@ -682,7 +687,10 @@ fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), F
     match output {
         Output::Austin => tachyon::convert::austin::austin_text(src, out).map(drop).map_err(|e| failed(&e)),
         Output::Mojo { version } => tachyon::mojo::reencode(src, out, *version).map(drop).map_err(|e| failed(&e)),
-        _ => unreachable!("only Austin's formats come here"),
+        Output::Speedscope { name } => {
+            tachyon::convert::austin_speedscope::from_mojo(src, name, out).map(drop).map_err(|e| failed(&e))
+        }
+        _ => unreachable!("only Austin's formats and speedscope come here"),
     }
 }
 

@@ -5,9 +5,12 @@
 # reader dump its samples (samples.py beside this script). Into OUT/:
 #   NAME.mojo, a40-NAME.mojo       the files Austin 3.7.0 (austin -b) and 4.0.0 wrote
 #   NAME.austin, a40-NAME.austin   mojo2austin 1.7.1's text of each
+#   NAME.speedscope.json, ...      austin2speedscope 1.7.1's JSON of each NAME.austin
 #   NAME.samples.jsonl, ...        austin-python 2.4.0's samples of each
 #   vectors/PATH.samples.jsonl     the same of every committed MOJO vector (PATH under
 #                                  qemu-tests/vectors/, "/" as "__")
+#   vectors/NAME.speedscope.json   austin2speedscope's JSON of the committed mojo2austin text
+#                                  of each real vector (vectors/NAME.austin)
 # for NAME in wall (simple.py), cpu (-s; 4.0: -c), memory (-m, memory.py), full (-f,
 # threads.py), gc (-g, gcheavy.py), threads (threads.py) and children (-C, children.py: a
 # process pool). Austin 4.0.0 needs glibc 2.38: it runs through the loader and libraries of
@@ -82,6 +85,7 @@ record() {
   done
   [ -s "$OUT/$name.mojo" ] || fail "$name: austin wrote nothing"
   "$V/bin/mojo2austin" "$OUT/$name.mojo" "$OUT/$name.austin" || fail "$name: mojo2austin"
+  "$V/bin/austin2speedscope" "$OUT/$name.austin" "$OUT/$name.speedscope.json" || fail "$name: austin2speedscope"
   "$V24/bin/python" "$HERE/samples.py" "$OUT/$name.mojo" >"$OUT/$name.samples.jsonl" \
     || fail "$name: austin-python 2.4.0's reader (samples.py)"
   printf '%s: %s bytes, %s samples\n' "$name" "$(stat -c %s "$OUT/$name.mojo")" "$(grep -c '^P' "$OUT/$name.austin")"
@@ -106,3 +110,12 @@ mkdir -p "$OUT/vectors"
     || fail "$path: austin-python 2.4.0's reader (samples.py)"
 done
 echo "austin-python 2.4.0 samples of $(ls "$OUT/vectors" | wc -l) committed vectors"
+# austin2speedscope (1.7.1) of mojo2austin's text of the committed real files and their v1/v2
+# re-encodings (the text is committed: expected/NAME.austin.gz); the JSON's name is the text
+# file's, NAME.austin.
+(cd "$VECTORS/mojo-austin-3.7/expected" && ls *.austin.gz) | while read -r gz; do
+  text=$OUT/vectors/${gz%.gz}
+  gunzip -c "$VECTORS/mojo-austin-3.7/expected/$gz" >"$text"
+  "$V/bin/austin2speedscope" "$text" "${text%.austin}.speedscope.json" || fail "$gz: austin2speedscope"
+done
+echo "austin2speedscope JSON of $(ls "$OUT"/vectors/*.speedscope.json | wc -l) committed vectors"

@@ -7,7 +7,9 @@ per metadata item or sample, in the order it yields them:
 
 (frames [] where the reader gives None; metrics, idle and gc null where it does). A file the
 reader fails on ends with {"kind": "error", "error": "..."}.
-Usage: python samples.py FILE.mojo > FILE.samples.jsonl  (in austin-python 2.4.0's venv)
+Usage (in austin-python 2.4.0's venv):
+  python samples.py FILE.mojo > FILE.samples.jsonl
+  python samples.py --batch MANIFEST     each line: FILE.mojo<TAB>OUTPUT.jsonl
 """
 import json
 import sys
@@ -27,8 +29,7 @@ def frame(f):
     }
 
 
-def main(path):
-    out = sys.stdout
+def main(path, out):
     with open(path, "rb") as mojo:
         try:
             for e in MojoStreamReader(mojo):
@@ -55,4 +56,13 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--batch":
+        with open(sys.argv[2]) as manifest:
+            for line in manifest:
+                line = line.rstrip("\n")
+                if line:
+                    src, dst = line.split("\t")
+                    with open(dst, "w") as out:
+                        main(src, out)
+    else:
+        main(sys.argv[1], sys.stdout)

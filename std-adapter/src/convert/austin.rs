@@ -21,6 +21,7 @@
 //! that are not UTF-8, on which `mojo2austin` fails, are written with U+FFFD.
 
 use std::borrow::Cow;
+use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 
@@ -91,6 +92,26 @@ impl<E: fmt::Debug> fmt::Display for AustinError<E> {
 
 impl<E: fmt::Debug> std::error::Error for AustinError<E> {}
 
+impl AustinError<Infallible> {
+    /// The same error as one of a reader that can fail with `E`.
+    pub fn map_read<E>(self) -> AustinError<E> {
+        match self {
+            AustinError::Read(e) => match e {
+                ReadError::Io { error, .. } => match error {},
+                ReadError::Format { offset, rule } => AustinError::Read(ReadError::Format { offset, rule }),
+                ReadError::EventTooLarge { offset, window } => {
+                    AustinError::Read(ReadError::EventTooLarge { offset, window })
+                }
+                ReadError::WindowTooSmall { len, needed } => {
+                    AustinError::Read(ReadError::WindowTooSmall { len, needed })
+                }
+            },
+            AustinError::Event { offset, why } => AustinError::Event { offset, why },
+            AustinError::Write(e) => AustinError::Write(e),
+        }
+    }
+}
+
 impl<E> From<io::Error> for AustinError<E> {
     fn from(e: io::Error) -> Self {
         AustinError::Write(e)
@@ -138,75 +159,103 @@ fn python_hex(tid: &str) -> Option<String> {
 
 /// Writes Austin's text for the MOJO file `source` to `out`; returns the samples (STACK
 /// events) written.
-pub fn austin_text<R: embedded_io::Read, W: Write + ?Sized>(
-    source: R,
-    out: &mut W,
-) -> Result<u64, AustinError<R::Error>> {
+pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<u64, AustinError<R::Error>> {
     let mut window = vec![0u8; crate::mojo::WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
-    let version = reader.version();
-    let mut tables = Tables::growable(crate::mojo::TABLE_LIMITS, crate::hash::IdHash::default().key());
-    let mut out = io::BufWriter::with_capacity(1 << 16, out);
-    let mut pid: Option<u64> = None;
-    let mut full = false;
-    let mut pending = Pending::default();
-    let mut samples = 0u64;
+    let mut text = AustinText::new(reader.version(), io::BufWriter::with_capacity(1 << 16, out));
     while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
+        text.event(offset, &event).map_err(|e| e.map_read())?;
+    }
+    text.finish().map_err(|e| e.map_read())
+}
+
+/// Austin's text made from MOJO events one at a time, as `mojo2austin` makes it; memory
+/// follows the definitions, not the samples.
+pub struct AustinText<W: Write> {
+    out: W,
+    version: u8,
+    tables: Tables<'static>,
+    /// The pid of the last STACK (keys belong to it).
+    pid: Option<u64>,
+    full: bool,
+    pending: Pending,
+    samples: u64,
+}
+
+impl<W: Write> AustinText<W> {
+    /// Text for the events of a file of `version`, into `out` (buffer it: many small writes).
+    pub fn new(version: u8, out: W) -> Self {
+        let tables = Tables::growable(crate::mojo::TABLE_LIMITS, crate::hash::IdHash::default().key());
+        AustinText { out, version, tables, pid: None, full: false, pending: Pending::default(), samples: 0 }
+    }
+
+    /// Writes what `event`, at file offset `offset`, adds to the text.
+    pub fn event(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
         let fail = |why| AustinError::Event { offset, why };
-        let current = || pid.ok_or(fail(Why::NoStack));
+        let current = || self.pid.ok_or(fail(Why::NoStack));
         // Borrowed unless a name is not UTF-8: no allocation per frame.
         let text = |b| -> Cow<'_, str> { String::from_utf8_lossy(b) };
-        match event {
+        let out = &mut self.out;
+        match *event {
             Event::Metadata { key, value } => {
-                pending.write(&mut out)?;
+                self.pending.write(out)?;
                 if key == b"mode" && value == b"full" {
-                    full = true;
+                    self.full = true;
                 }
                 writeln!(out, "# {}: {}", text(key), text(value))?;
             }
             Event::Stack { pid: p, iid, tid } => {
-                pending.write(&mut out)?;
-                pid = Some(p);
-                samples += 1;
+                self.pending.write(out)?;
+                self.pid = Some(p);
+                self.samples += 1;
                 let tid = text(tid);
                 let tid = python_hex(&tid).map_or(tid, Cow::Owned);
-                if version >= 3 {
+                if self.version >= 3 {
                     write!(out, "P{p};T{iid}:{tid}")?;
                 } else {
                     write!(out, "P{p};T{tid}")?;
                 }
             }
             Event::String { key, value } => {
-                tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
+                self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
             }
-            Event::Frame(def) => tables.define_frame(current()?, def).map_err(|e| fail(Why::Table(e)))?,
+            Event::Frame(def) => self.tables.define_frame(current()?, def).map_err(|e| fail(Why::Table(e)))?,
             Event::FrameRef { key } => {
                 let pid = current()?;
-                let f = tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
+                let f = self.tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
                 write!(out, ";{}:{}:{}", text(f.filename), text(f.scope), f.def.line)?;
             }
             Event::StringRef { key } => {
                 let pid = current()?;
-                let s = tables.string(pid, key).ok_or(fail(Why::UndefinedString { pid, key }))?;
+                let s = self.tables.string(pid, key).ok_or(fail(Why::UndefinedString { pid, key }))?;
                 out.write_all(text(s).as_bytes())?;
             }
             Event::FrameKernel { symbol } => write!(out, ";kernel:{}:0", text(symbol))?,
             Event::FrameInvalid => out.write_all(b";:INVALID:")?,
             Event::Gc => out.write_all(b";:GC:")?,
-            Event::Idle => pending.idle = true,
-            Event::Time(v) if full => pending.time = Some(v),
-            Event::Memory(v) if full => pending.memory = Some(v),
+            Event::Idle => self.pending.idle = true,
+            Event::Time(v) if self.full => self.pending.time = Some(v),
+            Event::Memory(v) if self.full => self.pending.memory = Some(v),
             Event::Time(v) | Event::Memory(v) => writeln!(out, " {v}")?,
-            e @ (Event::StackRepeat
-            | Event::TaskStack { .. }
-            | Event::TaskWaiter { .. }
-            | Event::TaskRunning { .. }) => return Err(fail(Why::Version4 { id: e.id() })),
+            Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. } | Event::TaskRunning { .. } => {
+                return Err(fail(Why::Version4 { id: event.id() }))
+            }
         }
+        Ok(())
     }
-    // `mojo2austin` writes held-back metrics only before a later STACK or METADATA: at the
-    // end of the file they are dropped (Austin ends its files with metadata).
-    out.flush()?;
-    Ok(samples)
+
+    /// Flushes the text; returns the samples (STACK events) written. `mojo2austin` writes
+    /// held-back metrics only before a later STACK or METADATA: at the end of the file they
+    /// are dropped (Austin ends its files with metadata).
+    pub fn finish(mut self) -> Result<u64, AustinError<Infallible>> {
+        self.out.flush()?;
+        Ok(self.samples)
+    }
+
+    /// The output.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
 }
 
 #[cfg(test)]

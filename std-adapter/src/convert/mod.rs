@@ -7,11 +7,13 @@
 //! (Tachyon re-encoding, which keeps CPython's records byte for byte).
 
 pub mod austin;
+pub mod austin_speedscope;
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;
 pub mod gperftools;
 pub mod jsonl;
+pub mod mojo;
 pub mod pprof;
 pub mod pstats;
 pub mod speedscope;
@@ -138,10 +140,11 @@ pub enum OutputKind {
     /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
     /// another slot width or byte order is asked for).
     Gperftools,
-    /// Austin's text format, as austin-python's `mojo2austin` writes it (from MOJO input).
+    /// Austin's text format, as austin-python's `mojo2austin` writes it (of a MOJO input, or
+    /// of the MOJO file `--to mojo` makes).
     Austin,
     /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
-    /// asked for).
+    /// asked for; from any other: what Austin would have written for its samples).
     Mojo,
 }
 
@@ -300,11 +303,6 @@ pub fn convert<S: Source>(
     let info = source.info().clone();
     let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
     match output {
-        Output::Austin | Output::Mojo { .. } => {
-            return Err(unsupported(
-                "Austin's formats are made from MOJO input so far (the other inputs come later in issue 11)",
-            ))
-        }
         Output::Gecko if !info.timestamps => {
             return Err(unsupported(
                 "the Firefox profiler needs a time for every sample, and this input counts samples without times",
@@ -356,6 +354,12 @@ pub fn convert<S: Source>(
         }
         Destination::Stream(w) => w,
     };
+    if let Output::Austin | Output::Mojo { .. } = output {
+        return match output {
+            Output::Mojo { version } => mojo::write_from_hub(source, out, *version, progress),
+            _ => mojo::austin_from_hub(source, out, progress),
+        };
+    }
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
     let interval_us = info.sample_interval_us;
     let collapsed = || collapsed::CollapsedCollector::new(info.naming, info.threads);
@@ -412,7 +416,7 @@ pub fn convert<S: Source>(
             n
         }
         Output::Tachyon { .. } | Output::Gperftools { .. } | Output::Austin | Output::Mojo { .. } => {
-            unreachable!("written or refused above")
+            unreachable!("written above")
         }
     };
     io::Write::flush(&mut out)?;

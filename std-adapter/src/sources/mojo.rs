@@ -13,7 +13,7 @@
 //! | FRAME_KERNEL | a frame of file `kernel`, named by the symbol |
 //! | GC | a frame `~:<GC>` innermost (CPython's name for time in the collector) |
 //! | STACK pid, iid, tid | thread id: the tid read as hex (Austin writes the native id so), else a hash of its text; interpreter id: iid. The pid has no place: Linux thread ids are distinct across processes |
-//! | METRIC_TIME | the sample's weight in µs; on a timeline, the thread's clock advances by it |
+//! | METRIC_TIME | the sample's weight in µs; on a timeline, the thread's clock advances by it, and the sample is at the end of its time |
 //! | METRIC_MEMORY | the weight under `--metric alloc` (positive deltas) or `free` (negative ones, negated) |
 //! | IDLE, mode | status: on CPU in `cpu` mode, and in `full` mode unless idle |
 //!
@@ -22,8 +22,11 @@
 //! memory profile), as Austin's own tools do, with a sampling interval of one unit so that
 //! times come out in µs; samples of weight 0 or less add nothing, as austin2speedscope skips
 //! them. Outputs made of timed samples (the Firefox profiler, Tachyon) get every sample, at a
-//! time that is the sum of its thread's earlier time metrics (memory profiles, which have
-//! none, advance by the `interval` metadata); `--to jsonl` counts samples, as CPython's does.
+//! time that is the sum of its thread's time metrics up to and including its own (Austin
+//! measures a sample's time up to the moment it takes it; memory profiles, which have no
+//! time metric, advance by the `interval` metadata; a negative time steps back, not below
+//! 0); `--to jsonl` counts samples, as CPython's does. The profile starts at time 0: MOJO
+//! has no start time.
 
 use std::collections::HashMap;
 
@@ -109,15 +112,16 @@ pub fn thread_id(tid: &[u8]) -> u64 {
 
 /// Austin's span (lines from 1, columns from 1, 0 unknown) as CPython's.
 pub fn location(def: &FrameDef) -> Location {
+    // Beyond i32 (a corrupt file): the largest value.
     let signed = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
-    let known = |v: u64, less: i32| if v == 0 { -1 } else { signed(v) - less };
+    let column = |v: u64| if v == 0 { -1 } else { signed(v - 1) };
     // Tachyon stores the last line as a delta from the first: an unknown one is the first.
     let lineno = signed(def.line);
     Location {
         lineno,
         end_lineno: if def.line_end == 0 { lineno } else { signed(def.line_end) },
-        col: known(def.column, 1),
-        end_col: known(def.column_end, 1),
+        col: column(def.column),
+        end_col: column(def.column_end),
     }
 }
 
@@ -231,7 +235,8 @@ impl<R: Read + Seek> Source for MojoSource<R> {
             _ => 0,
         };
         let step = self.interval_us;
-        let mut clocks: IdMap<(u64, u64), u64> = IdMap::default();
+        // A thread is its process, interpreter and thread id (CPython's are interpreter and thread).
+        let mut clocks: IdMap<(u64, u64, u64), u64> = IdMap::default();
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
@@ -242,13 +247,13 @@ impl<R: Read + Seek> Source for MojoSource<R> {
             let thread_id = thread_id(s.tid);
             let time;
             let times = if timeline {
-                let clock = clocks.entry((s.pid, thread_id)).or_insert(0);
-                let advance = match s.time {
-                    Some(t) => u64::try_from(t).unwrap_or(0),
-                    None => step,
+                // A sample is taken at the end of the time it stands for.
+                let clock = clocks.entry((s.pid, s.iid, thread_id)).or_insert(0);
+                *clock = match s.time {
+                    Some(t) => clock.saturating_add_signed(t),
+                    None => clock.saturating_add(step),
                 };
                 time = [*clock];
-                *clock = clock.saturating_add(advance);
                 Times::Stamped(&time)
             } else {
                 match u64::try_from(metric.weight(&s)) {

@@ -1,0 +1,618 @@
+//! speedscope JSON from a MOJO file as Austin's own pipeline makes it: `mojo2austin` (1.7.1)
+//! turns the file into Austin's text, and `austin2speedscope` (austin-python 1.7.1, exporter
+//! 0.2.1) turns the text into one sampled profile per process, thread and metric. This runs
+//! the same two steps, the text through [`super::austin::AustinText`] into [`Profiles`],
+//! which reads it line by line as `austin2speedscope` does, quirks included, so the JSON
+//! is byte for byte the tool's:
+//!
+//! - The metadata header is the leading `# key: value` lines; the line that ends it is read
+//!   and dropped, so a file's first sample never counts. `mode` picks the metrics: `wall`
+//!   and `cpu` one time profile, `memory` one allocation profile (negative deltas included:
+//!   the text has one value), `full` CPU time (time where not idle), wall time, allocations
+//!   and deallocations. A blank line ends the samples.
+//! - A line is `P<pid>;T<thread>;<frame>;… <metric>`: the metric after the last space, the
+//!   thread up to the first `;`, frames split on `;` and each split at its last two `:`
+//!   (`file:function:line`), after `;L<digits>` is replaced by `:<digits>` (unless the
+//!   frames begin with `;L`). A line that does not parse (a `:GC:` or `:INVALID:` frame, a
+//!   name holding `;`, a metric missing) is skipped; numbers parse as Python's `int`.
+//! - Per metric, a sample without frames or of weight 0 is skipped; profiles are named
+//!   `<Wall time|CPU time|Memory allocation|Memory deallocation> profile for <pid>:<thread>`,
+//!   in microseconds or bytes, made in order of first use and listed by the name's last word,
+//!   stably; frames are `{name, file, line}` in order of first use.
+//! - JSON as Python's `json.dump`: `", "` and `": "` separators, non-ASCII as `\uXXXX`.
+//!
+//! Where `austin2speedscope` fails (no `mode`, an unknown one, a one-value metric in full
+//! mode, a sample line without a thread), this returns an error saying so. Memory: each
+//! distinct stack once, and a stack id and a weight per sample and metric (speedscope lists
+//! every sample).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Write};
+
+use super::austin::AustinError;
+
+/// The `exporter` austin2speedscope 0.2.1 writes.
+const EXPORTER: &str = "Austin2Speedscope Converter 0.2.1";
+
+/// Why the text could not become speedscope JSON (where `austin2speedscope` fails).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpeedscopeError {
+    /// The header has no `mode`.
+    NoMode,
+    /// A `mode` other than wall, cpu, memory, full.
+    UnknownMode(String),
+    /// A sample with one metric in full mode (line number, from 1).
+    OneMetricInFullMode(u64),
+    /// A sample line with nothing after the pid (line number, from 1).
+    NoThread(u64),
+    /// A metric beyond 128 bits (line number, from 1; never from MOJO's 64-bit metrics).
+    MetricTooLarge(u64),
+}
+
+impl fmt::Display for SpeedscopeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpeedscopeError::NoMode => f.write_str("no `mode` metadata (austin2speedscope fails: KeyError)"),
+            SpeedscopeError::UnknownMode(m) => {
+                write!(f, "mode {m:?} (austin2speedscope knows wall, cpu, memory, full)")
+            }
+            SpeedscopeError::OneMetricInFullMode(l) => {
+                write!(f, "line {l} of the text: one metric in full mode (austin2speedscope fails an assertion)")
+            }
+            SpeedscopeError::NoThread(l) => write!(f, "line {l} of the text: a sample without a thread"),
+            SpeedscopeError::MetricTooLarge(l) => write!(f, "line {l} of the text: a metric beyond 128 bits"),
+        }
+    }
+}
+
+impl std::error::Error for SpeedscopeError {}
+
+/// Austin's modes, as `austin2speedscope` reads the header's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Cpu,
+    Wall,
+    Memory,
+    Full,
+}
+
+impl Mode {
+    /// The profiles a sample's metrics go to, in order (Python's `zip` stops at the shorter).
+    fn metrics(self) -> &'static [Metric] {
+        match self {
+            Mode::Cpu => &[Metric::Cpu],
+            Mode::Wall => &[Metric::Wall],
+            Mode::Memory => &[Metric::Alloc, Metric::Dealloc],
+            Mode::Full => &[Metric::Cpu, Metric::Wall, Metric::Alloc, Metric::Dealloc],
+        }
+    }
+}
+
+/// A profile's metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Metric {
+    Cpu,
+    Wall,
+    Alloc,
+    Dealloc,
+}
+
+impl Metric {
+    fn prefix(self) -> &'static str {
+        match self {
+            Metric::Cpu => "CPU time",
+            Metric::Wall => "Wall time",
+            Metric::Alloc => "Memory allocation",
+            Metric::Dealloc => "Memory deallocation",
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Metric::Cpu | Metric::Wall => "microseconds",
+            Metric::Alloc | Metric::Dealloc => "bytes",
+        }
+    }
+}
+
+/// One profile: its name and unit, and its samples as (stack id, weight).
+#[derive(Debug)]
+struct Profile {
+    name: String,
+    unit: &'static str,
+    samples: Vec<(u32, i128)>,
+    end: i128,
+}
+
+/// Where the reading is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Header,
+    Samples,
+    Done,
+}
+
+/// `austin2speedscope` over Austin's text, written into it as bytes.
+pub struct Profiles {
+    stage: Stage,
+    line: Vec<u8>,
+    /// A `\r` ended the last line: a `\n` right after it belongs to it.
+    after_cr: bool,
+    lines: u64,
+    mode: Option<String>,
+    metrics: &'static [Metric],
+    frames: Vec<[String; 3]>,
+    frame_ids: HashMap<[String; 3], u32>,
+    stacks: Vec<Vec<u32>>,
+    stack_ids: HashMap<Vec<u32>, u32>,
+    profiles: Vec<Profile>,
+    profile_ids: HashMap<(String, String, Metric), usize>,
+    error: Option<SpeedscopeError>,
+    scratch: Vec<u32>,
+}
+
+impl Default for Profiles {
+    fn default() -> Self {
+        Profiles {
+            stage: Stage::Header,
+            line: Vec::new(),
+            after_cr: false,
+            lines: 0,
+            mode: None,
+            metrics: &[],
+            frames: Vec::new(),
+            frame_ids: HashMap::new(),
+            stacks: Vec::new(),
+            stack_ids: HashMap::new(),
+            profiles: Vec::new(),
+            profile_ids: HashMap::new(),
+            error: None,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// Python's `str.strip()` whitespace, which counts U+001C–U+001F.
+fn python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// What Python's `int(s)` reads `s` as, in decimal: ASCII digits with single underscores
+/// between them, a sign, whitespace around (`None` where `int` raises; digits of other
+/// scripts, which it also takes, are refused: MOJO's text never has them).
+fn python_int(s: &str) -> Option<String> {
+    let s = s.trim_matches(python_space);
+    let (negative, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let b = digits.as_bytes();
+    if b.is_empty() || b[0] == b'_' || b[b.len() - 1] == b'_' || digits.contains("__") {
+        return None;
+    }
+    if !b.iter().all(|c| c.is_ascii_digit() || *c == b'_') {
+        return None;
+    }
+    let clean: String = digits.chars().filter(|&c| c != '_').collect();
+    let trimmed = clean.trim_start_matches('0');
+    Some(match (trimmed.is_empty(), negative) {
+        (true, _) => "0".to_owned(),
+        (false, true) => format!("-{trimmed}"),
+        (false, false) => trimmed.to_owned(),
+    })
+}
+
+/// `frames` with `;L<digits>` made `:<digits>`, as `Sample.parse` rewrites Austin's older
+/// line notation (only if the frames do not begin with `;L`: Python's `rfind` is then 0).
+fn alt_lines(frames: &str) -> std::borrow::Cow<'_, str> {
+    if frames.rfind(";L") == Some(0) || !frames.contains(";L") {
+        return frames.into();
+    }
+    let mut out = String::with_capacity(frames.len());
+    let mut rest = frames;
+    while let Some(i) = rest.find(";L") {
+        let digits = rest[i + 2..].bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            out.push_str(&rest[..i + 2]);
+            rest = &rest[i + 2..];
+            continue;
+        }
+        out.push_str(&rest[..i]);
+        out.push(':');
+        out.push_str(&rest[i + 2..i + 2 + digits]);
+        rest = &rest[i + 2 + digits..];
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+impl Profiles {
+    /// One line of the text, without its line end (`ended`: it had one).
+    fn take_line(&mut self, line: &str, ended: bool) {
+        self.lines += 1;
+        match self.stage {
+            Stage::Header => {
+                if let Some(meta) = line.strip_prefix("# ") {
+                    let (key, value) = meta.split_once(':').unwrap_or((meta, ""));
+                    if key == "mode" {
+                        self.mode = Some(value.trim_matches(python_space).to_owned());
+                    }
+                } else {
+                    // The line that ends the header is read and dropped.
+                    self.stage = Stage::Samples;
+                    self.start();
+                }
+            }
+            Stage::Samples if line.is_empty() && ended => self.stage = Stage::Done,
+            Stage::Samples => {
+                if let Err(e) = self.sample(line) {
+                    self.error = Some(e);
+                    self.stage = Stage::Done;
+                }
+            }
+            Stage::Done => {}
+        }
+    }
+
+    /// The header is over: its mode decides the metrics.
+    fn start(&mut self) {
+        let mode = match self.mode.as_deref() {
+            None => Err(SpeedscopeError::NoMode),
+            Some("cpu") => Ok(Mode::Cpu),
+            Some("wall") => Ok(Mode::Wall),
+            Some("memory") => Ok(Mode::Memory),
+            Some("full") => Ok(Mode::Full),
+            Some(m) => Err(SpeedscopeError::UnknownMode(m.to_owned())),
+        };
+        match mode {
+            Ok(m) => self.metrics = m.metrics(),
+            Err(e) => {
+                self.error = Some(e);
+                self.stage = Stage::Done;
+            }
+        }
+    }
+
+    /// A sample line (`Sample.parse`, then `add_samples`); a line that does not parse is
+    /// skipped.
+    fn sample(&mut self, line: &str) -> Result<(), SpeedscopeError> {
+        if !line.starts_with('P') {
+            return Ok(());
+        }
+        let (head, metrics) = match line.rfind(' ') {
+            Some(i) => (&line[..i], &line[i + 1..]),
+            None => ("", line),
+        };
+        let (process, rest) = head.split_once(';').unwrap_or((head, ""));
+        let Some(pid) = process.get(1..).and_then(python_int) else { return Ok(()) };
+        let Some(after_t) = rest.strip_prefix('T') else {
+            return if rest.is_empty() { Err(SpeedscopeError::NoThread(self.lines)) } else { Ok(()) };
+        };
+        let (thread, frames) = after_t.split_once(';').unwrap_or((after_t, ""));
+        // The metrics (`Metric.parse`).
+        let mut values = [0i128; 3];
+        let mut n = 0;
+        for part in metrics.split(',') {
+            if n == 3 {
+                return Ok(());
+            }
+            let Some(v) = python_int(part) else { return Ok(()) };
+            values[n] = v.parse().map_err(|_| SpeedscopeError::MetricTooLarge(self.lines))?;
+            n += 1;
+        }
+        let weights: &[i128] = match n {
+            3 => {
+                let [time, idle, memory] = values;
+                let cpu = if idle == 0 { time } else { 0 };
+                &[cpu, time, memory.max(0), if memory < 0 { -memory } else { 0 }]
+            }
+            1 if self.metrics.len() == 4 => return Err(SpeedscopeError::OneMetricInFullMode(self.lines)),
+            1 => &values[..1],
+            _ => return Ok(()),
+        };
+        // The frames (`Frame.parse`): any that does not parse skips the line.
+        let frames = alt_lines(frames);
+        let mut parsed: Vec<[String; 3]> = Vec::new();
+        if !frames.is_empty() {
+            for f in frames.split(';') {
+                let mut parts = f.rsplitn(3, ':');
+                let (Some(line_no), Some(function), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+                    return Ok(());
+                };
+                let Some(line_no) = python_int(line_no) else { return Ok(()) };
+                parsed.push([function.to_owned(), file.to_owned(), line_no]);
+            }
+        }
+        let metrics = self.metrics;
+        let mut stack = None;
+        for (&metric, &weight) in metrics.iter().zip(weights) {
+            if parsed.is_empty() || weight == 0 {
+                continue;
+            }
+            let stack = *stack.get_or_insert_with(|| self.stack(&parsed));
+            let profile = self.profile(&pid, thread, metric);
+            profile.samples.push((stack, weight));
+            profile.end += weight;
+        }
+        Ok(())
+    }
+
+    /// The id of a stack of frames, numbering new frames and the stack.
+    fn stack(&mut self, frames: &[[String; 3]]) -> u32 {
+        self.scratch.clear();
+        for f in frames {
+            let next = self.frames.len() as u32;
+            let id = match self.frame_ids.get(f) {
+                Some(&id) => id,
+                None => {
+                    self.frame_ids.insert(f.clone(), next);
+                    self.frames.push(f.clone());
+                    next
+                }
+            };
+            self.scratch.push(id);
+        }
+        if let Some(&id) = self.stack_ids.get(&self.scratch) {
+            return id;
+        }
+        let id = self.stacks.len() as u32;
+        self.stacks.push(self.scratch.clone());
+        self.stack_ids.insert(self.scratch.clone(), id);
+        id
+    }
+
+    fn profile(&mut self, pid: &str, thread: &str, metric: Metric) -> &mut Profile {
+        let key = (pid.to_owned(), thread.to_owned(), metric);
+        let next = self.profiles.len();
+        let i = *self.profile_ids.entry(key).or_insert(next);
+        if i == next {
+            self.profiles.push(Profile {
+                name: format!("{} profile for {pid}:{thread}", metric.prefix()),
+                unit: metric.unit(),
+                samples: Vec::new(),
+                end: 0,
+            });
+        }
+        &mut self.profiles[i]
+    }
+
+    /// Takes what is left (a last line without a line end) and writes the JSON, titled
+    /// `name` (austin2speedscope's: the text file's name).
+    pub fn finish(mut self, name: &str, out: impl Write) -> Result<(), FinishError> {
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.take_line(&String::from_utf8_lossy(&line), false);
+        }
+        if self.stage == Stage::Header {
+            self.start();
+        }
+        if let Some(e) = self.error {
+            return Err(FinishError::Text(e));
+        }
+        self.write(name, out).map_err(FinishError::Write)
+    }
+
+    fn write(&self, name: &str, out: impl Write) -> io::Result<()> {
+        let mut out = io::BufWriter::with_capacity(1 << 16, out);
+        out.write_all(
+            b"{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\", \"shared\": {\"frames\": [",
+        )?;
+        for (i, [function, file, line]) in self.frames.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b", ")?;
+            }
+            out.write_all(b"{\"name\": ")?;
+            python_json_string(&mut out, function)?;
+            out.write_all(b", \"file\": ")?;
+            python_json_string(&mut out, file)?;
+            write!(out, ", \"line\": {line}}}")?;
+        }
+        out.write_all(b"]}, \"profiles\": [")?;
+        let last_word = |p: &Profile| p.name.rsplit(python_space).find(|w| !w.is_empty()).unwrap_or("").to_owned();
+        let mut order: Vec<&Profile> = self.profiles.iter().collect();
+        order.sort_by_cached_key(|p| last_word(p));
+        for (i, p) in order.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b", ")?;
+            }
+            out.write_all(b"{\"name\": ")?;
+            python_json_string(&mut out, &p.name)?;
+            write!(out, ", \"unit\": \"{}\", \"startValue\": 0, \"endValue\": {}, \"samples\": [", p.unit, p.end)?;
+            for (j, &(stack, _)) in p.samples.iter().enumerate() {
+                if j > 0 {
+                    out.write_all(b", ")?;
+                }
+                out.write_all(b"[")?;
+                for (k, id) in self.stacks[stack as usize].iter().enumerate() {
+                    if k > 0 {
+                        out.write_all(b", ")?;
+                    }
+                    write!(out, "{id}")?;
+                }
+                out.write_all(b"]")?;
+            }
+            out.write_all(b"], \"weights\": [")?;
+            for (j, &(_, weight)) in p.samples.iter().enumerate() {
+                if j > 0 {
+                    out.write_all(b", ")?;
+                }
+                write!(out, "{weight}")?;
+            }
+            out.write_all(b"], \"type\": \"sampled\"}")?;
+        }
+        out.write_all(b"], \"name\": ")?;
+        python_json_string(&mut out, name)?;
+        write!(out, ", \"exporter\": \"{EXPORTER}\"}}")?;
+        out.flush()
+    }
+}
+
+/// The text arrives as bytes, split into lines as Python's text mode splits them (`\n`,
+/// `\r`, `\r\n`).
+impl Write for Profiles {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        if self.after_cr {
+            self.after_cr = false;
+            if let Some(tail) = rest.strip_prefix(b"\n") {
+                rest = tail;
+            }
+        }
+        while self.stage != Stage::Done {
+            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.line.extend_from_slice(rest);
+                break;
+            };
+            let cr = rest[end] == b'\r';
+            let line: std::borrow::Cow<'_, [u8]> = if self.line.is_empty() {
+                rest[..end].into()
+            } else {
+                self.line.extend_from_slice(&rest[..end]);
+                std::mem::take(&mut self.line).into()
+            };
+            let text = String::from_utf8_lossy(&line).into_owned();
+            self.take_line(&text, true);
+            rest = &rest[end + 1..];
+            if cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    None => self.after_cr = true,
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A string as Python's `json.dump` writes it (`ensure_ascii`).
+fn python_json_string(out: &mut impl Write, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let escape: Option<&[u8]> = match c {
+            '"' => Some(b"\\\""),
+            '\\' => Some(b"\\\\"),
+            '\n' => Some(b"\\n"),
+            '\r' => Some(b"\\r"),
+            '\t' => Some(b"\\t"),
+            '\u{8}' => Some(b"\\b"),
+            '\u{c}' => Some(b"\\f"),
+            ' '..='~' => continue,
+            _ => None,
+        };
+        out.write_all(&s.as_bytes()[plain..i])?;
+        plain = i + c.len_utf8();
+        match escape {
+            Some(e) => out.write_all(e)?,
+            None => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    write!(out, "\\u{u:04x}")?;
+                }
+            }
+        }
+    }
+    out.write_all(&s.as_bytes()[plain..])?;
+    out.write_all(b"\"")
+}
+
+/// Why [`Profiles::finish`] failed.
+#[derive(Debug)]
+pub enum FinishError {
+    /// The text is one `austin2speedscope` fails on.
+    Text(SpeedscopeError),
+    /// Writing failed.
+    Write(io::Error),
+}
+
+impl fmt::Display for FinishError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FinishError::Text(e) => write!(f, "{e}"),
+            FinishError::Write(e) => write!(f, "writing the output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FinishError {}
+
+/// Why a MOJO file could not become speedscope JSON.
+#[derive(Debug)]
+pub enum MojoSpeedscopeError<E> {
+    /// Its text could not be made (as `mojo2austin` fails).
+    Austin(AustinError<E>),
+    /// The text could not become JSON (as `austin2speedscope` fails), or writing failed.
+    Speedscope(FinishError),
+}
+
+impl<E: fmt::Debug> fmt::Display for MojoSpeedscopeError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MojoSpeedscopeError::Austin(e) => write!(f, "{e}"),
+            MojoSpeedscopeError::Speedscope(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug> std::error::Error for MojoSpeedscopeError<E> {}
+
+/// Writes the speedscope JSON `austin2speedscope` makes of `mojo2austin`'s text of the MOJO
+/// file `source`, titled `name`; returns the samples (STACK events) read.
+pub fn from_mojo<R: embedded_io::Read, W: Write>(
+    source: R,
+    name: &str,
+    out: W,
+) -> Result<u64, MojoSpeedscopeError<R::Error>> {
+    let mut profiles = Profiles::default();
+    let samples = super::austin::austin_text(source, &mut profiles).map_err(MojoSpeedscopeError::Austin)?;
+    profiles.finish(name, out).map_err(MojoSpeedscopeError::Speedscope)?;
+    Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{alt_lines, python_int};
+
+    #[test]
+    fn numbers_read_as_pythons_int_reads_them() {
+        for (s, want) in [
+            ("12", Some("12")),
+            (" 12\n", Some("12")),
+            ("+12", Some("12")),
+            ("-0", Some("0")),
+            ("007", Some("7")),
+            ("1_000", Some("1000")),
+            ("-5", Some("-5")),
+            ("123456789012345678901234567890123456789012", Some("123456789012345678901234567890123456789012")),
+            ("", None),
+            ("1__0", None),
+            ("_1", None),
+            ("1_", None),
+            ("0x10", None),
+            ("1P1", None),
+            ("GC", None),
+        ] {
+            assert_eq!(python_int(s).as_deref(), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn old_line_notation_rewritten_as_sample_parse_does() {
+        for (frames, want) in [
+            ("a.py:f:1;L2.py:h:3", "a.py:f:1:2.py:h:3"),
+            (";L2.py:h:3", ";L2.py:h:3"),
+            ("a:f;L12;b:g;L7", "a:f:12;b:g:7"),
+            ("a:f:1;Lx:g:2", "a:f:1;Lx:g:2"),
+            ("a:f:1", "a:f:1"),
+        ] {
+            assert_eq!(alt_lines(frames), want, "{frames:?}");
+        }
+    }
+}
