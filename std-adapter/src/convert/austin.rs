@@ -20,11 +20,11 @@
 //! version 4, which it does not know), this returns an error naming the event's offset. Names
 //! that are not UTF-8, on which `mojo2austin` fails, are written with U+FFFD.
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 
+use crate::hash::IdMap;
 use tachyon_core::mojo::{Event, ReadError, Reader, TableError, Tables};
 
 /// Why a MOJO file could not be written as Austin text.
@@ -129,12 +129,49 @@ struct Pending {
 impl Pending {
     /// ` <time>,<idle>,<memory>` as `mojo2austin` writes full mode's metrics (a missing one
     /// as 0: `mojo2austin` fails there).
-    fn write(&mut self, out: &mut impl Write) -> io::Result<()> {
+    fn write(&mut self, out: &mut Vec<u8>) {
         if self.time.is_some() || self.memory.is_some() {
-            writeln!(out, " {},{},{}", self.time.unwrap_or(0), u8::from(self.idle), self.memory.unwrap_or(0))?;
+            out.push(b' ');
+            push_i64(out, self.time.unwrap_or(0));
+            out.extend_from_slice(if self.idle { b",1," } else { b",0," });
+            push_i64(out, self.memory.unwrap_or(0));
+            out.push(b'\n');
         }
         *self = Pending::default();
-        Ok(())
+    }
+}
+
+/// Appends `v` in decimal (the formatting machinery costs more than the digits, once per
+/// frame of every sample).
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `v` in decimal.
+fn push_i64(out: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, v.unsigned_abs());
+}
+
+/// Appends `b` as text: as it is when it is UTF-8 (checked, not copied), else with U+FFFD
+/// for what is not.
+fn push_text(out: &mut Vec<u8>, b: &[u8]) {
+    match std::str::from_utf8(b) {
+        Ok(_) => out.extend_from_slice(b),
+        Err(_) => out.extend_from_slice(String::from_utf8_lossy(b).as_bytes()),
     }
 }
 
@@ -162,7 +199,7 @@ fn python_hex(tid: &str) -> Option<String> {
 pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<u64, AustinError<R::Error>> {
     let mut window = vec![0u8; crate::mojo::WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
-    let mut text = AustinText::new(reader.version(), io::BufWriter::with_capacity(1 << 16, out));
+    let mut text = AustinText::new(reader.version(), out);
     while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
         text.event(offset, &event).map_err(|e| e.map_read())?;
     }
@@ -170,11 +207,15 @@ pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<
 }
 
 /// Austin's text made from MOJO events one at a time, as `mojo2austin` makes it; memory
-/// follows the definitions, not the samples.
+/// follows the definitions and threads, not the samples.
 pub struct AustinText<W: Write> {
     out: W,
+    /// Text not yet written to `out`.
+    buf: Vec<u8>,
     version: u8,
     tables: Tables<'static>,
+    /// Each thread id's text as `mojo2austin` prints it (decimal when it is hex).
+    tids: IdMap<Vec<u8>, Vec<u8>>,
     /// The pid of the last STACK (keys belong to it).
     pid: Option<u64>,
     full: bool,
@@ -182,39 +223,61 @@ pub struct AustinText<W: Write> {
     samples: u64,
 }
 
+/// `buf` goes to the output once it holds this much.
+const FLUSH_AT: usize = 1 << 16;
+
 impl<W: Write> AustinText<W> {
-    /// Text for the events of a file of `version`, into `out` (buffer it: many small writes).
+    /// Text for the events of a file of `version`, into `out` (buffered here).
     pub fn new(version: u8, out: W) -> Self {
         let tables = Tables::growable(crate::mojo::TABLE_LIMITS, crate::hash::IdHash::default().key());
-        AustinText { out, version, tables, pid: None, full: false, pending: Pending::default(), samples: 0 }
+        AustinText {
+            out,
+            buf: Vec::with_capacity(2 * FLUSH_AT),
+            version,
+            tables,
+            tids: IdMap::default(),
+            pid: None,
+            full: false,
+            pending: Pending::default(),
+            samples: 0,
+        }
     }
 
     /// Writes what `event`, at file offset `offset`, adds to the text.
     pub fn event(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
         let fail = |why| AustinError::Event { offset, why };
         let current = || self.pid.ok_or(fail(Why::NoStack));
-        // Borrowed unless a name is not UTF-8: no allocation per frame.
-        let text = |b| -> Cow<'_, str> { String::from_utf8_lossy(b) };
-        let out = &mut self.out;
+        let out = &mut self.buf;
         match *event {
             Event::Metadata { key, value } => {
-                self.pending.write(out)?;
+                self.pending.write(out);
                 if key == b"mode" && value == b"full" {
                     self.full = true;
                 }
-                writeln!(out, "# {}: {}", text(key), text(value))?;
+                out.extend_from_slice(b"# ");
+                push_text(out, key);
+                out.extend_from_slice(b": ");
+                push_text(out, value);
+                out.push(b'\n');
             }
             Event::Stack { pid: p, iid, tid } => {
-                self.pending.write(out)?;
+                self.pending.write(out);
                 self.pid = Some(p);
                 self.samples += 1;
-                let tid = text(tid);
-                let tid = python_hex(&tid).map_or(tid, Cow::Owned);
+                out.push(b'P');
+                push_u64(out, p);
+                out.extend_from_slice(b";T");
                 if self.version >= 3 {
-                    write!(out, "P{p};T{iid}:{tid}")?;
-                } else {
-                    write!(out, "P{p};T{tid}")?;
+                    push_u64(out, iid);
+                    out.push(b':');
                 }
+                if !self.tids.contains_key(tid) {
+                    let text = String::from_utf8_lossy(tid);
+                    let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
+                    // One entry per distinct thread id: as many as the file has threads.
+                    self.tids.insert(tid.to_vec(), shown.into_bytes());
+                }
+                out.extend_from_slice(&self.tids[tid]);
             }
             Event::String { key, value } => {
                 self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
@@ -223,38 +286,53 @@ impl<W: Write> AustinText<W> {
             Event::FrameRef { key } => {
                 let pid = current()?;
                 let f = self.tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
-                write!(out, ";{}:{}:{}", text(f.filename), text(f.scope), f.def.line)?;
+                out.push(b';');
+                push_text(out, f.filename);
+                out.push(b':');
+                push_text(out, f.scope);
+                out.push(b':');
+                push_u64(out, f.def.line);
             }
             Event::StringRef { key } => {
                 let pid = current()?;
                 let s = self.tables.string(pid, key).ok_or(fail(Why::UndefinedString { pid, key }))?;
-                out.write_all(text(s).as_bytes())?;
+                push_text(out, s);
             }
-            Event::FrameKernel { symbol } => write!(out, ";kernel:{}:0", text(symbol))?,
-            Event::FrameInvalid => out.write_all(b";:INVALID:")?,
-            Event::Gc => out.write_all(b";:GC:")?,
+            Event::FrameKernel { symbol } => {
+                out.extend_from_slice(b";kernel:");
+                push_text(out, symbol);
+                out.extend_from_slice(b":0");
+            }
+            Event::FrameInvalid => out.extend_from_slice(b";:INVALID:"),
+            Event::Gc => out.extend_from_slice(b";:GC:"),
             Event::Idle => self.pending.idle = true,
             Event::Time(v) if self.full => self.pending.time = Some(v),
             Event::Memory(v) if self.full => self.pending.memory = Some(v),
-            Event::Time(v) | Event::Memory(v) => writeln!(out, " {v}")?,
+            Event::Time(v) | Event::Memory(v) => {
+                out.push(b' ');
+                push_i64(out, v);
+                out.push(b'\n');
+            }
             Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. } | Event::TaskRunning { .. } => {
                 return Err(fail(Why::Version4 { id: event.id() }))
             }
         }
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
         Ok(())
     }
 
-    /// Flushes the text; returns the samples (STACK events) written. `mojo2austin` writes
-    /// held-back metrics only before a later STACK or METADATA: at the end of the file they
-    /// are dropped (Austin ends its files with metadata).
+    /// Writes out the rest of the text and flushes; returns the samples (STACK events)
+    /// written. `mojo2austin` writes held-back metrics only before a later STACK or
+    /// METADATA: at the end of the file they are dropped (Austin ends its files with
+    /// metadata).
     pub fn finish(mut self) -> Result<u64, AustinError<Infallible>> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()?;
         Ok(self.samples)
-    }
-
-    /// The output.
-    pub fn into_inner(self) -> W {
-        self.out
     }
 }
 

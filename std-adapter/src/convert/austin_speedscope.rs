@@ -26,11 +26,13 @@
 //! distinct stack once, and a stack id and a weight per sample and metric (speedscope lists
 //! every sample).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Write};
 
 use super::austin::AustinError;
+use crate::hash::IdMap;
 
 /// The `exporter` austin2speedscope 0.2.1 writes.
 const EXPORTER: &str = "Austin2Speedscope Converter 0.2.1";
@@ -89,13 +91,13 @@ impl Mode {
     }
 }
 
-/// A profile's metric.
+/// A profile's metric (its number indexes a thread's profiles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Metric {
-    Cpu,
-    Wall,
-    Alloc,
-    Dealloc,
+    Cpu = 0,
+    Wall = 1,
+    Alloc = 2,
+    Dealloc = 3,
 }
 
 impl Metric {
@@ -142,15 +144,27 @@ pub struct Profiles {
     lines: u64,
     mode: Option<String>,
     metrics: &'static [Metric],
+    /// Frames parsed, as `[function, file, line]`, by id.
     frames: Vec<[String; 3]>,
+    /// Per parsed frame, its index in the output's frames ([`NOT_A_FRAME`]: not listed yet).
+    listed: Vec<u32>,
+    /// The output's frames: parsed frame ids in order of first use in an added sample.
+    order: Vec<u32>,
     frame_ids: HashMap<[String; 3], u32>,
+    /// Each distinct piece of frame text: its frame id, or [`NOT_A_FRAME`].
+    pieces: IdMap<Box<str>, u32>,
     stacks: Vec<Vec<u32>>,
-    stack_ids: HashMap<Vec<u32>, u32>,
+    stack_ids: IdMap<Vec<u32>, u32>,
     profiles: Vec<Profile>,
-    profile_ids: HashMap<(String, String, Metric), usize>,
+    /// `"<pid> <thread>"` → its profile per metric (the pid, digits, holds no space).
+    profile_ids: IdMap<Box<str>, [Option<usize>; 4]>,
+    key: String,
     error: Option<SpeedscopeError>,
     scratch: Vec<u32>,
 }
+
+/// A piece of frame text that does not parse; a frame not yet in the output.
+const NOT_A_FRAME: u32 = u32::MAX;
 
 impl Default for Profiles {
     fn default() -> Self {
@@ -162,11 +176,15 @@ impl Default for Profiles {
             mode: None,
             metrics: &[],
             frames: Vec::new(),
+            listed: Vec::new(),
+            order: Vec::new(),
             frame_ids: HashMap::new(),
+            pieces: IdMap::default(),
             stacks: Vec::new(),
-            stack_ids: HashMap::new(),
+            stack_ids: IdMap::default(),
             profiles: Vec::new(),
-            profile_ids: HashMap::new(),
+            profile_ids: IdMap::default(),
+            key: String::new(),
             error: None,
             scratch: Vec::new(),
         }
@@ -180,8 +198,13 @@ fn python_space(c: char) -> bool {
 
 /// What Python's `int(s)` reads `s` as, in decimal: ASCII digits with single underscores
 /// between them, a sign, whitespace around (`None` where `int` raises; digits of other
-/// scripts, which it also takes, are refused: MOJO's text never has them).
-fn python_int(s: &str) -> Option<String> {
+/// scripts, which it also takes, are refused: MOJO's text never has them). Borrowed when `s`
+/// is already so written, as nearly every number is.
+fn python_int(s: &str) -> Option<Cow<'_, str>> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.iter().all(u8::is_ascii_digit) && (b[0] != b'0' || b.len() == 1) {
+        return Some(Cow::Borrowed(s));
+    }
     let s = s.trim_matches(python_space);
     let (negative, digits) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -197,17 +220,38 @@ fn python_int(s: &str) -> Option<String> {
     }
     let clean: String = digits.chars().filter(|&c| c != '_').collect();
     let trimmed = clean.trim_start_matches('0');
-    Some(match (trimmed.is_empty(), negative) {
+    Some(Cow::Owned(match (trimmed.is_empty(), negative) {
         (true, _) => "0".to_owned(),
         (false, true) => format!("-{trimmed}"),
         (false, false) => trimmed.to_owned(),
+    }))
+}
+
+/// `s` split at every `sep` (ASCII), as `str::split` splits it.
+fn split(s: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    memchr::memchr_iter(sep, s.as_bytes()).chain(std::iter::once(s.len())).map(move |end| {
+        let piece = &s[start..end];
+        start = end + 1;
+        piece
     })
+}
+
+/// `s` before and after its first `sep` (ASCII); all of it and nothing without one.
+fn split_once(s: &str, sep: u8) -> (&str, &str) {
+    match memchr::memchr(sep, s.as_bytes()) {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, ""),
+    }
 }
 
 /// `frames` with `;L<digits>` made `:<digits>`, as `Sample.parse` rewrites Austin's older
 /// line notation (only if the frames do not begin with `;L`: Python's `rfind` is then 0).
-fn alt_lines(frames: &str) -> std::borrow::Cow<'_, str> {
-    if frames.rfind(";L") == Some(0) || !frames.contains(";L") {
+fn alt_lines(frames: &str) -> Cow<'_, str> {
+    // Nothing to rewrite unless a frame after the first begins with `L` and a digit (checked
+    // per frame: the search for `;L` costs more on lines that have none, nearly all).
+    let digit_after_l = |f: &str| f.strip_prefix('L').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    if !split(frames, b';').skip(1).any(digit_after_l) || frames.rfind(";L") == Some(0) {
         return frames.into();
     }
     let mut out = String::with_capacity(frames.len());
@@ -276,21 +320,22 @@ impl Profiles {
     }
 
     /// A sample line (`Sample.parse`, then `add_samples`); a line that does not parse is
-    /// skipped.
+    /// skipped. Per line nothing is allocated once its frames, stack and thread have been
+    /// seen: frames are looked up by their text.
     fn sample(&mut self, line: &str) -> Result<(), SpeedscopeError> {
         if !line.starts_with('P') {
             return Ok(());
         }
-        let (head, metrics) = match line.rfind(' ') {
+        let (head, metrics) = match memchr::memrchr(b' ', line.as_bytes()) {
             Some(i) => (&line[..i], &line[i + 1..]),
             None => ("", line),
         };
-        let (process, rest) = head.split_once(';').unwrap_or((head, ""));
+        let (process, rest) = split_once(head, b';');
         let Some(pid) = process.get(1..).and_then(python_int) else { return Ok(()) };
         let Some(after_t) = rest.strip_prefix('T') else {
             return if rest.is_empty() { Err(SpeedscopeError::NoThread(self.lines)) } else { Ok(()) };
         };
-        let (thread, frames) = after_t.split_once(';').unwrap_or((after_t, ""));
+        let (thread, frames) = split_once(after_t, b';');
         // The metrics (`Metric.parse`).
         let mut values = [0i128; 3];
         let mut n = 0;
@@ -314,24 +359,25 @@ impl Profiles {
         };
         // The frames (`Frame.parse`): any that does not parse skips the line.
         let frames = alt_lines(frames);
-        let mut parsed: Vec<[String; 3]> = Vec::new();
+        self.scratch.clear();
         if !frames.is_empty() {
-            for f in frames.split(';') {
-                let mut parts = f.rsplitn(3, ':');
-                let (Some(line_no), Some(function), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
-                    return Ok(());
-                };
-                let Some(line_no) = python_int(line_no) else { return Ok(()) };
-                parsed.push([function.to_owned(), file.to_owned(), line_no]);
+            for piece in split(&frames, b';') {
+                match self.frame(piece) {
+                    Some(id) => self.scratch.push(id),
+                    None => return Ok(()),
+                }
             }
+        }
+        if self.scratch.is_empty() {
+            return Ok(());
         }
         let metrics = self.metrics;
         let mut stack = None;
         for (&metric, &weight) in metrics.iter().zip(weights) {
-            if parsed.is_empty() || weight == 0 {
+            if weight == 0 {
                 continue;
             }
-            let stack = *stack.get_or_insert_with(|| self.stack(&parsed));
+            let stack = *stack.get_or_insert_with(|| self.stack());
             let profile = self.profile(&pid, thread, metric);
             profile.samples.push((stack, weight));
             profile.end += weight;
@@ -339,42 +385,86 @@ impl Profiles {
         Ok(())
     }
 
-    /// The id of a stack of frames, numbering new frames and the stack.
-    fn stack(&mut self, frames: &[[String; 3]]) -> u32 {
-        self.scratch.clear();
-        for f in frames {
-            let next = self.frames.len() as u32;
-            let id = match self.frame_ids.get(f) {
+    /// The id of the frame a piece of text is (`file:function:line`), `None` if it does not
+    /// parse; a piece is parsed once.
+    fn frame(&mut self, piece: &str) -> Option<u32> {
+        if let Some(&id) = self.pieces.get(piece) {
+            return (id != NOT_A_FRAME).then_some(id);
+        }
+        let mut parts = piece.rsplitn(3, ':');
+        let parsed = match (parts.next(), parts.next(), parts.next()) {
+            (Some(line), Some(function), Some(file)) => {
+                python_int(line).map(|line| [function.to_owned(), file.to_owned(), line.into_owned()])
+            }
+            _ => None,
+        };
+        let id = match parsed {
+            // Pieces that differ as text may be one frame (`f:1` and `f:01`).
+            Some(f) => match self.frame_ids.get(&f) {
                 Some(&id) => id,
                 None => {
-                    self.frame_ids.insert(f.clone(), next);
+                    let id = self.frames.len() as u32;
                     self.frames.push(f.clone());
-                    next
+                    self.listed.push(NOT_A_FRAME);
+                    self.frame_ids.insert(f, id);
+                    id
                 }
-            };
-            self.scratch.push(id);
-        }
-        if let Some(&id) = self.stack_ids.get(&self.scratch) {
+            },
+            None => NOT_A_FRAME,
+        };
+        // One entry per distinct piece of text: memory follows the distinct frames.
+        self.pieces.insert(piece.into(), id);
+        (id != NOT_A_FRAME).then_some(id)
+    }
+
+    /// The id of the stack in `scratch`, a sample of which is added: its frames are numbered
+    /// in the output now if new (`get_frame`), so a frame only of skipped samples is not.
+    fn stack(&mut self) -> u32 {
+        if let Some(&id) = self.stack_ids.get(&self.scratch[..]) {
             return id;
         }
+        let listed: Vec<u32> = self
+            .scratch
+            .iter()
+            .map(|&f| {
+                let slot = &mut self.listed[f as usize];
+                if *slot == NOT_A_FRAME {
+                    *slot = self.order.len() as u32;
+                    self.order.push(f);
+                }
+                *slot
+            })
+            .collect();
         let id = self.stacks.len() as u32;
-        self.stacks.push(self.scratch.clone());
+        self.stacks.push(listed);
         self.stack_ids.insert(self.scratch.clone(), id);
         id
     }
 
     fn profile(&mut self, pid: &str, thread: &str, metric: Metric) -> &mut Profile {
-        let key = (pid.to_owned(), thread.to_owned(), metric);
-        let next = self.profiles.len();
-        let i = *self.profile_ids.entry(key).or_insert(next);
-        if i == next {
-            self.profiles.push(Profile {
-                name: format!("{} profile for {pid}:{thread}", metric.prefix()),
-                unit: metric.unit(),
-                samples: Vec::new(),
-                end: 0,
-            });
-        }
+        self.key.clear();
+        self.key.push_str(pid);
+        self.key.push(' ');
+        self.key.push_str(thread);
+        let metric_index = metric as usize;
+        let slots = match self.profile_ids.get_mut(self.key.as_str()) {
+            Some(slots) => slots,
+            None => self.profile_ids.entry(self.key.as_str().into()).or_default(),
+        };
+        let i = match slots[metric_index] {
+            Some(i) => i,
+            None => {
+                let i = self.profiles.len();
+                slots[metric_index] = Some(i);
+                self.profiles.push(Profile {
+                    name: format!("{} profile for {pid}:{thread}", metric.prefix()),
+                    unit: metric.unit(),
+                    samples: Vec::new(),
+                    end: 0,
+                });
+                i
+            }
+        };
         &mut self.profiles[i]
     }
 
@@ -399,7 +489,7 @@ impl Profiles {
         out.write_all(
             b"{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\", \"shared\": {\"frames\": [",
         )?;
-        for (i, [function, file, line]) in self.frames.iter().enumerate() {
+        for (i, [function, file, line]) in self.order.iter().map(|&f| &self.frames[f as usize]).enumerate() {
             if i > 0 {
                 out.write_all(b", ")?;
             }
@@ -461,7 +551,7 @@ impl Write for Profiles {
             }
         }
         while self.stage != Stage::Done {
-            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.line.extend_from_slice(rest);
                 break;
             };
@@ -472,8 +562,10 @@ impl Write for Profiles {
                 self.line.extend_from_slice(&rest[..end]);
                 std::mem::take(&mut self.line).into()
             };
-            let text = String::from_utf8_lossy(&line).into_owned();
-            self.take_line(&text, true);
+            match std::str::from_utf8(&line) {
+                Ok(text) => self.take_line(text, true),
+                Err(_) => self.take_line(&String::from_utf8_lossy(&line), true),
+            }
             rest = &rest[end + 1..];
             if cr {
                 match rest.first() {

@@ -281,7 +281,7 @@ pub fn austin_from_hub<S: Source, W: io::Write>(
     out: W,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ConvertError<S::Error>> {
-    let text = AustinText::new(AUSTIN_VERSION, io::BufWriter::with_capacity(1 << 16, out));
+    let text = AustinText::new(AUSTIN_VERSION, out);
     let (n, sink) = replay(source, TextSink { text, events: 0 }, progress)?;
     sink.text.finish().map_err(|e| ConvertError::Encode(e.to_string()))?;
     Ok(n)
