@@ -232,3 +232,69 @@ fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
     convert(source, output, Destination::Stream(&mut out), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     out
 }
+
+/// MOJO files reach the viewers: every file the test command records with Austin 3.7.0 and
+/// 4.0.0 (`TACHYON_MOJO_PROFILES`) and every committed real one. go tool pprof reads our
+/// pprof to our collapsed stacks (weighed by time, or allocations for a memory profile); the
+/// Firefox profiler's tables (on per-thread clocks) and speedscope's schema hold, for the
+/// hub's speedscope and for austin2speedscope's, as `tachyon convert` writes it from MOJO;
+/// `rsvg-convert` renders the flame graph.
+#[test]
+fn mojo_inputs_reach_the_viewers() {
+    use tachyon::sources::mojo::{MojoMetric, MojoSource};
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-formats-mojo");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let recorded = std::path::PathBuf::from(
+        std::env::var_os("TACHYON_MOJO_PROFILES").expect("TACHYON_MOJO_PROFILES (set by scripts/test-all.sh)"),
+    );
+    let mut files = qemu_tests::inputs::files_in(&recorded, "mojo");
+    files.extend(qemu_tests::inputs::files_in(&root().join("qemu-tests/vectors/mojo-austin-3.7"), "mojo"));
+    let mut manifest = String::new();
+    let mut failures = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let name = file.display().to_string();
+        let bytes = std::fs::read(file).unwrap();
+        let out = |output: &Output| {
+            let mut source = MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default).unwrap();
+            output_of(&mut source, output)
+        };
+        let collapsed = String::from_utf8(out(&Output::Collapsed)).unwrap();
+        let stacks = collapsed.lines().count();
+        let total: u64 = collapsed.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+        assert!(stacks > 0, "{name}: no stacks");
+        let pprof = work.join(format!("{i}.pb.gz"));
+        std::fs::write(&pprof, out(&Output::Pprof)).unwrap();
+        let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pprof).output().unwrap();
+        let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(&pprof).output().unwrap();
+        let text = String::from_utf8_lossy(&raw.stdout);
+        match (raw.status.success() && top.status.success(), pprof_raw_samples(&text)) {
+            (true, Some(got)) if got == (stacks, total) => {}
+            (ok, got) => failures.push(format!(
+                "{name} pprof: go tool pprof ok={ok}, (samples, total) {got:?}, want {:?}",
+                (stacks, total)
+            )),
+        }
+        for (kind, bytes) in
+            [("speedscope", out(&Output::Speedscope { name: name.clone() })), ("gecko", out(&Output::Gecko))]
+        {
+            let path = work.join(format!("{i}.{kind}.json"));
+            std::fs::write(&path, bytes).unwrap();
+            manifest += &format!("{kind}\t{}\n", path.display());
+        }
+        let mut austin_json = Vec::new();
+        tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&bytes[..]), &name, &mut austin_json)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let path = work.join(format!("{i}.austin.speedscope.json"));
+        std::fs::write(&path, austin_json).unwrap();
+        manifest += &format!("speedscope\t{}\n", path.display());
+        let svg = out(&Output::Flamegraph { title: name.clone() });
+        failures.extend(flamegraph_failure(&name, &work.join(format!("{i}.svg")), &svg, total));
+    }
+    let (last, failed) = viewer_checks(&tools, &work, &manifest);
+    eprintln!("{} MOJO files; speedscope/gecko: {last}", files.len());
+    failures.extend(failed);
+    assert!(files.len() >= 20, "{} files", files.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
