@@ -216,12 +216,21 @@ pub struct AustinText<W: Write> {
     tables: Tables<'static>,
     /// Each thread id's text as `mojo2austin` prints it (decimal when it is hex).
     tids: IdMap<Vec<u8>, Vec<u8>>,
+    /// `;file:scope:line` of frames referred to, by `(pid, key)`: written again as it is
+    /// (a frame's names are fixed when it is defined), at most [`RENDERED_BYTES`] in all.
+    rendered: IdMap<(u64, u64), Box<[u8]>>,
+    rendered_bytes: usize,
     /// The pid of the last STACK (keys belong to it).
     pid: Option<u64>,
     full: bool,
     pending: Pending,
     samples: u64,
 }
+
+/// Most bytes of frame text kept for reuse: many frames sharing long names must not make
+/// memory grow past what the tables hold by much; past it, frames are written from the
+/// tables each time.
+const RENDERED_BYTES: usize = 64 << 20;
 
 /// `buf` goes to the output once it holds this much.
 const FLUSH_AT: usize = 1 << 16;
@@ -236,6 +245,8 @@ impl<W: Write> AustinText<W> {
             version,
             tables,
             tids: IdMap::default(),
+            rendered: IdMap::default(),
+            rendered_bytes: 0,
             pid: None,
             full: false,
             pending: Pending::default(),
@@ -282,16 +293,33 @@ impl<W: Write> AustinText<W> {
             Event::String { key, value } => {
                 self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
             }
-            Event::Frame(def) => self.tables.define_frame(current()?, def).map_err(|e| fail(Why::Table(e)))?,
+            Event::Frame(def) => {
+                let pid = current()?;
+                self.tables.define_frame(pid, def).map_err(|e| fail(Why::Table(e)))?;
+                // A redefinition changes the text (last wins).
+                if let Some(old) = self.rendered.remove(&(pid, def.key)) {
+                    self.rendered_bytes -= old.len();
+                }
+            }
             Event::FrameRef { key } => {
                 let pid = current()?;
-                let f = self.tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
-                out.push(b';');
-                push_text(out, f.filename);
-                out.push(b':');
-                push_text(out, f.scope);
-                out.push(b':');
-                push_u64(out, f.def.line);
+                if let Some(text) = self.rendered.get(&(pid, key)) {
+                    out.extend_from_slice(text);
+                } else {
+                    let f = self.tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
+                    let start = out.len();
+                    out.push(b';');
+                    push_text(out, f.filename);
+                    out.push(b':');
+                    push_text(out, f.scope);
+                    out.push(b':');
+                    push_u64(out, f.def.line);
+                    let text = &out[start..];
+                    if self.rendered_bytes + text.len() <= RENDERED_BYTES {
+                        self.rendered_bytes += text.len();
+                        self.rendered.insert((pid, key), text.into());
+                    }
+                }
             }
             Event::StringRef { key } => {
                 let pid = current()?;
