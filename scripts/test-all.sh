@@ -54,7 +54,7 @@ step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386
 export TACHYON_GPERFTOOLS_PROFILES="$PWD/target/gperftools-profiles"
 bash qemu-tests/oracle/gperftools/record.sh "$TACHYON_GPERFTOOLS_PROFILES"
 
-step "set-up: record real MOJO files with Austin 3.7.0 and 4.0.0 (PyPI austin-dist; 4.0.0 through the oracle root's loader) on Python 3.11 in every mode, and austin-python 1.7.1's mojo2austin text of each"
+step "set-up: record real MOJO files with Austin 3.7.0 and 4.0.0 (PyPI austin-dist; 4.0.0 through the oracle root's loader) on Python 3.11 in every mode, austin-python 1.7.1's mojo2austin text and austin2speedscope JSON of each, and austin-python 2.4.0's samples"
 export TACHYON_MOJO_PROFILES="$PWD/target/mojo-profiles"
 bash qemu-tests/oracle/austin/record.sh "$TACHYON_MOJO_PROFILES"
 

@@ -138,12 +138,17 @@ const WORKLOAD_FUNCTIONS: [&str; 11] = [
 /// (`__abi_tag`, a note); and on 64-bit PowerPC (ELFv1) libc's function symbols point at
 /// `.opd` descriptors, so `nm`'s nearest symbol to a code address is a data symbol
 /// (`__h_errno`), where we read the descriptor and name the function. We leave stale addresses
-/// as `0x…`; the workload's frames, named from DWARF, must agree at every depth.
+/// as `0x…`; the workload's frames, named from DWARF, must agree at every depth. A run of
+/// frames not of the workload is one `?`: how many there are is not the workload's (a sample
+/// inside libprofiler's own `ProfilerStop`, built with debugging information on PowerPC, is
+/// several inlined functions for us and one misnamed symbol for google-pprof; a clean CI run
+/// recorded one).
 fn only_workload(stacks: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (stack, n) in stacks {
-        let frames: Vec<&str> =
+        let mut frames: Vec<&str> =
             stack.split(';').map(|f| if WORKLOAD_FUNCTIONS.contains(&f) { f } else { "?" }).collect();
+        frames.dedup_by(|a, b| *a == "?" && *b == "?");
         *out.entry(frames.join(";")).or_insert(0) += n;
     }
     out

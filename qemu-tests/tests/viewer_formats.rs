@@ -238,7 +238,8 @@ fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
 /// pprof to our collapsed stacks (weighed by time, or allocations for a memory profile); the
 /// Firefox profiler's tables (on per-thread clocks) and speedscope's schema hold, for the
 /// hub's speedscope and for austin2speedscope's, as `tachyon convert` writes it from MOJO;
-/// `rsvg-convert` renders the flame graph.
+/// `rsvg-convert` renders the flame graph; Python 3.11's `pstats` loads the pstats file and
+/// totals its own time to the weights.
 #[test]
 fn mojo_inputs_reach_the_viewers() {
     use tachyon::sources::mojo::{MojoMetric, MojoSource};
@@ -291,6 +292,18 @@ fn mojo_inputs_reach_the_viewers() {
         manifest += &format!("speedscope\t{}\n", path.display());
         let svg = out(&Output::Flamegraph { title: name.clone() });
         failures.extend(flamegraph_failure(&name, &work.join(format!("{i}.svg")), &svg, total));
+        // Python 3.11's pstats loads the pstats file; its own time adds up to the weights (µs).
+        let pstats = work.join(format!("{i}.pstats"));
+        std::fs::write(&pstats, out(&Output::Pstats { compat: true })).unwrap();
+        let loaded = Command::new(tools.join("venv/bin/python"))
+            .args(["-c", "import pstats, sys; print(round(pstats.Stats(sys.argv[1]).total_tt * 1e6))"])
+            .arg(&pstats)
+            .output()
+            .unwrap();
+        let tt = String::from_utf8_lossy(&loaded.stdout).trim().to_owned();
+        if !loaded.status.success() || tt != total.to_string() {
+            failures.push(format!("{name} pstats: Python's total_tt {tt:?} µs, want {total}"));
+        }
     }
     let (last, failed) = viewer_checks(&tools, &work, &manifest);
     eprintln!("{} MOJO files; speedscope/gecko: {last}", files.len());
