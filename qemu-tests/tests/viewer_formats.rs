@@ -56,17 +56,7 @@ fn viewers_read_our_outputs() {
 
         let pprof = work.join(format!("{i}.pb.gz"));
         std::fs::write(&pprof, convert_file(file, &Output::Pprof).unwrap()).unwrap();
-        let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pprof).output().unwrap();
-        let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(&pprof).output().unwrap();
-        let text = String::from_utf8_lossy(&raw.stdout);
-        match (raw.status.success() && top.status.success(), pprof_raw_samples(&text)) {
-            (true, Some(got)) if got == (stacks, total) => {}
-            (ok, got) => failures.push(format!(
-                "{name} pprof: go tool pprof ok={ok}, (samples, total) {got:?}, want {:?}; stderr: {}",
-                (stacks, total),
-                String::from_utf8_lossy(&raw.stderr).lines().last().unwrap_or("")
-            )),
-        }
+        failures.extend(pprof_failure(&name, &pprof, stacks, total));
 
         for (kind, format) in [("speedscope", Output::Speedscope { name: name.clone() }), ("gecko", Output::Gecko)] {
             let path = work.join(format!("{i}.{kind}.json"));
@@ -85,6 +75,22 @@ fn viewers_read_our_outputs() {
     failures.extend(failed);
     eprintln!("{} files through go tool pprof, {svgs} flame graphs rendered", files.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// What is wrong with the pprof file `pprof` of `stacks` collapsed stacks totalling `total`:
+/// `go tool pprof -raw` or `-top` fails on it, or its samples are not those stacks.
+fn pprof_failure(name: &str, pprof: &Path, stacks: usize, total: u64) -> Option<String> {
+    let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(pprof).output().unwrap();
+    let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(pprof).output().unwrap();
+    let text = String::from_utf8_lossy(&raw.stdout);
+    match (raw.status.success() && top.status.success(), pprof_raw_samples(&text)) {
+        (true, Some(got)) if got == (stacks, total) => None,
+        (ok, got) => Some(format!(
+            "{name} pprof: go tool pprof ok={ok}, (samples, total) {got:?}, want {:?}; stderr: {}",
+            (stacks, total),
+            String::from_utf8_lossy(&raw.stderr).lines().last().unwrap_or("")
+        )),
+    }
 }
 
 /// What is wrong with a flame graph of `total` samples written to `svg`: `rsvg-convert` cannot
@@ -267,16 +273,7 @@ fn mojo_inputs_reach_the_viewers() {
         assert!(stacks > 0, "{name}: no stacks");
         let pprof = work.join(format!("{i}.pb.gz"));
         std::fs::write(&pprof, out(&Output::Pprof)).unwrap();
-        let raw = Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pprof).output().unwrap();
-        let top = Command::new("go").args(["tool", "pprof", "-top"]).arg(&pprof).output().unwrap();
-        let text = String::from_utf8_lossy(&raw.stdout);
-        match (raw.status.success() && top.status.success(), pprof_raw_samples(&text)) {
-            (true, Some(got)) if got == (stacks, total) => {}
-            (ok, got) => failures.push(format!(
-                "{name} pprof: go tool pprof ok={ok}, (samples, total) {got:?}, want {:?}",
-                (stacks, total)
-            )),
-        }
+        failures.extend(pprof_failure(&name, &pprof, stacks, total));
         for (kind, bytes) in
             [("speedscope", out(&Output::Speedscope { name: name.clone() })), ("gecko", out(&Output::Gecko))]
         {

@@ -24,6 +24,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 
+use super::collapsed::push_decimal;
 use crate::hash::IdMap;
 use tachyon_core::mojo::{Event, ReadError, Reader, TableError, Tables};
 
@@ -141,29 +142,12 @@ impl Pending {
     }
 }
 
-/// Appends `v` in decimal (the formatting machinery costs more than the digits, once per
-/// frame of every sample).
-fn push_u64(out: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// Appends `v` in decimal.
 fn push_i64(out: &mut Vec<u8>, v: i64) {
     if v < 0 {
         out.push(b'-');
     }
-    push_u64(out, v.unsigned_abs());
+    push_decimal(out, v.unsigned_abs());
 }
 
 /// Appends `b` as text: as it is when it is UTF-8 (checked, not copied), else with U+FFFD
@@ -276,10 +260,10 @@ impl<W: Write> AustinText<W> {
                 self.pid = Some(p);
                 self.samples += 1;
                 out.push(b'P');
-                push_u64(out, p);
+                push_decimal(out, p);
                 out.extend_from_slice(b";T");
                 if self.version >= 3 {
-                    push_u64(out, iid);
+                    push_decimal(out, iid);
                     out.push(b':');
                 }
                 if !self.tids.contains_key(tid) {
@@ -313,7 +297,7 @@ impl<W: Write> AustinText<W> {
                     out.push(b':');
                     push_text(out, f.scope);
                     out.push(b':');
-                    push_u64(out, f.def.line);
+                    push_decimal(out, f.def.line);
                     let text = &out[start..];
                     if self.rendered_bytes + text.len() <= RENDERED_BYTES {
                         self.rendered_bytes += text.len();

@@ -33,6 +33,7 @@ use std::io::{self, Write};
 
 use super::austin::AustinError;
 use crate::hash::IdMap;
+use crate::view::write_py_str;
 
 /// The `exporter` austin2speedscope 0.2.1 writes.
 const EXPORTER: &str = "Austin2Speedscope Converter 0.2.1";
@@ -494,9 +495,9 @@ impl Profiles {
                 out.write_all(b", ")?;
             }
             out.write_all(b"{\"name\": ")?;
-            python_json_string(&mut out, function)?;
+            write_py_str(&mut out, function)?;
             out.write_all(b", \"file\": ")?;
-            python_json_string(&mut out, file)?;
+            write_py_str(&mut out, file)?;
             write!(out, ", \"line\": {line}}}")?;
         }
         out.write_all(b"]}, \"profiles\": [")?;
@@ -508,7 +509,7 @@ impl Profiles {
                 out.write_all(b", ")?;
             }
             out.write_all(b"{\"name\": ")?;
-            python_json_string(&mut out, &p.name)?;
+            write_py_str(&mut out, &p.name)?;
             write!(out, ", \"unit\": \"{}\", \"startValue\": 0, \"endValue\": {}, \"samples\": [", p.unit, p.end)?;
             for (j, &(stack, _)) in p.samples.iter().enumerate() {
                 if j > 0 {
@@ -533,7 +534,7 @@ impl Profiles {
             out.write_all(b"], \"type\": \"sampled\"}")?;
         }
         out.write_all(b"], \"name\": ")?;
-        python_json_string(&mut out, name)?;
+        write_py_str(&mut out, name)?;
         write!(out, ", \"exporter\": \"{EXPORTER}\"}}")?;
         out.flush()
     }
@@ -581,38 +582,6 @@ impl Write for Profiles {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// A string as Python's `json.dump` writes it (`ensure_ascii`).
-fn python_json_string(out: &mut impl Write, s: &str) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    let mut plain = 0;
-    for (i, c) in s.char_indices() {
-        let escape: Option<&[u8]> = match c {
-            '"' => Some(b"\\\""),
-            '\\' => Some(b"\\\\"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            '\u{8}' => Some(b"\\b"),
-            '\u{c}' => Some(b"\\f"),
-            ' '..='~' => continue,
-            _ => None,
-        };
-        out.write_all(&s.as_bytes()[plain..i])?;
-        plain = i + c.len_utf8();
-        match escape {
-            Some(e) => out.write_all(e)?,
-            None => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    write!(out, "\\u{u:04x}")?;
-                }
-            }
-        }
-    }
-    out.write_all(&s.as_bytes()[plain..])?;
-    out.write_all(b"\"")
 }
 
 /// Why [`Profiles::finish`] failed.

@@ -192,7 +192,9 @@ impl CollapsedCollector {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` in decimal (the formatting machinery costs more than the digits, paid once
+/// per line or frame).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
