@@ -266,13 +266,16 @@ impl<W: Write> AustinText<W> {
                     push_decimal(out, iid);
                     out.push(b':');
                 }
-                if !self.tids.contains_key(tid) {
-                    let text = String::from_utf8_lossy(tid);
-                    let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
-                    // One entry per distinct thread id: as many as the file has threads.
-                    self.tids.insert(tid.to_vec(), shown.into_bytes());
+                match self.tids.get(tid) {
+                    Some(shown) => out.extend_from_slice(shown),
+                    None => {
+                        let text = String::from_utf8_lossy(tid);
+                        let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
+                        out.extend_from_slice(shown.as_bytes());
+                        // One entry per distinct thread id: as many as the file has threads.
+                        self.tids.insert(tid.to_vec(), shown.into_bytes());
+                    }
                 }
-                out.extend_from_slice(&self.tids[tid]);
             }
             Event::String { key, value } => {
                 self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?

@@ -35,6 +35,7 @@ use tachyon_core::mojo::{Event, FrameDef, WriteError, Writer, AUSTIN_VERSION};
 
 use super::austin::{AustinError, AustinText};
 use super::ConvertError;
+use crate::hash::IdMap;
 use crate::memory::IoSink;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, Times};
 
@@ -103,8 +104,8 @@ pub struct HubEvents<K: EventSink> {
     strings: HashMap<String, u64>,
     next_frame_key: u64,
     pid: Option<u64>,
-    /// Per `(iid, tid)`: the lowercase hex tid and the time of the thread's last sample.
-    threads: HashMap<(u32, u64), (String, u64)>,
+    /// Per `(iid, tid)`: the time of the thread's last sample.
+    last_times: IdMap<(u32, u64), u64>,
     start_time_us: u64,
     last_time_us: Option<u64>,
     interval_us: u64,
@@ -121,7 +122,7 @@ impl<K: EventSink> HubEvents<K> {
             strings: HashMap::new(),
             next_frame_key: 1,
             pid: None,
-            threads: HashMap::new(),
+            last_times: IdMap::default(),
             start_time_us: info.start_time_us,
             last_time_us: None,
             interval_us: info.sample_interval_us,
@@ -189,10 +190,10 @@ impl<K: EventSink> HubEvents<K> {
         };
     }
 
-    /// One sample of `call`; `time` its METRIC_TIME.
-    fn sample(&mut self, frames: &FrameTable, call: &Call<'_>, tid: &str, time: i64) {
+    /// One sample of `call`; `tid` its thread id as text, `time` its METRIC_TIME.
+    fn sample(&mut self, frames: &FrameTable, call: &Call<'_>, tid: &[u8], time: i64) {
         let pid = *self.pid.get_or_insert(call.thread_id);
-        self.emit(&Event::Stack { pid, iid: u64::from(call.interpreter_id), tid: tid.as_bytes() });
+        self.emit(&Event::Stack { pid, iid: u64::from(call.interpreter_id), tid });
         let (gc, stack) = match call.stack.split_first() {
             Some((&first, rest)) if matches!(self.kinds[first as usize], Kind::Gc(_)) => (true, rest),
             _ => (false, call.stack),
@@ -220,26 +221,40 @@ impl<K: EventSink> Collector for HubEvents<K> {
         if self.error.is_some() {
             return;
         }
-        let start = self.start_time_us;
-        let (tid, mut last) = self
-            .threads
-            .remove(&(call.interpreter_id, call.thread_id))
-            .unwrap_or_else(|| (format!("{:x}", call.thread_id), start));
+        let (hex, len) = lowercase_hex(call.thread_id);
+        let tid = &hex[hex.len() - len..];
         match call.times {
             Times::Stamped(times) => {
+                let thread = (call.interpreter_id, call.thread_id);
+                let mut last = self.last_times.get(&thread).copied().unwrap_or(self.start_time_us);
                 for &t in times {
                     let delta = (i128::from(t) - i128::from(last)).clamp(i64::MIN.into(), i64::MAX.into());
-                    self.sample(frames, call, &tid, delta as i64);
+                    self.sample(frames, call, tid, delta as i64);
                     last = t;
                     self.last_time_us = Some(self.last_time_us.map_or(t, |l| l.max(t)));
                 }
+                self.last_times.insert(thread, last);
             }
             Times::Counted(n) => {
                 let time = n.saturating_mul(self.interval_us.max(1));
-                self.sample(frames, call, &tid, i64::try_from(time).unwrap_or(i64::MAX));
+                self.sample(frames, call, tid, i64::try_from(time).unwrap_or(i64::MAX));
             }
         }
-        self.threads.insert((call.interpreter_id, call.thread_id), (tid, last));
+    }
+}
+
+/// `v` in lowercase hex, as Austin writes thread ids: the digits end the buffer, and how many
+/// there are (no allocation per call).
+fn lowercase_hex(mut v: u64) -> ([u8; 16], usize) {
+    let mut out = [0u8; 16];
+    let mut len = 0;
+    loop {
+        len += 1;
+        out[16 - len] = b"0123456789abcdef"[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            return (out, len);
+        }
     }
 }
 
