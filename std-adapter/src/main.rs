@@ -233,7 +233,7 @@ fn with_reader<T>(
     file: &Path,
     f: impl FnOnce(&mut Reader<'_, FileSource>) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
-    let mut src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let mut src = open_file(file)?;
     let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
     let storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
     // The command ends soon after: returning megabytes of tables, zstd workspace and buffers
@@ -251,7 +251,7 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
     let v = match kind {
         FileKind::Tachyon => tachyon_info(file, records, quiet)?,
         FileKind::Gperftools => {
-            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let src = open_file(file)?;
             let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
             tachyon::gperftools::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
         }
@@ -260,7 +260,7 @@ fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Fa
             open_pprof(file, &InputArgs::default())?.facts(len)
         }
         FileKind::Mojo => {
-            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let src = open_file(file)?;
             let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
             tachyon::mojo::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
         }
@@ -352,7 +352,7 @@ fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
 
 fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
     if detect(file)? == FileKind::Mojo {
-        let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+        let src = open_file(file)?;
         let mut out = io::stdout().lock();
         return tachyon::mojo::dump(src, &mut out).map(drop).map_err(|e| Failure(format!("{}: {e}", file.display())));
     }
@@ -551,7 +551,7 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
 
 /// A gperftools profile, its addresses and maps text read.
 fn open_gperftools(file: &Path, inputs: &InputArgs) -> Result<GperftoolsSource<FileSource>, Failure> {
-    let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let src = open_file(file)?;
     let mut source = GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     if !inputs.no_symbolize {
         let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
@@ -584,6 +584,11 @@ fn warn_all(symbolizer: &Symbolizer) {
 }
 
 /// The format of an input `convert` and `diff` cannot read yet is a plain error.
+/// `file` opened for reading, or a failure naming it.
+fn open_file(file: &Path) -> Result<FileSource, Failure> {
+    FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))
+}
+
 fn unreadable(file: &Path, kind: FileKind) -> Failure {
     match kind {
         FileKind::Unknown => Failure(format!(
@@ -613,7 +618,7 @@ fn with_source<J: Job>(file: &Path, inputs: &InputArgs, quiet: bool, job: J) -> 
         FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, inputs)?, job),
         FileKind::Pprof { .. } => run(file, quiet, &mut open_pprof(file, inputs)?, job),
         FileKind::Mojo => {
-            let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+            let src = open_file(file)?;
             let mut source = MojoSource::open(src, inputs.metric.unwrap_or_default())
                 .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
             run(file, quiet, &mut source, job)
@@ -673,7 +678,7 @@ fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Resu
 /// MOJO input to Austin's own formats, event by event, and to speedscope as Austin's tools
 /// make it (the hub is not involved).
 fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), Failure> {
-    let src = FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let src = open_file(file)?;
     let mut stdout = io::stdout().lock();
     let mut created;
     let out: &mut dyn io::Write = match to {

@@ -354,11 +354,11 @@ pub fn convert<S: Source>(
         }
         Destination::Stream(w) => w,
     };
-    if let Output::Austin | Output::Mojo { .. } = output {
-        return match output {
-            Output::Mojo { version } => mojo::write_from_hub(source, out, *version, progress),
-            _ => mojo::austin_from_hub(source, out, progress),
-        };
+    // Austin's formats buffer their own output.
+    match output {
+        Output::Mojo { version } => return mojo::write_from_hub(source, out, *version, progress),
+        Output::Austin => return mojo::austin_from_hub(source, out, progress),
+        _ => {}
     }
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
     let interval_us = info.sample_interval_us;

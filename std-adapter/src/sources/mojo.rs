@@ -229,11 +229,9 @@ impl<R: Read + Seek> Source for MojoSource<R> {
             .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
         let (frames, defined, kernel) = (&self.frames, &self.defined, &self.kernel);
         let (invalid, gc, metric, timeline) = (self.invalid, self.gc, self.metric, self.timeline);
-        let on_cpu = |s: &Sample<'_>| match &*self.info.mode {
-            "cpu" => ON_CPU,
-            "full" if !s.idle => ON_CPU,
-            _ => 0,
-        };
+        // The mode decides once whether samples are on CPU: always, unless idle, or never.
+        let (cpu, full) = (self.info.mode == "cpu", self.info.mode == "full");
+        let on_cpu = |s: &Sample<'_>| if cpu || (full && !s.idle) { ON_CPU } else { 0 };
         let step = self.interval_us;
         // A thread is its process, interpreter and thread id (CPython's are interpreter and thread).
         let mut clocks: IdMap<(u64, u64, u64), u64> = IdMap::default();
