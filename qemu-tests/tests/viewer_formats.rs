@@ -50,9 +50,7 @@ fn viewers_read_our_outputs() {
     for (i, file) in files.iter().enumerate() {
         let name = file.display().to_string();
         let Ok(collapsed) = convert_file(file, &Output::Collapsed) else { continue };
-        let collapsed = String::from_utf8(collapsed).unwrap();
-        let stacks = collapsed.lines().count();
-        let total: u64 = collapsed.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+        let (stacks, total) = stacks_and_total(&collapsed);
 
         let pprof = work.join(format!("{i}.pb.gz"));
         std::fs::write(&pprof, convert_file(file, &Output::Pprof).unwrap()).unwrap();
@@ -75,6 +73,13 @@ fn viewers_read_our_outputs() {
     failures.extend(failed);
     eprintln!("{} files through go tool pprof, {svgs} flame graphs rendered", files.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// How many lines collapsed stacks have, and the sum of their counts.
+fn stacks_and_total(collapsed: &[u8]) -> (usize, u64) {
+    let text = std::str::from_utf8(collapsed).unwrap();
+    let total = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    (text.lines().count(), total)
 }
 
 /// What is wrong with the pprof file `pprof` of `stacks` collapsed stacks totalling `total`:
@@ -187,8 +192,7 @@ fn native_inputs_reach_the_viewers() {
         let path = work.join(format!("{checked}.speedscope.json"));
         std::fs::write(&path, convert_to(&Output::Speedscope { name: name.to_owned() })).unwrap();
         manifest += &format!("speedscope\t{}\n", path.display());
-        let collapsed = String::from_utf8(convert_to(&Output::Collapsed)).unwrap();
-        let total: u64 = collapsed.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+        let (_, total) = stacks_and_total(&convert_to(&Output::Collapsed));
         let bytes = convert_to(&Output::Flamegraph { title: name.to_owned() });
         failures.extend(flamegraph_failure(name, &work.join(format!("{checked}.svg")), &bytes, total));
     };
@@ -267,9 +271,7 @@ fn mojo_inputs_reach_the_viewers() {
             let mut source = MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default).unwrap();
             output_of(&mut source, output)
         };
-        let collapsed = String::from_utf8(out(&Output::Collapsed)).unwrap();
-        let stacks = collapsed.lines().count();
-        let total: u64 = collapsed.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+        let (stacks, total) = stacks_and_total(&out(&Output::Collapsed));
         assert!(stacks > 0, "{name}: no stacks");
         let pprof = work.join(format!("{i}.pb.gz"));
         std::fs::write(&pprof, out(&Output::Pprof)).unwrap();
