@@ -126,6 +126,22 @@ pub fn cpython_replay(work: &Path, jobs: &[(PathBuf, PathBuf)]) {
     assert!(status.success(), "CPython replay driver failed");
 }
 
+/// Runs CPython 3.15.2's reader (`qemu-tests/oracle/cpython_batch.py dump`) over each
+/// `(file, dump)` pair, the manifest written to `work/NAME.tsv`; panics if the driver fails
+/// (a file CPython cannot read ends its dump with an error line instead).
+pub fn cpython_dump(work: &Path, name: &str, jobs: &[(PathBuf, PathBuf)]) {
+    let manifest = work.join(format!("{name}.tsv"));
+    let text: String = jobs.iter().map(|(f, d)| format!("{}\t{}\n", f.display(), d.display())).collect();
+    std::fs::write(&manifest, text).unwrap();
+    let status = std::process::Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/cpython_batch.py"))
+        .args(["dump".as_ref(), manifest.as_os_str()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython's dump failed");
+}
+
 /// The table in what `replay` printed: from its first line to before "Replayed N samples".
 pub fn replay_table(stdout: &str) -> String {
     let start = ["Profile Stats:\n", "No samples were collected."]

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use qemu_tests::inputs::{oracle_ready, root};
+use qemu_tests::inputs::{cpython_dump, oracle_ready, root};
 use serde_json::{json, Value};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
@@ -96,7 +96,7 @@ fn mojo_to_tachyon_reads_back_in_cpython_as_austin_python_reads_the_mojo() {
     std::fs::create_dir_all(&work).unwrap();
     let files = files();
     assert!(files.len() >= 14 + 6, "{} files", files.len());
-    let mut manifest = String::new();
+    let mut dumps = Vec::new();
     for (i, (mojo, _)) in files.iter().enumerate() {
         let mut source = MojoSource::open(FileSource::open(mojo).unwrap(), MojoMetric::Default)
             .unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
@@ -104,16 +104,9 @@ fn mojo_to_tachyon_reads_back_in_cpython_as_austin_python_reads_the_mojo() {
         let output = Output::Tachyon { big_endian: None, compression: None };
         convert(&mut source, &output, Destination::File(&out), &mut |_| {})
             .unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
-        manifest.push_str(&format!("{}\t{}\n", out.display(), work.join(format!("{i}.jsonl")).display()));
+        dumps.push((out, work.join(format!("{i}.jsonl"))));
     }
-    std::fs::write(work.join("dump.tsv"), manifest).unwrap();
-    let status = std::process::Command::new(root().join("scripts/oracle-python.sh"))
-        .arg("amd64")
-        .arg(root().join("qemu-tests/oracle/cpython_batch.py"))
-        .args(["dump".as_ref(), work.join("dump.tsv").as_os_str()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "CPython's dump failed");
+    cpython_dump(&work, "dump", &dumps);
     let mut compared = 0;
     for (i, (mojo, dump)) in files.iter().enumerate() {
         let name = mojo.display();

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qemu_tests::inputs::{convert_file, inputs, oracle_ready, root};
+use qemu_tests::inputs::{convert_file, cpython_dump, inputs, oracle_ready, root};
 use serde_json::{json, Value};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
@@ -158,20 +158,6 @@ fn by_thread(samples: &[Value]) -> BTreeMap<(u64, u64), Vec<Value>> {
         threads.entry((s["iid"].as_u64().unwrap(), s["tid"].as_u64().unwrap())).or_default().push(s.clone());
     }
     threads
-}
-
-/// Runs CPython 3.15.2's reader over `(file, dump)` pairs.
-fn cpython_dump(work: &Path, name: &str, jobs: &[(PathBuf, PathBuf)]) {
-    let manifest = work.join(format!("{name}.tsv"));
-    let text: String = jobs.iter().map(|(f, d)| format!("{}\t{}\n", f.display(), d.display())).collect();
-    std::fs::write(&manifest, text).unwrap();
-    let status = Command::new(root().join("scripts/oracle-python.sh"))
-        .arg("amd64")
-        .arg(root().join("qemu-tests/oracle/cpython_batch.py"))
-        .args(["dump".as_ref(), manifest.as_os_str()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "CPython's dump failed");
 }
 
 /// The virtual environments of `qemu-tests/oracle/austin/record.sh`.
