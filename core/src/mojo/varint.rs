@@ -35,6 +35,15 @@ pub enum VarintError {
 pub fn decode(bytes: &[u8]) -> Result<(Varint, usize), VarintError> {
     let first = *bytes.first().ok_or(VarintError::Incomplete)?;
     let negative = first & 0x40 != 0;
+    // One and two bytes, nearly every varint of a real file, without the loop.
+    match bytes.get(1) {
+        _ if first & 0x80 == 0 => return Ok((Varint { negative, magnitude: u64::from(first & 0x3f) }, 1)),
+        Some(&second) if second & 0x80 == 0 => {
+            let magnitude = u64::from(first & 0x3f) | u64::from(second) << 6;
+            return Ok((Varint { negative, magnitude }, 2));
+        }
+        _ => {}
+    }
     let mut magnitude = u64::from(first & 0x3f);
     let mut more = first & 0x80 != 0;
     let mut shift = 6u32;

@@ -128,14 +128,22 @@ struct Pending {
 }
 
 impl Pending {
-    /// ` <time>,<idle>,<memory>` as `mojo2austin` writes full mode's metrics (a missing one
-    /// as 0: `mojo2austin` fails there).
+    /// The metrics as `mojo2austin` writes them in full mode: time, idle 0/1, memory, a
+    /// missing one as 0 (`mojo2austin` fails there); `None` if there are none.
+    fn values(&self) -> Option<[i64; 3]> {
+        (self.time.is_some() || self.memory.is_some())
+            .then(|| [self.time.unwrap_or(0), self.idle.into(), self.memory.unwrap_or(0)])
+    }
+
+    /// Writes the metrics as ` <time>,<idle>,<memory>` and a line end, and forgets them.
     fn write(&mut self, out: &mut Vec<u8>) {
-        if self.time.is_some() || self.memory.is_some() {
+        if let Some([time, idle, memory]) = self.values() {
             out.push(b' ');
-            push_i64(out, self.time.unwrap_or(0));
-            out.extend_from_slice(if self.idle { b",1," } else { b",0," });
-            push_i64(out, self.memory.unwrap_or(0));
+            push_i64(out, time);
+            out.push(b',');
+            push_i64(out, idle);
+            out.push(b',');
+            push_i64(out, memory);
             out.push(b'\n');
         }
         *self = Pending::default();
@@ -195,18 +203,23 @@ pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<
 pub struct AustinText<W: Write> {
     out: W,
     /// Text not yet written to `out`.
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     version: u8,
     tables: Tables<'static>,
-    /// Each thread id's text as `mojo2austin` prints it (decimal when it is hex).
-    tids: IdMap<Vec<u8>, Vec<u8>>,
+    /// Each thread id (by its index in `tid_shown`) and its text as `mojo2austin` prints
+    /// it (decimal when it is hex).
+    tids: IdMap<Box<[u8]>, usize>,
+    tid_shown: Vec<(Box<[u8]>, Box<str>)>,
+    /// The last STACK's thread, in `tid_shown`.
+    last_tid: Option<usize>,
     /// `;file:scope:line` of frames referred to, by `(pid, key)`: written again as it is
     /// (a frame's names are fixed when it is defined), at most [`RENDERED_BYTES`] in all.
     rendered: IdMap<(u64, u64), Box<[u8]>>,
     rendered_bytes: usize,
     /// The pid of the last STACK (keys belong to it).
-    pid: Option<u64>,
-    full: bool,
+    pub(super) pid: Option<u64>,
+    /// Metadata said `mode: full`: the metrics are held back until the line ends.
+    pub(super) full: bool,
     pending: Pending,
     samples: u64,
 }
@@ -217,7 +230,7 @@ pub struct AustinText<W: Write> {
 const RENDERED_BYTES: usize = 64 << 20;
 
 /// `buf` goes to the output once it holds this much.
-const FLUSH_AT: usize = 1 << 16;
+pub(super) const FLUSH_AT: usize = 1 << 16;
 
 impl<W: Write> AustinText<W> {
     /// Text for the events of a file of `version`, into `out` (buffered here).
@@ -229,6 +242,8 @@ impl<W: Write> AustinText<W> {
             version,
             tables,
             tids: IdMap::default(),
+            tid_shown: Vec::new(),
+            last_tid: None,
             rendered: IdMap::default(),
             rendered_bytes: 0,
             pid: None,
@@ -240,6 +255,32 @@ impl<W: Write> AustinText<W> {
 
     /// Writes what `event`, at file offset `offset`, adds to the text.
     pub fn event(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
+        self.render(offset, event)?;
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Full mode has metrics held back, which the next STACK or METADATA writes.
+    pub(super) fn metrics_held(&self) -> bool {
+        self.pending.values().is_some()
+    }
+
+    /// Full mode's held-back metrics, written as a line end (nothing if there are none).
+    pub(super) fn end_line(&mut self) {
+        self.pending.write(&mut self.buf);
+    }
+
+    /// Full mode's held-back metrics, which the next STACK or METADATA would write as
+    /// ` <time>,<idle>,<memory>`, taken instead.
+    pub(super) fn take_metrics(&mut self) -> Option<[i64; 3]> {
+        std::mem::take(&mut self.pending).values()
+    }
+
+    /// Appends what `event` adds to the text to `buf`, which is left to the caller to empty.
+    pub(super) fn render(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
         let fail = |why| AustinError::Event { offset, why };
         let current = || self.pid.ok_or(fail(Why::NoStack));
         let out = &mut self.buf;
@@ -266,16 +307,26 @@ impl<W: Write> AustinText<W> {
                     push_decimal(out, iid);
                     out.push(b':');
                 }
-                match self.tids.get(tid) {
-                    Some(shown) => out.extend_from_slice(shown),
-                    None => {
-                        let text = String::from_utf8_lossy(tid);
-                        let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
-                        out.extend_from_slice(shown.as_bytes());
-                        // One entry per distinct thread id: as many as the file has threads.
-                        self.tids.insert(tid.to_vec(), shown.into_bytes());
+                // Most samples are of the thread before.
+                let shown = match self.last_tid {
+                    Some(i) if *self.tid_shown[i].0 == *tid => i,
+                    _ => {
+                        let i = match self.tids.get(tid) {
+                            Some(&i) => i,
+                            None => {
+                                let text = String::from_utf8_lossy(tid);
+                                let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
+                                // One entry per distinct thread id: as many as the file has threads.
+                                self.tid_shown.push((tid.into(), shown.into()));
+                                self.tids.insert(tid.into(), self.tid_shown.len() - 1);
+                                self.tid_shown.len() - 1
+                            }
+                        };
+                        self.last_tid = Some(i);
+                        i
                     }
-                }
+                };
+                out.extend_from_slice(self.tid_shown[shown].1.as_bytes());
             }
             Event::String { key, value } => {
                 self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
@@ -331,10 +382,6 @@ impl<W: Write> AustinText<W> {
             Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. } | Event::TaskRunning { .. } => {
                 return Err(fail(Why::Version4 { id: event.id() }))
             }
-        }
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
         }
         Ok(())
     }

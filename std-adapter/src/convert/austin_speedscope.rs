@@ -1,9 +1,10 @@
 //! speedscope JSON from a MOJO file as Austin's own pipeline makes it: `mojo2austin` (1.7.1)
 //! turns the file into Austin's text, and `austin2speedscope` (austin-python 1.7.1, exporter
 //! 0.2.1) turns the text into one sampled profile per process, thread and metric. This runs
-//! the same two steps, the text through [`super::austin::AustinText`] into [`Profiles`],
-//! which reads it line by line as `austin2speedscope` does, quirks included, so the JSON
-//! is byte for byte the tool's:
+//! the same two steps: [`Profiles`] reads Austin's text line by line as `austin2speedscope`
+//! does, quirks included, so the JSON is byte for byte the tool's; and [`from_mojo`] feeds it
+//! MOJO events, the text made by [`super::austin::AustinText`] except for the lines whose
+//! reading the events already tell (nearly all: see `MojoProfiles`).
 //!
 //! - The metadata header is the leading `# key: value` lines; the line that ends it is read
 //!   and dropped, so a file's first sample never counts. `mode` picks the metrics: `wall`
@@ -28,12 +29,15 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 
-use super::austin::AustinError;
+use super::austin::{AustinError, AustinText};
+use super::collapsed::push_decimal;
 use crate::hash::IdMap;
 use crate::view::write_py_str;
+use tachyon_core::mojo::{Event, Reader};
 
 /// The `exporter` austin2speedscope 0.2.1 writes.
 const EXPORTER: &str = "Austin2Speedscope Converter 0.2.1";
@@ -119,12 +123,13 @@ impl Metric {
     }
 }
 
-/// One profile: its name and unit, and its samples as (stack id, weight).
+/// One profile: its name and unit, and its samples' stack ids and weights.
 #[derive(Debug)]
 struct Profile {
     name: String,
     unit: &'static str,
-    samples: Vec<(u32, i128)>,
+    stacks: Vec<u32>,
+    weights: Vec<i128>,
     end: i128,
 }
 
@@ -157,15 +162,40 @@ pub struct Profiles {
     stacks: Vec<Vec<u32>>,
     stack_ids: IdMap<Vec<u32>, u32>,
     profiles: Vec<Profile>,
-    /// `"<pid> <thread>"` → its profile per metric (the pid, digits, holds no space).
-    profile_ids: IdMap<Box<str>, [Option<usize>; 4]>,
+    /// Per thread, its profile per metric.
+    threads: Vec<[Option<usize>; 4]>,
+    /// `"<pid> <thread>"` → its thread (the pid, digits, holds no space).
+    thread_ids: IdMap<Box<str>, usize>,
+    /// The key and thread of the last sample (most samples are of the thread before).
     key: String,
+    last_thread: Option<usize>,
+    /// The frames and stack id of the last stack (most samples repeat a stack).
+    last_frames: Vec<u32>,
+    last_stack: Option<u32>,
     error: Option<SpeedscopeError>,
     scratch: Vec<u32>,
 }
 
 /// A piece of frame text that does not parse; a frame not yet in the output.
 const NOT_A_FRAME: u32 = u32::MAX;
+
+/// A sample line's metrics, for [`Profiles::sample_of`].
+enum Metrics<'a> {
+    /// In the line's text (after its last space), to be parsed.
+    Text(&'a str),
+    /// Read already: what the text would say.
+    Read(&'a [i64]),
+}
+
+/// A sample line's frames, for [`Profiles::sample_of`].
+enum Frames<'a> {
+    /// In the line's text, to be parsed.
+    Text,
+    /// Parsed already, as these frame ids.
+    Parsed(&'a [u32]),
+    /// One of them does not parse: the line is skipped.
+    Unparsable,
+}
 
 impl Default for Profiles {
     fn default() -> Self {
@@ -184,8 +214,12 @@ impl Default for Profiles {
             stacks: Vec::new(),
             stack_ids: IdMap::default(),
             profiles: Vec::new(),
-            profile_ids: IdMap::default(),
+            threads: Vec::new(),
+            thread_ids: IdMap::default(),
             key: String::new(),
+            last_thread: None,
+            last_frames: Vec::new(),
+            last_stack: None,
             error: None,
             scratch: Vec::new(),
         }
@@ -228,6 +262,27 @@ fn python_int(s: &str) -> Option<Cow<'_, str>> {
     }))
 }
 
+/// Appends `v` in decimal.
+fn push_i128(out: &mut Vec<u8>, v: i128) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    match u64::try_from(v.unsigned_abs()) {
+        Ok(v) => push_decimal(out, v),
+        Err(_) => out.extend_from_slice(v.unsigned_abs().to_string().as_bytes()),
+    }
+}
+
+/// `s` read when it is at most 18 ASCII digits (where [`python_int`] would read it as it
+/// is written, bar leading zeros): the metrics of nearly every line.
+fn small_decimal(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 18 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0i128, |v, d| v * 10 + i128::from(d - b'0')))
+}
+
 /// `s` split at every `sep` (ASCII), as `str::split` splits it.
 fn split(s: &str, sep: u8) -> impl Iterator<Item = &str> {
     let mut start = 0;
@@ -240,7 +295,9 @@ fn split(s: &str, sep: u8) -> impl Iterator<Item = &str> {
 
 /// `s` before and after its first `sep` (ASCII); all of it and nothing without one.
 fn split_once(s: &str, sep: u8) -> (&str, &str) {
-    match memchr::memchr(sep, s.as_bytes()) {
+    // memchr's set-up costs more than it saves on a few bytes (pids, threads).
+    let found = if s.len() < 64 { s.bytes().position(|b| b == sep) } else { memchr::memchr(sep, s.as_bytes()) };
+    match found {
         Some(i) => (&s[..i], &s[i + 1..]),
         None => (s, ""),
     }
@@ -331,22 +388,43 @@ impl Profiles {
             Some(i) => (&line[..i], &line[i + 1..]),
             None => ("", line),
         };
+        self.sample_of(head, Frames::Text, Metrics::Text(metrics))
+    }
+
+    /// A sample line split at its last space: `head` is `P<pid>;T<thread>` and, unless
+    /// `frames` has them already, `;` and the frames.
+    fn sample_of(&mut self, head: &str, frames: Frames<'_>, metrics: Metrics<'_>) -> Result<(), SpeedscopeError> {
         let (process, rest) = split_once(head, b';');
         let Some(pid) = process.get(1..).and_then(python_int) else { return Ok(()) };
         let Some(after_t) = rest.strip_prefix('T') else {
             return if rest.is_empty() { Err(SpeedscopeError::NoThread(self.lines)) } else { Ok(()) };
         };
-        let (thread, frames) = split_once(after_t, b';');
+        let (thread, frame_text) = split_once(after_t, b';');
         // The metrics (`Metric.parse`).
         let mut values = [0i128; 3];
         let mut n = 0;
-        for part in metrics.split(',') {
-            if n == 3 {
-                return Ok(());
+        match metrics {
+            Metrics::Text(metrics) => {
+                for part in metrics.split(',') {
+                    if n == 3 {
+                        return Ok(());
+                    }
+                    values[n] = match small_decimal(part) {
+                        Some(v) => v,
+                        None => {
+                            let Some(v) = python_int(part) else { return Ok(()) };
+                            v.parse().map_err(|_| SpeedscopeError::MetricTooLarge(self.lines))?
+                        }
+                    };
+                    n += 1;
+                }
             }
-            let Some(v) = python_int(part) else { return Ok(()) };
-            values[n] = v.parse().map_err(|_| SpeedscopeError::MetricTooLarge(self.lines))?;
-            n += 1;
+            Metrics::Read(read) => {
+                for (value, &r) in values.iter_mut().zip(read) {
+                    *value = r.into();
+                }
+                n = read.len().min(3);
+            }
         }
         let weights: &[i128] = match n {
             3 => {
@@ -359,28 +437,35 @@ impl Profiles {
             _ => return Ok(()),
         };
         // The frames (`Frame.parse`): any that does not parse skips the line.
-        let frames = alt_lines(frames);
         self.scratch.clear();
-        if !frames.is_empty() {
-            for piece in split(&frames, b';') {
-                match self.frame(piece) {
-                    Some(id) => self.scratch.push(id),
-                    None => return Ok(()),
+        match frames {
+            Frames::Text => {
+                let frame_text = alt_lines(frame_text);
+                if !frame_text.is_empty() {
+                    for piece in split(&frame_text, b';') {
+                        match self.frame(piece) {
+                            Some(id) => self.scratch.push(id),
+                            None => return Ok(()),
+                        }
+                    }
                 }
             }
+            Frames::Parsed(ids) => self.scratch.extend_from_slice(ids),
+            Frames::Unparsable => return Ok(()),
         }
         if self.scratch.is_empty() {
             return Ok(());
         }
         let metrics = self.metrics;
-        let mut stack = None;
+        let mut stack_and_thread = None;
         for (&metric, &weight) in metrics.iter().zip(weights) {
             if weight == 0 {
                 continue;
             }
-            let stack = *stack.get_or_insert_with(|| self.stack());
-            let profile = self.profile(&pid, thread, metric);
-            profile.samples.push((stack, weight));
+            let (stack, t) = *stack_and_thread.get_or_insert_with(|| (self.stack(), self.thread(&pid, thread)));
+            let profile = self.profile(t, &pid, thread, metric);
+            profile.stacks.push(stack);
+            profile.weights.push(weight);
             profile.end += weight;
         }
         Ok(())
@@ -421,7 +506,12 @@ impl Profiles {
     /// The id of the stack in `scratch`, a sample of which is added: its frames are numbered
     /// in the output now if new (`get_frame`), so a frame only of skipped samples is not.
     fn stack(&mut self) -> u32 {
+        if let Some(id) = self.last_stack.filter(|_| self.last_frames == self.scratch) {
+            return id;
+        }
+        self.last_frames.clone_from(&self.scratch);
         if let Some(&id) = self.stack_ids.get(&self.scratch[..]) {
+            self.last_stack = Some(id);
             return id;
         }
         let listed: Vec<u32> = self
@@ -439,28 +529,51 @@ impl Profiles {
         let id = self.stacks.len() as u32;
         self.stacks.push(listed);
         self.stack_ids.insert(self.scratch.clone(), id);
+        self.last_stack = Some(id);
         id
     }
 
-    fn profile(&mut self, pid: &str, thread: &str, metric: Metric) -> &mut Profile {
+    /// The thread `"<pid> <thread>"` names.
+    fn thread(&mut self, pid: &str, thread: &str) -> usize {
+        let key = &self.key;
+        if let Some(t) = self.last_thread {
+            let same = key.len() == pid.len() + 1 + thread.len()
+                && key.starts_with(pid)
+                && key.as_bytes()[pid.len()] == b' '
+                && key.ends_with(thread);
+            if same {
+                return t;
+            }
+        }
         self.key.clear();
         self.key.push_str(pid);
         self.key.push(' ');
         self.key.push_str(thread);
-        let metric_index = metric as usize;
-        let slots = match self.profile_ids.get_mut(self.key.as_str()) {
-            Some(slots) => slots,
-            None => self.profile_ids.entry(self.key.as_str().into()).or_default(),
+        let t = match self.thread_ids.get(self.key.as_str()) {
+            Some(&t) => t,
+            None => {
+                let t = self.threads.len();
+                self.threads.push([None; 4]);
+                self.thread_ids.insert(self.key.as_str().into(), t);
+                t
+            }
         };
-        let i = match slots[metric_index] {
+        self.last_thread = Some(t);
+        t
+    }
+
+    /// The profile of `metric` of thread `t`, which `pid` and `thread` name.
+    fn profile(&mut self, t: usize, pid: &str, thread: &str, metric: Metric) -> &mut Profile {
+        let i = match self.threads[t][metric as usize] {
             Some(i) => i,
             None => {
                 let i = self.profiles.len();
-                slots[metric_index] = Some(i);
+                self.threads[t][metric as usize] = Some(i);
                 self.profiles.push(Profile {
                     name: format!("{} profile for {pid}:{thread}", metric.prefix()),
                     unit: metric.unit(),
-                    samples: Vec::new(),
+                    stacks: Vec::new(),
+                    weights: Vec::new(),
                     end: 0,
                 });
                 i
@@ -482,10 +595,10 @@ impl Profiles {
         if let Some(e) = self.error {
             return Err(FinishError::Text(e));
         }
-        self.write(name, out).map_err(FinishError::Write)
+        self.write_json(name, out).map_err(FinishError::Write)
     }
 
-    fn write(&self, name: &str, out: impl Write) -> io::Result<()> {
+    fn write_json(&self, name: &str, out: impl Write) -> io::Result<()> {
         let mut out = io::BufWriter::with_capacity(1 << 16, out);
         out.write_all(
             b"{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\", \"shared\": {\"frames\": [",
@@ -504,6 +617,25 @@ impl Profiles {
         let last_word = |p: &Profile| p.name.rsplit(python_space).find(|w| !w.is_empty()).unwrap_or("").to_owned();
         let mut order: Vec<&Profile> = self.profiles.iter().collect();
         order.sort_by_cached_key(|p| last_word(p));
+        // Each distinct stack as JSON once (`[1, 2, 3]`), written again per sample.
+        let mut stacks = Vec::new();
+        let mut ends = Vec::with_capacity(self.stacks.len());
+        for stack in &self.stacks {
+            stacks.push(b'[');
+            for (k, &id) in stack.iter().enumerate() {
+                if k > 0 {
+                    stacks.extend_from_slice(b", ");
+                }
+                push_decimal(&mut stacks, id.into());
+            }
+            stacks.push(b']');
+            ends.push(stacks.len());
+        }
+        let stack_json = |id: u32| {
+            let id = id as usize;
+            &stacks[if id == 0 { 0 } else { ends[id - 1] }..ends[id]]
+        };
+        let mut buf = Vec::with_capacity(2 << 16);
         for (i, p) in order.iter().enumerate() {
             if i > 0 {
                 out.write_all(b", ")?;
@@ -511,27 +643,30 @@ impl Profiles {
             out.write_all(b"{\"name\": ")?;
             write_py_str(&mut out, &p.name)?;
             write!(out, ", \"unit\": \"{}\", \"startValue\": 0, \"endValue\": {}, \"samples\": [", p.unit, p.end)?;
-            for (j, &(stack, _)) in p.samples.iter().enumerate() {
+            for (j, &stack) in p.stacks.iter().enumerate() {
                 if j > 0 {
-                    out.write_all(b", ")?;
+                    buf.extend_from_slice(b", ");
                 }
-                out.write_all(b"[")?;
-                for (k, id) in self.stacks[stack as usize].iter().enumerate() {
-                    if k > 0 {
-                        out.write_all(b", ")?;
-                    }
-                    write!(out, "{id}")?;
+                buf.extend_from_slice(stack_json(stack));
+                if buf.len() >= 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
                 }
-                out.write_all(b"]")?;
             }
-            out.write_all(b"], \"weights\": [")?;
-            for (j, &(_, weight)) in p.samples.iter().enumerate() {
+            buf.extend_from_slice(b"], \"weights\": [");
+            for (j, &weight) in p.weights.iter().enumerate() {
                 if j > 0 {
-                    out.write_all(b", ")?;
+                    buf.extend_from_slice(b", ");
                 }
-                write!(out, "{weight}")?;
+                push_i128(&mut buf, weight);
+                if buf.len() >= 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
             }
-            out.write_all(b"], \"type\": \"sampled\"}")?;
+            buf.extend_from_slice(b"], \"type\": \"sampled\"}");
+            out.write_all(&buf)?;
+            buf.clear();
         }
         out.write_all(b"], \"name\": ")?;
         write_py_str(&mut out, name)?;
@@ -631,10 +766,293 @@ pub fn from_mojo<R: embedded_io::Read, W: Write>(
     name: &str,
     out: W,
 ) -> Result<u64, MojoSpeedscopeError<R::Error>> {
-    let mut profiles = Profiles::default();
-    let samples = super::austin::austin_text(source, &mut profiles).map_err(MojoSpeedscopeError::Austin)?;
-    profiles.finish(name, out).map_err(MojoSpeedscopeError::Speedscope)?;
-    Ok(samples)
+    let mut window = vec![0u8; crate::mojo::WINDOW];
+    let austin = |e: AustinError<R::Error>| MojoSpeedscopeError::Austin(e);
+    let mut reader = Reader::open(source, &mut window).map_err(|e| austin(AustinError::Read(e)))?;
+    let mut profiles = MojoProfiles::new(reader.version());
+    loop {
+        // Used where it was returned: a copy first costs more than the rest of some events.
+        let next = reader.next_event();
+        let done = match &next {
+            Ok(Some((offset, event))) => profiles.event(*offset, event).map_err(|e| austin(e.map_read())),
+            Ok(None) => break,
+            Err(_) => Ok(()),
+        };
+        if let Err(e) = next {
+            return Err(austin(AustinError::Read(e)));
+        }
+        done?;
+    }
+    profiles.finish(name, out).map_err(|e| match e {
+        MojoSpeedscopeError::Austin(e) => austin(e.map_read()),
+        MojoSpeedscopeError::Speedscope(e) => MojoSpeedscopeError::Speedscope(e),
+    })
+}
+
+/// [`Profiles`] fed MOJO events, as if [`AustinText`] wrote them as text into it, with the
+/// same JSON byte for byte, but without the text of nearly every line: a sample line whose
+/// text [`Profiles`] would split into the frames its events give is taken as events, its
+/// frames known by their MOJO keys, each parsed once from its text. A line that cannot be
+/// (a thread or name holding `;` or a line end, a name `Sample.parse` may rewrite, a string
+/// reference, a kernel frame, a frame defined again within it, a line without metrics, one
+/// before the samples begin) has its text written after all and is read as text.
+struct MojoProfiles {
+    text: AustinText<io::Sink>,
+    profiles: Profiles,
+    /// The sample line being taken as events, if it is.
+    line: Option<PlainLine>,
+    /// The frames of the last STACK's line, with their ids in `profiles` ([`NOT_A_FRAME`]
+    /// too), as far as it was taken as events; and the ids of those that parse.
+    frames: Vec<(FrameEvent, u32)>,
+    ids: Vec<u32>,
+    /// The frames of the line before and its pid: most lines begin with the frames of
+    /// the one before, found here by position before they are looked up.
+    before: Vec<(FrameEvent, u32)>,
+    pids: [u64; 2],
+    /// Per `(pid, frame key)` referred to in a line taken as events: the frame's id in
+    /// `profiles`, [`NOT_A_FRAME`], or [`TEXT_ONLY`].
+    known: IdMap<(u64, u64), u32>,
+}
+
+/// A sample line taken as events: its STACK's text (`P<pid>;T<thread>`) is in `text.buf`
+/// from `start`; its frames' is not written.
+struct PlainLine {
+    start: usize,
+    /// A frame in it does not parse: [`Profiles`] skips the line.
+    unparsable: bool,
+}
+
+/// An event of a frame in a line taken as events, to be written as text if the line
+/// cannot be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameEvent {
+    Ref(u64),
+    Gc,
+    Invalid,
+}
+
+impl FrameEvent {
+    fn event(self) -> Event<&'static [u8]> {
+        match self {
+            FrameEvent::Ref(key) => Event::FrameRef { key },
+            FrameEvent::Gc => Event::Gc,
+            FrameEvent::Invalid => Event::FrameInvalid,
+        }
+    }
+}
+
+/// A frame whose text must be read with its line's (it holds `;` or a line end, or begins
+/// with `L` and a digit, which `Sample.parse` may merge with the frame before).
+const TEXT_ONLY: u32 = u32::MAX - 1;
+
+impl MojoProfiles {
+    fn new(version: u8) -> Self {
+        MojoProfiles {
+            text: AustinText::new(version, io::sink()),
+            profiles: Profiles::default(),
+            line: None,
+            frames: Vec::new(),
+            ids: Vec::new(),
+            before: Vec::new(),
+            pids: [0; 2],
+            known: IdMap::default(),
+        }
+    }
+
+    fn event(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
+        let plain = self.line.is_some();
+        match *event {
+            Event::Stack { .. } | Event::Metadata { .. } => {
+                // Full mode's metrics end the line before, if it has any.
+                if plain && self.text.metrics_held() {
+                    self.end_line(offset, None)?;
+                } else if plain {
+                    self.write_line(offset)?;
+                }
+                let start = self.text.buf.len();
+                self.text.render(offset, event)?;
+                if let Event::Stack { pid, .. } = *event {
+                    self.start_line(start, pid);
+                }
+            }
+            Event::FrameRef { key } if plain => {
+                let frame = FrameEvent::Ref(key);
+                let id = match self.seen_before(frame) {
+                    Some(id) => id,
+                    None => {
+                        let pid = self.pids[1];
+                        match self.known.get(&(pid, key)) {
+                            Some(&id) => id,
+                            None => {
+                                let id = self.parse_frame(offset, event)?;
+                                self.known.insert((pid, key), id);
+                                id
+                            }
+                        }
+                    }
+                };
+                self.add_frame(offset, frame, id)?;
+            }
+            Event::FrameInvalid | Event::Gc if plain => {
+                let frame = if let Event::Gc = event { FrameEvent::Gc } else { FrameEvent::Invalid };
+                let id = match self.seen_before(frame) {
+                    Some(id) => id,
+                    None => self.parse_frame(offset, event)?,
+                };
+                self.add_frame(offset, frame, id)?;
+            }
+            Event::Frame(def) => {
+                let key = (self.text.pid.unwrap_or_default(), def.key);
+                // A frame defined again: those referred to before are written as they were.
+                // (The line before is not looked at again: its frames are forgotten when
+                // this line's replace them.)
+                if self.known.remove(&key).is_some() {
+                    self.write_line(offset)?;
+                    self.frames.clear();
+                }
+                self.text.render(offset, event)?;
+            }
+            Event::Time(v) | Event::Memory(v) if plain && !self.text.full => self.end_line(offset, Some((event, v)))?,
+            Event::FrameKernel { .. } | Event::StringRef { .. } if plain => {
+                self.write_line(offset)?;
+                self.text.render(offset, event)?;
+            }
+            _ => self.text.render(offset, event)?,
+        }
+        if self.line.is_none() && self.text.buf.len() >= super::austin::FLUSH_AT {
+            self.read_text(self.text.buf.len());
+        }
+        Ok(())
+    }
+
+    /// A STACK of `pid`, its text from `start`: the line is taken as events if its thread
+    /// holds nothing that splits a line or its frames.
+    fn start_line(&mut self, start: usize, pid: u64) {
+        // Short: a loop costs less than memchr's set-up.
+        let head = &self.text.buf[start..];
+        let semicolons = head.iter().filter(|&&b| b == b';').count();
+        let plain = semicolons == 1 && !head.iter().any(|&b| b == b'\n' || b == b'\r');
+        std::mem::swap(&mut self.frames, &mut self.before);
+        self.frames.clear();
+        self.ids.clear();
+        self.pids = [self.pids[1], pid];
+        self.line = plain.then_some(PlainLine { start, unparsable: false });
+    }
+
+    /// The id of `frame` if the line before had it at the same place, in the same process.
+    fn seen_before(&self, frame: FrameEvent) -> Option<u32> {
+        match self.before.get(self.frames.len()) {
+            Some(&(f, id)) if f == frame && self.pids[0] == self.pids[1] => Some(id),
+            _ => None,
+        }
+    }
+
+    /// What [`Profiles`] makes of the text of a frame's `event`.
+    fn parse_frame(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<u32, AustinError<Infallible>> {
+        let at = self.text.buf.len();
+        self.text.render(offset, event)?;
+        // `;` and the piece.
+        let piece = &self.text.buf[at + 1..];
+        let splits = memchr::memchr3(b'\n', b'\r', b';', piece).is_some();
+        let merges = piece.first() == Some(&b'L') && piece.get(1).is_some_and(u8::is_ascii_digit);
+        let id = if splits || merges {
+            TEXT_ONLY
+        } else {
+            self.profiles.frame(&String::from_utf8_lossy(piece)).unwrap_or(NOT_A_FRAME)
+        };
+        self.text.buf.truncate(at);
+        Ok(id)
+    }
+
+    fn add_frame(&mut self, offset: u64, frame: FrameEvent, id: u32) -> Result<(), AustinError<Infallible>> {
+        self.frames.push((frame, id));
+        match (id, &mut self.line) {
+            (TEXT_ONLY, _) => return self.write_line(offset),
+            (NOT_A_FRAME, Some(line)) => line.unparsable = true,
+            _ => self.ids.push(id),
+        }
+        Ok(())
+    }
+
+    /// The line is not taken as events after all: its frames are written as text.
+    fn write_line(&mut self, offset: u64) -> Result<(), AustinError<Infallible>> {
+        if self.line.take().is_some() {
+            for (frame, _) in &self.frames {
+                self.text.render(offset, &frame.event())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The line ends with `metric`, a METRIC_TIME or METRIC_MEMORY and its value (full
+    /// mode's held back metrics if `None`): the profiles take it as events if they are
+    /// reading samples, with nothing of a line before it unread; otherwise it is written
+    /// as text.
+    fn end_line(&mut self, offset: u64, metric: Option<(&Event<&[u8]>, i64)>) -> Result<(), AustinError<Infallible>> {
+        let Some(line) = &self.line else { return Ok(()) };
+        let unparsable = line.unparsable;
+        self.read_text(line.start);
+        let p = &mut self.profiles;
+        if p.stage == Stage::Header || !p.line.is_empty() {
+            self.write_line(offset)?;
+            match metric {
+                Some((event, _)) => self.text.render(offset, event)?,
+                None => self.text.end_line(),
+            }
+            return Ok(());
+        }
+        self.line = None;
+        // What the text would say: ` <value>`, or ` <time>,<idle>,<memory>`.
+        let (one, three);
+        let read: &[i64] = match metric {
+            Some((_, value)) => {
+                one = [value];
+                &one
+            }
+            None => {
+                three = self.text.take_metrics().unwrap_or_default();
+                &three
+            }
+        };
+        if p.stage == Stage::Samples {
+            p.lines += 1;
+            p.after_cr = false;
+            let buf = &self.text.buf;
+            let head = match std::str::from_utf8(buf) {
+                Ok(head) => Cow::Borrowed(head),
+                Err(_) => String::from_utf8_lossy(buf),
+            };
+            let frames = if unparsable { Frames::Unparsable } else { Frames::Parsed(&self.ids) };
+            if let Err(e) = p.sample_of(&head, frames, Metrics::Read(read)) {
+                p.error = Some(e);
+                p.stage = Stage::Done;
+            }
+        }
+        self.text.buf.clear();
+        Ok(())
+    }
+
+    /// The text before `end` goes to the profiles to read.
+    fn read_text(&mut self, end: usize) {
+        if end > 0 {
+            // Reading text cannot fail.
+            let _ = self.profiles.write(&self.text.buf[..end]);
+            self.text.buf.drain(..end);
+            if let Some(line) = &mut self.line {
+                line.start -= end;
+            }
+        }
+    }
+
+    /// The rest of the text is read, and the JSON written; returns the samples (STACK
+    /// events) read. Held back metrics are dropped at the end, as `mojo2austin` drops them.
+    fn finish(mut self, name: &str, out: impl Write) -> Result<u64, MojoSpeedscopeError<Infallible>> {
+        self.write_line(0).map_err(MojoSpeedscopeError::Austin)?;
+        self.read_text(self.text.buf.len());
+        let samples = self.text.finish().map_err(MojoSpeedscopeError::Austin)?;
+        self.profiles.finish(name, out).map_err(MojoSpeedscopeError::Speedscope)?;
+        Ok(samples)
+    }
 }
 
 #[cfg(test)]
