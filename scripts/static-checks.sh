@@ -26,10 +26,10 @@ step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools and mojo)"
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo and transport)"
 for target in "${NO_STD_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo,transport -- -D warnings
   cargo build -p tachyon-core --target "$target" --release
 done
 
@@ -37,7 +37,7 @@ step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport
 done
 
 step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
@@ -51,7 +51,7 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
   cd "$scratch"
   # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt,transport
   CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
 )
 rm -rf "$scratch-target"

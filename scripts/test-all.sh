@@ -83,8 +83,8 @@ cargo test --workspace --all-features
 
 step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do
-  cargo clippy -p tachyon-core --features alloc,zstd,gperftools,mojo --target "$target" -- -D warnings
-  cargo test -p tachyon-core --features alloc,zstd,gperftools,mojo --target "$target"
+  cargo clippy -p tachyon-core --features alloc,zstd,gperftools,mojo,transport --target "$target" -- -D warnings
+  cargo test -p tachyon-core --features alloc,zstd,gperftools,mojo,transport --target "$target"
   cargo test -p qemu-tests --target "$target"
 done
 

@@ -81,6 +81,8 @@ pub mod gperftools;
 pub mod mojo;
 #[cfg(any(feature = "gperftools", feature = "mojo"))]
 mod outbox;
+#[cfg(feature = "transport")]
+pub mod transport;
 
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
 pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};

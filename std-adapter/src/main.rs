@@ -115,6 +115,16 @@ enum Command {
         #[command(flatten)]
         inputs: InputArgs,
     },
+    /// Puts a profile back together from a capture of the framed stream a device sent over a
+    /// link that cannot seek (a UART); refuses a capture with a frame lost or damaged, and
+    /// then writes no file.
+    Receive {
+        /// The capture (the link's bytes).
+        input: PathBuf,
+        /// The profile to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
         /// The profile.
@@ -699,6 +709,12 @@ fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), F
     }
 }
 
+fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
+    let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+    let file = tachyon::receive::reassemble(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+    std::fs::write(output, file).map_err(|e| Failure(format!("{}: {e}", output.display())))
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
@@ -741,6 +757,7 @@ fn main() -> ExitCode {
             convert(&file, args, &inputs, quiet)
         }
         Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
+        Command::Receive { input, output } => receive(&input, &output),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
