@@ -55,9 +55,11 @@ fn expected(dump: &str) -> (Vec<Value>, u64) {
             None => *clock + interval,
         };
         let ts = *clock;
+        // The mapping: values beyond what CPython's C int holds saturate.
+        let held = |v: i64| v.min(i64::from(i32::MAX));
         let known = |v: &Value, less: i64| match v.as_i64() {
             None | Some(0) => -1,
-            Some(v) => v - less,
+            Some(v) => held(v - less),
         };
         let mut frames: Vec<Value> = s["frames"]
             .as_array()
@@ -65,11 +67,12 @@ fn expected(dump: &str) -> (Vec<Value>, u64) {
             .iter()
             .rev()
             .map(|f| {
+                let line = held(f["line"].as_i64().unwrap());
                 let end = match f["line_end"].as_i64() {
-                    None | Some(0) => f["line"].as_i64().unwrap(),
-                    Some(end) => end,
+                    None | Some(0) => line,
+                    Some(end) => held(end),
                 };
-                let span = json!([f["line"], end, known(&f["column"], 1), known(&f["column_end"], 1)]);
+                let span = json!([line, end, known(&f["column"], 1), known(&f["column_end"], 1)]);
                 json!([f["filename"], f["scope"], span, null])
             })
             .collect();

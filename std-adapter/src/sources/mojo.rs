@@ -8,7 +8,7 @@
 //!
 //! | MOJO | hub |
 //! |---|---|
-//! | FRAME: filename, scope, line, line_end, column, column_end | file, function, `lineno`, `end_lineno` (0, unknown: `lineno`, as a Tachyon frame can only hold it), `col = column − 1`, `end_col = column_end − 1` (Austin counts columns from 1, 0 unknown) |
+//! | FRAME: filename, scope, line, line_end, column, column_end | file, function, `lineno`, `end_lineno` (0, unknown: `lineno`, as a Tachyon frame can only hold it), `col = column − 1`, `end_col = column_end − 1` (Austin counts columns from 1, 0 unknown); a value beyond 2^31 − 1, which CPython cannot hold, as 2^31 − 1 |
 //! | FRAME_INVALID | a frame `~:<invalid>` |
 //! | FRAME_KERNEL | a frame of file `kernel`, named by the symbol |
 //! | GC | a frame `~:<GC>` innermost (CPython's name for time in the collector) |
@@ -112,7 +112,8 @@ pub fn thread_id(tid: &[u8]) -> u64 {
 
 /// Austin's span (lines from 1, columns from 1, 0 unknown) as CPython's.
 pub fn location(def: &FrameDef) -> Location {
-    // Beyond i32 (a corrupt file): the largest value.
+    // Beyond i32, which CPython holds lines and columns in: the largest value. (Austin 4.0
+    // was seen writing line 2927995183 for a frame of a child process it read half made.)
     let signed = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
     let column = |v: u64| if v == 0 { -1 } else { signed(v - 1) };
     // Tachyon stores the last line as a delta from the first: an unknown one is the first.
