@@ -1,0 +1,260 @@
+//! Profiles a small interpreter ([`vm`]) on a Cortex-M with tachyon-core, no heap, every
+//! buffer static: SysTick interrupts snapshot the interpreter's call stack into a
+//! single-producer queue, the main loop drains it into two Tachyon writers through the
+//! frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one
+//! over the UART in frames (`tachyon_core::transport`), which `tachyon receive` puts back
+//! together. defmt logs what happened (read on the host with defmt-print).
+
+#![no_std]
+#![no_main]
+
+mod host;
+mod uart;
+mod vm;
+
+use core::cell::RefCell;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use cortex_m::interrupt::Mutex;
+use cortex_m::peripheral::syst::SystClkSource;
+use cortex_m_rt::{entry, exception};
+use cortex_m_semihosting::debug;
+use defmt_semihosting as _;
+use heapless::spsc::{Consumer, Producer, Queue};
+use tachyon_core::io::Cursor;
+use tachyon_core::storage::StaticWriterStorage;
+use tachyon_core::transport::FramedSink;
+use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
+
+/// SysTick reload: QEMU's MPS2 clocks SysTick at 25 MHz, so 2,500 cycles are 100 µs.
+const RELOAD: u32 = 2_500;
+const INTERVAL_US: u64 = 100;
+
+/// A sample: the tick it was taken at and the stack, root first, packed as `vm::pack`.
+#[derive(Clone, Copy)]
+struct Sample {
+    tick: u32,
+    depth: u8,
+    frames: [u32; vm::MAX_DEPTH],
+}
+
+const QUEUE: usize = 64;
+static PRODUCER: Mutex<RefCell<Option<Producer<'static, Sample>>>> = Mutex::new(RefCell::new(None));
+static TICKS: AtomicU32 = AtomicU32::new(0);
+static TAKEN: AtomicU32 = AtomicU32::new(0);
+static DROPPED: AtomicU32 = AtomicU32::new(0);
+
+/// Writer storage: 3 functions × a few lines, one thread.
+type Storage = StaticWriterStorage<256, 8, 32, 1>;
+
+#[exception]
+fn SysTick() {
+    // Only this handler writes the counters, and it does not preempt itself: a load and a
+    // store (thumbv6m has no atomic read-modify-write).
+    let tick = TICKS.load(Ordering::Relaxed) + 1;
+    TICKS.store(tick, Ordering::Relaxed);
+    let depth = (vm::DEPTH.load(Ordering::Acquire) as usize).min(vm::MAX_DEPTH);
+    // Before `main` is entered and after it returns, nothing of the interpreter runs.
+    if depth == 0 {
+        return;
+    }
+    TAKEN.store(TAKEN.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    let mut sample = Sample { tick, depth: depth as u8, frames: [0; vm::MAX_DEPTH] };
+    for (slot, frame) in sample.frames.iter_mut().zip(&vm::FRAMES[..depth]) {
+        *slot = frame.load(Ordering::Relaxed);
+    }
+    cortex_m::interrupt::free(|cs| {
+        if let Some(p) = PRODUCER.borrow(cs).borrow_mut().as_mut() {
+            if p.enqueue(sample).is_err() {
+                DROPPED.store(DROPPED.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            }
+        }
+    });
+}
+
+/// Frame ids per (function, line), interned on first use, the same in both writers.
+struct Frames {
+    ids: [[Option<FrameId>; 32]; 3],
+}
+
+fn frame_of(function: u8, line: u16) -> Frame<'static> {
+    let name = vm::PROGRAM[usize::from(function)].name;
+    let line = i32::from(line);
+    Frame::new(vm::SOURCE, name).at(Location { lineno: line, end_lineno: line, col: -1, end_col: -1 })
+}
+
+#[entry]
+fn main() -> ! {
+    defmt::info!("profiling the interpreter on {=str}", env!("FIRMWARE_TARGET"));
+    let queue: &'static mut Queue<Sample, QUEUE> = cortex_m::singleton!(: Queue<Sample, QUEUE> = Queue::new()).unwrap();
+    let (producer, mut consumer) = queue.split();
+    cortex_m::interrupt::free(|cs| *PRODUCER.borrow(cs).borrow_mut() = Some(producer));
+
+    let ram: &'static mut [u8; 1024 * 1024] = cortex_m::singleton!(: [u8; 1024 * 1024] = [0; 1024 * 1024]).unwrap();
+    let ram_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
+    let uart_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
+    let scratch: &'static mut [u8; 256] = cortex_m::singleton!(: [u8; 256] = [0; 256]).unwrap();
+
+    let config = WriterConfig::new(0, INTERVAL_US);
+    let Ok(mut ram_writer) = Writer::new(Cursor::new(&mut ram[..]), ram_storage.storage(), config) else {
+        fail("the RAM writer could not start")
+    };
+    let Ok(link) = FramedSink::new(uart::Uart::take(), &mut scratch[..]) else { fail("the UART link could not start") };
+    let Ok(mut uart_writer) = Writer::new(link, uart_storage.storage(), config) else {
+        fail("the UART writer could not start")
+    };
+
+    let mut frames = Frames { ids: [[None; 32]; 3] };
+    let mut written = 0u32;
+    let mut refused = 0u32;
+    let mut machine = vm::Machine::new();
+    machine.start();
+
+    let mut p = cortex_m::Peripherals::take().unwrap();
+    p.SYST.set_clock_source(SystClkSource::Core);
+    p.SYST.set_reload(RELOAD - 1);
+    p.SYST.clear_current();
+    p.SYST.enable_interrupt();
+    p.SYST.enable_counter();
+
+    loop {
+        let running = match machine.step() {
+            Ok(running) => running,
+            Err(fault) => {
+                defmt::error!("the interpreter stopped: {}", fault);
+                false
+            }
+        };
+        if !running || machine.steps.is_multiple_of(256) {
+            drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused);
+        }
+        if !running {
+            break;
+        }
+    }
+    p.SYST.disable_interrupt();
+    p.SYST.disable_counter();
+    drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused);
+
+    let ticks = TICKS.load(Ordering::Relaxed);
+    let taken = TAKEN.load(Ordering::Relaxed);
+    let dropped = DROPPED.load(Ordering::Relaxed);
+    defmt::info!(
+        "interpreter: {=u64} steps, result {=i32}; {=u32} ticks; samples: {=u32} taken, {=u32} dropped (queue full), {=u32} written, {=u32} refused",
+        machine.steps,
+        machine.result.unwrap_or(-1),
+        ticks,
+        taken,
+        dropped,
+        written,
+        refused
+    );
+    defmt::info!(
+        "writer: {=u64} samples, {=usize} threads, {=usize} strings, {=usize} frames",
+        ram_writer.sample_count(),
+        ram_writer.thread_count(),
+        ram_writer.string_count(),
+        ram_writer.frame_count()
+    );
+    let ram_len = match ram_writer.finalize() {
+        Ok(_) => ram_writer.into_inner().written_len(),
+        Err(e) => fail_with("finalizing the RAM file", e),
+    };
+    if let Err(e) = uart_writer.finalize() {
+        fail_with("finalizing the UART stream", e);
+    }
+    let mut link = uart_writer.into_inner();
+    let stream_len = match link.end() {
+        Ok(len) => len,
+        Err(_) => fail("ending the UART stream"),
+    };
+    defmt::info!(
+        "files: RAM {=usize} bytes; UART stream {=u64} bytes in {=u32} frames",
+        ram_len,
+        stream_len,
+        link.frames()
+    );
+
+    let name = concat!(env!("FIRMWARE_TARGET"), ".ram.pyb\0");
+    if host::write_file(name, &ram[..ram_len]).is_err() {
+        fail("writing the RAM file to the host");
+    }
+    defmt::info!("done");
+    exit(debug::EXIT_SUCCESS)
+}
+
+/// Moves the queued samples into both writers (innermost frame first).
+fn drain<A, B>(
+    consumer: &mut Consumer<'static, Sample>,
+    frames: &mut Frames,
+    ram: &mut Writer<'_, A>,
+    uart: &mut Writer<'_, B>,
+    written: &mut u32,
+    refused: &mut u32,
+) where
+    A: embedded_io::Write + embedded_io::Seek,
+    B: embedded_io::Write + embedded_io::Seek,
+{
+    while let Some(sample) = consumer.dequeue() {
+        let mut ids = [FrameId(0); vm::MAX_DEPTH];
+        let depth = usize::from(sample.depth);
+        let mut ok = true;
+        for (slot, &packed) in ids[..depth].iter_mut().zip(sample.frames[..depth].iter().rev()) {
+            let (function, line) = vm::unpack(packed);
+            let cell = frames.ids.get_mut(usize::from(function)).and_then(|f| f.get_mut(usize::from(line) % 32));
+            *slot = match cell {
+                Some(Some(id)) => *id,
+                Some(cell) => {
+                    let frame = frame_of(function, line);
+                    match (ram.intern_frame(frame), uart.intern_frame(frame)) {
+                        (Ok(a), Ok(b)) if a == b => {
+                            *cell = Some(a);
+                            a
+                        }
+                        _ => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                None => {
+                    ok = false;
+                    break;
+                }
+            };
+        }
+        let ts = u64::from(sample.tick) * INTERVAL_US;
+        let done = ok
+            && ram.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok()
+            && uart.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok();
+        if done {
+            *written += 1;
+        } else {
+            *refused += 1;
+            defmt::warn!("sample at tick {=u32} refused", sample.tick);
+        }
+    }
+}
+
+fn fail(what: &str) -> ! {
+    defmt::error!("{=str}", what);
+    exit(debug::EXIT_FAILURE)
+}
+
+fn fail_with<E: defmt::Format>(what: &str, e: E) -> ! {
+    defmt::error!("{=str}: {}", what, e);
+    exit(debug::EXIT_FAILURE)
+}
+
+/// Ends QEMU with `status` (semihosting), which becomes its exit status.
+fn exit(status: debug::ExitStatus) -> ! {
+    debug::exit(status);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    fail("panicked")
+}

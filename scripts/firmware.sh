@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The firmware proof (issue 12): builds qemu-tests/firmware for thumbv7em-none-eabihf and
+# thumbv6m-none-eabi, runs each under qemu-system-arm (mps2-an386, mps2-an385) with a time
+# limit, checks its exit status, decodes its defmt log with defmt-print, puts the UART stream
+# back together with `tachyon receive`, checks it is the RAM file byte for byte, and has
+# CPython 3.15.2's reader read both. Leaves in target/firmware/: <target>.ram.pyb,
+# <target>.uart.pyb, <target>.uart.bin (the raw capture), <target>.defmt and <target>.log.
+# Installs what it needs on a fresh Debian machine (as root); says which step failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT="$ROOT/target/firmware"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tachyon-firmware"
+fail() { printf 'FIRMWARE FAILED: %s\n' "$*" >&2; exit 1; }
+log() { printf '  firmware: %s\n' "$*"; }
+
+command -v qemu-system-arm >/dev/null || {
+  [ "$(id -u)" = 0 ] || fail "qemu-system-arm is missing and this is not root"
+  log "installing qemu-system-arm"
+  apt-get update -qq || fail "apt-get update"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm >/dev/null \
+    || fail "apt-get install qemu-system-arm"
+}
+for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target" || fail "rustup target add $target"
+done
+DEFMT_PRINT="$CACHE/defmt-print/bin/defmt-print"
+if [ ! -x "$DEFMT_PRINT" ]; then
+  log "building defmt-print 1.2.0 (once; cached in $CACHE)"
+  cargo install -q defmt-print --version 1.2.0 --locked --root "$CACHE/defmt-print" || fail "cargo install defmt-print"
+fi
+cargo build -q --release -p tachyon || fail "building the tachyon command"
+TACHYON="$ROOT/target/release/tachyon"
+
+mkdir -p "$OUT"
+cd qemu-tests/firmware
+cargo fmt --check || fail "cargo fmt --check (the firmware crate)"
+for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+  log "$target: clippy and build"
+  cargo clippy -q --release --target "$target" -- -D warnings || fail "$target: cargo clippy"
+  cargo build -q --release --target "$target" || fail "$target: cargo build"
+  elf="$PWD/target/$target/release/tachyon-firmware"
+  log "$target: run under qemu-system-arm"
+  FIRMWARE_TIMEOUT=120 ./run-qemu.sh "$elf" || fail "$target: the firmware exited with status $? (log: $OUT/$target.defmt)"
+  "$DEFMT_PRINT" -e "$elf" < "$OUT/$target.defmt" > "$OUT/$target.log" || fail "$target: defmt-print"
+  sed 's/^/    /' "$OUT/$target.log"
+  grep -q "INFO  done" "$OUT/$target.log" || fail "$target: the log does not end with done"
+  "$TACHYON" receive "$OUT/$target.uart.bin" -o "$OUT/$target.uart.pyb" || fail "$target: tachyon receive"
+  cmp "$OUT/$target.ram.pyb" "$OUT/$target.uart.pyb" || fail "$target: the UART file is not the RAM file"
+  log "$target: the UART file is the RAM file, $(stat -c %s "$OUT/$target.ram.pyb") bytes"
+done
+
+log "CPython 3.15.2 reads them"
+manifest="$OUT/cpython.tsv"
+: > "$manifest"
+for f in "$OUT"/*.ram.pyb "$OUT"/*.uart.pyb; do printf '%s\t%s\n' "$f" "${f%.pyb}.cpython.jsonl" >> "$manifest"; done
+"$ROOT/scripts/oracle-python.sh" amd64 "$ROOT/qemu-tests/oracle/cpython_batch.py" dump "$manifest" \
+  || fail "CPython's reader failed on a firmware file"
+for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+  cmp "$OUT/$target.ram.cpython.jsonl" "$OUT/$target.uart.cpython.jsonl" || fail "$target: CPython reads the two differently"
+  written=$(sed -n 's/.* \([0-9]*\) written.*/\1/p' "$OUT/$target.log")
+  # The first line is the file's info; then one line per sample.
+  read_back=$(($(wc -l < "$OUT/$target.ram.cpython.jsonl") - 1))
+  [ "$read_back" = "$written" ] || fail "$target: CPython read $read_back samples, the firmware wrote $written"
+  log "$target: CPython reads $read_back samples, as the firmware wrote"
+done
