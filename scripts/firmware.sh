@@ -21,6 +21,10 @@ command -v qemu-system-arm >/dev/null || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm >/dev/null \
     || fail "apt-get install qemu-system-arm"
 }
+command -v size >/dev/null || {
+  [ "$(id -u)" = 0 ] || fail "size (binutils) is missing and this is not root"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null || fail "apt-get install binutils"
+}
 for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   rustup target list --installed | grep -qx "$target" || rustup target add "$target" || fail "rustup target add $target"
 done
@@ -49,6 +53,23 @@ for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   cmp "$OUT/$target.ram.pyb" "$OUT/$target.uart.pyb" || fail "$target: the UART file is not the RAM file"
   log "$target: the UART file is the RAM file, $(stat -c %s "$OUT/$target.ram.pyb") bytes"
 done
+
+# Flash (what is loaded: vector table, code, read-only data, initialised data) and RAM
+# (zeroed and initialised data) of each build, from the ELF's sections.
+sections() {
+  size -A "$1" | awk '/^\.vector_table|^\.text|^\.rodata|^\.data/ {f += $2} /^\.bss|^\.data/ {r += $2} END {print f, r}'
+}
+{
+  printf '%-22s %-16s %8s %8s\n' target build flash RAM
+  for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+    read -r base_flash base_ram < <(sections "target/$target/release/size_baseline")
+    read -r enc_flash enc_ram < <(sections "target/$target/release/size_encoder")
+    read -r fw_flash fw_ram < <(sections "target/$target/release/tachyon-firmware")
+    printf '%-22s %-16s %8d %8d\n' "$target" "encoder alone" $((enc_flash - base_flash)) $((enc_ram - base_ram))
+    printf '%-22s %-16s %8d %8d\n' "$target" "whole firmware" "$fw_flash" "$fw_ram"
+  done
+} > "$OUT/sizes.txt"
+sed 's/^/    /' "$OUT/sizes.txt"
 
 log "CPython 3.15.2 reads them"
 manifest="$OUT/cpython.tsv"

@@ -6,6 +6,10 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use tachyon::memory::VecSink;
+use tachyon_core::records::CPYTHON_RLE_BUDGET;
+use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::{Frame, Location, Writer, WriterConfig};
 
 fn dir() -> PathBuf {
     PathBuf::from(std::env::var_os("TACHYON_FIRMWARE").expect(
@@ -62,6 +66,11 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
         assert_eq!(info["sample_count"], written, "{target}");
         assert_eq!(info["sample_interval_us"], 100, "{target}");
         let (mut samples, mut in_fib, mut in_sum, mut last_ts) = (0u64, 0u64, 0u64, 0u64);
+        // The host's writer, given the samples CPython read, as the firmware's was.
+        let capacity =
+            WriterCapacity { string_bytes: 256, strings: 8, frames: 32, threads: 1, rle_budget: CPYTHON_RLE_BUDGET };
+        let mut storage = VecWriterStorage::new(capacity).unwrap();
+        let mut host = Writer::new(VecSink::default(), storage.storage(), WriterConfig::new(0, 100)).unwrap();
         for s in lines {
             let ts = s["ts"].as_u64().unwrap();
             assert!(ts > last_ts && ts % 100 == 0, "{target}: timestamp {ts} after {last_ts}");
@@ -76,11 +85,38 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
                 })
                 .collect();
             assert!(possible(&stack), "{target}: impossible stack {stack:?}");
+            let frames: Vec<Frame<'_>> = s["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    let n = |i: usize| i32::try_from(f[2][i].as_i64().unwrap()).unwrap();
+                    let at = Location { lineno: n(0), end_lineno: n(1), col: n(2), end_col: n(3) };
+                    Frame::new(f[0].as_str().unwrap().as_bytes(), f[1].as_str().unwrap().as_bytes()).at(at)
+                })
+                .collect();
+            host.write_thread_sample(ts, 0, 1, 0, frames.iter().copied()).unwrap();
             in_fib += u64::from(stack.iter().any(|(f, _)| f == "fib"));
             in_sum += u64::from(stack.iter().any(|(f, _)| f == "sum_to"));
             samples += 1;
         }
         assert_eq!(samples, written, "{target}");
+        host.finalize().unwrap();
+        assert!(host.into_inner().into_inner() == ram, "{target}: the host's writer makes other bytes");
+        // The real capture, damaged: refused, or (the values of every frame unchanged) the
+        // same file.
+        let step = capture.len() / 97;
+        for at in (0..capture.len()).step_by(step.max(1)) {
+            let mut cut = capture.clone();
+            cut.drain(at..(at + 5).min(capture.len()));
+            let mut flipped = capture.clone();
+            flipped[at] ^= 0x20;
+            for damaged in [cut, flipped] {
+                if let Ok(file) = tachyon::receive::reassemble(&damaged) {
+                    assert!(file == ram, "{target}: damage at {at} gave another file");
+                }
+            }
+        }
         // Both callees run long enough to be sampled many times.
         assert!(in_fib > samples / 4 && in_sum > samples / 10, "{target}: fib {in_fib}, sum_to {in_sum} of {samples}");
     }

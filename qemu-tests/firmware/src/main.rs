@@ -17,6 +17,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m::interrupt::Mutex;
 use cortex_m::peripheral::syst::SystClkSource;
+use cortex_m::peripheral::SYST;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
@@ -107,6 +108,7 @@ fn main() -> ! {
     let mut frames = Frames { ids: [[None; 32]; 3] };
     let mut written = 0u32;
     let mut refused = 0u32;
+    let mut costs = [Cost::default(), Cost::default()];
     let mut machine = vm::Machine::new();
     machine.start();
 
@@ -126,7 +128,15 @@ fn main() -> ! {
             }
         };
         if !running || machine.steps.is_multiple_of(256) {
-            drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused);
+            drain(
+                &mut consumer,
+                &mut frames,
+                &mut ram_writer,
+                &mut uart_writer,
+                &mut written,
+                &mut refused,
+                &mut costs,
+            );
         }
         if !running {
             break;
@@ -134,7 +144,7 @@ fn main() -> ! {
     }
     p.SYST.disable_interrupt();
     p.SYST.disable_counter();
-    drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused);
+    drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
 
     let ticks = TICKS.load(Ordering::Relaxed);
     let taken = TAKEN.load(Ordering::Relaxed);
@@ -148,6 +158,13 @@ fn main() -> ! {
         dropped,
         written,
         refused
+    );
+    defmt::info!(
+        "cost per sample: RAM writer {=u64} instructions, UART writer {=u64} instructions (means of {=u32} and {=u32} samples no interrupt cut into)",
+        costs[0].instructions_per_sample(),
+        costs[1].instructions_per_sample(),
+        costs[0].samples,
+        costs[1].samples
     );
     defmt::info!(
         "writer: {=u64} samples, {=usize} threads, {=usize} strings, {=usize} frames",
@@ -183,6 +200,37 @@ fn main() -> ! {
     exit(debug::EXIT_SUCCESS)
 }
 
+/// What writing samples cost, in SysTick ticks: QEMU's MPS2 SysTick counts at 25 MHz of
+/// virtual time, which `-icount shift=3` (run-qemu.sh) advances 8 ns per instruction, so a
+/// tick is 5 instructions.
+#[derive(Default)]
+struct Cost {
+    ticks: u64,
+    samples: u32,
+}
+
+/// Instructions per SysTick tick under run-qemu.sh's `-icount shift=3`.
+const INSTRUCTIONS_PER_TICK: u64 = 5;
+
+impl Cost {
+    /// Runs `write`, counting its ticks unless a SysTick interrupt came in between (then the
+    /// handler's would count too).
+    fn measure(&mut self, write: impl FnOnce() -> bool) -> bool {
+        let (tick, before) = (TICKS.load(Ordering::Relaxed), SYST::get_current());
+        let done = write();
+        let after = SYST::get_current();
+        if TICKS.load(Ordering::Relaxed) == tick && before >= after {
+            self.ticks += u64::from(before - after);
+            self.samples += 1;
+        }
+        done
+    }
+
+    fn instructions_per_sample(&self) -> u64 {
+        self.ticks * INSTRUCTIONS_PER_TICK / u64::from(self.samples.max(1))
+    }
+}
+
 /// Moves the queued samples into both writers (innermost frame first).
 fn drain<A, B>(
     consumer: &mut Consumer<'static, Sample>,
@@ -191,6 +239,7 @@ fn drain<A, B>(
     uart: &mut Writer<'_, B>,
     written: &mut u32,
     refused: &mut u32,
+    costs: &mut [Cost; 2],
 ) where
     A: embedded_io::Write + embedded_io::Seek,
     B: embedded_io::Write + embedded_io::Seek,
@@ -225,8 +274,8 @@ fn drain<A, B>(
         }
         let ts = u64::from(sample.tick) * INTERVAL_US;
         let done = ok
-            && ram.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok()
-            && uart.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok();
+            && costs[0].measure(|| ram.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok())
+            && costs[1].measure(|| uart.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok());
         if done {
             *written += 1;
         } else {
