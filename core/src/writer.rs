@@ -58,6 +58,7 @@ impl<'a> Frame<'a> {
 /// ([`Writer::intern_frame`], [`Writer::write_thread_sample_ids`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(transparent)]
 pub struct FrameId(pub u32);
 
 /// The constructor arguments of CPython's `BinaryWriter`.

@@ -1,0 +1,758 @@
+//! The writer: a handle placed at the start of the caller's memory, the tables after it.
+//!
+//! Life of a handle: `tachyon_writer_init` (or `tachyon_writer_open_file`) → frames and
+//! samples → `tachyon_writer_finalize` (retryable after a sink error) →
+//! `tachyon_writer_close`. A handle keeps a magic word, so a call on memory that does not hold
+//! a live writer is `TACHYON_E_BAD_HANDLE` and one on a closed writer `TACHYON_E_CLOSED`.
+
+use core::ffi::{c_char, c_void};
+use core::fmt;
+use core::mem::align_of;
+
+use tachyon_core::storage::{Span, WriterBuffers, WriterStorage, WriterThread};
+use tachyon_core::tables::FrameEntry;
+use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, WriteError, Writer, WriterConfig};
+
+use crate::layout::{plan, Part, Plan, ALIGN};
+use crate::message::Message;
+use crate::sink::{tachyon_sink, CallbackSink, SinkError};
+use crate::*;
+
+const LIVE: u64 = 0x5441_4348_5752_4954; // "TACHWRIT"
+const CLOSED: u64 = 0x5441_4348_434c_4f53; // "TACHCLOS"
+
+/// How a writer is made: the `BinaryWriter` arguments, the byte order, the compression and
+/// the capacities of its tables (which fix its memory). `tachyon_writer_options_init` fills
+/// in defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tachyon_writer_options {
+    /// Start of profiling, µs; each thread's first timestamp is a delta from it.
+    pub start_time_us: u64,
+    /// Sampling interval, µs (stored in the header).
+    pub sample_interval_us: u64,
+    /// `TACHYON_BYTE_ORDER_NATIVE`, `_LITTLE` or `_BIG`.
+    pub byte_order: u32,
+    /// `TACHYON_COMPRESSION_NONE` or `_ZSTD`.
+    pub compression: u32,
+    /// Bytes of all distinct file and function names.
+    pub string_bytes: usize,
+    /// Distinct names (at least 1).
+    pub strings: usize,
+    /// Distinct frames (at least 1).
+    pub frames: usize,
+    /// Distinct (interpreter, thread) pairs (at least 1).
+    pub threads: usize,
+    /// Bytes of buffered REPEAT entries per thread: 0 for CPython's 16384, which makes files
+    /// byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
+    /// shorter REPEAT records.
+    pub rle_budget: usize,
+}
+
+/// One frame: names as pointer and length (`TACHYON_NUL_TERMINATED` for C strings), a
+/// location whose parts are -1 when unknown (all four -1 is "no location"), and an opcode
+/// (`TACHYON_NO_OPCODE`; values outside 0..=254 are "none", as in CPython).
+///
+/// The reader fills the same struct: names then point into the reader's tables (valid until
+/// it is closed) and are not NUL-terminated.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tachyon_frame {
+    /// File name bytes.
+    pub filename: *const c_char,
+    /// Their length.
+    pub filename_len: usize,
+    /// Function name bytes.
+    pub funcname: *const c_char,
+    /// Their length.
+    pub funcname_len: usize,
+    /// First line, or -1.
+    pub lineno: i32,
+    /// Last line, or -1.
+    pub end_lineno: i32,
+    /// First column, or -1.
+    pub col: i32,
+    /// End column, or -1.
+    pub end_col: i32,
+    /// Opcode 0..=254, or `TACHYON_NO_OPCODE`.
+    pub opcode: i32,
+}
+
+/// The statistics trailer CPython's sampler writes (`set_stats`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct tachyon_stats {
+    /// Profiling duration, seconds (finite, ≥ 0).
+    pub duration_sec: f64,
+    /// Achieved sample rate, Hz (finite, ≥ 0).
+    pub sample_rate: f64,
+    /// Error rate (finite, ≥ 0), read only if `has_error_rate` is non-zero.
+    pub error_rate: f64,
+    /// Missed samples (finite), read only if `has_missed_samples` is non-zero.
+    pub missed_samples: f64,
+    /// Non-zero if `error_rate` is known.
+    pub has_error_rate: u8,
+    /// Non-zero if `missed_samples` is known.
+    pub has_missed_samples: u8,
+}
+
+/// What a writer holds so far.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct tachyon_writer_counts {
+    /// Thread samples accepted.
+    pub samples: u64,
+    /// Distinct (interpreter, thread) pairs.
+    pub threads: usize,
+    /// Distinct names.
+    pub strings: usize,
+    /// Distinct frames.
+    pub frames: usize,
+    /// Non-zero once a capacity or format limit refused something (CPython's
+    /// `limit_reached`).
+    pub limit_reached: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Finalized,
+}
+
+/// What a writer made by `tachyon_writer_open_file` owns: its memory and its file.
+#[cfg(feature = "std")]
+pub(crate) struct Owned {
+    memory: *mut u64,
+    words: usize,
+    file: *mut std::io::BufWriter<std::fs::File>,
+}
+
+/// A writer (opaque to C).
+pub struct tachyon_writer {
+    magic: u64,
+    state: State,
+    writer: Writer<'static, CallbackSink, RunTimeEndian>,
+    message: Message,
+    #[cfg(feature = "std")]
+    owned: Option<Owned>,
+}
+
+impl tachyon_writer {
+    /// Records the details of an error and returns its status.
+    fn fail(&mut self, status: i32, args: fmt::Arguments<'_>) -> i32 {
+        self.message.set(args);
+        #[cfg(feature = "std")]
+        crate::registry::set_last_error(args);
+        status
+    }
+
+    fn write_error(&mut self, e: WriteError<SinkError>) -> i32 {
+        let status = match e {
+            WriteError::Io { .. } | WriteError::SinkStalled { .. } => TACHYON_E_IO,
+            WriteError::Capacity { .. } => TACHYON_E_CAPACITY,
+            WriteError::Limit(_) => TACHYON_E_LIMIT,
+            WriteError::InvalidStats => TACHYON_E_ARGUMENT,
+            WriteError::UnknownFrameId { .. } => TACHYON_E_UNKNOWN_FRAME,
+            WriteError::Zstd { .. } | WriteError::CompressorMissing => TACHYON_E_ZSTD,
+            WriteError::Closed => TACHYON_E_FINALIZED,
+        };
+        self.fail(status, format_args!("{e}"))
+    }
+
+    fn open(&mut self) -> Result<(), i32> {
+        if self.state == State::Finalized {
+            return Err(self.fail(TACHYON_E_FINALIZED, format_args!("the writer was finalized")));
+        }
+        Ok(())
+    }
+}
+
+/// The live writer behind `w`, or the status saying why there is none.
+///
+/// # Safety
+/// `w` must be NULL or point at memory the caller can read (a writer handle, live or
+/// closed, or anything else of at least a handle's size).
+unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_writer, i32> {
+    if w.is_null() {
+        return Err(TACHYON_E_NULL);
+    }
+    if (w as usize) % align_of::<tachyon_writer>() != 0 {
+        return Err(TACHYON_E_BAD_HANDLE);
+    }
+    #[cfg(feature = "std")]
+    if crate::registry::is_closed(w as usize) {
+        return Err(TACHYON_E_CLOSED);
+    }
+    // SAFETY: aligned and readable by the caller's promise; any u64 value is valid.
+    match unsafe { core::ptr::addr_of!((*w).magic).read() } {
+        // SAFETY: the magic says a handle lives here.
+        LIVE => Ok(unsafe { &mut *w }),
+        CLOSED => Err(TACHYON_E_CLOSED),
+        _ => Err(TACHYON_E_BAD_HANDLE),
+    }
+}
+
+/// Fills `options` with defaults: start time 0, interval 1000 µs, native byte order, no
+/// compression, 64 KiB of names, 4096 names and frames, 16 threads, CPython's REPEAT budget.
+///
+/// # Safety
+/// `options` must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_options_init(options: *mut tachyon_writer_options) -> i32 {
+    if options.is_null() {
+        return TACHYON_E_NULL;
+    }
+    let defaults = tachyon_writer_options {
+        start_time_us: 0,
+        sample_interval_us: 1000,
+        byte_order: TACHYON_BYTE_ORDER_NATIVE,
+        compression: TACHYON_COMPRESSION_NONE,
+        string_bytes: 64 << 10,
+        strings: 4096,
+        frames: 4096,
+        threads: 16,
+        rle_budget: 0,
+    };
+    // SAFETY: checked non-null.
+    unsafe { options.write(defaults) };
+    TACHYON_OK
+}
+
+fn endian_of(byte_order: u32) -> Result<RunTimeEndian, i32> {
+    match byte_order {
+        TACHYON_BYTE_ORDER_NATIVE => Ok(RunTimeEndian::default()),
+        TACHYON_BYTE_ORDER_LITTLE => Ok(RunTimeEndian::Little),
+        TACHYON_BYTE_ORDER_BIG => Ok(RunTimeEndian::Big),
+        _ => Err(TACHYON_E_ARGUMENT),
+    }
+}
+
+/// Fills `part` (of `T`, inside the memory at `base`) with `value` and lends it for the
+/// writer's life.
+///
+/// # Safety
+/// `base + part` must be inside memory the caller gave for the writer's life, aligned for `T`
+/// (the plan's offsets are), and no other slice may cover it.
+unsafe fn slice<T: Copy>(base: *mut u8, part: Part, value: T) -> &'static mut [T] {
+    // SAFETY: by the function's contract.
+    let start = unsafe { base.add(part.offset) }.cast::<T>();
+    for i in 0..part.count {
+        // SAFETY: inside the part; writing initialises memory that may hold anything.
+        unsafe { start.add(i).write(value) };
+    }
+    // SAFETY: every element was just initialised; the part is this slice's alone.
+    unsafe { core::slice::from_raw_parts_mut(start, part.count) }
+}
+
+/// Places a writer and its tables in `memory` (`memory_len` bytes, any alignment, at least
+/// what `tachyon_writer_memory_size` says for `options`) writing through `sink`, and stores
+/// its handle in `*writer` (NULL on failure). No allocation; no I/O until the first sample.
+/// The memory and the sink's context must stay valid until `tachyon_writer_close`.
+///
+/// # Safety
+/// Pointers must be NULL or valid; `memory` must hold `memory_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_init(
+    memory: *mut c_void,
+    memory_len: usize,
+    options: *const tachyon_writer_options,
+    sink: *const tachyon_sink,
+    writer: *mut *mut tachyon_writer,
+) -> i32 {
+    guard(|| {
+        if writer.is_null() {
+            return TACHYON_E_NULL;
+        }
+        // SAFETY: checked non-null.
+        unsafe { writer.write(core::ptr::null_mut()) };
+        if memory.is_null() || options.is_null() || sink.is_null() {
+            return TACHYON_E_NULL;
+        }
+        // SAFETY: checked non-null; valid by the caller's promise.
+        let (options, sink) = unsafe { (*options, *sink) };
+        if sink.write.is_none() || sink.seek.is_none() {
+            return TACHYON_E_NULL;
+        }
+        let endian = match endian_of(options.byte_order) {
+            Ok(e) => e,
+            Err(status) => return status,
+        };
+        let plan = match plan(&options) {
+            Ok(p) => p,
+            Err(status) => return status,
+        };
+        let pad = (ALIGN - (memory as usize) % ALIGN) % ALIGN;
+        if memory_len < pad || memory_len - pad < plan.end {
+            return TACHYON_E_MEMORY;
+        }
+        // SAFETY: `pad` bytes in, inside the memory (checked above).
+        let base = unsafe { memory.cast::<u8>().add(pad) };
+        // SAFETY: the plan's parts lie after the handle, inside the checked length.
+        match unsafe { place(base, &plan, &options, endian, sink) } {
+            Ok(handle) => {
+                #[cfg(feature = "std")]
+                crate::registry::forget(handle as usize);
+                // SAFETY: checked non-null.
+                unsafe { writer.write(handle) };
+                TACHYON_OK
+            }
+            Err(status) => status,
+        }
+    })
+}
+
+/// Builds the tables and the writer at `base` following `plan`.
+///
+/// # Safety
+/// `base` is aligned to `ALIGN` and has `plan.end` writable bytes that live as long as the
+/// handle.
+unsafe fn place(
+    base: *mut u8,
+    plan: &Plan,
+    options: &tachyon_writer_options,
+    endian: RunTimeEndian,
+    sink: tachyon_sink,
+) -> Result<*mut tachyon_writer, i32> {
+    // SAFETY (every call below): the parts are disjoint, aligned, inside the memory.
+    let buffers = unsafe {
+        WriterBuffers {
+            string_bytes: slice(base, plan.string_bytes, 0u8),
+            string_spans: slice(base, plan.string_spans, Span::EMPTY),
+            string_slots: slice(base, plan.string_slots, 0u32),
+            frames: slice(base, plan.frames, FrameEntry::EMPTY),
+            frame_slots: slice(base, plan.frame_slots, 0u32),
+            frame_cache: slice(base, plan.frame_cache, 0u32),
+            threads: slice(base, plan.threads, WriterThread::EMPTY),
+            thread_slots: slice(base, plan.thread_slots, 0u32),
+            stacks: slice(base, plan.stacks, 0u32),
+            rle: slice(base, plan.rle, 0u8),
+            rle_budget: plan.rle_budget,
+            staging: slice(base, plan.staging, 0u8),
+        }
+    };
+    let storage = WriterStorage::new(buffers).map_err(|_| TACHYON_E_ARGUMENT)?;
+    let mut config = WriterConfig::new(options.start_time_us, options.sample_interval_us);
+    #[cfg(feature = "zstd")]
+    let storage = if options.compression == TACHYON_COMPRESSION_ZSTD {
+        config = config.with_compression(Compression::Zstd);
+        // SAFETY: as above.
+        let (workspace, out) = unsafe { (slice(base, plan.zstd_workspace, 0u64), slice(base, plan.zstd_out, 0u8)) };
+        let compressor = tachyon_core::compression::Compressor::new(workspace, out).ok_or(TACHYON_E_ZSTD)?;
+        storage.with_zstd(compressor)
+    } else {
+        storage
+    };
+    if options.compression != TACHYON_COMPRESSION_ZSTD {
+        config = config.with_compression(Compression::None);
+    }
+    let inner = Writer::with_endian(CallbackSink { sink }, storage, config, endian).map_err(|_| TACHYON_E_ARGUMENT)?;
+    let handle = base.cast::<tachyon_writer>();
+    let value = tachyon_writer {
+        magic: LIVE,
+        state: State::Open,
+        writer: inner,
+        message: Message::new(),
+        #[cfg(feature = "std")]
+        owned: None,
+    };
+    // SAFETY: the handle's place is the start of the memory, aligned, before every part.
+    unsafe { handle.write(value) };
+    Ok(handle)
+}
+
+/// A frame of the C API as the core's, or `TACHYON_E_NULL` for a NULL name with a length.
+///
+/// # Safety
+/// The frame's name pointers must be valid for their lengths.
+unsafe fn core_frame<'a>(f: &tachyon_frame) -> Result<Frame<'a>, i32> {
+    // SAFETY: by the function's contract.
+    let (filename, funcname) =
+        unsafe { (name_bytes(f.filename, f.filename_len)?, name_bytes(f.funcname, f.funcname_len)?) };
+    let location = Location { lineno: f.lineno, end_lineno: f.end_lineno, col: f.col, end_col: f.end_col };
+    Ok(Frame {
+        filename,
+        funcname,
+        location: (location != Location::NONE).then_some(location),
+        opcode: u8::try_from(f.opcode).ok().filter(|&o| o != 255),
+    })
+}
+
+/// Interns a frame and stores its id in `*id`, for `tachyon_writer_write_sample_ids`. The
+/// names are copied: the pointers need to live only during the call.
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_intern_frame(
+    writer: *mut tachyon_writer,
+    frame: *const tachyon_frame,
+    id: *mut u32,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if frame.is_null() || id.is_null() {
+            return w.fail(TACHYON_E_NULL, format_args!("frame or id is NULL"));
+        }
+        if let Err(status) = w.open() {
+            return status;
+        }
+        // SAFETY: checked non-null, valid by the caller's promise.
+        let frame = match unsafe { core_frame(&*frame) } {
+            Ok(f) => f,
+            Err(status) => return w.fail(status, format_args!("a name is NULL with a non-zero length")),
+        };
+        match w.writer.intern_frame(frame) {
+            Ok(FrameId(n)) => {
+                // SAFETY: checked non-null.
+                unsafe { id.write(n) };
+                TACHYON_OK
+            }
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
+/// Writes one thread sample from frames, innermost first (`count` may be 0; only the
+/// innermost 256 are kept, as CPython keeps them). On `TACHYON_E_CAPACITY` or
+/// `TACHYON_E_LIMIT` the sample was refused and the writer goes on.
+///
+/// # Safety
+/// `frames` must be NULL (with `count` 0) or point at `count` frames.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_write_sample(
+    writer: *mut tachyon_writer,
+    timestamp_us: u64,
+    interpreter_id: u32,
+    thread_id: u64,
+    status: u8,
+    frames: *const tachyon_frame,
+    count: usize,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if frames.is_null() && count != 0 {
+            return w.fail(TACHYON_E_NULL, format_args!("frames is NULL with count {count}"));
+        }
+        if let Err(status) = w.open() {
+            return status;
+        }
+        let frames: &[tachyon_frame] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-null, `count` frames by the caller's promise.
+            unsafe { core::slice::from_raw_parts(frames, count) }
+        };
+        let kept = &frames[..count.min(tachyon_core::records::MAX_STACK_DEPTH)];
+        // Names are checked before anything is written, so a bad frame refuses the sample
+        // whole.
+        // SAFETY: the frames' pointers are valid by the caller's promise.
+        if let Some(i) = kept.iter().position(|f| unsafe { core_frame(f) }.is_err()) {
+            return w.fail(TACHYON_E_NULL, format_args!("frame {i}: a name is NULL with a non-zero length"));
+        }
+        // SAFETY: as above; every frame converts (checked).
+        let core_frames = kept.iter().filter_map(|f| unsafe { core_frame(f) }.ok());
+        match w.writer.write_thread_sample(timestamp_us, interpreter_id, thread_id, status, core_frames) {
+            Ok(()) => TACHYON_OK,
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
+/// Writes one thread sample from ids `tachyon_writer_intern_frame` gave, innermost first
+/// (only the first 256 are kept).
+///
+/// # Safety
+/// `ids` must be NULL (with `count` 0) or point at `count` ids.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_write_sample_ids(
+    writer: *mut tachyon_writer,
+    timestamp_us: u64,
+    interpreter_id: u32,
+    thread_id: u64,
+    status: u8,
+    ids: *const u32,
+    count: usize,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if ids.is_null() && count != 0 {
+            return w.fail(TACHYON_E_NULL, format_args!("ids is NULL with count {count}"));
+        }
+        if let Err(status) = w.open() {
+            return status;
+        }
+        let ids: &[FrameId] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-null, `count` ids by the caller's promise; FrameId is a transparent u32.
+            unsafe { core::slice::from_raw_parts(ids.cast::<FrameId>(), count) }
+        };
+        match w.writer.write_thread_sample_ids(timestamp_us, interpreter_id, thread_id, status, ids) {
+            Ok(()) => TACHYON_OK,
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
+/// Sets the statistics trailer (the last call wins); values CPython rejects are
+/// `TACHYON_E_ARGUMENT`.
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_set_stats(writer: *mut tachyon_writer, stats: *const tachyon_stats) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if stats.is_null() {
+            return w.fail(TACHYON_E_NULL, format_args!("stats is NULL"));
+        }
+        if let Err(status) = w.open() {
+            return status;
+        }
+        // SAFETY: checked non-null.
+        let s = unsafe { *stats };
+        let stats = Stats {
+            duration_sec: s.duration_sec,
+            sample_rate: s.sample_rate,
+            error_rate: (s.has_error_rate != 0).then_some(s.error_rate),
+            missed_samples: (s.has_missed_samples != 0).then_some(s.missed_samples),
+        };
+        match w.writer.set_stats(stats) {
+            Ok(()) => TACHYON_OK,
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
+/// What the writer holds so far (also after finalize, until close).
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_get_counts(
+    writer: *mut tachyon_writer,
+    counts: *mut tachyon_writer_counts,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if counts.is_null() {
+            return w.fail(TACHYON_E_NULL, format_args!("counts is NULL"));
+        }
+        let c = tachyon_writer_counts {
+            samples: w.writer.sample_count(),
+            threads: w.writer.thread_count(),
+            strings: w.writer.string_count(),
+            frames: w.writer.frame_count(),
+            limit_reached: u8::from(w.writer.limit_reached()),
+        };
+        // SAFETY: checked non-null.
+        unsafe { counts.write(c) };
+        TACHYON_OK
+    })
+}
+
+/// Completes the file: flushes pending REPEAT runs and the compressor, writes the string and
+/// frame tables, the footer and the stats, then seeks to 0 and writes the header. Stores the
+/// file's size in `*file_size` (may be NULL). After a sink error it can be called again; after
+/// success only `tachyon_writer_close` remains (a second finalize is
+/// `TACHYON_E_FINALIZED`).
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_finalize(writer: *mut tachyon_writer, file_size: *mut u64) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if let Err(status) = w.open() {
+            return status;
+        }
+        match w.writer.finalize() {
+            Ok(size) => {
+                w.state = State::Finalized;
+                w.message.clear();
+                if !file_size.is_null() {
+                    // SAFETY: checked non-null.
+                    unsafe { file_size.write(size) };
+                }
+                TACHYON_OK
+            }
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
+/// Ends the writer's life: a writer in caller memory leaves that memory to the caller (a
+/// call with the handle while the memory is unchanged is `TACHYON_E_CLOSED`); one from
+/// `tachyon_writer_open_file` closes its file and frees its memory. Closing without
+/// finalizing leaves an incomplete file.
+///
+/// # Safety
+/// `writer` must be NULL or a pointer this library gave.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_close(writer: *mut tachyon_writer) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        w.magic = CLOSED;
+        #[cfg(feature = "std")]
+        let owned = w.owned.take();
+        // SAFETY: the handle was live; it is not used again (the magic says closed).
+        unsafe { core::ptr::addr_of_mut!((*writer).writer).drop_in_place() };
+        #[cfg(feature = "std")]
+        if let Some(owned) = owned {
+            crate::registry::close(writer as usize);
+            // SAFETY: made by `tachyon_writer_open_file` with Box and Vec, used by nothing now.
+            let result = unsafe {
+                let mut file = Box::from_raw(owned.file);
+                drop(Vec::from_raw_parts(owned.memory, owned.words, owned.words));
+                std::io::Write::flush(&mut *file)
+            };
+            if result.is_err() {
+                return TACHYON_E_IO;
+            }
+        }
+        TACHYON_OK
+    })
+}
+
+/// The details of the writer's last error (NUL-terminated, valid until the next call on the
+/// handle); for a NULL, closed or foreign handle, what that status means.
+///
+/// # Safety
+/// `writer` must be NULL or readable memory.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_last_error(writer: *mut tachyon_writer) -> *const c_char {
+    // SAFETY: the caller's pointer, checked by `live`.
+    match unsafe { live(writer) } {
+        Ok(w) => w.message.as_ptr(),
+        Err(status) => tachyon_status_message(status),
+    }
+}
+
+#[cfg(feature = "std")]
+mod file {
+    //! A writer whose sink is a file and whose memory the library allocates.
+
+    use super::*;
+    use std::io::{BufWriter, Seek, SeekFrom, Write};
+
+    unsafe extern "C" fn write(context: *mut c_void, data: *const u8, len: usize) -> isize {
+        // SAFETY: the context is the writer's BufWriter; data holds len bytes.
+        let (file, data) =
+            unsafe { (&mut *context.cast::<BufWriter<std::fs::File>>(), core::slice::from_raw_parts(data, len)) };
+        match file.write(data) {
+            Ok(n) => n as isize,
+            Err(_) => -1,
+        }
+    }
+
+    unsafe extern "C" fn seek(context: *mut c_void, offset: u64) -> i32 {
+        // SAFETY: the context is the writer's BufWriter.
+        let file = unsafe { &mut *context.cast::<BufWriter<std::fs::File>>() };
+        match file.seek(SeekFrom::Start(offset)) {
+            Ok(_) => 0,
+            Err(_) => -1,
+        }
+    }
+
+    unsafe extern "C" fn flush(context: *mut c_void) -> i32 {
+        // SAFETY: the context is the writer's BufWriter.
+        let file = unsafe { &mut *context.cast::<BufWriter<std::fs::File>>() };
+        match file.flush() {
+            Ok(()) => 0,
+            Err(_) => -1,
+        }
+    }
+
+    /// Creates (or truncates) the file at `path` (NUL-terminated) and a writer into it, in
+    /// memory the library allocates for `options`; `tachyon_writer_close` closes and frees
+    /// both. Host builds only.
+    ///
+    /// # Safety
+    /// Pointers must be NULL or valid.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_open_file(
+        path: *const c_char,
+        options: *const tachyon_writer_options,
+        writer: *mut *mut tachyon_writer,
+    ) -> i32 {
+        guard(|| {
+            if writer.is_null() {
+                return TACHYON_E_NULL;
+            }
+            // SAFETY: checked non-null.
+            unsafe { writer.write(core::ptr::null_mut()) };
+            if path.is_null() || options.is_null() {
+                return TACHYON_E_NULL;
+            }
+            let mut bytes = 0usize;
+            // SAFETY: checked non-null pointers.
+            let status = unsafe { tachyon_writer_memory_size(options, &mut bytes) };
+            if status != TACHYON_OK {
+                return status;
+            }
+            // SAFETY: a NUL-terminated string by the caller's promise.
+            let path = unsafe { core::ffi::CStr::from_ptr(path) };
+            let path = crate::registry::path_of(path);
+            let file = match std::fs::File::create(&path) {
+                Ok(f) => f,
+                Err(e) => {
+                    crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
+                    return TACHYON_E_IO;
+                }
+            };
+            let words = bytes.div_ceil(8);
+            let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
+            let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
+            let file = Box::into_raw(Box::new(BufWriter::with_capacity(64 << 10, file)));
+            let sink = tachyon_sink { context: file.cast(), write: Some(write), seek: Some(seek), flush: Some(flush) };
+            let mut handle = core::ptr::null_mut();
+            // SAFETY: the memory holds `words * 8 >= bytes` bytes and lives until close.
+            let status = unsafe { tachyon_writer_init(memory_ptr.cast(), words * 8, options, &sink, &mut handle) };
+            if status != TACHYON_OK {
+                // SAFETY: made above, used by nothing.
+                unsafe {
+                    drop(Box::from_raw(file));
+                    drop(Vec::from_raw_parts(memory_ptr, words, words));
+                }
+                return status;
+            }
+            // SAFETY: init succeeded: the handle is live.
+            unsafe { (*handle).owned = Some(Owned { memory: memory_ptr, words, file }) };
+            crate::registry::open(handle as usize, crate::registry::Kind::Writer);
+            // SAFETY: checked non-null.
+            unsafe { writer.write(handle) };
+            TACHYON_OK
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+pub use file::tachyon_writer_open_file;
