@@ -33,6 +33,12 @@ for target in "${NO_STD_TARGETS[@]}"; do
   cargo build -p tachyon-core --target "$target" --release
 done
 
+step "clippy and build: the C API's no_std static library (thumbv7em, no std, no zstd)"
+# Cargo notes that a cdylib cannot be built for a target without an OS; the staticlib is the
+# product there.
+cargo clippy -p tachyon-capi --target thumbv7em-none-eabihf --no-default-features -- -D warnings
+cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release --target thumbv7em-none-eabihf --no-default-features
+
 step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
@@ -40,7 +46,7 @@ for target in "${NO_STD_TARGETS[@]}"; do
   RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport
 done
 
-step "MSRV: core and std layer check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
+step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
 MSRV=1.81.0
 rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal \
   || missing "Rust $MSRV toolchain (rustup could not download it)"
@@ -53,6 +59,7 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
   CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt,transport
   CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-capi
 )
 rm -rf "$scratch-target"
 

@@ -92,6 +92,9 @@ for target in "${BIG_ENDIAN_TARGETS[@]}"; do
   cargo test -p qemu-tests --target "$target"
 done
 
+step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) against the Rust writer and CPython's vectors, ASan/UBSan, valgrind, s390x/powerpc/powerpc64 under qemu-user, the no_std library linked into C, the Lua 5.4 profiler read by CPython"
+bash scripts/capi.sh
+
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
 bash scripts/exchange.sh
 

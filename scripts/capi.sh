@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# The C API's proofs (issue 13): the committed header is what cbindgen makes of the sources;
+# C tests built with gcc and clang against it, on the static and the shared library and
+# through pkg-config: the C writer's files are byte-identical to the Rust writer's (`tachyon
+# encode` of the same samples) in both byte orders, raw and zstd, and CPython 3.15.2 reads
+# them as our C reader does; the C reader decodes CPython's vectors to CPython's samples;
+# every documented error code. The same tests under AddressSanitizer + UBSan and valgrind
+# memcheck (no errors, no leaks), and cross-compiled for s390x, powerpc and powerpc64 and run
+# under qemu-user. The no_std static library for thumbv7em-none-eabihf links into a C
+# program with no C library. Then the Lua 5.4 profiler (capi/examples/lua) on its programs:
+# CPython reads each profile as our reader does, and the collapsed stacks and flame graph
+# show the Lua functions. Leaves the Lua profiles in target/lua-profiles/*.pyb.
+# Installs what it needs on a fresh Debian machine (as root); says which step failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT="$ROOT/target/capi"
+LUA_OUT="$ROOT/target/lua-profiles"
+VECTORS="$ROOT/qemu-tests/vectors/cpython-3.15.2"
+fail() { printf 'C API FAILED: %s\n' "$*" >&2; exit 1; }
+log() { printf '  capi: %s\n' "$*"; }
+
+# --- set-up -------------------------------------------------------------------------------
+need=()
+for pair in cbindgen:cbindgen clang:clang valgrind:valgrind pkg-config:pkg-config gcc:gcc \
+  lua5.4:lua5.4 qemu-s390x:qemu-user s390x-linux-gnu-gcc:gcc-s390x-linux-gnu \
+  powerpc-linux-gnu-gcc:gcc-powerpc-linux-gnu powerpc64-linux-gnu-gcc:gcc-powerpc64-linux-gnu \
+  arm-none-eabi-ld:binutils-arm-none-eabi python3:python3; do
+  command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
+[ -f /usr/include/lua5.4/lua.h ] || need+=(liblua5.4-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || fail "missing ${need[*]} and this is not root"
+  log "installing ${need[*]}"
+  apt-get update -qq || fail "apt-get update"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null \
+    || fail "apt-get install ${need[*]}"
+fi
+CROSS_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
+for target in "${CROSS_TARGETS[@]}" thumbv7em-none-eabihf; do
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target" || fail "rustup target add $target"
+done
+bash scripts/oracle.sh >/dev/null || fail "setting up the CPython 3.15.2 oracle"
+
+rm -rf "$OUT" "$LUA_OUT"
+mkdir -p "$OUT" "$LUA_OUT"
+
+# --- the header -----------------------------------------------------------------------------
+log "include/tachyon.h is what cbindgen $(cbindgen --version | cut -d' ' -f2) makes of capi/src"
+(cd capi && cbindgen -q --config cbindgen.toml --crate tachyon-capi --output "$OUT/tachyon.h" .) \
+  || fail "cbindgen"
+diff -u capi/include/tachyon.h "$OUT/tachyon.h" \
+  || fail "capi/include/tachyon.h is stale: regenerate it (cd capi && cbindgen --config cbindgen.toml --crate tachyon-capi --output include/tachyon.h .)"
+
+# --- libraries ------------------------------------------------------------------------------
+cargo build -q -p tachyon-capi || fail "building the C library"
+cargo build -q --release -p tachyon || fail "building the tachyon command"
+TACHYON="$ROOT/target/release/tachyon"
+LIB="$ROOT/target/debug"
+LIBS="-lpthread -ldl -lm"
+# pkg-config file for the build tree (capi/tachyon.pc.in, as an install would fill it in).
+mkdir -p "$OUT/pkgconfig"
+sed -e "s|@PREFIX@|$ROOT|; s|@LIBDIR@|$LIB|; s|@INCLUDEDIR@|$ROOT/capi/include|; s|@VERSION@|$(cargo pkgid -p tachyon-capi | sed 's/.*[#@]//')|" \
+  capi/tachyon.pc.in > "$OUT/pkgconfig/tachyon.pc"
+export PKG_CONFIG_PATH="$OUT/pkgconfig"
+pkg-config --exists tachyon || fail "pkg-config does not find tachyon.pc"
+
+CFLAGS_STRICT="-std=c99 -Wall -Wextra -Werror -pedantic -O1 -g"
+# build CC DIR LIBFILE EXTRA...: the three tests with CC against the header and LIBFILE.
+build_tests() {
+  local cc=$1 dir=$2 lib=$3
+  shift 3
+  mkdir -p "$dir"
+  for t in writer_test reader_test errors_test; do
+    $cc $CFLAGS_STRICT -I capi/include "capi/tests/c/$t.c" "$lib" $LIBS "$@" -o "$dir/$t" \
+      || fail "$cc: compiling capi/tests/c/$t.c"
+  done
+}
+
+# run_writer DIR RUN ORDER_OF_NATIVE: writer_test in every byte order and compression; each
+# file byte-identical to `tachyon encode` of the same samples (the Rust writer).
+run_writer() {
+  local dir=$1 run=$2 native=$3 order
+  for order in native little big; do
+    for comp in none zstd; do
+      local name="$dir/w-$order-$comp"
+      $run "$dir/writer_test" "$name.pyb" "$name.jsonl" "$order" "$comp" >/dev/null \
+        || fail "$dir: writer_test $order $comp"
+      local as=$order
+      [ "$order" = native ] && as=$native
+      "$TACHYON" encode "$name.jsonl" -o "$name.rust.pyb" --byte-order "$as" || fail "tachyon encode $name.jsonl"
+      cmp "$name.pyb" "$name.rust.pyb" || fail "$name.pyb: the C API's file differs from the Rust writer's"
+    done
+  done
+  log "${dir#"$ROOT"/}: writer_test's files (native, little, big; raw and zstd) are the Rust writer's, byte for byte"
+}
+
+# run_reader DIR RUN: reader_test on every vector (from the file and from memory) reads what
+# CPython read.
+run_reader() {
+  local dir=$1 run=$2 n=0
+  for bin in "$VECTORS"/*.bin; do
+    local base expected
+    base=$(basename "$bin" .bin)
+    expected="$VECTORS/${base%.*}.expected.jsonl"
+    $run "$dir/reader_test" "$bin" > "$dir/$base.txt" || fail "$dir: reader_test $base"
+    $run "$dir/reader_test" "$bin" memory > "$dir/$base.memory.txt" || fail "$dir: reader_test $base memory"
+    cmp "$dir/$base.txt" "$dir/$base.memory.txt" || fail "$dir: $base reads differently from memory"
+    python3 capi/tests/compare_reader.py "$expected" "$dir/$base.txt" >/dev/null || fail "$dir: $base"
+    n=$((n + 1))
+  done
+  log "${dir#"$ROOT"/}: reader_test reads the $n vector files (from the file and from memory) as CPython does"
+}
+
+run_errors() {
+  local dir=$1 run=$2
+  mkdir -p "$dir/scratch"
+  $run "$dir/errors_test" "$dir/scratch" > "$dir/errors.log" || { cat "$dir/errors.log"; fail "$dir: errors_test"; }
+  log "${dir#"$ROOT"/}: $(tail -1 "$dir/errors.log")"
+}
+
+native_order=$([ "$(printf '\1\0' | od -An -t u2 | tr -d ' ')" = 1 ] && echo little || echo big)
+
+for cc in gcc clang; do
+  log "$cc: the tests against the static library"
+  build_tests "$cc" "$OUT/$cc" "$LIB/libtachyon_c.a"
+  run_writer "$OUT/$cc" "" "$native_order"
+  run_reader "$OUT/$cc" ""
+  run_errors "$OUT/$cc" ""
+done
+
+log "the shared library, and flags from pkg-config"
+mkdir -p "$OUT/shared" "$OUT/pkgconfig-build"
+gcc $CFLAGS_STRICT -I capi/include capi/tests/c/errors_test.c -L "$LIB" -ltachyon_c -o "$OUT/shared/errors_test" \
+  || fail "linking errors_test against libtachyon_c.so"
+ldd "$OUT/shared/errors_test" | grep -q libtachyon_c.so || fail "errors_test is not linked to libtachyon_c.so"
+export LD_LIBRARY_PATH="$LIB"
+run_errors "$OUT/shared" ""
+unset LD_LIBRARY_PATH
+# shellcheck disable=SC2046
+gcc $CFLAGS_STRICT $(pkg-config --cflags tachyon) capi/tests/c/writer_test.c $(pkg-config --static --libs tachyon) \
+  -o "$OUT/pkgconfig-build/writer_test" || fail "building writer_test with pkg-config's flags"
+LD_LIBRARY_PATH="$LIB" "$OUT/pkgconfig-build/writer_test" "$OUT/pkgconfig-build/w.pyb" "$OUT/pkgconfig-build/w.jsonl" \
+  native zstd >/dev/null || fail "writer_test built through pkg-config"
+
+log "CPython 3.15.2 reads the C writer's files as our C reader does"
+manifest="$OUT/cpython.tsv"
+: > "$manifest"
+for f in "$OUT"/gcc/w-*.pyb; do
+  case "$f" in *.rust.pyb) continue ;; esac
+  printf '%s\t%s\n' "$f" "${f%.pyb}.cpython.jsonl" >> "$manifest"
+done
+"$ROOT/scripts/oracle-python.sh" amd64 "$ROOT/qemu-tests/oracle/cpython_batch.py" dump "$manifest" \
+  || fail "CPython's reader failed on a file of the C writer"
+while IFS=$'\t' read -r pyb jsonl; do
+  "$OUT/gcc/reader_test" "$pyb" > "${pyb%.pyb}.txt" || fail "reader_test $pyb"
+  python3 capi/tests/compare_reader.py "$jsonl" "${pyb%.pyb}.txt" >/dev/null || fail "$pyb: CPython and the C reader disagree"
+done < "$manifest"
+
+log "AddressSanitizer + UndefinedBehaviorSanitizer"
+build_tests gcc "$OUT/asan" "$LIB/libtachyon_c.a" -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_writer "$OUT/asan" "" "$native_order"
+run_reader "$OUT/asan" ""
+run_errors "$OUT/asan" ""
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+log "valgrind memcheck (no errors, no leaks definitely, indirectly or possibly lost)"
+VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible"
+run_writer "$OUT/gcc" "$VALGRIND" "$native_order"
+for v in 09_zstd.s390x 12_empty_and_deep_stack.x86_64 10_stats_mode.s390x; do
+  $VALGRIND "$OUT/gcc/reader_test" "$VECTORS/$v.bin" > /dev/null || fail "valgrind: reader_test $v"
+done
+run_errors "$OUT/gcc" "$VALGRIND"
+
+for target in "${CROSS_TARGETS[@]}"; do
+  arch=${target%%-*}
+  case "$arch" in
+    s390x) cc=s390x-linux-gnu-gcc qemu="qemu-s390x -L /usr/s390x-linux-gnu" ;;
+    powerpc) cc=powerpc-linux-gnu-gcc qemu="qemu-ppc -L /usr/powerpc-linux-gnu" ;;
+    powerpc64) cc=powerpc64-linux-gnu-gcc qemu="qemu-ppc64 -L /usr/powerpc64-linux-gnu" ;;
+  esac
+  log "$arch: the tests cross-compiled, under qemu-user"
+  cargo build -q -p tachyon-capi --target "$target" || fail "building the C library for $target"
+  build_tests "$cc" "$OUT/$arch" "$ROOT/target/$target/debug/libtachyon_c.a"
+  run_writer "$OUT/$arch" "$qemu" big
+  run_reader "$OUT/$arch" "$qemu"
+  run_errors "$OUT/$arch" "$qemu"
+done
+
+log "no_std: the static library for thumbv7em-none-eabihf links into a C program without a C library"
+# Only the static library (a cdylib means nothing there), at opt-level "s" as firmware builds.
+CARGO_PROFILE_RELEASE_OPT_LEVEL=s cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release \
+  --no-default-features --target thumbv7em-none-eabihf || fail "building the no_std C library"
+NOSTD_LIB="$ROOT/target/thumbv7em-none-eabihf/release/libtachyon_c.a"
+mkdir -p "$OUT/thumbv7em"
+clang --target=thumbv7em-none-eabihf -mcpu=cortex-m4 -mfloat-abi=hard -ffreestanding -nostdlib -std=c99 -Wall -Wextra \
+  -Werror -Os -DTACHYON_NO_STD -DTACHYON_NO_ZSTD -I capi/include -c capi/tests/c/firmware_link.c \
+  -o "$OUT/thumbv7em/firmware_link.o" || fail "compiling capi/tests/c/firmware_link.c for thumbv7em"
+arm-none-eabi-ld --gc-sections -e main -o "$OUT/thumbv7em/firmware_link.elf" "$OUT/thumbv7em/firmware_link.o" \
+  "$NOSTD_LIB" || fail "linking a C program with the no_std library (unresolved symbols above)"
+log "thumbv7em: $(arm-none-eabi-size -A "$OUT/thumbv7em/firmware_link.elf" | awk '$1==".text"{print $2}') bytes of .text with the writer linked"
+
+log "Lua 5.4: the profiler on its programs"
+# shellcheck disable=SC2046
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -O2 -g -I capi/include $(pkg-config --cflags lua5.4) \
+  capi/examples/lua/lua_profile.c "$LIB/libtachyon_c.a" $(pkg-config --libs lua5.4) $LIBS -o "$OUT/lua_profile" \
+  || fail "compiling the Lua profiler"
+declare -A FUNCTIONS=(
+  [recursion]="fib ackermann make_tree tree_sum"
+  [coroutines]="consume <coroutine> <anonymous:4> <anonymous:14>"
+  [strings]="build_text count_words shout checksum gsub"
+)
+manifest="$OUT/lua-cpython.tsv"
+: > "$manifest"
+for program in recursion coroutines strings; do
+  (cd capi/examples/lua && "$OUT/lua_profile" "$LUA_OUT/$program.pyb" "$program.lua") > "$LUA_OUT/$program.log" \
+    || { cat "$LUA_OUT/$program.log"; fail "lua_profile $program.lua"; }
+  log "$(tail -1 "$LUA_OUT/$program.log" | sed "s|^$ROOT/||")"
+  "$TACHYON" verify "$LUA_OUT/$program.pyb" >/dev/null || fail "tachyon verify $program.pyb"
+  "$TACHYON" convert "$LUA_OUT/$program.pyb" --to collapsed -o "$LUA_OUT/$program.collapsed" || fail "collapsed $program"
+  "$TACHYON" convert "$LUA_OUT/$program.pyb" --to flamegraph -o "$LUA_OUT/$program.svg" || fail "flame graph $program"
+  for fn in ${FUNCTIONS[$program]}; do
+    grep -qF ":$fn:" "$LUA_OUT/$program.collapsed" || fail "$program: no $fn in the collapsed stacks"
+    # The SVG escapes < and >.
+    esc=$(printf '%s' "$fn" | sed 's/</\&lt;/g; s/>/\&gt;/g')
+    grep -qF "$esc" "$LUA_OUT/$program.svg" || fail "$program: no $fn in the flame graph"
+  done
+  printf '%s\t%s\n' "$LUA_OUT/$program.pyb" "$OUT/lua-$program.cpython.jsonl" >> "$manifest"
+done
+"$ROOT/scripts/oracle-python.sh" amd64 "$ROOT/qemu-tests/oracle/cpython_batch.py" dump "$manifest" \
+  || fail "CPython's reader failed on a Lua profile"
+for program in recursion coroutines strings; do
+  "$OUT/gcc/reader_test" "$LUA_OUT/$program.pyb" > "$OUT/lua-$program.txt" || fail "reader_test $program.pyb"
+  python3 capi/tests/compare_reader.py "$OUT/lua-$program.cpython.jsonl" "$OUT/lua-$program.txt" >/dev/null \
+    || fail "$program.pyb: CPython and the C reader disagree"
+  samples=$(sed -n 's/.*: \([0-9]*\) samples.*/\1/p' "$LUA_OUT/$program.log")
+  [ "$(grep -c '^S ' "$OUT/lua-$program.txt")" = "$samples" ] || fail "$program: the profiler wrote $samples samples, the file holds others"
+done
+log "the Lua profiles: CPython 3.15.2 reads every sample as our reader does; the Lua functions are in the collapsed stacks and flame graphs"
+log "all passed"
