@@ -77,6 +77,8 @@ pub mod compression;
 
 #[cfg(feature = "gperftools")]
 pub mod gperftools;
+#[cfg(feature = "marshal")]
+pub mod marshal;
 #[cfg(feature = "mojo")]
 pub mod mojo;
 #[cfg(any(feature = "gperftools", feature = "mojo"))]
