@@ -20,6 +20,7 @@ pub mod memory;
 pub mod model;
 pub mod mojo;
 pub mod open;
+pub mod pstats;
 pub mod receive;
 pub mod region;
 pub mod sources;

@@ -172,15 +172,33 @@ struct ConvertArgs {
     /// pstats: leave out 3.15's sampled-stats marker so that older Pythons load the file.
     #[arg(long)]
     pstats_compat: bool,
-    /// pstats-text: row order.
-    #[arg(long, value_enum)]
-    sort: Option<SortOrder>,
-    /// pstats-text: most rows (default 15).
+    /// pstats: from pstats input, keep 3.15's ("__sampled__",) marker (left out by default,
+    /// so that every Python 3 loads the file).
+    #[arg(long)]
+    keep_sampled_marker: bool,
+    /// pstats-text: row order. For a pstats input, what `Stats.sort_stats` takes (calls,
+    /// ncalls, cumulative, cumtime, tottime, time, pcalls, name, nfl, stdname, filename,
+    /// module, line and their unique prefixes; for a sampled file samples, nsamples,
+    /// psamples, …), several comma-separated; without it, the file's order. For sample
+    /// inputs, CPython replay's: nsamples (default), tottime, cumtime, sample-pct, cumul-pct,
+    /// nsamples-cumul, name.
+    #[arg(long)]
+    sort: Option<String>,
+    /// pstats-text: most rows (`print_stats(N)`; replay's default 15, all for pstats input).
     #[arg(short, long)]
     limit: Option<usize>,
-    /// pstats-text: no summary of interesting functions.
+    /// pstats-text: no summary of interesting functions (sample inputs).
     #[arg(long)]
     no_summary: bool,
+    /// pstats-text (pstats input): `strip_dirs()` before sorting.
+    #[arg(long)]
+    strip_dirs: bool,
+    /// pstats-text (pstats input): `print_callers` instead of `print_stats`.
+    #[arg(long, conflicts_with = "callees")]
+    callers: bool,
+    /// pstats-text (pstats input): `print_callees` instead of `print_stats`.
+    #[arg(long)]
+    callees: bool,
     /// flamegraph: title (default: the input's file name).
     #[arg(long)]
     title: Option<String>,
@@ -524,12 +542,22 @@ fn check_convert_args(to: OutputKind, given: &ArgMatches) -> Result<(), String> 
 }
 
 /// The output `--to` names, with its options.
-fn output(a: &ConvertArgs, file: &Path) -> Output {
-    match a.to {
+fn output(a: &ConvertArgs, file: &Path) -> Result<Output, Failure> {
+    Ok(match a.to {
         OutputKind::Collapsed => Output::Collapsed,
         OutputKind::Pstats => Output::Pstats { compat: a.pstats_compat },
         OutputKind::PstatsText => Output::PstatsText {
-            sort: a.sort.unwrap_or(SortOrder::Nsamples),
+            sort: match a.sort.as_deref() {
+                None => SortOrder::Nsamples,
+                Some(s) => SortOrder::from_str(s, false).map_err(|_| {
+                    let names: Vec<String> = SortOrder::value_variants()
+                        .iter()
+                        .filter_map(|v| v.to_possible_value())
+                        .map(|v| v.get_name().to_string())
+                        .collect();
+                    Failure(format!("--sort {s}: for this input one of {}", names.join(", ")))
+                })?,
+            },
             limit: Some(a.limit.unwrap_or(15)),
             summary: !a.no_summary,
         },
@@ -556,7 +584,7 @@ fn output(a: &ConvertArgs, file: &Path) -> Output {
         },
         OutputKind::Austin => Output::Austin,
         OutputKind::Mojo => Output::Mojo { version: a.mojo_version },
-    }
+    })
 }
 
 /// A gperftools profile, its addresses and maps text read.
@@ -665,7 +693,21 @@ impl Job for CollapsedLines {
 }
 
 fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
-    let output = output(&a, file);
+    if detect(file)? == FileKind::Marshal {
+        return convert_pstats(file, &a);
+    }
+    for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker"] {
+        let given = match option {
+            "strip-dirs" => a.strip_dirs,
+            "callers" => a.callers,
+            "callees" => a.callees,
+            _ => a.keep_sampled_marker,
+        };
+        if given {
+            return Err(Failure(format!("--{option} applies to pstats input only")));
+        }
+    }
+    let output = output(&a, file)?;
     if detect(file)? == FileKind::Mojo
         && matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. })
     {
@@ -706,6 +748,51 @@ fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), F
             tachyon::convert::austin_speedscope::from_mojo(src, name, out).map(drop).map_err(|e| failed(&e))
         }
         _ => unreachable!("only Austin's formats and speedscope come here"),
+    }
+}
+
+/// A pstats file: printed as `pstats.Stats` prints it, or re-encoded. Outputs made of
+/// stacks are refused: the file keeps only caller→callee edges.
+fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
+    let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let stats = tachyon::pstats::load(&bytes).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let text = match a.to {
+        OutputKind::PstatsText => {
+            if a.no_summary {
+                return Err(Failure("--no-summary applies to sample inputs only".into()));
+            }
+            let options = tachyon::pstats::PrintOptions {
+                sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
+                limit: a.limit,
+                strip_dirs: a.strip_dirs,
+                callers: a.callers,
+                callees: a.callees,
+                files: vec![tachyon::pstats::ctime_line(file)],
+            };
+            tachyon::pstats::print(&stats, &options)
+                .map_err(|e| Failure(format!("{}: {e}", file.display())))?
+                .into_bytes()
+        }
+        OutputKind::Pstats => {
+            if a.pstats_compat {
+                return Err(Failure("--pstats-compat applies to sample inputs (pstats input leaves the marker out unless --keep-sampled-marker)".into()));
+            }
+            let mut out = Vec::with_capacity(bytes.len());
+            tachyon::pstats::write(&stats, a.keep_sampled_marker, &mut out)
+                .map_err(|e| Failure(format!("encoding: {e}")))?;
+            out
+        }
+        other => {
+            return Err(Failure(format!(
+                "{}: cannot convert a pstats file --to {other}: pstats keeps only caller→callee edges, not the \
+                 stacks that output is made of (--to pstats-text or --to pstats read it)",
+                file.display()
+            )))
+        }
+    };
+    match &a.output {
+        Some(p) => std::fs::write(p, text).map_err(|e| Failure(format!("{}: {e}", p.display()))),
+        None => io::stdout().lock().write_all(&text).map_err(|e| Failure(format!("writing the output: {e}"))),
     }
 }
 

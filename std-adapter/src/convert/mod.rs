@@ -152,8 +152,8 @@ impl OutputKind {
     /// The command-line options (long names) that belong to this output alone.
     pub fn options(self) -> &'static [&'static str] {
         match self {
-            OutputKind::Pstats => &["pstats-compat"],
-            OutputKind::PstatsText => &["sort", "limit", "no-summary"],
+            OutputKind::Pstats => &["pstats-compat", "keep-sampled-marker"],
+            OutputKind::PstatsText => &["sort", "limit", "no-summary", "strip-dirs", "callers", "callees"],
             OutputKind::Flamegraph => &["title"],
             OutputKind::Tachyon => &["byte-order", "compression"],
             OutputKind::Gperftools => &["byte-order", "word-size"],

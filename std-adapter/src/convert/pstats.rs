@@ -13,6 +13,10 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use std::convert::Infallible;
+
+use tachyon_core::marshal::{EncodeError, Encoder};
+
 use crate::model::{basename, Call, Collector, FrameTable, FunctionKey};
 
 /// Aggregates samples per function key.
@@ -108,77 +112,42 @@ impl PstatsCollector {
 }
 
 /// Writes `rows` as the marshal file of `replay --pstats -o`; `compat` leaves out the
-/// `("__sampled__",)` marker so that Pythons before 3.15 can load it.
+/// `("__sampled__",)` marker so that Pythons before 3.15 can load it. Written through the
+/// core's marshal encoder (always little-endian, whatever the machine), in memory first.
 pub fn write_marshal(rows: &[StatRow], compat: bool, out: &mut impl Write) -> io::Result<()> {
-    let mut m = Marshal(out);
-    m.0.write_all(b"{")?;
-    for row in rows {
-        m.key(&row.key)?;
-        m.0.write_all(&[b')', 5])?;
-        m.int(row.direct.into())?;
-        m.int(row.cumulative.into())?;
-        m.float(row.total_time)?;
-        m.float(row.cumulative_time)?;
-        m.0.write_all(b"{")?;
-        for (caller, n) in &row.callers {
-            m.key(caller)?;
-            m.int((*n).into())?;
+    let mut bytes = Vec::new();
+    let mut m = Encoder::new(&mut bytes);
+    let key = |m: &mut Encoder<&mut Vec<u8>>, k: &FunctionKey| -> Result<(), EncodeError<Infallible>> {
+        m.tuple(3)?;
+        m.str(k.filename.as_bytes())?;
+        m.int(k.lineno.into())?;
+        m.str(k.funcname.as_bytes())
+    };
+    let mut body = || -> Result<(), EncodeError<Infallible>> {
+        m.dict()?;
+        for row in rows {
+            key(&mut m, &row.key)?;
+            m.tuple(5)?;
+            m.int(row.direct.into())?;
+            m.int(row.cumulative.into())?;
+            m.float(row.total_time)?;
+            m.float(row.cumulative_time)?;
+            m.dict()?;
+            for (caller, n) in &row.callers {
+                key(&mut m, caller)?;
+                m.int((*n).into())?;
+            }
+            m.end_dict()?;
         }
-        m.0.write_all(b"0")?;
-    }
-    if !compat {
-        m.0.write_all(&[b')', 1])?;
-        m.str("__sampled__")?;
-        m.0.write_all(b"T")?;
-    }
-    m.0.write_all(b"0")
-}
-
-/// The subset of Python's marshal format (version 4) a stats dictionary needs; always
-/// little-endian, whatever the machine.
-struct Marshal<W>(W);
-
-impl<W: Write> Marshal<W> {
-    fn key(&mut self, k: &FunctionKey) -> io::Result<()> {
-        self.0.write_all(&[b')', 3])?;
-        self.str(&k.filename)?;
-        self.int(k.lineno.into())?;
-        self.str(&k.funcname)
-    }
-
-    fn str(&mut self, s: &str) -> io::Result<()> {
-        if s.is_ascii() && s.len() < 256 {
-            self.0.write_all(&[b'z', s.len() as u8])?;
-        } else {
-            let len = u32::try_from(s.len()).map_err(|_| io::Error::other("string longer than 4 GiB"))?;
-            self.0.write_all(b"u")?;
-            self.0.write_all(&len.to_le_bytes())?;
+        if !compat {
+            m.tuple(1)?;
+            m.str(b"__sampled__")?;
+            m.bool(true)?;
         }
-        self.0.write_all(s.as_bytes())
-    }
-
-    fn int(&mut self, v: i128) -> io::Result<()> {
-        if let Ok(small) = i32::try_from(v) {
-            self.0.write_all(b"i")?;
-            return self.0.write_all(&small.to_le_bytes());
-        }
-        // TYPE_LONG: digit count (negative for negative numbers), then base-2^15 digits.
-        let mut magnitude = v.unsigned_abs();
-        let mut digits = Vec::new();
-        while magnitude != 0 {
-            digits.push((magnitude & 0x7fff) as u16);
-            magnitude >>= 15;
-        }
-        let n = digits.len() as i32;
-        self.0.write_all(b"l")?;
-        self.0.write_all(&(if v < 0 { -n } else { n }).to_le_bytes())?;
-        digits.iter().try_for_each(|d| self.0.write_all(&d.to_le_bytes()))
-    }
-
-    fn float(&mut self, v: f64) -> io::Result<()> {
-        self.0.write_all(b"g")?;
-        self.0.write_all(&v.to_le_bytes())
-    }
+        m.end_dict()
+    };
+    body().map_err(|_| io::Error::other("a string of 4 GiB or more"))?;
+    out.write_all(&bytes)
 }
 
 /// Sort orders of the printed table (CPython's `--sort`, same names on the command line).

@@ -1,0 +1,1258 @@
+//! pstats files as input: the marshalled dictionary `cProfile`, `profile`, 3.15's
+//! `profiling.tracing` and `profiling.sampling --pstats` write, loaded as Python's
+//! `pstats.Stats` loads it, and printed as its `print_stats`, `print_callers` and
+//! `print_callees` print (`Lib/pstats.py` of 3.11 and 3.15.2 is the reference: the two print
+//! alike, except that 3.15 prints a file with the `("__sampled__",)` marker as sampled
+//! statistics, which 3.11 cannot load at all).
+//!
+//! Loading goes through [`tachyon_core::marshal::Decoder`]: no recursion (nesting is bounded
+//! by [`MAX_DEPTH`]), back references shared rather than copied (so a file of references to
+//! references cannot make memory grow beyond a fixed multiple of its size), and every value
+//! checked against what `pstats.Stats` accepts (keys of three items with a numeric middle,
+//! values of five), with the offset of the entry that breaks it.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::rc::Rc;
+
+use tachyon_core::marshal::{Decoder, EncodeError, Encoder, Kind, MarshalError, Open, Value};
+
+/// Deepest nesting of containers read (CPython's own marshal stops at 2000; a stats file
+/// needs 4, a code object in a key a few more).
+pub const MAX_DEPTH: usize = 200;
+
+/// A Python number as pstats holds it: an int or a float.
+#[derive(Debug, Clone, Copy)]
+pub enum Num {
+    /// An int (beyond 128 bits is refused when loading).
+    Int(i128),
+    /// A float.
+    Float(f64),
+}
+
+impl Num {
+    fn to_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    /// `a + b` as Python adds (int + int stays int; a sum beyond 128 bits becomes a float).
+    fn add(self, other: Num) -> Num {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => a.checked_add(b).map_or(Num::Float(a as f64 + b as f64), Num::Int),
+            (a, b) => Num::Float(a.to_f64() + b.to_f64()),
+        }
+    }
+
+    fn is_zero(self) -> bool {
+        match self {
+            Num::Int(i) => i == 0,
+            Num::Float(f) => f == 0.0,
+        }
+    }
+
+    /// Python's `a / b` (true division), `b` not zero.
+    fn div(self, other: Num) -> f64 {
+        self.to_f64() / other.to_f64()
+    }
+
+    /// Python's `int(x)` for `%d` formatting.
+    fn trunc(self) -> String {
+        match self {
+            Num::Int(i) => i.to_string(),
+            Num::Float(f) if f.is_finite() => format!("{}", f.trunc() as i128),
+            Num::Float(f) => py_float_repr(f),
+        }
+    }
+
+    /// Python's `str(x)` (and `repr`).
+    fn py_str(self) -> String {
+        match self {
+            Num::Int(i) => i.to_string(),
+            Num::Float(f) => py_float_repr(f),
+        }
+    }
+
+    /// Python's comparison of two numbers, exact across int and float; `None` when either
+    /// is NaN (every comparison is false).
+    fn py_cmp(self, other: Num) -> Option<Ordering> {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => Some(a.cmp(&b)),
+            (Num::Float(a), Num::Float(b)) => a.partial_cmp(&b),
+            (Num::Int(a), Num::Float(b)) => int_float_cmp(a, b),
+            (Num::Float(a), Num::Int(b)) => int_float_cmp(b, a).map(Ordering::reverse),
+        }
+    }
+
+    /// Equal as Python's `==` says (1 == 1.0), for keys and `nc != cc`.
+    fn py_eq(self, other: Num) -> bool {
+        self.py_cmp(other) == Some(Ordering::Equal)
+    }
+
+    /// A hashable form equal for numbers Python finds equal.
+    fn key(self) -> NumKey {
+        match self {
+            Num::Int(i) => NumKey::Int(i),
+            Num::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => NumKey::Int(f as i128),
+            Num::Float(f) => NumKey::Float(f.to_bits()),
+        }
+    }
+}
+
+fn int_float_cmp(a: i128, b: f64) -> Option<Ordering> {
+    if b.is_nan() {
+        return None;
+    }
+    let af = a as f64;
+    match af.partial_cmp(&b) {
+        Some(Ordering::Equal) if b.abs() < 1.7e38 => Some(a.cmp(&(b as i128))),
+        other => other,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum NumKey {
+    Int(i128),
+    Float(u64),
+}
+
+/// Python's `repr(float)`: the shortest digits that read back, in exponent form below 1e-4
+/// or from 1e16.
+pub fn py_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: d.ddddde±x.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if negative { "-" } else { "" };
+    if !(-4..16).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        return format!("{sign}{first}{frac}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let point = exp + 1; // digits before the decimal point
+    if point <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
+    } else if point as usize >= digits.len() {
+        format!("{sign}{digits}{}.0", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{sign}{int}.{frac}")
+    }
+}
+
+/// A code object, as far as pstats shows it (`python -m profile` puts one in a key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Code {
+    /// `co_name`.
+    pub name: String,
+    /// `co_filename`.
+    pub filename: String,
+    /// `co_firstlineno`.
+    pub firstlineno: i32,
+}
+
+/// A part of a key: a str, or a code object where `profile` puts one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Name {
+    /// A str.
+    Str(String),
+    /// A code object.
+    Code(Rc<Code>),
+}
+
+impl fmt::Display for Name {
+    /// `%s`: the text, or the code object's repr. Python's repr has the object's address,
+    /// which no file records: twelve zero digits (the width of an x86-64 heap address) stand for it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Name::Str(s) => f.write_str(s),
+            Name::Code(c) => {
+                write!(f, "<code object {} at 0x000000000000, file \"{}\", line {}>", c.name, c.filename, c.firstlineno)
+            }
+        }
+    }
+}
+
+/// A function key `(filename, lineno, funcname)`.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// File name.
+    pub filename: Name,
+    /// Line (an int, or a float Python also takes).
+    pub line: Num,
+    /// Function name.
+    pub name: Name,
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.filename == other.filename && self.line.py_eq(other.line) && self.name == other.name
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.filename.hash(h);
+        self.line.key().hash(h);
+        self.name.hash(h);
+    }
+}
+
+impl Key {
+    /// `pstats.func_std_string`: `{built-in …}` for `('~', 0, '<…>')`, else
+    /// `file:line(name)`.
+    pub fn std_string(&self) -> String {
+        if matches!(&self.filename, Name::Str(s) if s == "~") && self.line.py_eq(Num::Int(0)) {
+            if let Name::Str(n) = &self.name {
+                if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') {
+                    return format!("{{{}}}", &n[1..n.len() - 1]);
+                }
+                return n.clone();
+            }
+            return self.name.to_string();
+        }
+        format!("{}:{}({})", self.filename, self.line.trunc(), self.name)
+    }
+
+    /// `pstats.func_strip_path`: the file name's last component.
+    fn strip_path(&self) -> Key {
+        let filename = match &self.filename {
+            Name::Str(s) => Name::Str(s.rsplit('/').next().unwrap_or(s).to_string()),
+            other => other.clone(),
+        };
+        Key { filename, line: self.line, name: self.name.clone() }
+    }
+}
+
+/// What a callers dict holds per caller.
+#[derive(Debug, Clone)]
+pub enum Calls {
+    /// `profile` and the sampler: a count.
+    Count(Num),
+    /// `cProfile`: `(nc, cc, tt, ct)`.
+    Timed([Num; 4]),
+    /// Anything else `pstats.Stats` loads (a list, a tuple of another length): printed with
+    /// its repr as a count is, or, a tuple, refused when printed as Python's unpacking
+    /// refuses it.
+    Other {
+        /// Python's repr of the value.
+        repr: String,
+        /// The value is a tuple (of a length other than 4).
+        tuple: bool,
+        /// Its items when it is a list or tuple of numbers (so it can be written back).
+        numbers: Option<Vec<Num>>,
+    },
+}
+
+impl Calls {
+    fn add(self, other: Calls) -> Calls {
+        match (self, other) {
+            (Calls::Timed(a), Calls::Timed(b)) => {
+                Calls::Timed([a[0].add(b[0]), a[1].add(b[1]), a[2].add(b[2]), a[3].add(b[3])])
+            }
+            (Calls::Count(a), Calls::Count(b)) => Calls::Count(a.add(b)),
+            // Python would fail (tuple + int) or concatenate lists; keep the first.
+            (a, _) => a,
+        }
+    }
+}
+
+/// One function's statistics.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The function.
+    pub key: Key,
+    /// Primitive (non-recursive) calls.
+    pub cc: Num,
+    /// All calls.
+    pub nc: Num,
+    /// Own time, seconds.
+    pub tt: Num,
+    /// Cumulative time, seconds.
+    pub ct: Num,
+    /// Callers in the dict's order.
+    pub callers: Vec<(Key, Calls)>,
+}
+
+/// A loaded pstats file.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Entries in the dict's order.
+    pub entries: Vec<Entry>,
+    /// The file had 3.15's `("__sampled__",)` key (dropped from the entries).
+    pub sampled: bool,
+}
+
+/// Why a file is not a stats dictionary.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PstatsError {
+    /// The marshal data is bad.
+    Marshal(MarshalError),
+    /// Valid marshal data that `pstats.Stats` would not load, or that this reader cannot
+    /// represent (an int beyond 128 bits), with the offset of the object.
+    Shape {
+        /// Offset.
+        offset: usize,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl fmt::Display for PstatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PstatsError::Marshal(e) => e.fmt(f),
+            PstatsError::Shape { offset, what } => write!(f, "not a pstats dictionary at offset {offset}: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for PstatsError {}
+
+// ------------------------------------------------------------------------------------------
+// Loading: marshal items → a tree of shared values → entries.
+
+#[derive(Debug, Clone)]
+enum Py {
+    None,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Str(Rc<str>),
+    Code(Rc<Code>),
+    Seq(Rc<[Py]>, bool),
+    Dict(Rc<[(Py, Py, usize)]>),
+    /// What pstats never looks into (bytes, sets, complex numbers, ints beyond 128 bits).
+    Other(&'static str),
+}
+
+impl Py {
+    fn num(&self) -> Option<Num> {
+        match self {
+            Py::Int(i) => Some(Num::Int(*i)),
+            Py::Float(f) => Some(Num::Float(*f)),
+            Py::Bool(b) => Some(Num::Int(i128::from(*b))),
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> Option<Name> {
+        match self {
+            Py::Str(s) => Some(Name::Str(s.to_string())),
+            Py::Code(c) => Some(Name::Code(c.clone())),
+            _ => None,
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Py::None => "None",
+            Py::Bool(_) => "bool",
+            Py::Int(_) => "int",
+            Py::Float(_) => "float",
+            Py::Str(_) => "str",
+            Py::Code(_) => "code",
+            Py::Seq(_, true) => "tuple",
+            Py::Seq(_, false) => "list",
+            Py::Dict(_) => "dict",
+            Py::Other(t) => t,
+        }
+    }
+}
+
+/// A container being read.
+struct Partial {
+    kind: Kind,
+    items: Vec<Py>,
+    /// Offsets of dict keys.
+    offsets: Vec<usize>,
+    reference: Option<u32>,
+    first_line: i32,
+    offset: usize,
+}
+
+fn long_value(negative: bool, digits: &[u8]) -> Option<i128> {
+    let mut v: i128 = 0;
+    for d in digits.chunks_exact(2).rev() {
+        let digit = i128::from(u16::from_le_bytes([d[0], d[1]]));
+        v = v.checked_mul(1 << 15)?.checked_add(digit)?;
+    }
+    Some(if negative { -v } else { v })
+}
+
+fn shape<T>(offset: usize, what: impl Into<String>) -> Result<T, PstatsError> {
+    Err(PstatsError::Shape { offset, what: what.into() })
+}
+
+/// The root object of `data` as a tree.
+fn read_tree(data: &[u8]) -> Result<(Py, usize), PstatsError> {
+    let mut stack = vec![Open::EMPTY; MAX_DEPTH];
+    let mut d = Decoder::new(data, &mut stack);
+    let mut refs: Vec<Option<Py>> = Vec::new();
+    let mut open: Vec<Partial> = Vec::new();
+    let mut root = None;
+    let mut root_offset = 0;
+    while let Some(item) = d.next_item().map_err(PstatsError::Marshal)? {
+        let value = match item.value {
+            Value::Open { kind, len } => {
+                if let Some(r) = item.reference {
+                    debug_assert_eq!(r as usize, refs.len());
+                    refs.push(None);
+                }
+                // A declared length only reserves what the bytes could hold (checked).
+                let cap = len.map_or(0, |n| n as usize).min(1024);
+                open.push(Partial {
+                    kind,
+                    items: Vec::with_capacity(cap),
+                    offsets: Vec::new(),
+                    reference: item.reference,
+                    first_line: 0,
+                    offset: item.offset,
+                });
+                continue;
+            }
+            Value::CodeFirstLine(line) => {
+                if let Some(p) = open.last_mut() {
+                    p.first_line = line;
+                }
+                continue;
+            }
+            Value::Close(_) => {
+                let Some(p) = open.pop() else { continue };
+                let v = match p.kind {
+                    Kind::Tuple => Py::Seq(p.items.into(), true),
+                    Kind::List => Py::Seq(p.items.into(), false),
+                    Kind::Set | Kind::FrozenSet => Py::Other("set"),
+                    Kind::Dict => {
+                        let mut pairs = Vec::with_capacity(p.items.len() / 2);
+                        let mut it = p.items.into_iter();
+                        let mut offsets = p.offsets.into_iter();
+                        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                            pairs.push((k, v, offsets.next().unwrap_or(p.offset)));
+                        }
+                        Py::Dict(pairs.into())
+                    }
+                    Kind::Code => {
+                        let text = |i: usize| match p.items.get(i) {
+                            Some(Py::Str(s)) => s.to_string(),
+                            _ => String::new(),
+                        };
+                        Py::Code(Rc::new(Code { name: text(6), filename: text(5), firstlineno: p.first_line }))
+                    }
+                };
+                if let Some(r) = p.reference {
+                    refs[r as usize] = Some(v.clone());
+                }
+                v
+            }
+            Value::Ref(index) => refs.get(index as usize).cloned().flatten().unwrap_or(Py::None),
+            Value::None => Py::None,
+            Value::True => Py::Bool(true),
+            Value::False => Py::Bool(false),
+            Value::Int(i) => Py::Int(i.into()),
+            Value::Long { negative, digits } => {
+                long_value(negative, digits).map_or(Py::Other("int beyond 128 bits"), Py::Int)
+            }
+            Value::Float(f) => Py::Float(f),
+            Value::FloatText(t) => match std::str::from_utf8(t).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+                Some(f) => Py::Float(f),
+                None => return shape(item.offset, "a float's text is not a number"),
+            },
+            Value::Str { bytes, .. } => Py::Str(String::from_utf8_lossy(bytes).into()),
+            Value::Ellipsis | Value::StopIteration => Py::Other("singleton"),
+            Value::Complex(..) | Value::ComplexText(..) => Py::Other("complex"),
+            Value::Bytes(_) => Py::Other("bytes"),
+        };
+        if !matches!(item.value, Value::Close(_)) {
+            if let Some(r) = item.reference {
+                debug_assert_eq!(r as usize, refs.len());
+                refs.push(Some(value.clone()));
+            }
+        }
+        match open.last_mut() {
+            Some(p) => {
+                if p.kind == Kind::Dict && p.items.len() % 2 == 0 {
+                    p.offsets.push(item.offset);
+                }
+                p.items.push(value);
+            }
+            None => {
+                root = Some(value);
+                root_offset = item.offset;
+            }
+        }
+    }
+    match root {
+        Some(r) => Ok((r, root_offset)),
+        None => shape(0, "no object"),
+    }
+}
+
+/// Python's `repr` of a loaded value (what `%r` prints of a caller's odd value). Nesting is
+/// bounded by the decoder's depth; strings get repr's quotes and common escapes.
+fn py_repr(v: &Py) -> String {
+    match v {
+        Py::None => "None".into(),
+        Py::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Py::Int(i) => i.to_string(),
+        Py::Float(f) => py_float_repr(*f),
+        Py::Str(s) => {
+            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+            let mut out = String::from(quote);
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    c if c == quote => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push(quote);
+            out
+        }
+        Py::Seq(items, tuple) => {
+            let inner: Vec<String> = items.iter().map(py_repr).collect();
+            match (tuple, inner.len()) {
+                (true, 1) => format!("({},)", inner[0]),
+                (true, _) => format!("({})", inner.join(", ")),
+                (false, _) => format!("[{}]", inner.join(", ")),
+            }
+        }
+        Py::Dict(pairs) => {
+            let inner: Vec<String> = pairs.iter().map(|(k, v, _)| format!("{}: {}", py_repr(k), py_repr(v))).collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        Py::Code(c) => Name::Code(c.clone()).to_string(),
+        Py::Other(t) => format!("<{t}>"),
+    }
+}
+
+fn key_of(v: &Py, offset: usize) -> Result<Key, PstatsError> {
+    let Py::Seq(items, true) = v else {
+        return shape(offset, format!("a key is a {}, not a tuple", v.type_name()));
+    };
+    if items.len() != 3 {
+        return shape(offset, format!("a key has {} items, not 3", items.len()));
+    }
+    let part = |p: &Py| {
+        p.name().ok_or_else(|| PstatsError::Shape {
+            offset,
+            what: format!("a key's file or function name is a {}", p.type_name()),
+        })
+    };
+    let line = items[1].num().ok_or_else(|| PstatsError::Shape {
+        offset,
+        what: format!("a key's line is a {}, not a number", items[1].type_name()),
+    })?;
+    Ok(Key { filename: part(&items[0])?, line, name: part(&items[2])? })
+}
+
+fn num_of(v: &Py, offset: usize, what: &str) -> Result<Num, PstatsError> {
+    v.num().ok_or_else(|| PstatsError::Shape { offset, what: format!("{what} is a {}, not a number", v.type_name()) })
+}
+
+/// Loads a pstats file as `pstats.Stats` does.
+pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
+    let (root, offset) = read_tree(data)?;
+    let Py::Dict(pairs) = root else {
+        return shape(offset, format!("the file holds a {}, not a dict", root.type_name()));
+    };
+    let mut stats = Stats::default();
+    let mut index: HashMap<Key, usize> = HashMap::new();
+    for (k, v, at) in pairs.iter() {
+        if let Py::Seq(items, true) = k {
+            if items.len() == 1 && matches!(&items[0], Py::Str(s) if &**s == "__sampled__") {
+                stats.sampled = true;
+                continue;
+            }
+        }
+        let key = key_of(k, *at)?;
+        // A list unpacks as well as a tuple.
+        let Py::Seq(fields, _) = v else {
+            return shape(*at, format!("a value is a {}, not a tuple", v.type_name()));
+        };
+        if fields.len() != 5 {
+            return shape(*at, format!("a value has {} items, not 5", fields.len()));
+        }
+        let Py::Dict(callers) = &fields[4] else {
+            return shape(*at, format!("callers are a {}, not a dict", fields[4].type_name()));
+        };
+        let mut list: Vec<(Key, Calls)> = Vec::with_capacity(callers.len());
+        let mut seen: HashMap<Key, usize> = HashMap::new();
+        for (ck, cv, cat) in callers.iter() {
+            let caller = key_of(ck, *cat)?;
+            let calls = match cv {
+                Py::Seq(t, true) if t.len() == 4 && t.iter().all(|v| v.num().is_some()) => Calls::Timed([
+                    num_of(&t[0], *cat, "a caller's nc")?,
+                    num_of(&t[1], *cat, "a caller's cc")?,
+                    num_of(&t[2], *cat, "a caller's tt")?,
+                    num_of(&t[3], *cat, "a caller's ct")?,
+                ]),
+                other => match other.num() {
+                    Some(n) => Calls::Count(n),
+                    None => Calls::Other {
+                        repr: py_repr(other),
+                        tuple: matches!(other, Py::Seq(_, true)),
+                        numbers: match other {
+                            Py::Seq(items, _) => items.iter().map(Py::num).collect(),
+                            _ => None,
+                        },
+                    },
+                },
+            };
+            match seen.get(&caller) {
+                Some(&i) => list[i].1 = calls,
+                None => {
+                    seen.insert(caller.clone(), list.len());
+                    list.push((caller, calls));
+                }
+            }
+        }
+        let entry = Entry {
+            key: key.clone(),
+            cc: num_of(&fields[0], *at, "cc")?,
+            nc: num_of(&fields[1], *at, "nc")?,
+            tt: num_of(&fields[2], *at, "tt")?,
+            ct: num_of(&fields[3], *at, "ct")?,
+            callers: list,
+        };
+        // A repeated key replaces the value where the first one stands, as in a dict.
+        match index.get(&key) {
+            Some(&i) => stats.entries[i] = entry,
+            None => {
+                index.insert(key, stats.entries.len());
+                stats.entries.push(entry);
+            }
+        }
+    }
+    if stats.entries.is_empty() {
+        return shape(offset, "an empty dict (pstats: \"Cannot create or construct\")");
+    }
+    Ok(stats)
+}
+
+// ------------------------------------------------------------------------------------------
+// Printing, as pstats.Stats prints.
+
+/// What to print and how.
+#[derive(Debug, Clone, Default)]
+pub struct PrintOptions {
+    /// `sort_stats` keys (none: the file's order, "Random listing order was used").
+    pub sort: Vec<String>,
+    /// `print_stats(N)`.
+    pub limit: Option<usize>,
+    /// `strip_dirs()` first.
+    pub strip_dirs: bool,
+    /// Print `print_callers` instead of `print_stats`.
+    pub callers: bool,
+    /// Print `print_callees` instead of `print_stats`.
+    pub callees: bool,
+    /// The header lines `Stats(path)` makes: `time.ctime(mtime) + "    " + path` per file.
+    pub files: Vec<String>,
+}
+
+/// Why Python would raise instead of printing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintError(pub String);
+
+impl fmt::Display for PrintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PrintError {}
+
+/// The sort keys of `Stats.sort_arg_dict_default`: name, fields (index into (cc, nc, tt, ct,
+/// file, line, name, std string), ascending?), description. A sampled file loaded by
+/// `Stats(path)` keeps them: `load_stats` turns the object into a `SampledStats` without
+/// running that class's `__init__`, which is where its own keys (`samples`, `nsamples`,
+/// `psamples`) would be set; only its title and sub-heading change.
+struct SortKey {
+    name: &'static str,
+    fields: &'static [(u8, bool)],
+    description: &'static str,
+}
+
+const fn sort_key(name: &'static str, fields: &'static [(u8, bool)], description: &'static str) -> SortKey {
+    SortKey { name, fields, description }
+}
+
+const STATS_KEYS: &[SortKey] = &[
+    sort_key("calls", &[(1, false)], "call count"),
+    sort_key("ncalls", &[(1, false)], "call count"),
+    sort_key("cumtime", &[(3, false)], "cumulative time"),
+    sort_key("cumulative", &[(3, false)], "cumulative time"),
+    sort_key("filename", &[(4, true)], "file name"),
+    sort_key("line", &[(5, true)], "line number"),
+    sort_key("module", &[(4, true)], "file name"),
+    sort_key("name", &[(6, true)], "function name"),
+    sort_key("nfl", &[(6, true), (4, true), (5, true)], "name/file/line"),
+    sort_key("pcalls", &[(0, false)], "primitive call count"),
+    sort_key("stdname", &[(7, true)], "standard name"),
+    sort_key("time", &[(2, false)], "internal time"),
+    sort_key("tottime", &[(2, false)], "internal time"),
+];
+
+type SortDef = (&'static [(u8, bool)], &'static str);
+
+/// `get_sort_arg_defs`: every key and every unique prefix of one.
+fn sort_def(word: &str) -> Option<SortDef> {
+    let mut map: Vec<(String, SortDef)> = Vec::new();
+    let mut bad: Vec<String> = Vec::new();
+    for k in STATS_KEYS {
+        let (fields, desc) = (k.fields, k.description);
+        let mut fragment = k.name.to_string();
+        while !fragment.is_empty() {
+            if map.iter().any(|(f, _)| *f == fragment) {
+                bad.push(fragment);
+                break;
+            }
+            map.push((fragment.clone(), (fields, desc)));
+            fragment.pop();
+        }
+    }
+    map.retain(|(f, _)| !bad.contains(f));
+    map.into_iter().find(|(f, _)| f == word).map(|(_, d)| d)
+}
+
+/// The names `--sort` takes (and their unique prefixes), for messages.
+pub fn sort_names() -> Vec<&'static str> {
+    STATS_KEYS.iter().map(|k| k.name).collect()
+}
+
+struct Printer<'a> {
+    entries: Vec<Entry>,
+    /// Where each key's entry is.
+    index: HashMap<Key, usize>,
+    sampled: bool,
+    files: &'a [String],
+    max_name_len: usize,
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+impl<'a> Printer<'a> {
+    fn new(stats: &Stats, o: &'a PrintOptions) -> Self {
+        let mut entries = stats.entries.clone();
+        if o.strip_dirs {
+            entries = strip_dirs(entries);
+        }
+        let max_name_len = entries.iter().map(|e| chars(&e.key.std_string())).max().unwrap_or(0);
+        let index = entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect();
+        Printer { entries, index, sampled: stats.sampled, files: &o.files, max_name_len }
+    }
+
+    /// One field of two entries compared, with a total order (so that sorting can never
+    /// fail): numbers exactly, NaN above every number (Python's order with NaN depends on
+    /// its sort's path; files do not hold NaN); `failed` is set where Python raises (a code
+    /// object compared), the order then placing code objects after strs.
+    fn field_cmp(a: &Entry, b: &Entry, field: u8, sa: &str, sb: &str, failed: &mut bool) -> Ordering {
+        match field {
+            0 => num_total(a.cc, b.cc),
+            1 => num_total(a.nc, b.nc),
+            2 => num_total(a.tt, b.tt),
+            3 => num_total(a.ct, b.ct),
+            4 => name_total(&a.key.filename, &b.key.filename, failed),
+            5 => num_total(a.key.line, b.key.line),
+            6 => name_total(&a.key.name, &b.key.name, failed),
+            _ => sa.cmp(sb),
+        }
+    }
+
+    /// `sort_stats(*keys)`: the order of entries and the "Ordered by" text.
+    fn sort(&self, keys: &[String]) -> Result<(Vec<usize>, String), PrintError> {
+        let mut fields: Vec<(u8, bool)> = Vec::new();
+        let mut description = Vec::new();
+        for word in keys {
+            let Some((f, d)) = sort_def(word) else {
+                return Err(PrintError(format!(
+                    "KeyError: {word:?} is not a sort key (keys: {})",
+                    sort_names().join(", ")
+                )));
+            };
+            fields.extend_from_slice(f);
+            description.push(d);
+        }
+        let std: Vec<String> = self.entries.iter().map(|e| e.key.std_string()).collect();
+        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        let mut failed = false;
+        // A stable sort, as Python's list.sort.
+        order.sort_by(|&x, &y| {
+            for &(field, ascending) in &fields {
+                match Self::field_cmp(&self.entries[x], &self.entries[y], field, &std[x], &std[y], &mut failed) {
+                    Ordering::Equal => continue,
+                    o => return if ascending { o } else { o.reverse() },
+                }
+            }
+            Ordering::Equal
+        });
+        if failed {
+            return Err(PrintError("TypeError: '<' not supported between a code object and another name".into()));
+        }
+        Ok((order, description.join(", ")))
+    }
+
+    /// `get_print_list`: the rows, the message before them, the width of names.
+    fn print_list(&self, o: &PrintOptions, out: &mut String) -> Result<Option<(usize, Vec<usize>)>, PrintError> {
+        let (mut list, mut msg) = if o.sort.is_empty() {
+            ((0..self.entries.len()).collect::<Vec<_>>(), String::from("   Random listing order was used\n"))
+        } else {
+            let (order, description) = self.sort(&o.sort)?;
+            (order, format!("   Ordered by: {description}\n"))
+        };
+        if let Some(n) = o.limit {
+            if n < list.len() {
+                let _ = writeln!(msg, "   List reduced from {} to {} due to restriction <{}>", list.len(), n, n);
+                list.truncate(n);
+            }
+        }
+        if list.is_empty() {
+            return Ok(None);
+        }
+        let _ = writeln!(out, "{msg}");
+        let mut width = self.max_name_len;
+        if list.len() < self.entries.len() {
+            width = list.iter().map(|&i| chars(&self.entries[i].key.std_string())).max().unwrap_or(0);
+        }
+        Ok(Some((width + 2, list)))
+    }
+
+    fn print_stats(&self, o: &PrintOptions, out: &mut String) -> Result<(), PrintError> {
+        for f in self.files {
+            let _ = writeln!(out, "{f}");
+        }
+        if !self.files.is_empty() {
+            out.push('\n');
+        }
+        let mut total_calls = Num::Int(0);
+        let mut prim_calls = Num::Int(0);
+        let mut total_tt = Num::Int(0);
+        for e in &self.entries {
+            total_calls = total_calls.add(e.nc);
+            prim_calls = prim_calls.add(e.cc);
+            total_tt = total_tt.add(e.tt);
+        }
+        for e in &self.entries {
+            if e.callers.iter().any(|(k, _)| {
+                matches!(&k.filename, Name::Str(s) if s == "jprofile")
+                    && k.line.py_eq(Num::Int(0))
+                    && matches!(&k.name, Name::Str(s) if s == "profiler")
+            }) {
+                let _ = writeln!(out, "         {}", e.key.name);
+            }
+        }
+        let _ = write!(out, "         {} function calls ", total_calls.py_str());
+        if !total_calls.py_eq(prim_calls) {
+            let _ = write!(out, "({} primitive calls) ", prim_calls.trunc());
+        }
+        let _ = writeln!(out, "in {:.3} seconds\n", total_tt.to_f64());
+        let Some((_, list)) = self.print_list(o, out)? else { return Ok(()) };
+        if self.sampled {
+            out.push_str(" nsamples  tottime persample cumtime persample filename:lineno(function)\n");
+        } else {
+            out.push_str("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n");
+        }
+        for &i in &list {
+            let e = &self.entries[i];
+            let mut c = e.nc.py_str();
+            if !e.nc.py_eq(e.cc) {
+                c = format!("{c}/{}", e.cc.py_str());
+            }
+            let _ = write!(out, "{c:>9} {} ", f8(e.tt.to_f64()));
+            if e.nc.is_zero() {
+                out.push_str("         ");
+            } else {
+                let _ = write!(out, "{} ", f8(e.tt.div(e.nc)));
+            }
+            let _ = write!(out, "{} ", f8(e.ct.to_f64()));
+            if e.cc.is_zero() {
+                out.push_str("         ");
+            } else {
+                let _ = write!(out, "{} ", f8(e.ct.div(e.cc)));
+            }
+            let _ = writeln!(out, "{}", e.key.std_string());
+        }
+        out.push_str("\n\n");
+        Ok(())
+    }
+
+    fn call_heading(&self, width: usize, title: &str, out: &mut String) {
+        let _ = writeln!(out, "{}{title}", pad_right("Function ", width));
+        // The sub-header only when the first entry with callers has cProfile's tuples.
+        let timed = self
+            .entries
+            .iter()
+            .find(|e| !e.callers.is_empty())
+            .is_some_and(|e| matches!(e.callers[0].1, Calls::Timed(_) | Calls::Other { tuple: true, .. }));
+        if timed {
+            let what = if self.sampled { "nsamples" } else { "ncalls" };
+            let _ = writeln!(out, "{}    {what}  tottime  cumtime", " ".repeat(width));
+        }
+    }
+
+    fn call_line(
+        &self,
+        width: usize,
+        source: &Key,
+        calls: &[(Key, Calls)],
+        arrow: &str,
+        out: &mut String,
+    ) -> Result<(), PrintError> {
+        let _ = write!(out, "{}{arrow} ", pad_right(&source.std_string(), width));
+        if calls.is_empty() {
+            out.push('\n');
+            return Ok(());
+        }
+        // sorted(call_dict.keys()): tuples compared item by item.
+        let mut sorted: Vec<&(Key, Calls)> = calls.iter().collect();
+        let mut failed = false;
+        sorted.sort_by(|(a, _), (b, _)| {
+            // Tuples: an item decides only where the items before it are equal; equal code
+            // objects (the same one) compare without raising.
+            let names =
+                |x: &Name, y: &Name, failed: &mut bool| if x == y { Ordering::Equal } else { name_total(x, y, failed) };
+            names(&a.filename, &b.filename, &mut failed)
+                .then_with(|| num_total(a.line, b.line))
+                .then_with(|| names(&a.name, &b.name, &mut failed))
+        });
+        if failed {
+            return Err(PrintError("TypeError: '<' not supported between a code object and another name".into()));
+        }
+        let mut indent = "";
+        for (func, value) in sorted {
+            let name = func.std_string();
+            let (text, left) = match value {
+                Calls::Timed([nc, cc, tt, ct]) => {
+                    let count = if nc.py_eq(*cc) { nc.trunc() } else { format!("{}/{}", nc.trunc(), cc.trunc()) };
+                    let w = 7 + 2 * indent.len();
+                    (format!("{count:>w$} {} {}  {name}", f8(tt.to_f64()), f8(ct.to_f64())), width + 1)
+                }
+                Calls::Other { tuple: true, repr, .. } => {
+                    return Err(PrintError(format!("ValueError: a caller's value {repr} does not unpack to 4 items")));
+                }
+                Calls::Count(_) | Calls::Other { .. } => {
+                    let Some(&i) = self.index.get(func) else {
+                        return Err(PrintError(format!(
+                            "KeyError: {} (a caller that is not a key)",
+                            func.std_string()
+                        )));
+                    };
+                    let shown = match value {
+                        Calls::Count(n) => n.py_str(),
+                        Calls::Other { repr, .. } => repr.clone(),
+                        Calls::Timed(_) => unreachable!("handled above"),
+                    };
+                    (format!("{name}({shown}) {}", f8(self.entries[i].ct.to_f64())), width + 3)
+                }
+            };
+            let _ = writeln!(out, "{}{text}", indent.repeat(left));
+            indent = " ";
+        }
+        Ok(())
+    }
+
+    fn print_callers(&self, o: &PrintOptions, out: &mut String) -> Result<(), PrintError> {
+        let Some((width, list)) = self.print_list(o, out)? else { return Ok(()) };
+        self.call_heading(width, "was called by...", out);
+        for &i in &list {
+            let e = &self.entries[i];
+            self.call_line(width, &e.key, &e.callers, "<-", out)?;
+        }
+        out.push_str("\n\n");
+        Ok(())
+    }
+
+    fn print_callees(&self, o: &PrintOptions, out: &mut String) -> Result<(), PrintError> {
+        let Some((width, list)) = self.print_list(o, out)? else { return Ok(()) };
+        // calc_callees: per function, its callees in the order met.
+        let mut callees: HashMap<Key, Vec<(Key, Calls)>> = HashMap::new();
+        for e in &self.entries {
+            callees.entry(e.key.clone()).or_default();
+            for (caller, calls) in &e.callers {
+                let list = callees.entry(caller.clone()).or_default();
+                match list.iter_mut().find(|(k, _)| *k == e.key) {
+                    Some(slot) => slot.1 = calls.clone(),
+                    None => list.push((e.key.clone(), calls.clone())),
+                }
+            }
+        }
+        self.call_heading(width, "called...", out);
+        for &i in &list {
+            let key = &self.entries[i].key;
+            let empty = Vec::new();
+            self.call_line(width, key, callees.get(key).unwrap_or(&empty), "->", out)?;
+        }
+        out.push_str("\n\n");
+        Ok(())
+    }
+}
+
+/// Numbers in Python's order, NaN above all (a total order).
+fn num_total(a: Num, b: Num) -> Ordering {
+    match a.py_cmp(b) {
+        Some(o) => o,
+        None => {
+            let nan = |n: Num| matches!(n, Num::Float(f) if f.is_nan());
+            nan(a).cmp(&nan(b))
+        }
+    }
+}
+
+/// Names in Python's order for strs; a code object makes Python raise (`failed`), and is
+/// placed after every str, code objects by their repr (a total order).
+fn name_total(a: &Name, b: &Name, failed: &mut bool) -> Ordering {
+    match (a, b) {
+        (Name::Str(x), Name::Str(y)) => x.cmp(y),
+        (Name::Str(_), Name::Code(_)) => {
+            *failed = true;
+            Ordering::Less
+        }
+        (Name::Code(_), Name::Str(_)) => {
+            *failed = true;
+            Ordering::Greater
+        }
+        (Name::Code(_), Name::Code(_)) => {
+            *failed = true;
+            a.to_string().cmp(&b.to_string())
+        }
+    }
+}
+
+/// `str.ljust`.
+fn pad_right(s: &str, width: usize) -> String {
+    let n = chars(s);
+    if n >= width {
+        s.to_string()
+    } else {
+        format!("{s}{}", " ".repeat(width - n))
+    }
+}
+
+/// `pstats.f8`: `"%8.3f" % x`.
+fn f8(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:8.3}")
+    } else {
+        format!("{:>8}", py_float_repr(x))
+    }
+}
+
+/// `Stats.strip_dirs`: keys by base file name; entries that then collide are added
+/// (`add_func_stats`), each keeping the first one's place; callers likewise renamed (a later
+/// caller replacing an earlier one of the same new name, as the dict assignment does).
+fn strip_dirs(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+    let mut index: HashMap<Key, usize> = HashMap::new();
+    for e in entries {
+        let key = e.key.strip_path();
+        let mut callers: Vec<(Key, Calls)> = Vec::with_capacity(e.callers.len());
+        for (k, c) in e.callers {
+            let k = k.strip_path();
+            match callers.iter_mut().find(|(x, _)| *x == k) {
+                Some(slot) => slot.1 = c,
+                None => callers.push((k, c)),
+            }
+        }
+        match index.get(&key) {
+            Some(&i) => {
+                let t = &mut out[i];
+                t.cc = e.cc.add(t.cc);
+                t.nc = e.nc.add(t.nc);
+                t.tt = e.tt.add(t.tt);
+                t.ct = e.ct.add(t.ct);
+                for (k, c) in callers {
+                    match t.callers.iter_mut().find(|(x, _)| *x == k) {
+                        Some(slot) => slot.1 = c.add(slot.1.clone()),
+                        None => t.callers.push((k, c)),
+                    }
+                }
+            }
+            None => {
+                index.insert(key.clone(), out.len());
+                out.push(Entry { key, cc: e.cc, nc: e.nc, tt: e.tt, ct: e.ct, callers });
+            }
+        }
+    }
+    out
+}
+
+/// Prints `stats` as `pstats.Stats(path).sort_stats(...).print_stats(limit)` (or
+/// `print_callers` / `print_callees`) prints it.
+pub fn print(stats: &Stats, o: &PrintOptions) -> Result<String, PrintError> {
+    let p = Printer::new(stats, o);
+    let mut out = String::new();
+    if o.callers {
+        p.print_callers(o, &mut out)?;
+    } else if o.callees {
+        p.print_callees(o, &mut out)?;
+    } else {
+        p.print_stats(o, &mut out)?;
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------------------
+// Writing.
+
+/// Writes `stats` as a pstats file every Python 3 loads: no references, callers as they were
+/// (tuples or counts), 3.15's `("__sampled__",): True` marker only with `keep_marker`.
+pub fn write(
+    stats: &Stats,
+    keep_marker: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError<core::convert::Infallible>> {
+    let mut m = Encoder::new(out);
+    let num = |m: &mut Encoder<&mut Vec<u8>>, n: Num| match n {
+        Num::Int(i) => m.int(i),
+        Num::Float(f) => m.float(f),
+    };
+    let name = |m: &mut Encoder<&mut Vec<u8>>, n: &Name| match n {
+        Name::Str(s) => m.str(s.as_bytes()),
+        // A code object cannot be written back; its repr stands for it.
+        Name::Code(_) => m.str(n.to_string().as_bytes()),
+    };
+    let key = |m: &mut Encoder<&mut Vec<u8>>, k: &Key| {
+        m.tuple(3)?;
+        name(m, &k.filename)?;
+        num(m, k.line)?;
+        name(m, &k.name)
+    };
+    m.dict()?;
+    for e in &stats.entries {
+        key(&mut m, &e.key)?;
+        m.tuple(5)?;
+        for n in [e.cc, e.nc, e.tt, e.ct] {
+            num(&mut m, n)?;
+        }
+        m.dict()?;
+        for (k, calls) in &e.callers {
+            key(&mut m, k)?;
+            match calls {
+                Calls::Count(n) => num(&mut m, *n)?,
+                Calls::Timed(t) => {
+                    m.tuple(4)?;
+                    for n in t {
+                        num(&mut m, *n)?;
+                    }
+                }
+                Calls::Other { numbers: Some(items), tuple, .. } => {
+                    let len = u32::try_from(items.len()).map_err(|_| EncodeError::TooLong)?;
+                    if *tuple {
+                        m.tuple(len)?;
+                    } else {
+                        m.list(len)?;
+                    }
+                    for n in items {
+                        num(&mut m, *n)?;
+                    }
+                }
+                // Anything else is not kept: its repr as a str, so the file still loads.
+                Calls::Other { repr, .. } => m.str(repr.as_bytes())?,
+            }
+        }
+        m.end_dict()?;
+    }
+    if keep_marker && stats.sampled {
+        m.tuple(1)?;
+        m.str(b"__sampled__")?;
+        m.bool(true)?;
+    }
+    m.end_dict()
+}
+
+/// The line `pstats.Stats(path)` prints for a file: `time.ctime(mtime) + "    " + path`
+/// (local time, as Python's `ctime`), or the path alone when the file has no time.
+pub fn ctime_line(path: &std::path::Path) -> String {
+    let shown = path.to_string_lossy();
+    let Ok(modified) = std::fs::metadata(path).and_then(|m| m.modified()) else { return shown.into_owned() };
+    let seconds = match modified.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs_f64().ceil() as i64),
+    };
+    format!("{}    {shown}", ctime(seconds))
+}
+
+/// `time.ctime(seconds)`: `Www Mmm dd hh:mm:ss yyyy` in local time (UTC where the C
+/// library's local time is not available).
+fn ctime(seconds: i64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let (year, month, day, hour, minute, second, weekday) = local_time(seconds);
+    format!("{} {}{:3} {:02}:{:02}:{:02} {}", DAYS[weekday % 7], MONTHS[month % 12], day, hour, minute, second, year)
+}
+
+#[cfg(unix)]
+extern "C" {
+    /// POSIX: reads TZ (the libc crate does not bind it).
+    fn tzset();
+}
+
+#[cfg(unix)]
+fn local_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
+    let t = seconds as libc::time_t;
+    // SAFETY: tzset reads TZ as Python's time module does; localtime_r writes only `tm`.
+    let tm = unsafe {
+        tzset();
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return utc_time(seconds);
+        }
+        tm
+    };
+    (
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon as usize,
+        tm.tm_mday as u32,
+        tm.tm_hour as u32,
+        tm.tm_min as u32,
+        tm.tm_sec as u32,
+        tm.tm_wday as usize,
+    )
+}
+
+#[cfg(not(unix))]
+fn local_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
+    utc_time(seconds)
+}
+
+/// Civil time in UTC (days from 1970-01-01 to a date: Howard Hinnant's algorithm).
+fn utc_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let weekday = (days + 4).rem_euclid(7) as usize;
+    (year, (month - 1) as usize, day, (secs / 3600) as u32, (secs % 3600 / 60) as u32, (secs % 60) as u32, weekday)
+}

@@ -1,0 +1,151 @@
+//! pstats files as input: what the command does with them, and bad input through the loader.
+//! (Their printed text is compared with Python's own in `qemu-tests/tests/pstats_text.rs`.)
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use assert_cmd::Command;
+use tachyon::pstats::{load, PstatsError};
+
+fn vectors() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/pstats");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pstats"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20);
+    files
+}
+
+fn vector(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/pstats").join(name)
+}
+
+fn tachyon() -> Command {
+    Command::cargo_bin("tachyon").unwrap()
+}
+
+#[test]
+fn outputs_made_of_stacks_are_refused_with_the_reason() {
+    for to in ["collapsed", "flamegraph", "gecko", "speedscope", "tachyon", "pprof", "jsonl", "mojo"] {
+        let out =
+            tachyon().args(["convert", "--to", to]).arg(vector("cprofile_py311_simple.pstats")).assert().failure();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("caller→callee edges"), "--to {to}: {err}");
+    }
+}
+
+#[test]
+fn reencoding_drops_the_sampled_marker_unless_asked() {
+    let dir = tempdir("reencode");
+    let input = vector("sampling_py315_workload.pstats");
+    assert!(load(&std::fs::read(&input).unwrap()).unwrap().sampled);
+    let plain = dir.join("plain.pstats");
+    let kept = dir.join("kept.pstats");
+    tachyon().args(["convert", "--to", "pstats", "-o"]).arg(&plain).arg(&input).assert().success();
+    tachyon()
+        .args(["convert", "--to", "pstats", "--keep-sampled-marker", "-o"])
+        .arg(&kept)
+        .arg(&input)
+        .assert()
+        .success();
+    let original = load(&std::fs::read(&input).unwrap()).unwrap();
+    for (path, marker) in [(&plain, false), (&kept, true)] {
+        let again = load(&std::fs::read(path).unwrap()).unwrap();
+        assert_eq!(again.sampled, marker);
+        assert_eq!(again.entries.len(), original.entries.len());
+        for (a, b) in again.entries.iter().zip(&original.entries) {
+            assert_eq!(a.key, b.key);
+            assert_eq!(format!("{:?}", (a.cc, a.nc, a.tt, a.ct)), format!("{:?}", (b.cc, b.nc, b.tt, b.ct)));
+            assert_eq!(a.callers.len(), b.callers.len());
+        }
+    }
+}
+
+#[test]
+fn options_of_the_other_inputs_are_refused() {
+    let pstats = vector("cprofile_py311_simple.pstats");
+    let out = tachyon().args(["convert", "--to", "pstats-text", "--sort", "nosuchkey"]).arg(&pstats).assert().failure();
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("not a sort key"));
+    tachyon().args(["convert", "--to", "pstats-text", "--no-summary"]).arg(&pstats).assert().failure();
+    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let out = tachyon().args(["convert", "--to", "pstats-text", "--strip-dirs"]).arg(&pyb).assert().failure();
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("pstats input only"));
+    let out = tachyon().args(["convert", "--to", "pstats-text", "--sort", "calls"]).arg(&pyb).assert().failure();
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("nsamples"));
+    // A prefix pstats expands (unique) works; one it drops (ambiguous) does not.
+    tachyon().args(["convert", "--to", "pstats-text", "--sort", "cu"]).arg(&pstats).assert().success();
+    tachyon().args(["convert", "--to", "pstats-text", "--sort", "cum"]).arg(&pstats).assert().failure();
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pstats-input-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn offset_of(e: &PstatsError) -> usize {
+    match e {
+        PstatsError::Marshal(m) => m.offset,
+        PstatsError::Shape { offset, .. } => *offset,
+    }
+}
+
+#[test]
+fn truncated_and_corrupted_files_are_typed_errors() {
+    let mut errors = 0;
+    for file in vectors() {
+        let bytes = std::fs::read(&file).unwrap();
+        // Every byte of the small files; about 600 places spread over the large ones.
+        let step = (bytes.len() / 600).max(1);
+        for cut in (0..bytes.len()).step_by(step) {
+            if let Err(e) = load(&bytes[..cut]) {
+                assert!(offset_of(&e) <= cut, "{}: cut at {cut}: {e}", file.display());
+                errors += 1;
+            }
+        }
+        for at in (0..bytes.len()).step_by(step) {
+            for flip in [0xff, 0x80, 0x01] {
+                let mut b = bytes.clone();
+                b[at] ^= flip;
+                if let Err(e) = load(&b) {
+                    assert!(offset_of(&e) <= b.len(), "{e}");
+                    errors += 1;
+                }
+            }
+        }
+    }
+    assert!(errors > 5_000, "{errors}");
+}
+
+#[test]
+fn hostile_structures_are_refused_in_bounded_time_and_memory() {
+    // Nesting a million deep.
+    let deep: Vec<u8> = std::iter::repeat([b'[', 1, 0, 0, 0]).take(1_000_000).flatten().collect();
+    let e = load(&deep).unwrap_err();
+    assert!(e.to_string().contains("deeper than 200"), "{e}");
+    // A length of 2^31 - 1 with nothing behind it.
+    assert!(load(b"{(\xff\xff\xff\x7f").unwrap_err().to_string().contains("length"));
+    // References forward and to themselves.
+    assert!(load(b"{r\x05\x00\x00\x00").is_err());
+    assert!(load(b"\xfbr\x00\x00\x00\x00N0").is_err());
+    // Keys that are not 3-tuples; a value that is not 5 items.
+    assert!(load(b"{)\x02z\x01ai\x01\x00\x00\x00N0").unwrap_err().to_string().contains("2 items"));
+    assert!(load(b"{z\x01aN0").unwrap_err().to_string().contains("not a tuple"));
+    // Doubling references: 40 tuples each holding the previous one twice would be 2^40
+    // items if copied; shared, they load (and are refused as a dict) at once.
+    let mut b = vec![b'{', 0xa9, 2, b'N', b'N'];
+    for i in 0..40u32 {
+        b.extend_from_slice(&[0xa9, 2, b'r']);
+        b.extend_from_slice(&i.to_le_bytes());
+        b.push(b'r');
+        b.extend_from_slice(&i.to_le_bytes());
+    }
+    b.extend_from_slice(b"N0");
+    let start = Instant::now();
+    assert!(load(&b).is_err());
+    assert!(start.elapsed().as_secs() < 5, "doubling references took {:?}", start.elapsed());
+}
