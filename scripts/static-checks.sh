@@ -26,10 +26,10 @@ step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo and transport)"
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"
 for target in "${NO_STD_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo,transport -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo,transport,marshal -- -D warnings
   cargo build -p tachyon-core --target "$target" --release
 done
 
@@ -43,7 +43,7 @@ step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport,marshal
 done
 
 step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
@@ -57,7 +57,7 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
   cd "$scratch"
   # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt,transport
+  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt,transport,marshal
   CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
   CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-capi
 )

@@ -1,0 +1,257 @@
+//! pstats input against Python's own `pstats`: every committed pstats file and every file
+//! recorded during the run (`qemu-tests/oracle/pstats/record.sh`, `TACHYON_PSTATS_PROFILES`)
+//! printed by Python 3.11 and CPython 3.15.2 (`qemu-tests/oracle/pstats_print.py`) in many
+//! sort orders, limits, with and without `strip_dirs`, as `print_stats`, `print_callers` and
+//! `print_callees` — and by `tachyon::pstats`: the text must be the same byte for byte, and
+//! where Python raises, tachyon must refuse. A file 3.11 cannot load (3.15's sampled marker)
+//! is compared with 3.15 alone. Then the re-encoding: `--to pstats` of every file loads in
+//! both Pythons and prints the same tables as the original.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qemu_tests::inputs::{oracle_ready, root};
+use tachyon::pstats::{ctime_line, load, print, write, PrintOptions};
+
+const SORTS: [&str; 12] = [
+    "",
+    "cumulative",
+    "tottime",
+    "calls,name",
+    "nfl",
+    "stdname",
+    "pcalls",
+    "line",
+    "file",
+    "cu",
+    "time,cumtime",
+    "nsamples",
+];
+const LIMITS: [&str; 3] = ["", "3", "0"];
+const WHATS: [&str; 3] = ["stats", "callers", "callees"];
+
+fn files() -> Vec<PathBuf> {
+    let mut files = qemu_tests::inputs::files_in(&root().join("qemu-tests/vectors/pstats"), "pstats");
+    let recorded = std::env::var_os("TACHYON_PSTATS_PROFILES").map(PathBuf::from).expect(
+        "TACHYON_PSTATS_PROFILES is not set: run `bash scripts/test-all.sh`, or \
+         `qemu-tests/oracle/pstats/record.sh DIR` and set it to DIR",
+    );
+    let fresh = qemu_tests::inputs::files_in(&recorded, "pstats");
+    for name in ["c311", "p311", "c311_long", "d311", "m311", "c315", "t315", "s315", "r315"] {
+        assert!(fresh.iter().any(|f| f.file_stem().is_some_and(|s| s == name)), "no recorded {name}.pstats");
+    }
+    files.extend(fresh);
+    files
+}
+
+struct Variant {
+    file: PathBuf,
+    sort: &'static str,
+    limit: &'static str,
+    strip: bool,
+    what: &'static str,
+}
+
+fn variants(files: &[PathBuf]) -> Vec<Variant> {
+    let mut out = Vec::new();
+    for file in files {
+        for sort in SORTS {
+            for limit in LIMITS {
+                for strip in [false, true] {
+                    for what in WHATS {
+                        out.push(Variant { file: file.clone(), sort, limit, strip, what });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Has `python` print every variant; returns each one's text.
+fn python_prints(python: &[&str], work: &Path, name: &str, variants: &[Variant]) -> Vec<String> {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest: String = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                v.file.display(),
+                v.sort,
+                v.limit,
+                u8::from(v.strip),
+                v.what,
+                dir.join(format!("{i}.txt")).display()
+            )
+        })
+        .collect();
+    let manifest_path = work.join(format!("{name}.tsv"));
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let status = Command::new(python[0])
+        .args(&python[1..])
+        .arg(root().join("qemu-tests/oracle/pstats_print.py"))
+        .arg(&manifest_path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{name}: pstats_print.py failed");
+    (0..variants.len()).map(|i| std::fs::read_to_string(dir.join(format!("{i}.txt"))).unwrap()).collect()
+}
+
+fn ours(v: &Variant) -> Result<String, String> {
+    let bytes = std::fs::read(&v.file).unwrap();
+    let stats = load(&bytes).map_err(|e| e.to_string())?;
+    let o = PrintOptions {
+        sort: if v.sort.is_empty() { Vec::new() } else { v.sort.split(',').map(str::to_string).collect() },
+        limit: (!v.limit.is_empty()).then(|| v.limit.parse().unwrap()),
+        strip_dirs: v.strip,
+        callers: v.what == "callers",
+        callees: v.what == "callees",
+        files: vec![ctime_line(&v.file)],
+    };
+    print(&stats, &o).map_err(|e| e.to_string())
+}
+
+fn describe(v: &Variant) -> String {
+    format!("{} sort={:?} limit={:?} strip={} {}", v.file.display(), v.sort, v.limit, v.strip, v.what)
+}
+
+fn python311() -> Vec<&'static str> {
+    vec!["/usr/bin/python3.11"]
+}
+
+fn oracle() -> Vec<String> {
+    vec![root().join("scripts/oracle-python.sh").display().to_string(), "amd64".into()]
+}
+
+#[test]
+fn pstats_text_is_pythons() {
+    oracle_ready();
+    let work = root().join("target/pstats-text-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = files();
+    let variants = variants(&files);
+    let oracle = oracle();
+    let oracle: Vec<&str> = oracle.iter().map(String::as_str).collect();
+    let py315 = python_prints(&oracle, &work, "py315", &variants);
+    let py311 = python_prints(&python311(), &work, "py311", &variants);
+    let (mut compared, mut refused, mut only_315) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for (i, v) in variants.iter().enumerate() {
+        let got = ours(v);
+        for (python, text) in [("3.15", &py315[i]), ("3.11", &py311[i])] {
+            if text.starts_with("EXCEPTION AT LOAD") && python == "3.11" {
+                // 3.11 cannot load 3.15's sampled files; 3.15's reading is the reference.
+                let sampled = load(&std::fs::read(&v.file).unwrap()).map(|s| s.sampled).unwrap_or(false);
+                if !sampled && got.is_ok() {
+                    failures.push(format!("{}: 3.11 cannot load it, tachyon prints it", describe(v)));
+                }
+                only_315 += 1;
+                continue;
+            }
+            match (&got, text.starts_with("EXCEPTION")) {
+                (Err(_), true) => refused += 1,
+                (Ok(ours), false) if ours == text => compared += 1,
+                (Ok(ours), false) => {
+                    let line = ours.lines().zip(text.lines()).position(|(a, b)| a != b).unwrap_or(0);
+                    failures.push(format!(
+                        "{} vs Python {python}: first difference at line {}:\n  python : {:?}\n  tachyon: {:?}",
+                        describe(v),
+                        line + 1,
+                        text.lines().nth(line).unwrap_or(""),
+                        ours.lines().nth(line).unwrap_or("")
+                    ))
+                }
+                (Err(e), false) => failures.push(format!("{} vs Python {python}: tachyon refuses ({e})", describe(v))),
+                (Ok(_), true) => {
+                    failures.push(format!("{}: Python {python} raises ({}), tachyon prints", describe(v), text.trim()))
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} files, {} variants: {compared} texts identical, {refused} refused as Python raises, {only_315} only 3.15 loads",
+        files.len(),
+        variants.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} differences, the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+    assert!(compared > 5000, "only {compared} texts compared");
+}
+
+/// `--to pstats` of every file: both Pythons load the re-encoding and print the same tables
+/// (the first line, the file's name and time, aside) as for the original; the sampled marker
+/// is left out unless asked for, and then 3.15 prints the sampled table.
+#[test]
+fn reencoded_files_print_as_the_originals() {
+    oracle_ready();
+    let work = root().join("target/pstats-reencode-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let mut originals = Vec::new();
+    let mut reencoded = Vec::new();
+    for (i, file) in files().into_iter().enumerate() {
+        let Ok(stats) = load(&std::fs::read(&file).unwrap()) else { continue };
+        for keep in [false, true] {
+            let mut out = Vec::new();
+            write(&stats, keep, &mut out).unwrap();
+            let path = work.join(format!("{i}-{}.pstats", u8::from(keep)));
+            std::fs::write(&path, out).unwrap();
+            let again = load(&std::fs::read(&path).unwrap()).unwrap();
+            assert_eq!(again.sampled, keep && stats.sampled, "{}: marker", file.display());
+            assert_eq!(again.entries.len(), stats.entries.len(), "{}: entries", file.display());
+            originals.push((file.clone(), stats.sampled, keep));
+            reencoded.push(path);
+        }
+    }
+    let variant = |f: &PathBuf, what| Variant { file: f.clone(), sort: "cumulative", limit: "", strip: true, what };
+    let mut all = Vec::new();
+    for ((f, _, _), r) in originals.iter().zip(&reencoded) {
+        for what in WHATS {
+            all.push(variant(f, what));
+            all.push(variant(r, what));
+        }
+    }
+    let oracle = oracle();
+    let oracle: Vec<&str> = oracle.iter().map(String::as_str).collect();
+    let mut checked = 0;
+    for (python, texts) in [
+        ("3.15", python_prints(&oracle, &work, "py315", &all)),
+        ("3.11", python_prints(&python311(), &work, "py311", &all)),
+    ] {
+        for (k, (file, sampled, keep)) in originals.iter().enumerate() {
+            for (w, what) in WHATS.iter().enumerate() {
+                let j = (k * WHATS.len() + w) * 2;
+                let (original, copy) = (&texts[j], &texts[j + 1]);
+                let what_file = format!("{} ({what}, marker kept: {keep}) under Python {python}", file.display());
+                assert!(
+                    !copy.starts_with("EXCEPTION AT LOAD") || (*keep && *sampled && python == "3.11"),
+                    "{what_file}: the re-encoding does not load: {copy}"
+                );
+                if original.starts_with("EXCEPTION") || copy.starts_with("EXCEPTION") {
+                    continue;
+                }
+                if *sampled && !*keep {
+                    // Without the marker 3.15 prints call columns instead of sample ones.
+                    continue;
+                }
+                let body = |t: &str| {
+                    if *what == "stats" {
+                        t.split_once('\n').map(|(_, b)| b.to_string()).unwrap_or_default()
+                    } else {
+                        t.to_string()
+                    }
+                };
+                assert_eq!(body(copy), body(original), "{what_file}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} tables compared");
+}
