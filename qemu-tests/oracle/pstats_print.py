@@ -3,7 +3,8 @@
 
 usage: python pstats_print.py MANIFEST
 
-MANIFEST lines: FILE<TAB>SORT<TAB>LIMIT<TAB>STRIP<TAB>WHAT<TAB>OUT — SORT comma-separated
+MANIFEST lines: FILE<TAB>SORT<TAB>LIMIT<TAB>STRIP<TAB>WHAT<TAB>OUT — FILE one path or several
+joined by `|` (then Stats(A, B, …), which adds them), SORT comma-separated
 keys or empty (no sort_stats), LIMIT a number or empty, STRIP 1 for strip_dirs(), WHAT
 stats|callers|callees. OUT gets what Stats(FILE) prints after
 [strip_dirs()] [sort_stats(*SORT)] then print_WHAT([LIMIT]), or a line
@@ -22,7 +23,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
     path, sort, limit, strip, what, out = line.rstrip("\n").split("\t")
     buf = io.StringIO()
     try:
-        stats = pstats.Stats(path, stream=buf)
+        stats = pstats.Stats(*path.split("|"), stream=buf)
     except Exception as e:  # noqa: BLE001 - the type is the result
         with open(out, "w", encoding="utf-8") as f:
             f.write("EXCEPTION AT LOAD: %s\n" % type(e).__name__)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qemu_tests::inputs::{oracle_ready, root};
-use tachyon::pstats::{ctime_line, load, print, write, PrintOptions};
+use tachyon::pstats::{ctime_line, load, merge, print, write, PrintOptions};
 
 const SORTS: [&str; 12] = [
     "",
@@ -254,4 +254,76 @@ fn reencoded_files_print_as_the_originals() {
         }
     }
     assert!(checked > 50, "only {checked} tables compared");
+}
+
+/// `tachyon merge A B C`: the sum prints as `pstats.Stats(A, B, C)` prints (Python adds the
+/// later files in reverse order, and lists them so in the header), and the merged file, loaded
+/// by Python, prints the same table.
+#[test]
+fn merged_files_print_as_pythons_sum() {
+    oracle_ready();
+    let work = root().join("target/pstats-merge-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let recorded = PathBuf::from(std::env::var_os("TACHYON_PSTATS_PROFILES").expect("TACHYON_PSTATS_PROFILES"));
+    let vectors = root().join("qemu-tests/vectors/pstats");
+    let groups: Vec<Vec<PathBuf>> = vec![
+        vec![recorded.join("c311.pstats"), recorded.join("c311_long.pstats")],
+        vec![recorded.join("c311.pstats"), recorded.join("c315.pstats"), recorded.join("t315.pstats")],
+        // profile's code-object keys: the same file twice (Python compares code objects by
+        // their bytecode, tachyon by name, file and first line; they agree on one file).
+        vec![recorded.join("p311.pstats"), recorded.join("p311.pstats")],
+        vec![recorded.join("s315.pstats"), recorded.join("r315.pstats")],
+        vec![
+            vectors.join("cprofile_py311_simple.pstats"),
+            vectors.join("contract_float_cc_nc.pstats"),
+            vectors.join("contract_int_tt_ct.pstats"),
+        ],
+    ];
+    let mut variants = Vec::new();
+    let mut expected_ours = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        let loaded: Vec<_> = group.iter().map(|f| load(&std::fs::read(f).unwrap()).unwrap()).collect();
+        let sum = merge(&loaded);
+        // The header lists the first file, then the others from the last.
+        let mut order = vec![&group[0]];
+        order.extend(group[1..].iter().rev());
+        let files: Vec<String> = order.iter().map(|f| ctime_line(f)).collect();
+        let out = work.join(format!("merged-{g}.pstats"));
+        let mut bytes = Vec::new();
+        write(&sum, false, &mut bytes).unwrap();
+        std::fs::write(&out, bytes).unwrap();
+        let joined = PathBuf::from(group.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join("|"));
+        for what in WHATS {
+            let o = PrintOptions {
+                sort: vec!["cumulative".into()],
+                limit: None,
+                strip_dirs: false,
+                callers: what == "callers",
+                callees: what == "callees",
+                files: files.clone(),
+            };
+            expected_ours.push((print(&sum, &o), sum.sampled));
+            variants.push(Variant { file: joined.clone(), sort: "cumulative", limit: "", strip: false, what });
+            variants.push(Variant { file: out.clone(), sort: "cumulative", limit: "", strip: false, what });
+        }
+    }
+    let oracle = oracle();
+    let oracle: Vec<&str> = oracle.iter().map(String::as_str).collect();
+    let texts = python_prints(&oracle, &work, "py315", &variants);
+    let mut compared = 0;
+    for (k, (ours, sampled)) in expected_ours.iter().enumerate() {
+        let (python_sum, python_of_file) = (&texts[2 * k], &texts[2 * k + 1]);
+        let v = &variants[2 * k];
+        let ours = ours.as_ref().unwrap_or_else(|e| panic!("{}: {e}", describe(v)));
+        assert!(!python_sum.starts_with("EXCEPTION"), "{}: Python: {python_sum}", describe(v));
+        assert_eq!(ours, python_sum, "{}: tachyon's sum vs pstats.Stats(A, B, ...)", describe(v));
+        if !*sampled {
+            // The merged file holds one file's header; the rest is the same.
+            let body = |t: &str| t.split_once("\n\n").map(|(_, b)| b.to_string()).unwrap_or_else(|| t.to_string());
+            assert_eq!(body(python_of_file), body(python_sum), "{}: Python on the merged file", describe(v));
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, groups.len() * WHATS.len());
 }

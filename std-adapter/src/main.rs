@@ -50,7 +50,9 @@ use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEnd
   tachyon diff before.bin after.bin -o diff.svg
   tachyon convert profile.bin --to pstats-text --sort cumtime --limit 30
   tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
-  tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin")]
+  tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin
+  tachyon convert profile.out --to pstats-text --sort cumulative --limit 20   (a cProfile file)
+  tachyon merge a.pstats b.pstats -o sum.pstats")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -124,6 +126,19 @@ enum Command {
         /// The profile to write.
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// Adds pstats files together as `pstats.Stats(A, B, …)` does (`Stats.add`) and writes
+    /// the sum as a pstats file (without 3.15's sampled marker unless asked).
+    Merge {
+        /// The pstats files.
+        #[arg(required = true, num_args = 2..)]
+        files: Vec<PathBuf>,
+        /// The pstats file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Keep 3.15's ("__sampled__",) marker when the first file has it.
+        #[arg(long)]
+        keep_sampled_marker: bool,
     },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
@@ -796,6 +811,25 @@ fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
     }
 }
 
+/// `tachyon merge`: pstats files added as `pstats.Stats(first, *rest)` adds them.
+fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Failure> {
+    let mut loaded = Vec::with_capacity(files.len());
+    for file in files {
+        if detect(file)? != FileKind::Marshal {
+            return Err(Failure(format!(
+                "{}: merge adds pstats files (merging the samples of other inputs is not done yet)",
+                file.display()
+            )));
+        }
+        let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+        loaded.push(tachyon::pstats::load(&bytes).map_err(|e| Failure(format!("{}: {e}", file.display())))?);
+    }
+    let sum = tachyon::pstats::merge(&loaded);
+    let mut out = Vec::new();
+    tachyon::pstats::write(&sum, keep_marker, &mut out).map_err(|e| Failure(format!("encoding: {e}")))?;
+    std::fs::write(output, out).map_err(|e| Failure(format!("{}: {e}", output.display())))
+}
+
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     let file = tachyon::receive::reassemble(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
@@ -845,6 +879,7 @@ fn main() -> ExitCode {
         }
         Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
         Command::Receive { input, output } => receive(&input, &output),
+        Command::Merge { files, output, keep_sampled_marker } => merge(&files, &output, keep_sampled_marker),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -654,6 +654,44 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
 }
 
 // ------------------------------------------------------------------------------------------
+// Adding, as Stats.add adds.
+
+/// `pstats.Stats(first, *rest)`: the first file, then the others added in reverse order (as
+/// `Stats.add` walks its arguments); each entry's numbers summed, its callers merged
+/// (`add_callers`: the earlier callers first, cProfile's tuples summed item by item, counts
+/// summed); new keys after the existing ones. The sum is sampled if the first file is (3.15
+/// makes the object a `SampledStats` from its first file).
+pub fn merge(files: &[Stats]) -> Stats {
+    let Some((first, rest)) = files.split_first() else { return Stats::default() };
+    let mut sum = first.clone();
+    let mut index: HashMap<Key, usize> = sum.entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect();
+    for item in rest.iter().rev() {
+        for e in &item.entries {
+            match index.get(&e.key) {
+                Some(&i) => {
+                    let t = &mut sum.entries[i];
+                    t.cc = e.cc.add(t.cc);
+                    t.nc = e.nc.add(t.nc);
+                    t.tt = e.tt.add(t.tt);
+                    t.ct = e.ct.add(t.ct);
+                    for (k, c) in &e.callers {
+                        match t.callers.iter_mut().find(|(x, _)| x == k) {
+                            Some(slot) => slot.1 = c.clone().add(slot.1.clone()),
+                            None => t.callers.push((k.clone(), c.clone())),
+                        }
+                    }
+                }
+                None => {
+                    index.insert(e.key.clone(), sum.entries.len());
+                    sum.entries.push(e.clone());
+                }
+            }
+        }
+    }
+    sum
+}
+
+// ------------------------------------------------------------------------------------------
 // Printing, as pstats.Stats prints.
 
 /// What to print and how.

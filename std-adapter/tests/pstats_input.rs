@@ -149,3 +149,35 @@ fn hostile_structures_are_refused_in_bounded_time_and_memory() {
     assert!(load(&b).is_err());
     assert!(start.elapsed().as_secs() < 5, "doubling references took {:?}", start.elapsed());
 }
+
+#[test]
+fn merge_adds_pstats_files_and_refuses_others() {
+    let dir = tempdir("merge");
+    let a = vector("cprofile_py311_simple.pstats");
+    let out = dir.join("sum.pstats");
+    tachyon().arg("merge").arg(&a).arg(&a).arg("-o").arg(&out).assert().success();
+    let one = load(&std::fs::read(&a).unwrap()).unwrap();
+    let sum = load(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(sum.entries.len(), one.entries.len());
+    for (s, o) in sum.entries.iter().zip(&one.entries) {
+        // The same file twice: every count doubled.
+        assert_eq!(format!("{:?}", (s.nc, s.cc)), format!("{:?}", (o.nc.py_double(), o.cc.py_double())));
+    }
+    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let failed = tachyon().arg("merge").arg(&a).arg(&pyb).arg("-o").arg(&out).assert().failure();
+    assert!(String::from_utf8_lossy(&failed.get_output().stderr).contains("merge adds pstats files"));
+    tachyon().arg("merge").arg(&a).arg("-o").arg(&out).assert().failure();
+}
+
+trait Double {
+    fn py_double(self) -> Self;
+}
+
+impl Double for tachyon::pstats::Num {
+    fn py_double(self) -> Self {
+        match self {
+            tachyon::pstats::Num::Int(i) => tachyon::pstats::Num::Int(2 * i),
+            tachyon::pstats::Num::Float(f) => tachyon::pstats::Num::Float(2.0 * f),
+        }
+    }
+}
