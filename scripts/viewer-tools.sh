@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the conversion tests check our outputs with, into ~/.cache/tachyon-tools
 # (or $TACHYON_TOOLS_DIR): Debian's golang-go (go tool pprof) and librsvg2-bin (rsvg-convert),
-# Python 3.11 (pstats of older Pythons), a venv with jsonschema, and speedscope's published
-# file-format schema from its npm package. Idempotent; each failure names its step.
+# Python 3.11 (pstats of older Pythons), a venv with jsonschema and gprof2dot (PyPI
+# 2025.4.14, the call graphs `--to dot` is compared with), Graphviz (dot, to render them), and
+# speedscope's published file-format schema from its npm package. Idempotent; each failure
+# names its step.
 set -euo pipefail
 T=${TACHYON_TOOLS_DIR:-$HOME/.cache/tachyon-tools}
 SPEEDSCOPE_VERSION=1.25.0
+GPROF2DOT_VERSION=2025.4.14
 step() { echo "viewer-tools: $*" >&2; }
 fail() { echo "viewer-tools: FAILED: $*" >&2; exit 1; }
 mkdir -p "$T"
@@ -16,6 +19,7 @@ command -v rsvg-convert >/dev/null || need_apt+=(librsvg2-bin)
 command -v python3.11 >/dev/null || need_apt+=(python3.11 python3.11-venv)
 python3.11 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3.11-venv)
 command -v npm >/dev/null || need_apt+=(npm)
+command -v dot >/dev/null || need_apt+=(graphviz)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "apt-get install ${need_apt[*]}"
   if [ "$(id -u)" != 0 ]; then fail "need root to install ${need_apt[*]}"; fi
@@ -31,6 +35,14 @@ if [ ! -x "$T/venv/bin/python" ] || ! "$T/venv/bin/python" -c 'import jsonschema
   python3.11 -m venv "$T/venv" || fail "python3.11 -m venv"
   "$T/venv/bin/pip" install -q jsonschema >"$T/pip.log" 2>&1 || fail "pip install jsonschema (log: $T/pip.log)"
 fi
+if [ "$("$T/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("gprof2dot"))' 2>/dev/null)" != "$GPROF2DOT_VERSION" ]; then
+  step "gprof2dot $GPROF2DOT_VERSION into the venv"
+  "$T/venv/bin/pip" install -q "gprof2dot==$GPROF2DOT_VERSION" >>"$T/pip.log" 2>&1 \
+    || fail "pip install gprof2dot==$GPROF2DOT_VERSION (log: $T/pip.log)"
+fi
+# The module itself, so that CPython 3.15 can run it on files only 3.15 loads.
+GPROF2DOT=$("$T/venv/bin/python" -c 'import gprof2dot; print(gprof2dot.__file__)') || fail "gprof2dot not importable"
+ln -sf "$GPROF2DOT" "$T/gprof2dot.py"
 
 SCHEMA=$T/speedscope-$SPEEDSCOPE_VERSION/package/dist/release/file-format-schema.json
 if [ ! -f "$SCHEMA" ]; then

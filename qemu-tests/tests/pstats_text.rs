@@ -327,3 +327,74 @@ fn merged_files_print_as_pythons_sum() {
     }
     assert_eq!(compared, groups.len() * WHATS.len());
 }
+
+/// `--to dot` of every file is what gprof2dot 2025.4.14 (PyPI) writes with `-f pstats` and
+/// its defaults — byte for byte, a code object's address aside — run by Python 3.11, or by
+/// CPython 3.15.2 for files only 3.15 loads; where gprof2dot fails, tachyon refuses. Graphviz
+/// renders every graph.
+#[test]
+fn dot_is_gprof2dots() {
+    oracle_ready();
+    let tools = qemu_tests::inputs::viewer_tools();
+    let gprof2dot = tools.join("gprof2dot.py");
+    let work = root().join("target/pstats-dot-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let address = |text: &str| {
+        // " at 0x7f1a94a41070," → twelve zero digits, as tachyon writes it.
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(i) = rest.find(" at 0x") {
+            let (head, tail) = rest.split_at(i + 6);
+            out.push_str(head);
+            let digits = tail.bytes().take_while(u8::is_ascii_hexdigit).count();
+            out.push_str("000000000000");
+            rest = &tail[digits..];
+        }
+        out.push_str(rest);
+        out
+    };
+    let (mut same, mut refused) = (0, 0);
+    for (i, file) in files().iter().enumerate() {
+        let bytes = std::fs::read(file).unwrap();
+        let Ok(stats) = load(&bytes) else { continue };
+        let ours = tachyon::dot::dot(&stats);
+        let theirs = work.join(format!("{i}.gprof2dot.dot"));
+        let mut cmd = if stats.sampled {
+            let mut c = Command::new(root().join("scripts/oracle-python.sh"));
+            c.arg("amd64");
+            c
+        } else {
+            Command::new("/usr/bin/python3.11")
+        };
+        let status = cmd
+            .arg(&gprof2dot)
+            .args(["-f", "pstats"])
+            .arg(file)
+            .arg("-o")
+            .arg(&theirs)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        match (status.success(), ours) {
+            (true, Ok(ours)) => {
+                let theirs = address(&std::fs::read_to_string(&theirs).unwrap());
+                assert_eq!(ours, theirs, "{}: --to dot differs from gprof2dot's", file.display());
+                let ours_path = work.join(format!("{i}.dot"));
+                std::fs::write(&ours_path, &ours).unwrap();
+                let svg = Command::new("dot").arg("-Tsvg").arg(&ours_path).output().unwrap();
+                assert!(
+                    svg.status.success() && svg.stdout.starts_with(b"<?xml"),
+                    "{}: dot cannot render it",
+                    file.display()
+                );
+                same += 1;
+            }
+            (false, Err(_)) => refused += 1,
+            (true, Err(e)) => panic!("{}: gprof2dot draws it, tachyon refuses: {e}", file.display()),
+            (false, Ok(_)) => panic!("{}: gprof2dot fails, tachyon draws it", file.display()),
+        }
+    }
+    eprintln!("--to dot: {same} graphs identical to gprof2dot's and rendered, {refused} refused as gprof2dot fails");
+    assert!(same >= 20, "only {same} graphs compared");
+}

@@ -12,6 +12,7 @@
 
 pub mod compress;
 pub mod convert;
+pub mod dot;
 pub mod file;
 pub mod gperftools;
 pub mod hash;

@@ -599,6 +599,12 @@ fn output(a: &ConvertArgs, file: &Path) -> Result<Output, Failure> {
         },
         OutputKind::Austin => Output::Austin,
         OutputKind::Mojo => Output::Mojo { version: a.mojo_version },
+        OutputKind::Dot => {
+            return Err(Failure(format!(
+                "{}: --to dot draws pstats input (gprof2dot's call graph of sample inputs is not done yet)",
+                file.display()
+            )))
+        }
     })
 }
 
@@ -787,6 +793,9 @@ fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
             tachyon::pstats::print(&stats, &options)
                 .map_err(|e| Failure(format!("{}: {e}", file.display())))?
                 .into_bytes()
+        }
+        OutputKind::Dot => {
+            tachyon::dot::dot(&stats).map_err(|e| Failure(format!("{}: {e}", file.display())))?.into_bytes()
         }
         OutputKind::Pstats => {
             if a.pstats_compat {

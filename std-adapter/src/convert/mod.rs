@@ -146,6 +146,8 @@ pub enum OutputKind {
     /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
     /// asked for; from any other: what Austin would have written for its samples).
     Mojo,
+    /// Graphviz DOT: the call graph gprof2dot draws of a pstats file (pstats input).
+    Dot,
 }
 
 impl OutputKind {
