@@ -40,7 +40,7 @@ impl Num {
     }
 
     /// `a + b` as Python adds (int + int stays int; a sum beyond 128 bits becomes a float).
-    pub fn add(self, other: Num) -> Num {
+    pub(crate) fn add(self, other: Num) -> Num {
         match (self, other) {
             (Num::Int(a), Num::Int(b)) => a.checked_add(b).map_or(Num::Float(a as f64 + b as f64), Num::Int),
             (a, b) => Num::Float(a.to_f64() + b.to_f64()),
