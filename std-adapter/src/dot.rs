@@ -12,9 +12,9 @@
 //! total time and every `ct`, clamped to [0, 1] (0/0 is 1). Nodes and edges below the
 //! thresholds go; the rest are written in id order, attributes sorted by name.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use crate::hash::IdMap;
 use crate::pstats::{Calls, Key, Num, Stats};
 
 /// gprof2dot's `--node-thres` default, as a ratio.
@@ -70,12 +70,12 @@ fn unsigned(n: Num) -> String {
 
 /// The graph's ids and functions from the dictionary.
 fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
-    let mut ids: HashMap<Key, usize> = HashMap::new();
+    let mut ids: IdMap<Key, usize> = IdMap::default();
     let mut functions: Vec<Function> = Vec::new();
     let mut id_of = |key: &Key, functions: &mut Vec<Function>| -> usize {
-        *ids.entry(key.clone()).or_insert_with(|| {
-            let filename = key.filename.to_string();
-            let name = format!("{}:{}:{}", module_of(&filename), unsigned(key.line), key.name);
+        *ids.entry(*key).or_insert_with(|| {
+            let filename = stats.name(key.filename).to_string();
+            let name = format!("{}:{}:{}", module_of(&filename), unsigned(key.line), stats.name(key.name));
             functions.push(Function { name, filename, called: None, time: 0.0, total_time: 0.0, calls: Vec::new() });
             functions.len() - 1
         })
@@ -105,9 +105,11 @@ fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
                 Calls::Other { tuple: true, numbers: Some(items), .. } if items.len() % 4 == 0 => {
                     items.chunks_exact(4).fold((Num::Int(0), 0.0), |(n, t), g| (n.add(g[1]), t + num_f64(g[3])))
                 }
-                Calls::Other { repr, .. } => return Err(format!(
+                Calls::Other { repr, .. } => {
+                    return Err(format!(
                     "the caller value {repr} is neither a count nor (nc, cc, tt, ct) groups (gprof2dot fails on it)"
-                )),
+                ))
+                }
             };
             let list = &mut functions[caller].calls;
             match list.iter_mut().find(|(id, _, _)| *id == callee) {

@@ -9,14 +9,17 @@
 //! by [`MAX_DEPTH`]), back references shared rather than copied (so a file of references to
 //! references cannot make memory grow beyond a fixed multiple of its size), and every value
 //! checked against what `pstats.Stats` accepts (keys of three items with a numeric middle,
-//! values of five), with the offset of the entry that breaks it.
+//! values of five), with the offset of the entry that breaks it. Every distinct name is held
+//! once ([`Stats::names`]); keys are small values over them, so that tables of a hundred
+//! thousand functions load, sort and print in a fraction of Python's time.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::rc::Rc;
 
 use tachyon_core::marshal::{Decoder, EncodeError, Encoder, Kind, MarshalError, Open, Value};
+
+use crate::hash::IdMap;
 
 /// Deepest nesting of containers read (CPython's own marshal stops at 2000; a stats file
 /// needs 4, a code object in a key a few more).
@@ -166,12 +169,13 @@ pub struct Code {
 }
 
 /// A part of a key: a str, or a code object where `profile` puts one.
+/// A part of a key: a str, or a code object where `profile` puts one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Name {
     /// A str.
-    Str(String),
+    Str(Box<str>),
     /// A code object.
-    Code(Rc<Code>),
+    Code(Code),
 }
 
 impl fmt::Display for Name {
@@ -187,15 +191,20 @@ impl fmt::Display for Name {
     }
 }
 
+/// A name's place in [`Stats::names`]: every distinct name is held once, so keys are small
+/// values compared and hashed as numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NameId(pub u32);
+
 /// A function key `(filename, lineno, funcname)`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Key {
     /// File name.
-    pub filename: Name,
+    pub filename: NameId,
     /// Line (an int, or a float Python also takes).
     pub line: Num,
     /// Function name.
-    pub name: Name,
+    pub name: NameId,
 }
 
 impl PartialEq for Key {
@@ -211,32 +220,6 @@ impl std::hash::Hash for Key {
         self.filename.hash(h);
         self.line.key().hash(h);
         self.name.hash(h);
-    }
-}
-
-impl Key {
-    /// `pstats.func_std_string`: `{built-in …}` for `('~', 0, '<…>')`, else
-    /// `file:line(name)`.
-    pub fn std_string(&self) -> String {
-        if matches!(&self.filename, Name::Str(s) if s == "~") && self.line.py_eq(Num::Int(0)) {
-            if let Name::Str(n) = &self.name {
-                if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') {
-                    return format!("{{{}}}", &n[1..n.len() - 1]);
-                }
-                return n.clone();
-            }
-            return self.name.to_string();
-        }
-        format!("{}:{}({})", self.filename, self.line.trunc(), self.name)
-    }
-
-    /// `pstats.func_strip_path`: the file name's last component.
-    fn strip_path(&self) -> Key {
-        let filename = match &self.filename {
-            Name::Str(s) => Name::Str(s.rsplit('/').next().unwrap_or(s).to_string()),
-            other => other.clone(),
-        };
-        Key { filename, line: self.line, name: self.name.clone() }
     }
 }
 
@@ -293,10 +276,67 @@ pub struct Entry {
 /// A loaded pstats file.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
+    /// Every distinct file and function name, once; keys refer to them by [`NameId`].
+    pub names: Vec<Name>,
     /// Entries in the dict's order.
     pub entries: Vec<Entry>,
     /// The file had 3.15's `("__sampled__",)` key (dropped from the entries).
     pub sampled: bool,
+}
+
+impl Stats {
+    /// The name behind an id.
+    pub fn name(&self, id: NameId) -> &Name {
+        &self.names[id.0 as usize]
+    }
+
+    /// `pstats.func_std_string`: `{built-in …}` for `('~', 0, '<…>')`, else
+    /// `file:line(name)`.
+    pub fn std_string(&self, key: &Key) -> String {
+        let (file, name) = (self.name(key.filename), self.name(key.name));
+        if matches!(file, Name::Str(s) if &**s == "~") && key.line.py_eq(Num::Int(0)) {
+            if let Name::Str(n) = name {
+                if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') {
+                    return format!("{{{}}}", &n[1..n.len() - 1]);
+                }
+                return n.to_string();
+            }
+            return name.to_string();
+        }
+        format!("{file}:{}({name})", key.line.trunc())
+    }
+
+    /// Whether `key`'s file is `file` and its name `name` (strs), line 0 — the
+    /// `("jprofile", 0, "profiler")` test.
+    fn is(&self, key: &Key, file: &str, name: &str) -> bool {
+        matches!(self.name(key.filename), Name::Str(s) if &**s == file)
+            && key.line.py_eq(Num::Int(0))
+            && matches!(self.name(key.name), Name::Str(s) if &**s == name)
+    }
+}
+
+/// Names made unique: each distinct one gets one [`NameId`].
+#[derive(Default)]
+struct Names {
+    names: Vec<Name>,
+    index: IdMap<Name, NameId>,
+}
+
+impl Names {
+    fn from(names: Vec<Name>) -> Names {
+        let index = names.iter().enumerate().map(|(i, n)| (n.clone(), NameId(i as u32))).collect();
+        Names { names, index }
+    }
+
+    fn intern(&mut self, name: Name) -> NameId {
+        if let Some(&id) = self.index.get(&name) {
+            return id;
+        }
+        let id = NameId(self.names.len() as u32);
+        self.names.push(name.clone());
+        self.index.insert(name, id);
+        id
+    }
 }
 
 /// Why a file is not a stats dictionary.
@@ -326,62 +366,109 @@ impl fmt::Display for PstatsError {
 impl std::error::Error for PstatsError {}
 
 // ------------------------------------------------------------------------------------------
-// Loading: marshal items → a tree of shared values → entries.
+// Loading: marshal items → a flat tree (nodes in one vector, children in another, references
+// as node indices, so shared objects are never copied) → entries.
 
-#[derive(Debug, Clone)]
-enum Py {
+/// A value of the file, 16 bytes: ints beyond 64 bits sit in [`Tree::big`].
+#[derive(Debug, Clone, Copy)]
+enum Node {
     None,
     Bool(bool),
-    Int(i128),
+    Int(i64),
+    /// An int of 65 to 128 bits: `big[index]`.
+    Big(u32),
     Float(f64),
-    Str(Rc<str>),
-    Code(Rc<Code>),
-    Seq(Rc<[Py]>, bool),
-    Dict(Rc<[(Py, Py, usize)]>),
-    /// What pstats never looks into (bytes, sets, complex numbers, ints beyond 128 bits).
-    Other(&'static str),
+    Name(NameId),
+    /// A tuple (`tuple`) or list: `children[start..start + len]`.
+    Seq {
+        start: u32,
+        len: u32,
+        tuple: bool,
+    },
+    /// `children[start..start + 2 * len]`: key, value, key, value…
+    Dict {
+        start: u32,
+        len: u32,
+    },
+    /// What pstats never looks into.
+    Other(Opaque),
 }
 
-impl Py {
-    fn num(&self) -> Option<Num> {
+/// Values pstats never looks into, by kind (for messages).
+#[derive(Debug, Clone, Copy)]
+enum Opaque {
+    Set,
+    Singleton,
+    Complex,
+    Bytes,
+    /// An int beyond 128 bits.
+    Huge,
+}
+
+impl Opaque {
+    fn name(self) -> &'static str {
         match self {
-            Py::Int(i) => Some(Num::Int(*i)),
-            Py::Float(f) => Some(Num::Float(*f)),
-            Py::Bool(b) => Some(Num::Int(i128::from(*b))),
-            _ => None,
+            Opaque::Set => "set",
+            Opaque::Singleton => "singleton",
+            Opaque::Complex => "complex",
+            Opaque::Bytes => "bytes",
+            Opaque::Huge => "int beyond 128 bits",
         }
     }
+}
 
-    fn name(&self) -> Option<Name> {
-        match self {
-            Py::Str(s) => Some(Name::Str(s.to_string())),
-            Py::Code(c) => Some(Name::Code(c.clone())),
-            _ => None,
-        }
-    }
-
+impl Node {
     fn type_name(&self) -> &'static str {
         match self {
-            Py::None => "None",
-            Py::Bool(_) => "bool",
-            Py::Int(_) => "int",
-            Py::Float(_) => "float",
-            Py::Str(_) => "str",
-            Py::Code(_) => "code",
-            Py::Seq(_, true) => "tuple",
-            Py::Seq(_, false) => "list",
-            Py::Dict(_) => "dict",
-            Py::Other(t) => t,
+            Node::None => "None",
+            Node::Bool(_) => "bool",
+            Node::Int(_) | Node::Big(_) => "int",
+            Node::Float(_) => "float",
+            Node::Name(_) => "str",
+            Node::Seq { tuple: true, .. } => "tuple",
+            Node::Seq { tuple: false, .. } => "list",
+            Node::Dict { .. } => "dict",
+            Node::Other(t) => t.name(),
         }
     }
 }
 
-/// A container being read.
+struct Tree {
+    nodes: Vec<Node>,
+    /// Offset of each node's first byte.
+    offsets: Vec<usize>,
+    children: Vec<u32>,
+    big: Vec<i128>,
+}
+
+impl Tree {
+    fn node(&self, id: u32) -> Node {
+        self.nodes[id as usize]
+    }
+
+    fn num(&self, id: u32) -> Option<Num> {
+        match self.node(id) {
+            Node::Int(i) => Some(Num::Int(i.into())),
+            Node::Big(b) => Some(Num::Int(self.big[b as usize])),
+            Node::Float(f) => Some(Num::Float(f)),
+            Node::Bool(b) => Some(Num::Int(i128::from(b))),
+            _ => None,
+        }
+    }
+
+    fn offset(&self, id: u32) -> usize {
+        self.offsets[id as usize]
+    }
+
+    fn items(&self, start: u32, len: u32) -> &[u32] {
+        &self.children[start as usize..start as usize + len as usize]
+    }
+}
+
+/// A container being read: where its children start in the pending list.
 struct Partial {
     kind: Kind,
-    items: Vec<Py>,
-    /// Offsets of dict keys.
-    offsets: Vec<usize>,
+    first_child: usize,
     reference: Option<u32>,
     first_line: i32,
     offset: usize,
@@ -400,27 +487,41 @@ fn shape<T>(offset: usize, what: impl Into<String>) -> Result<T, PstatsError> {
     Err(PstatsError::Shape { offset, what: what.into() })
 }
 
-/// The root object of `data` as a tree.
-fn read_tree(data: &[u8]) -> Result<(Py, usize), PstatsError> {
+/// The root object of `data` as a flat tree, its strs and code objects interned in `names`.
+fn read_tree(data: &[u8], names: &mut Names) -> Result<(Tree, u32), PstatsError> {
     let mut stack = vec![Open::EMPTY; MAX_DEPTH];
     let mut d = Decoder::new(data, &mut stack);
-    let mut refs: Vec<Option<Py>> = Vec::new();
+    // Room for a node every 8 bytes of the file (a real file has one every 10 or so): grown
+    // if needed, never sized beyond what the bytes can hold.
+    let guess = data.len() / 8;
+    let mut tree = Tree {
+        nodes: Vec::with_capacity(guess),
+        offsets: Vec::with_capacity(guess),
+        children: Vec::with_capacity(guess),
+        big: Vec::new(),
+    };
+    let mut refs: Vec<u32> = Vec::new();
     let mut open: Vec<Partial> = Vec::new();
+    // Children of the open containers, innermost last.
+    let mut pending: Vec<u32> = Vec::new();
+    let mut strs: IdMap<&[u8], NameId> = IdMap::default();
     let mut root = None;
-    let mut root_offset = 0;
+    let push = |tree: &mut Tree, node: Node, offset: usize| -> u32 {
+        tree.nodes.push(node);
+        tree.offsets.push(offset);
+        (tree.nodes.len() - 1) as u32
+    };
     while let Some(item) = d.next_item().map_err(PstatsError::Marshal)? {
-        let value = match item.value {
-            Value::Open { kind, len } => {
-                if let Some(r) = item.reference {
-                    debug_assert_eq!(r as usize, refs.len());
-                    refs.push(None);
+        let id = match item.value {
+            Value::Open { kind, .. } => {
+                if item.reference.is_some() {
+                    // Filled in when the container is complete (the decoder refuses
+                    // references to it until then).
+                    refs.push(u32::MAX);
                 }
-                // A declared length only reserves what the bytes could hold (checked).
-                let cap = len.map_or(0, |n| n as usize).min(1024);
                 open.push(Partial {
                     kind,
-                    items: Vec::with_capacity(cap),
-                    offsets: Vec::new(),
+                    first_child: pending.len(),
                     reference: item.reference,
                     first_line: 0,
                     offset: item.offset,
@@ -435,188 +536,238 @@ fn read_tree(data: &[u8]) -> Result<(Py, usize), PstatsError> {
             }
             Value::Close(_) => {
                 let Some(p) = open.pop() else { continue };
-                let v = match p.kind {
-                    Kind::Tuple => Py::Seq(p.items.into(), true),
-                    Kind::List => Py::Seq(p.items.into(), false),
-                    Kind::Set | Kind::FrozenSet => Py::Other("set"),
-                    Kind::Dict => {
-                        let mut pairs = Vec::with_capacity(p.items.len() / 2);
-                        let mut it = p.items.into_iter();
-                        let mut offsets = p.offsets.into_iter();
-                        while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                            pairs.push((k, v, offsets.next().unwrap_or(p.offset)));
-                        }
-                        Py::Dict(pairs.into())
+                let start = tree.children.len() as u32;
+                let items = &pending[p.first_child..];
+                let node = match p.kind {
+                    Kind::Tuple | Kind::List => {
+                        tree.children.extend_from_slice(items);
+                        Node::Seq { start, len: items.len() as u32, tuple: p.kind == Kind::Tuple }
                     }
+                    Kind::Dict => {
+                        tree.children.extend_from_slice(items);
+                        Node::Dict { start, len: (items.len() / 2) as u32 }
+                    }
+                    Kind::Set | Kind::FrozenSet => Node::Other(Opaque::Set),
                     Kind::Code => {
-                        let text = |i: usize| match p.items.get(i) {
-                            Some(Py::Str(s)) => s.to_string(),
+                        let text = |i: usize| match items.get(i).map(|&c| tree.node(c)) {
+                            Some(Node::Name(n)) => match &names.names[n.0 as usize] {
+                                Name::Str(s) => s.to_string(),
+                                other => other.to_string(),
+                            },
                             _ => String::new(),
                         };
-                        Py::Code(Rc::new(Code { name: text(6), filename: text(5), firstlineno: p.first_line }))
+                        let code = Code { name: text(6), filename: text(5), firstlineno: p.first_line };
+                        Node::Name(names.intern(Name::Code(code)))
                     }
                 };
+                pending.truncate(p.first_child);
+                let id = push(&mut tree, node, p.offset);
                 if let Some(r) = p.reference {
-                    refs[r as usize] = Some(v.clone());
+                    refs[r as usize] = id;
                 }
-                v
+                id
             }
-            Value::Ref(index) => refs.get(index as usize).cloned().flatten().unwrap_or(Py::None),
-            Value::None => Py::None,
-            Value::True => Py::Bool(true),
-            Value::False => Py::Bool(false),
-            Value::Int(i) => Py::Int(i.into()),
-            Value::Long { negative, digits } => {
-                long_value(negative, digits).map_or(Py::Other("int beyond 128 bits"), Py::Int)
+            Value::Ref(index) => refs.get(index as usize).copied().filter(|&r| r != u32::MAX).unwrap_or_else(|| {
+                // The decoder only lets through references to complete objects.
+                push(&mut tree, Node::None, item.offset)
+            }),
+            scalar => {
+                let node = match scalar {
+                    Value::None => Node::None,
+                    Value::True => Node::Bool(true),
+                    Value::False => Node::Bool(false),
+                    Value::Int(i) => Node::Int(i.into()),
+                    Value::Long { negative, digits } => match long_value(negative, digits) {
+                        Some(v) => match i64::try_from(v) {
+                            Ok(small) => Node::Int(small),
+                            Err(_) => {
+                                tree.big.push(v);
+                                Node::Big((tree.big.len() - 1) as u32)
+                            }
+                        },
+                        None => Node::Other(Opaque::Huge),
+                    },
+                    Value::Float(f) => Node::Float(f),
+                    Value::FloatText(t) => match std::str::from_utf8(t).ok().and_then(|s| s.trim().parse::<f64>().ok())
+                    {
+                        Some(f) => Node::Float(f),
+                        None => return shape(item.offset, "a float's text is not a number"),
+                    },
+                    Value::Str { bytes, .. } => Node::Name(match strs.get(bytes) {
+                        Some(&id) => id,
+                        None => {
+                            let id = names.intern(Name::Str(String::from_utf8_lossy(bytes).into()));
+                            strs.insert(bytes, id);
+                            id
+                        }
+                    }),
+                    Value::Ellipsis | Value::StopIteration => Node::Other(Opaque::Singleton),
+                    Value::Complex(..) | Value::ComplexText(..) => Node::Other(Opaque::Complex),
+                    Value::Bytes(_) => Node::Other(Opaque::Bytes),
+                    Value::Open { .. } | Value::Close(_) | Value::Ref(_) | Value::CodeFirstLine(_) => {
+                        unreachable!("matched above")
+                    }
+                };
+                let id = push(&mut tree, node, item.offset);
+                if item.reference.is_some() {
+                    refs.push(id);
+                }
+                id
             }
-            Value::Float(f) => Py::Float(f),
-            Value::FloatText(t) => match std::str::from_utf8(t).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
-                Some(f) => Py::Float(f),
-                None => return shape(item.offset, "a float's text is not a number"),
-            },
-            Value::Str { bytes, .. } => Py::Str(String::from_utf8_lossy(bytes).into()),
-            Value::Ellipsis | Value::StopIteration => Py::Other("singleton"),
-            Value::Complex(..) | Value::ComplexText(..) => Py::Other("complex"),
-            Value::Bytes(_) => Py::Other("bytes"),
         };
-        if !matches!(item.value, Value::Close(_)) {
-            if let Some(r) = item.reference {
-                debug_assert_eq!(r as usize, refs.len());
-                refs.push(Some(value.clone()));
-            }
-        }
-        match open.last_mut() {
-            Some(p) => {
-                if p.kind == Kind::Dict && p.items.len() % 2 == 0 {
-                    p.offsets.push(item.offset);
-                }
-                p.items.push(value);
-            }
-            None => {
-                root = Some(value);
-                root_offset = item.offset;
-            }
+        if open.is_empty() {
+            root = Some(id);
+        } else {
+            pending.push(id);
         }
     }
     match root {
-        Some(r) => Ok((r, root_offset)),
+        Some(r) => Ok((tree, r)),
         None => shape(0, "no object"),
     }
 }
 
 /// Python's `repr` of a loaded value (what `%r` prints of a caller's odd value). Nesting is
 /// bounded by the decoder's depth; strings get repr's quotes and common escapes.
-fn py_repr(v: &Py) -> String {
-    match v {
-        Py::None => "None".into(),
-        Py::Bool(b) => if *b { "True" } else { "False" }.into(),
-        Py::Int(i) => i.to_string(),
-        Py::Float(f) => py_float_repr(*f),
-        Py::Str(s) => {
-            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-            let mut out = String::from(quote);
-            for c in s.chars() {
-                match c {
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    c if c == quote => {
-                        out.push('\\');
-                        out.push(c);
+fn py_repr(tree: &Tree, names: &Names, id: u32) -> String {
+    match tree.node(id) {
+        Node::None => "None".into(),
+        Node::Bool(b) => if b { "True" } else { "False" }.into(),
+        Node::Int(i) => i.to_string(),
+        Node::Big(b) => tree.big[b as usize].to_string(),
+        Node::Float(f) => py_float_repr(f),
+        Node::Name(n) => match &names.names[n.0 as usize] {
+            Name::Str(s) => {
+                let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+                let mut out = String::from(quote);
+                for c in s.chars() {
+                    match c {
+                        '\\' => out.push_str("\\\\"),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        c if c == quote => {
+                            out.push('\\');
+                            out.push(c);
+                        }
+                        c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+                        c => out.push(c),
                     }
-                    c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-                    c => out.push(c),
                 }
+                out.push(quote);
+                out
             }
-            out.push(quote);
-            out
-        }
-        Py::Seq(items, tuple) => {
-            let inner: Vec<String> = items.iter().map(py_repr).collect();
+            code => code.to_string(),
+        },
+        Node::Seq { start, len, tuple } => {
+            let inner: Vec<String> = tree.items(start, len).iter().map(|&c| py_repr(tree, names, c)).collect();
             match (tuple, inner.len()) {
                 (true, 1) => format!("({},)", inner[0]),
                 (true, _) => format!("({})", inner.join(", ")),
                 (false, _) => format!("[{}]", inner.join(", ")),
             }
         }
-        Py::Dict(pairs) => {
-            let inner: Vec<String> = pairs.iter().map(|(k, v, _)| format!("{}: {}", py_repr(k), py_repr(v))).collect();
+        Node::Dict { start, len } => {
+            let items = tree.items(start, 2 * len);
+            let inner: Vec<String> = items
+                .chunks_exact(2)
+                .map(|kv| format!("{}: {}", py_repr(tree, names, kv[0]), py_repr(tree, names, kv[1])))
+                .collect();
             format!("{{{}}}", inner.join(", "))
         }
-        Py::Code(c) => Name::Code(c.clone()).to_string(),
-        Py::Other(t) => format!("<{t}>"),
+        Node::Other(t) => format!("<{}>", t.name()),
     }
 }
 
-fn key_of(v: &Py, offset: usize) -> Result<Key, PstatsError> {
-    let Py::Seq(items, true) = v else {
-        return shape(offset, format!("a key is a {}, not a tuple", v.type_name()));
+fn key_of(tree: &Tree, id: u32, offset: usize) -> Result<Key, PstatsError> {
+    let node = tree.node(id);
+    let Node::Seq { start, len, tuple: true } = node else {
+        return shape(offset, format!("a key is a {}, not a tuple", node.type_name()));
     };
-    if items.len() != 3 {
-        return shape(offset, format!("a key has {} items, not 3", items.len()));
+    if len != 3 {
+        return shape(offset, format!("a key has {len} items, not 3"));
     }
-    let part = |p: &Py| {
-        p.name().ok_or_else(|| PstatsError::Shape {
-            offset,
-            what: format!("a key's file or function name is a {}", p.type_name()),
-        })
+    let items = tree.items(start, len);
+    let part = |c: u32| match tree.node(c) {
+        Node::Name(n) => Ok(n),
+        other => shape(offset, format!("a key's file or function name is a {}", other.type_name())),
     };
-    let line = items[1].num().ok_or_else(|| PstatsError::Shape {
+    let Some(line) = tree.num(items[1]) else {
+        return shape(offset, format!("a key's line is a {}, not a number", tree.node(items[1]).type_name()));
+    };
+    Ok(Key { filename: part(items[0])?, line, name: part(items[2])? })
+}
+
+fn num_of(tree: &Tree, id: u32, offset: usize, what: &str) -> Result<Num, PstatsError> {
+    tree.num(id).ok_or_else(|| PstatsError::Shape {
         offset,
-        what: format!("a key's line is a {}, not a number", items[1].type_name()),
-    })?;
-    Ok(Key { filename: part(&items[0])?, line, name: part(&items[2])? })
-}
-
-fn num_of(v: &Py, offset: usize, what: &str) -> Result<Num, PstatsError> {
-    v.num().ok_or_else(|| PstatsError::Shape { offset, what: format!("{what} is a {}, not a number", v.type_name()) })
+        what: format!("{what} is a {}, not a number", tree.node(id).type_name()),
+    })
 }
 
 /// Loads a pstats file as `pstats.Stats` does.
 pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
-    let (root, offset) = read_tree(data)?;
-    let Py::Dict(pairs) = root else {
-        return shape(offset, format!("the file holds a {}, not a dict", root.type_name()));
+    let mut names = Names::default();
+    let (tree, root) = read_tree(data, &mut names)?;
+    let offset = tree.offset(root);
+    let root_node = tree.node(root);
+    let Node::Dict { start, len } = root_node else {
+        return shape(offset, format!("the file holds a {}, not a dict", root_node.type_name()));
     };
+    let marker = names.names.iter().position(|n| matches!(n, Name::Str(s) if &**s == "__sampled__"));
     let mut stats = Stats::default();
-    let mut index: HashMap<Key, usize> = HashMap::new();
-    for (k, v, at) in pairs.iter() {
-        if let Py::Seq(items, true) = k {
-            if items.len() == 1 && matches!(&items[0], Py::Str(s) if &**s == "__sampled__") {
+    let mut index: IdMap<Key, usize> = IdMap::default();
+    let mut seen: IdMap<Key, usize> = IdMap::default();
+    for kv in tree.items(start, 2 * len).chunks_exact(2) {
+        let (k, v) = (kv[0], kv[1]);
+        let at = tree.offset(k);
+        if let Node::Seq { start, len: 1, tuple: true } = tree.node(k) {
+            if matches!(tree.node(tree.items(start, 1)[0]), Node::Name(n) if Some(n.0 as usize) == marker) {
                 stats.sampled = true;
                 continue;
             }
         }
-        let key = key_of(k, *at)?;
+        let key = key_of(&tree, k, at)?;
         // A list unpacks as well as a tuple.
-        let Py::Seq(fields, _) = v else {
-            return shape(*at, format!("a value is a {}, not a tuple", v.type_name()));
+        let value = tree.node(v);
+        let Node::Seq { start: vs, len: vl, .. } = value else {
+            return shape(at, format!("a value is a {}, not a tuple", value.type_name()));
         };
-        if fields.len() != 5 {
-            return shape(*at, format!("a value has {} items, not 5", fields.len()));
+        if vl != 5 {
+            return shape(at, format!("a value has {vl} items, not 5"));
         }
-        let Py::Dict(callers) = &fields[4] else {
-            return shape(*at, format!("callers are a {}, not a dict", fields[4].type_name()));
+        let fields = tree.items(vs, vl);
+        let callers_node = tree.node(fields[4]);
+        let Node::Dict { start: cs, len: cl } = callers_node else {
+            return shape(at, format!("callers are a {}, not a dict", callers_node.type_name()));
         };
-        let mut list: Vec<(Key, Calls)> = Vec::with_capacity(callers.len());
-        let mut seen: HashMap<Key, usize> = HashMap::new();
-        for (ck, cv, cat) in callers.iter() {
-            let caller = key_of(ck, *cat)?;
+        let mut list: Vec<(Key, Calls)> = Vec::with_capacity(cl as usize);
+        seen.clear();
+        for ckv in tree.items(cs, 2 * cl).chunks_exact(2) {
+            let cat = tree.offset(ckv[0]);
+            let caller = key_of(&tree, ckv[0], cat)?;
+            let cv = tree.node(ckv[1]);
             let calls = match cv {
-                Py::Seq(t, true) if t.len() == 4 && t.iter().all(|v| v.num().is_some()) => Calls::Timed([
-                    num_of(&t[0], *cat, "a caller's nc")?,
-                    num_of(&t[1], *cat, "a caller's cc")?,
-                    num_of(&t[2], *cat, "a caller's tt")?,
-                    num_of(&t[3], *cat, "a caller's ct")?,
-                ]),
-                other => match other.num() {
+                Node::Seq { start, len: 4, tuple: true }
+                    if tree.items(start, 4).iter().all(|&c| tree.num(c).is_some()) =>
+                {
+                    let t = tree.items(start, 4);
+                    Calls::Timed([
+                        num_of(&tree, t[0], cat, "a caller's nc")?,
+                        num_of(&tree, t[1], cat, "a caller's cc")?,
+                        num_of(&tree, t[2], cat, "a caller's tt")?,
+                        num_of(&tree, t[3], cat, "a caller's ct")?,
+                    ])
+                }
+                other => match tree.num(ckv[1]) {
                     Some(n) => Calls::Count(n),
                     None => Calls::Other {
-                        repr: py_repr(other),
-                        tuple: matches!(other, Py::Seq(_, true)),
+                        repr: py_repr(&tree, &names, ckv[1]),
+                        tuple: matches!(other, Node::Seq { tuple: true, .. }),
                         numbers: match other {
-                            Py::Seq(items, _) => items.iter().map(Py::num).collect(),
+                            Node::Seq { start, len, .. } => {
+                                tree.items(start, len).iter().map(|&c| tree.num(c)).collect()
+                            }
                             _ => None,
                         },
                     },
@@ -625,17 +776,17 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
             match seen.get(&caller) {
                 Some(&i) => list[i].1 = calls,
                 None => {
-                    seen.insert(caller.clone(), list.len());
+                    seen.insert(caller, list.len());
                     list.push((caller, calls));
                 }
             }
         }
         let entry = Entry {
-            key: key.clone(),
-            cc: num_of(&fields[0], *at, "cc")?,
-            nc: num_of(&fields[1], *at, "nc")?,
-            tt: num_of(&fields[2], *at, "tt")?,
-            ct: num_of(&fields[3], *at, "ct")?,
+            key,
+            cc: num_of(&tree, fields[0], at, "cc")?,
+            nc: num_of(&tree, fields[1], at, "nc")?,
+            tt: num_of(&tree, fields[2], at, "tt")?,
+            ct: num_of(&tree, fields[3], at, "ct")?,
             callers: list,
         };
         // A repeated key replaces the value where the first one stands, as in a dict.
@@ -650,6 +801,7 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
     if stats.entries.is_empty() {
         return shape(offset, "an empty dict (pstats: \"Cannot create or construct\")");
     }
+    stats.names = names.names;
     Ok(stats)
 }
 
@@ -664,10 +816,15 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
 pub fn merge(files: &[Stats]) -> Stats {
     let Some((first, rest)) = files.split_first() else { return Stats::default() };
     let mut sum = first.clone();
-    let mut index: HashMap<Key, usize> = sum.entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect();
+    let mut names = Names::from(std::mem::take(&mut sum.names));
+    let mut index: IdMap<Key, usize> = sum.entries.iter().enumerate().map(|(i, e)| (e.key, i)).collect();
     for item in rest.iter().rev() {
+        // The item's names as the sum's.
+        let ids: Vec<NameId> = item.names.iter().map(|n| names.intern(n.clone())).collect();
+        let map = |k: &Key| Key { filename: ids[k.filename.0 as usize], line: k.line, name: ids[k.name.0 as usize] };
         for e in &item.entries {
-            match index.get(&e.key) {
+            let key = map(&e.key);
+            match index.get(&key) {
                 Some(&i) => {
                     let t = &mut sum.entries[i];
                     t.cc = e.cc.add(t.cc);
@@ -675,19 +832,22 @@ pub fn merge(files: &[Stats]) -> Stats {
                     t.tt = e.tt.add(t.tt);
                     t.ct = e.ct.add(t.ct);
                     for (k, c) in &e.callers {
-                        match t.callers.iter_mut().find(|(x, _)| x == k) {
+                        let k = map(k);
+                        match t.callers.iter_mut().find(|(x, _)| *x == k) {
                             Some(slot) => slot.1 = c.clone().add(slot.1.clone()),
-                            None => t.callers.push((k.clone(), c.clone())),
+                            None => t.callers.push((k, c.clone())),
                         }
                     }
                 }
                 None => {
-                    index.insert(e.key.clone(), sum.entries.len());
-                    sum.entries.push(e.clone());
+                    index.insert(key, sum.entries.len());
+                    let callers = e.callers.iter().map(|(k, c)| (map(k), c.clone())).collect();
+                    sum.entries.push(Entry { key, callers, ..e.clone() });
                 }
             }
         }
     }
+    sum.names = names.names;
     sum
 }
 
@@ -782,43 +942,46 @@ pub fn sort_names() -> Vec<&'static str> {
 }
 
 struct Printer<'a> {
-    entries: Vec<Entry>,
-    /// Where each key's entry is.
-    index: HashMap<Key, usize>,
-    sampled: bool,
+    stats: Cow<'a, Stats>,
     files: &'a [String],
-    max_name_len: usize,
 }
 
 fn chars(s: &str) -> usize {
     s.chars().count()
 }
 
+const CODE_COMPARED: &str = "TypeError: '<' not supported between a code object and another name";
+
 impl<'a> Printer<'a> {
-    fn new(stats: &Stats, o: &'a PrintOptions) -> Self {
-        let mut entries = stats.entries.clone();
-        if o.strip_dirs {
-            entries = strip_dirs(entries);
-        }
-        let max_name_len = entries.iter().map(|e| chars(&e.key.std_string())).max().unwrap_or(0);
-        let index = entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect();
-        Printer { entries, index, sampled: stats.sampled, files: &o.files, max_name_len }
+    fn new(stats: &'a Stats, o: &'a PrintOptions) -> Self {
+        let stats = if o.strip_dirs { Cow::Owned(strip_dirs(stats)) } else { Cow::Borrowed(stats) };
+        Printer { stats, files: &o.files }
+    }
+
+    fn entries(&self) -> &[Entry] {
+        &self.stats.entries
+    }
+
+    /// `max_name_len`: the longest standard name, in characters.
+    fn max_name_len(&self) -> usize {
+        self.entries().iter().map(|e| chars(&self.stats.std_string(&e.key))).max().unwrap_or(0)
     }
 
     /// One field of two entries compared, with a total order (so that sorting can never
     /// fail): numbers exactly, NaN above every number (Python's order with NaN depends on
     /// its sort's path; files do not hold NaN); `failed` is set where Python raises (a code
     /// object compared), the order then placing code objects after strs.
-    fn field_cmp(a: &Entry, b: &Entry, field: u8, sa: &str, sb: &str, failed: &mut bool) -> Ordering {
+    fn field_cmp(&self, x: usize, y: usize, field: u8, std: &[String], failed: &mut bool) -> Ordering {
+        let (a, b) = (&self.entries()[x], &self.entries()[y]);
         match field {
             0 => num_total(a.cc, b.cc),
             1 => num_total(a.nc, b.nc),
             2 => num_total(a.tt, b.tt),
             3 => num_total(a.ct, b.ct),
-            4 => name_total(&a.key.filename, &b.key.filename, failed),
+            4 => name_total(self.stats.name(a.key.filename), self.stats.name(b.key.filename), failed),
             5 => num_total(a.key.line, b.key.line),
-            6 => name_total(&a.key.name, &b.key.name, failed),
-            _ => sa.cmp(sb),
+            6 => name_total(self.stats.name(a.key.name), self.stats.name(b.key.name), failed),
+            _ => std[x].cmp(&std[y]),
         }
     }
 
@@ -836,13 +999,18 @@ impl<'a> Printer<'a> {
             fields.extend_from_slice(f);
             description.push(d);
         }
-        let std: Vec<String> = self.entries.iter().map(|e| e.key.std_string()).collect();
-        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        // Standard names only where a key sorts by them.
+        let std: Vec<String> = if fields.iter().any(|&(f, _)| f == 7) {
+            self.entries().iter().map(|e| self.stats.std_string(&e.key)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut order: Vec<usize> = (0..self.entries().len()).collect();
         let mut failed = false;
         // A stable sort, as Python's list.sort.
         order.sort_by(|&x, &y| {
             for &(field, ascending) in &fields {
-                match Self::field_cmp(&self.entries[x], &self.entries[y], field, &std[x], &std[y], &mut failed) {
+                match self.field_cmp(x, y, field, &std, &mut failed) {
                     Ordering::Equal => continue,
                     o => return if ascending { o } else { o.reverse() },
                 }
@@ -850,15 +1018,20 @@ impl<'a> Printer<'a> {
             Ordering::Equal
         });
         if failed {
-            return Err(PrintError("TypeError: '<' not supported between a code object and another name".into()));
+            return Err(PrintError(CODE_COMPARED.into()));
         }
         Ok((order, description.join(", ")))
     }
 
     /// `get_print_list`: the rows, the message before them, the width of names.
-    fn print_list(&self, o: &PrintOptions, out: &mut String) -> Result<Option<(usize, Vec<usize>)>, PrintError> {
+    fn print_list(
+        &self,
+        o: &PrintOptions,
+        out: &mut String,
+        want_width: bool,
+    ) -> Result<Option<(usize, Vec<usize>)>, PrintError> {
         let (mut list, mut msg) = if o.sort.is_empty() {
-            ((0..self.entries.len()).collect::<Vec<_>>(), String::from("   Random listing order was used\n"))
+            ((0..self.entries().len()).collect::<Vec<_>>(), String::from("   Random listing order was used\n"))
         } else {
             let (order, description) = self.sort(&o.sort)?;
             (order, format!("   Ordered by: {description}\n"))
@@ -873,9 +1046,13 @@ impl<'a> Printer<'a> {
             return Ok(None);
         }
         let _ = writeln!(out, "{msg}");
-        let mut width = self.max_name_len;
-        if list.len() < self.entries.len() {
-            width = list.iter().map(|&i| chars(&self.entries[i].key.std_string())).max().unwrap_or(0);
+        let mut width = 0;
+        if want_width {
+            width = if list.len() < self.entries().len() {
+                list.iter().map(|&i| chars(&self.stats.std_string(&self.entries()[i].key))).max().unwrap_or(0)
+            } else {
+                self.max_name_len()
+            };
         }
         Ok(Some((width + 2, list)))
     }
@@ -890,18 +1067,14 @@ impl<'a> Printer<'a> {
         let mut total_calls = Num::Int(0);
         let mut prim_calls = Num::Int(0);
         let mut total_tt = Num::Int(0);
-        for e in &self.entries {
+        for e in self.entries() {
             total_calls = total_calls.add(e.nc);
             prim_calls = prim_calls.add(e.cc);
             total_tt = total_tt.add(e.tt);
         }
-        for e in &self.entries {
-            if e.callers.iter().any(|(k, _)| {
-                matches!(&k.filename, Name::Str(s) if s == "jprofile")
-                    && k.line.py_eq(Num::Int(0))
-                    && matches!(&k.name, Name::Str(s) if s == "profiler")
-            }) {
-                let _ = writeln!(out, "         {}", e.key.name);
+        for e in self.entries() {
+            if e.callers.iter().any(|(k, _)| self.stats.is(k, "jprofile", "profiler")) {
+                let _ = writeln!(out, "         {}", self.stats.name(e.key.name));
             }
         }
         let _ = write!(out, "         {} function calls ", total_calls.py_str());
@@ -909,31 +1082,41 @@ impl<'a> Printer<'a> {
             let _ = write!(out, "({} primitive calls) ", prim_calls.trunc());
         }
         let _ = writeln!(out, "in {:.3} seconds\n", total_tt.to_f64());
-        let Some((_, list)) = self.print_list(o, out)? else { return Ok(()) };
-        if self.sampled {
+        let Some((_, list)) = self.print_list(o, out, false)? else { return Ok(()) };
+        if self.stats.sampled {
             out.push_str(" nsamples  tottime persample cumtime persample filename:lineno(function)\n");
         } else {
             out.push_str("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n");
         }
+        out.reserve(list.len() * 80);
+        let mut count = String::new();
         for &i in &list {
-            let e = &self.entries[i];
-            let mut c = e.nc.py_str();
+            let e = &self.entries()[i];
+            count.clear();
+            count.push_str(&e.nc.py_str());
             if !e.nc.py_eq(e.cc) {
-                c = format!("{c}/{}", e.cc.py_str());
+                count.push('/');
+                count.push_str(&e.cc.py_str());
             }
-            let _ = write!(out, "{c:>9} {} ", f8(e.tt.to_f64()));
+            let _ = write!(out, "{count:>9} ");
+            f8_into(out, e.tt.to_f64());
+            out.push(' ');
             if e.nc.is_zero() {
                 out.push_str("         ");
             } else {
-                let _ = write!(out, "{} ", f8(e.tt.div(e.nc)));
+                f8_into(out, e.tt.div(e.nc));
+                out.push(' ');
             }
-            let _ = write!(out, "{} ", f8(e.ct.to_f64()));
+            f8_into(out, e.ct.to_f64());
+            out.push(' ');
             if e.cc.is_zero() {
                 out.push_str("         ");
             } else {
-                let _ = write!(out, "{} ", f8(e.ct.div(e.cc)));
+                f8_into(out, e.ct.div(e.cc));
+                out.push(' ');
             }
-            let _ = writeln!(out, "{}", e.key.std_string());
+            out.push_str(&self.stats.std_string(&e.key));
+            out.push('\n');
         }
         out.push_str("\n\n");
         Ok(())
@@ -943,25 +1126,27 @@ impl<'a> Printer<'a> {
         let _ = writeln!(out, "{}{title}", pad_right("Function ", width));
         // The sub-header only when the first entry with callers has cProfile's tuples.
         let timed = self
-            .entries
+            .entries()
             .iter()
             .find(|e| !e.callers.is_empty())
             .is_some_and(|e| matches!(e.callers[0].1, Calls::Timed(_) | Calls::Other { tuple: true, .. }));
         if timed {
-            let what = if self.sampled { "nsamples" } else { "ncalls" };
+            let what = if self.stats.sampled { "nsamples" } else { "ncalls" };
             let _ = writeln!(out, "{}    {what}  tottime  cumtime", " ".repeat(width));
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call_line(
         &self,
         width: usize,
         source: &Key,
         calls: &[(Key, Calls)],
         arrow: &str,
+        index: &IdMap<Key, usize>,
         out: &mut String,
     ) -> Result<(), PrintError> {
-        let _ = write!(out, "{}{arrow} ", pad_right(&source.std_string(), width));
+        let _ = write!(out, "{}{arrow} ", pad_right(&self.stats.std_string(source), width));
         if calls.is_empty() {
             out.push('\n');
             return Ok(());
@@ -972,18 +1157,23 @@ impl<'a> Printer<'a> {
         sorted.sort_by(|(a, _), (b, _)| {
             // Tuples: an item decides only where the items before it are equal; equal code
             // objects (the same one) compare without raising.
-            let names =
-                |x: &Name, y: &Name, failed: &mut bool| if x == y { Ordering::Equal } else { name_total(x, y, failed) };
-            names(&a.filename, &b.filename, &mut failed)
+            let names = |x: NameId, y: NameId, failed: &mut bool| {
+                if x == y {
+                    Ordering::Equal
+                } else {
+                    name_total(self.stats.name(x), self.stats.name(y), failed)
+                }
+            };
+            names(a.filename, b.filename, &mut failed)
                 .then_with(|| num_total(a.line, b.line))
-                .then_with(|| names(&a.name, &b.name, &mut failed))
+                .then_with(|| names(a.name, b.name, &mut failed))
         });
         if failed {
-            return Err(PrintError("TypeError: '<' not supported between a code object and another name".into()));
+            return Err(PrintError(CODE_COMPARED.into()));
         }
         let mut indent = "";
         for (func, value) in sorted {
-            let name = func.std_string();
+            let name = self.stats.std_string(func);
             let (text, left) = match value {
                 Calls::Timed([nc, cc, tt, ct]) => {
                     let count = if nc.py_eq(*cc) { nc.trunc() } else { format!("{}/{}", nc.trunc(), cc.trunc()) };
@@ -994,18 +1184,15 @@ impl<'a> Printer<'a> {
                     return Err(PrintError(format!("ValueError: a caller's value {repr} does not unpack to 4 items")));
                 }
                 Calls::Count(_) | Calls::Other { .. } => {
-                    let Some(&i) = self.index.get(func) else {
-                        return Err(PrintError(format!(
-                            "KeyError: {} (a caller that is not a key)",
-                            func.std_string()
-                        )));
+                    let Some(&i) = index.get(func) else {
+                        return Err(PrintError(format!("KeyError: {name} (a caller that is not a key)")));
                     };
                     let shown = match value {
                         Calls::Count(n) => n.py_str(),
                         Calls::Other { repr, .. } => repr.clone(),
                         Calls::Timed(_) => unreachable!("handled above"),
                     };
-                    (format!("{name}({shown}) {}", f8(self.entries[i].ct.to_f64())), width + 3)
+                    (format!("{name}({shown}) {}", f8(self.entries()[i].ct.to_f64())), width + 3)
                 }
             };
             let _ = writeln!(out, "{}{text}", indent.repeat(left));
@@ -1014,36 +1201,41 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
+    fn index(&self) -> IdMap<Key, usize> {
+        self.entries().iter().enumerate().map(|(i, e)| (e.key, i)).collect()
+    }
+
     fn print_callers(&self, o: &PrintOptions, out: &mut String) -> Result<(), PrintError> {
-        let Some((width, list)) = self.print_list(o, out)? else { return Ok(()) };
+        let Some((width, list)) = self.print_list(o, out, true)? else { return Ok(()) };
         self.call_heading(width, "was called by...", out);
+        let index = self.index();
         for &i in &list {
-            let e = &self.entries[i];
-            self.call_line(width, &e.key, &e.callers, "<-", out)?;
+            let e = &self.entries()[i];
+            self.call_line(width, &e.key, &e.callers, "<-", &index, out)?;
         }
         out.push_str("\n\n");
         Ok(())
     }
 
     fn print_callees(&self, o: &PrintOptions, out: &mut String) -> Result<(), PrintError> {
-        let Some((width, list)) = self.print_list(o, out)? else { return Ok(()) };
+        let Some((width, list)) = self.print_list(o, out, true)? else { return Ok(()) };
         // calc_callees: per function, its callees in the order met.
-        let mut callees: HashMap<Key, Vec<(Key, Calls)>> = HashMap::new();
-        for e in &self.entries {
-            callees.entry(e.key.clone()).or_default();
+        let mut callees: IdMap<Key, Vec<(Key, Calls)>> = IdMap::default();
+        for e in self.entries() {
+            callees.entry(e.key).or_default();
             for (caller, calls) in &e.callers {
-                let list = callees.entry(caller.clone()).or_default();
+                let list = callees.entry(*caller).or_default();
                 match list.iter_mut().find(|(k, _)| *k == e.key) {
                     Some(slot) => slot.1 = calls.clone(),
-                    None => list.push((e.key.clone(), calls.clone())),
+                    None => list.push((e.key, calls.clone())),
                 }
             }
         }
         self.call_heading(width, "called...", out);
+        let index = self.index();
         for &i in &list {
-            let key = &self.entries[i].key;
-            let empty = Vec::new();
-            self.call_line(width, key, callees.get(key).unwrap_or(&empty), "->", out)?;
+            let key = &self.entries()[i].key;
+            self.call_line(width, key, callees.get(key).map_or(&[][..], |v| &v[..]), "->", &index, out)?;
         }
         out.push_str("\n\n");
         Ok(())
@@ -1093,27 +1285,49 @@ fn pad_right(s: &str, width: usize) -> String {
 
 /// `pstats.f8`: `"%8.3f" % x`.
 fn f8(x: f64) -> String {
+    let mut s = String::with_capacity(8);
+    f8_into(&mut s, x);
+    s
+}
+
+fn f8_into(out: &mut String, x: f64) {
     if x.is_finite() {
-        format!("{x:8.3}")
+        let _ = write!(out, "{x:8.3}");
     } else {
-        format!("{:>8}", py_float_repr(x))
+        let _ = write!(out, "{:>8}", py_float_repr(x));
     }
 }
 
 /// `Stats.strip_dirs`: keys by base file name; entries that then collide are added
 /// (`add_func_stats`), each keeping the first one's place; callers likewise renamed (a later
 /// caller replacing an earlier one of the same new name, as the dict assignment does).
-fn strip_dirs(entries: Vec<Entry>) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    let mut index: HashMap<Key, usize> = HashMap::new();
-    for e in entries {
-        let key = e.key.strip_path();
+fn strip_dirs(stats: &Stats) -> Stats {
+    let mut names = Names::from(stats.names.clone());
+    // Each name's base-name id, made once per name.
+    let base: Vec<NameId> = (0..stats.names.len())
+        .map(|i| match &stats.names[i] {
+            Name::Str(s) => {
+                let b = s.rsplit('/').next().unwrap_or(s);
+                if b.len() == s.len() {
+                    NameId(i as u32)
+                } else {
+                    names.intern(Name::Str(b.into()))
+                }
+            }
+            Name::Code(_) => NameId(i as u32),
+        })
+        .collect();
+    let strip = |k: &Key| Key { filename: base[k.filename.0 as usize], ..*k };
+    let mut out: Vec<Entry> = Vec::with_capacity(stats.entries.len());
+    let mut index: IdMap<Key, usize> = IdMap::default();
+    for e in &stats.entries {
+        let key = strip(&e.key);
         let mut callers: Vec<(Key, Calls)> = Vec::with_capacity(e.callers.len());
-        for (k, c) in e.callers {
-            let k = k.strip_path();
+        for (k, c) in &e.callers {
+            let k = strip(k);
             match callers.iter_mut().find(|(x, _)| *x == k) {
-                Some(slot) => slot.1 = c,
-                None => callers.push((k, c)),
+                Some(slot) => slot.1 = c.clone(),
+                None => callers.push((k, c.clone())),
             }
         }
         match index.get(&key) {
@@ -1131,12 +1345,12 @@ fn strip_dirs(entries: Vec<Entry>) -> Vec<Entry> {
                 }
             }
             None => {
-                index.insert(key.clone(), out.len());
+                index.insert(key, out.len());
                 out.push(Entry { key, cc: e.cc, nc: e.nc, tt: e.tt, ct: e.ct, callers });
             }
         }
     }
-    out
+    Stats { names: names.names, entries: out, sampled: stats.sampled }
 }
 
 /// Prints `stats` as `pstats.Stats(path).sort_stats(...).print_stats(limit)` (or
@@ -1176,9 +1390,9 @@ pub fn write(
     };
     let key = |m: &mut Encoder<&mut Vec<u8>>, k: &Key| {
         m.tuple(3)?;
-        name(m, &k.filename)?;
+        name(m, stats.name(k.filename))?;
         num(m, k.line)?;
-        name(m, &k.name)
+        name(m, stats.name(k.name))
     };
     m.dict()?;
     for e in &stats.entries {
