@@ -398,3 +398,52 @@ fn dot_is_gprof2dots() {
     eprintln!("--to dot: {same} graphs identical to gprof2dot's and rendered, {refused} refused as gprof2dot fails");
     assert!(same >= 20, "only {same} graphs compared");
 }
+
+/// `--to dot` of sample inputs: gprof2dot draws a sampled profile from the pstats file
+/// CPython's `replay --pstats` makes of it; tachyon's graph of the same profile must be that
+/// graph, byte for byte (the profile in the box, the sampler's recording of the pstats
+/// workload, and the real profiles of the test run when there).
+#[test]
+fn dot_of_sample_inputs_is_gprof2dots_of_cpythons_pstats() {
+    oracle_ready();
+    let gprof2dot = qemu_tests::inputs::viewer_tools().join("gprof2dot.py");
+    let work = root().join("target/pstats-dot-samples-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let recorded = PathBuf::from(std::env::var_os("TACHYON_PSTATS_PROFILES").expect("TACHYON_PSTATS_PROFILES"));
+    let mut inputs = vec![root().join("examples/stdlib_work.pyb"), recorded.join("s315.pyb")];
+    if let Some(real) = std::env::var_os("TACHYON_REAL_PROFILES") {
+        inputs.extend(qemu_tests::inputs::files_in(Path::new(&real), "pyb"));
+    }
+    let oracle = root().join("scripts/oracle-python.sh");
+    for (i, input) in inputs.iter().enumerate() {
+        let pstats = work.join(format!("{i}.pstats"));
+        let replay = Command::new(&oracle)
+            .args(["amd64", "-m", "profiling.sampling", "replay", "--pstats", "-o"])
+            .arg(&pstats)
+            .arg(input)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(replay.success(), "{}: CPython's replay --pstats failed", input.display());
+        let theirs = work.join(format!("{i}.gprof2dot.dot"));
+        let drawn = Command::new(&oracle)
+            .arg("amd64")
+            .arg(&gprof2dot)
+            .args(["-f", "pstats"])
+            .arg(&pstats)
+            .arg("-o")
+            .arg(&theirs)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(drawn.success(), "{}: gprof2dot failed", input.display());
+        let ours = qemu_tests::inputs::convert_file(input, &tachyon::convert::Output::Dot).unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            std::fs::read_to_string(&theirs).unwrap(),
+            "{}: --to dot differs from gprof2dot's graph of CPython's pstats",
+            input.display()
+        );
+    }
+}

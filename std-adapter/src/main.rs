@@ -599,12 +599,7 @@ fn output(a: &ConvertArgs, file: &Path) -> Result<Output, Failure> {
         },
         OutputKind::Austin => Output::Austin,
         OutputKind::Mojo => Output::Mojo { version: a.mojo_version },
-        OutputKind::Dot => {
-            return Err(Failure(format!(
-                "{}: --to dot draws pstats input (gprof2dot's call graph of sample inputs is not done yet)",
-                file.display()
-            )))
-        }
+        OutputKind::Dot => Output::Dot,
     })
 }
 

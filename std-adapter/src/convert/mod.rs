@@ -146,7 +146,8 @@ pub enum OutputKind {
     /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
     /// asked for; from any other: what Austin would have written for its samples).
     Mojo,
-    /// Graphviz DOT: the call graph gprof2dot draws of a pstats file (pstats input).
+    /// Graphviz DOT: the call graph gprof2dot draws with `-f pstats` (of a pstats input, or
+    /// of the pstats file `--to pstats` makes).
     Dot,
 }
 
@@ -239,6 +240,8 @@ pub enum Output {
         /// Version 1 to 4; default: the input's.
         version: Option<u8>,
     },
+    /// The call graph gprof2dot draws of the profile's pstats file.
+    Dot,
 }
 
 impl Output {
@@ -257,6 +260,7 @@ impl Output {
             Output::Gperftools { .. } => OutputKind::Gperftools,
             Output::Austin => OutputKind::Austin,
             Output::Mojo { .. } => OutputKind::Mojo,
+            Output::Dot => OutputKind::Dot,
         }
     }
 }
@@ -376,6 +380,20 @@ pub fn convert<S: Source>(
             let mut c = pstats::PstatsCollector::default();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
             pstats::write_marshal(&c.rows(source.frames(), interval_us), *compat, &mut out)?;
+            n
+        }
+        Output::Dot => {
+            // gprof2dot draws a sampled profile from its pstats file: the same file here.
+            let mut c = pstats::PstatsCollector::default();
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            let mut file = Vec::new();
+            pstats::write_marshal(&c.rows(source.frames(), interval_us), false, &mut file)?;
+            // pstats cannot load a profile without samples (an empty dict), so gprof2dot draws
+            // nothing of it.
+            let stats = crate::pstats::load(&file).map_err(|_| {
+                io::Error::other("no samples: pstats cannot load an empty profile, nor gprof2dot draw it")
+            })?;
+            io::Write::write_all(&mut out, crate::dot::dot(&stats).map_err(io::Error::other)?.as_bytes())?;
             n
         }
         Output::PstatsText { sort, limit, summary } => {
