@@ -447,3 +447,54 @@ fn dot_of_sample_inputs_is_gprof2dots_of_cpythons_pstats() {
         );
     }
 }
+
+/// `tachyon merge` of Tachyon files: CPython 3.15.2's `replay --collapsed` of the merged file
+/// is the sum of its replays of the inputs (the profile in the box, the pstats workload's
+/// recording, and the run's real profiles when there).
+#[test]
+fn merged_tachyon_files_replay_in_cpython_as_the_sum() {
+    oracle_ready();
+    let work = root().join("target/merge-tachyon-test");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let recorded = PathBuf::from(std::env::var_os("TACHYON_PSTATS_PROFILES").expect("TACHYON_PSTATS_PROFILES"));
+    let mut inputs = vec![root().join("examples/stdlib_work.pyb"), recorded.join("s315.pyb")];
+    if let Some(real) = std::env::var_os("TACHYON_REAL_PROFILES") {
+        inputs.extend(qemu_tests::inputs::files_in(Path::new(&real), "pyb").into_iter().take(3));
+    }
+    let merged = work.join("merged.pyb");
+    // What `tachyon merge` does with Tachyon files.
+    let loaded: Vec<_> = inputs.iter().map(|f| tachyon::sources::tachyon::TachyonFile::open(f).unwrap()).collect();
+    let mut chain = tachyon::sources::chain::Chain::new(loaded).unwrap();
+    tachyon::convert::convert(
+        &mut chain,
+        &tachyon::convert::Output::Tachyon { big_endian: None, compression: None },
+        tachyon::convert::Destination::File(&merged),
+        &mut |_| {},
+    )
+    .unwrap();
+    let replay = |file: &Path, i: usize| {
+        let out = work.join(format!("{i}.collapsed"));
+        let ok = Command::new(root().join("scripts/oracle-python.sh"))
+            .args(["amd64", "-m", "profiling.sampling", "replay", "--collapsed", "-o"])
+            .arg(&out)
+            .arg(file)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{}: CPython's replay failed", file.display());
+        let mut stacks = std::collections::BTreeMap::new();
+        for line in std::fs::read_to_string(&out).unwrap().lines() {
+            let (stack, n) = line.rsplit_once(' ').unwrap();
+            *stacks.entry(stack.to_string()).or_insert(0u64) += n.parse::<u64>().unwrap();
+        }
+        stacks
+    };
+    let mut sum = std::collections::BTreeMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        for (stack, n) in replay(input, i) {
+            *sum.entry(stack).or_insert(0) += n;
+        }
+    }
+    assert_eq!(replay(&merged, inputs.len()), sum, "CPython reads the merged file as other than the sum");
+}

@@ -19,10 +19,11 @@ use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::model::{Source, PROGRESS_EVERY};
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::chain::Chain;
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::sources::mojo::MojoSource;
 use tachyon::sources::pprof::{PprofSource, SampleIndex};
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::sources::tachyon::{TachyonFile, TachyonSource};
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::header::HEADER_SIZE;
@@ -128,15 +129,17 @@ enum Command {
         output: PathBuf,
     },
     /// Adds pstats files together as `pstats.Stats(A, B, …)` does (`Stats.add`) and writes
-    /// the sum as a pstats file (without 3.15's sampled marker unless asked).
+    /// the sum as a pstats file (without 3.15's sampled marker unless asked); or makes files
+    /// of one sample format (Tachyon, gperftools, pprof, MOJO) into one of that format with
+    /// every sample of each, in the order given.
     Merge {
-        /// The pstats files.
+        /// The files (all pstats, or all of one sample format).
         #[arg(required = true, num_args = 2..)]
         files: Vec<PathBuf>,
-        /// The pstats file to write.
+        /// The file to write, in the inputs' format.
         #[arg(short, long)]
         output: PathBuf,
-        /// Keep 3.15's ("__sampled__",) marker when the first file has it.
+        /// pstats: keep 3.15's ("__sampled__",) marker when the first file has it.
         #[arg(long)]
         keep_sampled_marker: bool,
     },
@@ -815,16 +818,30 @@ fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
     }
 }
 
-/// `tachyon merge`: pstats files added as `pstats.Stats(first, *rest)` adds them.
+/// `tachyon merge`: pstats files added as `pstats.Stats(first, *rest)` adds them; files of
+/// one sample format (Tachyon, gperftools, pprof, MOJO) made into one of that format holding
+/// every sample of each, in the order given.
 fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Failure> {
-    let mut loaded = Vec::with_capacity(files.len());
-    for file in files {
-        if detect(file)? != FileKind::Marshal {
+    let kind = detect(&files[0])?;
+    for file in &files[1..] {
+        let other = detect(file)?;
+        if std::mem::discriminant(&other) != std::mem::discriminant(&kind) {
             return Err(Failure(format!(
-                "{}: merge adds pstats files (merging the samples of other inputs is not done yet)",
-                file.display()
+                "{}: a {} file; merge takes files of one format ({} first)",
+                file.display(),
+                other.name(),
+                kind.name()
             )));
         }
+    }
+    if kind != FileKind::Marshal {
+        if keep_marker {
+            return Err(Failure("--keep-sampled-marker applies to pstats files".into()));
+        }
+        return merge_samples(files, kind, output);
+    }
+    let mut loaded = Vec::with_capacity(files.len());
+    for file in files {
         let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
         loaded.push(tachyon::pstats::load(&bytes).map_err(|e| Failure(format!("{}: {e}", file.display())))?);
     }
@@ -832,6 +849,49 @@ fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Fail
     let mut out = Vec::new();
     tachyon::pstats::write(&sum, keep_marker, &mut out).map_err(|e| Failure(format!("encoding: {e}")))?;
     std::fs::write(output, out).map_err(|e| Failure(format!("{}: {e}", output.display())))
+}
+
+/// Sample inputs of one format merged through the hub into that format.
+fn merge_samples(files: &[PathBuf], kind: FileKind, output: &Path) -> Result<(), Failure> {
+    fn write<S: Source>(parts: Vec<S>, out: &Output, output: &Path) -> Result<(), Failure> {
+        let mut chain = Chain::new(parts).ok_or_else(|| Failure("nothing to merge".into()))?;
+        tachyon::convert::convert(&mut chain, out, Destination::File(output), &mut |_| {})
+            .map(drop)
+            .map_err(|e| Failure(e.to_string()))
+    }
+    // A gperftools profile keeps its addresses (as `--to gperftools` does): nothing to
+    // symbolise.
+    let inputs = InputArgs { no_symbolize: kind == FileKind::Gperftools, ..InputArgs::default() };
+    match kind {
+        FileKind::Tachyon => {
+            // Writing Tachyon reads the samples twice (a census, then the records).
+            let parts = files
+                .iter()
+                .map(|f| TachyonFile::open(f).map_err(|e| read_error(f, e)))
+                .collect::<Result<Vec<_>, _>>()?;
+            write(parts, &Output::Tachyon { big_endian: None, compression: None }, output)
+        }
+        FileKind::Gperftools => {
+            let parts = files.iter().map(|f| open_gperftools(f, &inputs)).collect::<Result<Vec<_>, _>>()?;
+            write(parts, &Output::Gperftools { word: None, big_endian: None }, output)
+        }
+        FileKind::Pprof { .. } => {
+            let parts = files.iter().map(|f| open_pprof(f, &inputs)).collect::<Result<Vec<_>, _>>()?;
+            write(parts, &Output::Pprof, output)
+        }
+        FileKind::Mojo => {
+            let mut parts = Vec::with_capacity(files.len());
+            for file in files {
+                let src = open_file(file)?;
+                parts.push(
+                    MojoSource::open(src, Default::default())
+                        .map_err(|e| Failure(format!("{}: {e}", file.display())))?,
+                );
+            }
+            write(parts, &Output::Mojo { version: None }, output)
+        }
+        other => Err(unreadable(&files[0], other)),
+    }
 }
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {

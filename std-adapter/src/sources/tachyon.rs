@@ -284,3 +284,53 @@ impl<R: Read + Seek> Iterator for Samples<'_, '_, R> {
         }
     }
 }
+
+/// A Tachyon file by its path, replayable any number of times (each replay opens it again):
+/// for outputs that read the samples twice, where a [`TachyonSource`] reads them once, and
+/// for several files replayed in turn ([`crate::sources::chain::Chain`], `tachyon merge`).
+pub struct TachyonFile {
+    path: std::path::PathBuf,
+    info: SourceInfo,
+    frames: FrameTable,
+}
+
+/// The reader of the file at `path`, over `storage` (sized from its metadata).
+fn open_path<'s>(
+    path: &std::path::Path,
+    storage: &'s mut Option<crate::open::OwnedReaderStorage>,
+) -> Result<Reader<'s, crate::file::FileSource>, ReadError<std::io::Error>> {
+    let io = |error| ReadError::Io { position: tachyon_core::Position::File(0), error };
+    let mut src = crate::file::FileSource::open(path).map_err(io)?;
+    let meta = tachyon_core::Metadata::read(&mut src)?;
+    let owned = crate::open::OwnedReaderStorage::for_metadata(&meta, crate::open::Limits::default())
+        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    storage.insert(owned).open_file(src)
+}
+
+impl TachyonFile {
+    /// Opens the file once for its facts and frames.
+    pub fn open(path: &std::path::Path) -> Result<Self, ReadError<std::io::Error>> {
+        let mut storage = None;
+        let mut reader = open_path(path, &mut storage)?;
+        let source = TachyonSource::new(&mut reader);
+        Ok(TachyonFile { path: path.to_owned(), info: source.info.clone(), frames: source.frames.clone() })
+    }
+}
+
+impl Source for TachyonFile {
+    type Error = ReadError<std::io::Error>;
+
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        let mut storage = None;
+        let mut reader = open_path(&self.path, &mut storage)?;
+        replay(&mut reader, &self.frames, collector, progress)
+    }
+}
