@@ -126,10 +126,11 @@ fn references_to_finished_objects_resolve() {
 fn truncations_and_flips_never_panic() {
     for name in FILES {
         let bytes = data(&format!("{name}.pstats"));
-        for cut in 0..bytes.len() {
+        // About 1,500 cuts and flips per file (the suite also runs under qemu-user).
+        let step = (bytes.len() / 1500).max(1);
+        for cut in (0..bytes.len()).step_by(step) {
             assert!(items(&bytes[..cut], 64).is_err(), "{name} cut at {cut} decoded whole");
         }
-        let step = (bytes.len() / 3000).max(1);
         for at in (0..bytes.len()).step_by(step) {
             let mut b = bytes.clone();
             b[at] ^= 0xff;
