@@ -293,17 +293,49 @@ impl Stats {
     /// `pstats.func_std_string`: `{built-in …}` for `('~', 0, '<…>')`, else
     /// `file:line(name)`.
     pub fn std_string(&self, key: &Key) -> String {
+        let mut out = String::new();
+        self.write_std_string(key, &mut out);
+        out
+    }
+
+    /// [`Stats::std_string`] appended to `out`.
+    pub fn write_std_string(&self, key: &Key, out: &mut String) {
         let (file, name) = (self.name(key.filename), self.name(key.name));
         if matches!(file, Name::Str(s) if &**s == "~") && key.line.py_eq(Num::Int(0)) {
-            if let Name::Str(n) = name {
-                if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') {
-                    return format!("{{{}}}", &n[1..n.len() - 1]);
+            match name {
+                Name::Str(n) if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') => {
+                    out.push('{');
+                    out.push_str(&n[1..n.len() - 1]);
+                    out.push('}');
                 }
-                return n.to_string();
+                Name::Str(n) => out.push_str(n),
+                code => {
+                    let _ = write!(out, "{code}");
+                }
             }
-            return name.to_string();
+            return;
         }
-        format!("{file}:{}({name})", key.line.trunc())
+        match file {
+            Name::Str(f) => out.push_str(f),
+            code => {
+                let _ = write!(out, "{code}");
+            }
+        }
+        out.push(':');
+        match key.line {
+            Num::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            other => out.push_str(&other.trunc()),
+        }
+        out.push('(');
+        match name {
+            Name::Str(n) => out.push_str(n),
+            code => {
+                let _ = write!(out, "{code}");
+            }
+        }
+        out.push(')');
     }
 
     /// Whether `key`'s file is `file` and its name `name` (strs), line 0 — the
@@ -435,8 +467,9 @@ impl Node {
 
 struct Tree {
     nodes: Vec<Node>,
-    /// Offset of each node's first byte.
-    offsets: Vec<usize>,
+    /// Offset of each node's first byte, kept only when a reading is repeated to say where
+    /// an error is (a second pass, on the error path only).
+    offsets: Option<Vec<usize>>,
     children: Vec<u32>,
     big: Vec<i128>,
 }
@@ -457,7 +490,7 @@ impl Tree {
     }
 
     fn offset(&self, id: u32) -> usize {
-        self.offsets[id as usize]
+        self.offsets.as_ref().and_then(|o| o.get(id as usize).copied()).unwrap_or(0)
     }
 
     fn items(&self, start: u32, len: u32) -> &[u32] {
@@ -487,8 +520,9 @@ fn shape<T>(offset: usize, what: impl Into<String>) -> Result<T, PstatsError> {
     Err(PstatsError::Shape { offset, what: what.into() })
 }
 
-/// The root object of `data` as a flat tree, its strs and code objects interned in `names`.
-fn read_tree(data: &[u8], names: &mut Names) -> Result<(Tree, u32), PstatsError> {
+/// The root object of `data` as a flat tree, its strs and code objects interned in `names`
+/// (with every node's offset when `offsets`).
+fn read_tree(data: &[u8], names: &mut Names, offsets: bool) -> Result<(Tree, u32), PstatsError> {
     let mut stack = vec![Open::EMPTY; MAX_DEPTH];
     let mut d = Decoder::new(data, &mut stack);
     // Room for a node every 8 bytes of the file (a real file has one every 10 or so): grown
@@ -496,7 +530,7 @@ fn read_tree(data: &[u8], names: &mut Names) -> Result<(Tree, u32), PstatsError>
     let guess = data.len() / 8;
     let mut tree = Tree {
         nodes: Vec::with_capacity(guess),
-        offsets: Vec::with_capacity(guess),
+        offsets: offsets.then(|| Vec::with_capacity(guess)),
         children: Vec::with_capacity(guess),
         big: Vec::new(),
     };
@@ -508,7 +542,9 @@ fn read_tree(data: &[u8], names: &mut Names) -> Result<(Tree, u32), PstatsError>
     let mut root = None;
     let push = |tree: &mut Tree, node: Node, offset: usize| -> u32 {
         tree.nodes.push(node);
-        tree.offsets.push(offset);
+        if let Some(o) = &mut tree.offsets {
+            o.push(offset);
+        }
         (tree.nodes.len() - 1) as u32
     };
     while let Some(item) = d.next_item().map_err(PstatsError::Marshal)? {
@@ -708,8 +744,21 @@ fn num_of(tree: &Tree, id: u32, offset: usize, what: &str) -> Result<Num, Pstats
 /// Loads a pstats file as `pstats.Stats` does.
 pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
     let mut names = Names::default();
-    let (tree, root) = read_tree(data, &mut names)?;
-    let offset = tree.offset(root);
+    let (tree, root) = read_tree(data, &mut names, false)?;
+    match interpret(&tree, root, names) {
+        // The error names a node: read again, with offsets, to say where it is.
+        Err(PstatsError::Shape { offset: node, what }) => {
+            let (tree, _) = read_tree(data, &mut Names::default(), true)?;
+            Err(PstatsError::Shape { offset: tree.offset(node as u32), what })
+        }
+        other => other,
+    }
+}
+
+/// The entries of a tree. Its errors' `offset` is the node's index in the tree, made a byte
+/// offset by [`load`].
+fn interpret(tree: &Tree, root: u32, names: Names) -> Result<Stats, PstatsError> {
+    let offset = root as usize;
     let root_node = tree.node(root);
     let Node::Dict { start, len } = root_node else {
         return shape(offset, format!("the file holds a {}, not a dict", root_node.type_name()));
@@ -720,14 +769,14 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
     let mut seen: IdMap<Key, usize> = IdMap::default();
     for kv in tree.items(start, 2 * len).chunks_exact(2) {
         let (k, v) = (kv[0], kv[1]);
-        let at = tree.offset(k);
+        let at = k as usize;
         if let Node::Seq { start, len: 1, tuple: true } = tree.node(k) {
             if matches!(tree.node(tree.items(start, 1)[0]), Node::Name(n) if Some(n.0 as usize) == marker) {
                 stats.sampled = true;
                 continue;
             }
         }
-        let key = key_of(&tree, k, at)?;
+        let key = key_of(tree, k, at)?;
         // A list unpacks as well as a tuple.
         let value = tree.node(v);
         let Node::Seq { start: vs, len: vl, .. } = value else {
@@ -744,8 +793,8 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
         let mut list: Vec<(Key, Calls)> = Vec::with_capacity(cl as usize);
         seen.clear();
         for ckv in tree.items(cs, 2 * cl).chunks_exact(2) {
-            let cat = tree.offset(ckv[0]);
-            let caller = key_of(&tree, ckv[0], cat)?;
+            let cat = ckv[0] as usize;
+            let caller = key_of(tree, ckv[0], cat)?;
             let cv = tree.node(ckv[1]);
             let calls = match cv {
                 Node::Seq { start, len: 4, tuple: true }
@@ -753,16 +802,16 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
                 {
                     let t = tree.items(start, 4);
                     Calls::Timed([
-                        num_of(&tree, t[0], cat, "a caller's nc")?,
-                        num_of(&tree, t[1], cat, "a caller's cc")?,
-                        num_of(&tree, t[2], cat, "a caller's tt")?,
-                        num_of(&tree, t[3], cat, "a caller's ct")?,
+                        num_of(tree, t[0], cat, "a caller's nc")?,
+                        num_of(tree, t[1], cat, "a caller's cc")?,
+                        num_of(tree, t[2], cat, "a caller's tt")?,
+                        num_of(tree, t[3], cat, "a caller's ct")?,
                     ])
                 }
                 other => match tree.num(ckv[1]) {
                     Some(n) => Calls::Count(n),
                     None => Calls::Other {
-                        repr: py_repr(&tree, &names, ckv[1]),
+                        repr: py_repr(tree, &names, ckv[1]),
                         tuple: matches!(other, Node::Seq { tuple: true, .. }),
                         numbers: match other {
                             Node::Seq { start, len, .. } => {
@@ -783,10 +832,10 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
         }
         let entry = Entry {
             key,
-            cc: num_of(&tree, fields[0], at, "cc")?,
-            nc: num_of(&tree, fields[1], at, "nc")?,
-            tt: num_of(&tree, fields[2], at, "tt")?,
-            ct: num_of(&tree, fields[3], at, "ct")?,
+            cc: num_of(tree, fields[0], at, "cc")?,
+            nc: num_of(tree, fields[1], at, "nc")?,
+            tt: num_of(tree, fields[2], at, "tt")?,
+            ct: num_of(tree, fields[3], at, "ct")?,
             callers: list,
         };
         // A repeated key replaces the value where the first one stands, as in a dict.
@@ -1115,7 +1164,7 @@ impl<'a> Printer<'a> {
                 f8_into(out, e.ct.div(e.cc));
                 out.push(' ');
             }
-            out.push_str(&self.stats.std_string(&e.key));
+            self.stats.write_std_string(&e.key, out);
             out.push('\n');
         }
         out.push_str("\n\n");
@@ -1291,7 +1340,12 @@ fn f8(x: f64) -> String {
 }
 
 fn f8_into(out: &mut String, x: f64) {
-    if x.is_finite() {
+    // Most times of a large profile are below half a millisecond: they all print as 0.000
+    // (the double nearest 0.0005 is above it, so anything below that double is below
+    // 0.0005 itself and rounds down), sign kept as `%f` keeps it.
+    if x.abs() < 0.0005 {
+        out.push_str(if x.is_sign_negative() { "  -0.000" } else { "   0.000" });
+    } else if x.is_finite() {
         let _ = write!(out, "{x:8.3}");
     } else {
         let _ = write!(out, "{:>8}", py_float_repr(x));
