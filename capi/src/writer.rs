@@ -360,6 +360,19 @@ unsafe fn place(
     Ok(handle)
 }
 
+/// `count` items at `ptr` (which may be NULL when `count` is 0).
+///
+/// # Safety
+/// Unless `count` is 0, `ptr` must point at `count` valid items that outlive the borrow.
+unsafe fn items<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+    if count == 0 {
+        &[]
+    } else {
+        // SAFETY: by the function's contract.
+        unsafe { core::slice::from_raw_parts(ptr, count) }
+    }
+}
+
 /// A frame of the C API as the core's, or `TACHYON_E_NULL` for a NULL name with a length.
 ///
 /// # Safety
@@ -444,12 +457,8 @@ pub unsafe extern "C" fn tachyon_writer_write_sample(
         if let Err(status) = w.open() {
             return status;
         }
-        let frames: &[tachyon_frame] = if count == 0 {
-            &[]
-        } else {
-            // SAFETY: non-null, `count` frames by the caller's promise.
-            unsafe { core::slice::from_raw_parts(frames, count) }
-        };
+        // SAFETY: non-null unless `count` is 0 (checked), `count` frames by the caller's promise.
+        let frames = unsafe { items(frames, count) };
         let kept = &frames[..count.min(tachyon_core::records::MAX_STACK_DEPTH)];
         // Names are checked before anything is written, so a bad frame refuses the sample
         // whole.
@@ -493,12 +502,9 @@ pub unsafe extern "C" fn tachyon_writer_write_sample_ids(
         if let Err(status) = w.open() {
             return status;
         }
-        let ids: &[FrameId] = if count == 0 {
-            &[]
-        } else {
-            // SAFETY: non-null, `count` ids by the caller's promise; FrameId is a transparent u32.
-            unsafe { core::slice::from_raw_parts(ids.cast::<FrameId>(), count) }
-        };
+        // SAFETY: non-null unless `count` is 0 (checked), `count` ids by the caller's promise;
+        // FrameId is a transparent u32.
+        let ids = unsafe { items(ids.cast::<FrameId>(), count) };
         match w.writer.write_thread_sample_ids(timestamp_us, interpreter_id, thread_id, status, ids) {
             Ok(()) => TACHYON_OK,
             Err(e) => w.write_error(e),

@@ -18,14 +18,9 @@ A=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}
 R=$A/root-amd64
 [ -f "$A/ready" ] || { echo "real profiles: oracle not set up (scripts/oracle.sh)" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "real profiles: chroot and bind mounts need root" >&2; exit 1; }
-mkdir -p "$out" "$R/proc" "$R/dev" "$R/work"
-cleanup() {
-  mountpoint -q "$R/proc" && umount "$R/proc" || true
-  mountpoint -q "$R/dev" && umount "$R/dev" || true
-}
-trap cleanup EXIT
-mountpoint -q "$R/proc" || mount --bind /proc "$R/proc"
-mountpoint -q "$R/dev" || mount --bind /dev "$R/dev"
+mkdir -p "$out"
+. "$here/chroot_mounts.sh"
+oracle_chroot "$R"
 cp "$here"/workloads/*.py "$R/work/"
 
 record() {

@@ -673,26 +673,7 @@ fn py_repr(tree: &Tree, names: &Names, id: u32) -> String {
         Node::Big(b) => tree.big[b as usize].to_string(),
         Node::Float(f) => py_float_repr(f),
         Node::Name(n) => match &names.names[n.0 as usize] {
-            Name::Str(s) => {
-                let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-                let mut out = String::from(quote);
-                for c in s.chars() {
-                    match c {
-                        '\\' => out.push_str("\\\\"),
-                        '\n' => out.push_str("\\n"),
-                        '\r' => out.push_str("\\r"),
-                        '\t' => out.push_str("\\t"),
-                        c if c == quote => {
-                            out.push('\\');
-                            out.push(c);
-                        }
-                        c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-                        c => out.push(c),
-                    }
-                }
-                out.push(quote);
-                out
-            }
+            Name::Str(s) => crate::convert::pstats::py_repr_str(s),
             code => code.to_string(),
         },
         Node::Seq { start, len, tuple } => {

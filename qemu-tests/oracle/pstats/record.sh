@@ -41,14 +41,8 @@ PY315 -m cProfile -o "$OUT/c315.pstats" workload.py >/dev/null || fail "3.15 cPr
 PY315 -m profiling.tracing -o "$OUT/t315.pstats" workload.py >/dev/null || fail "3.15 profiling.tracing"
 
 [ "$(id -u)" = 0 ] || fail "the sampler's recording needs root (chroot)"
-mkdir -p "$R/proc" "$R/dev" "$R/work"
-cleanup() {
-  mountpoint -q "$R/proc" && umount "$R/proc" || true
-  mountpoint -q "$R/dev" && umount "$R/dev" || true
-}
-trap cleanup EXIT
-mountpoint -q "$R/proc" || mount --bind /proc "$R/proc"
-mountpoint -q "$R/dev" || mount --bind /dev "$R/dev"
+. "$HERE/../chroot_mounts.sh"
+oracle_chroot "$R"
 cp "$HERE/workload.py" "$R/work/pstats_workload.py"
 sample() {
   env -i PATH=/usr/bin:/bin LC_ALL=C PSTATS_REPEAT=15 /usr/sbin/chroot "$R" /usr/bin/python3.15 -m profiling.sampling run \

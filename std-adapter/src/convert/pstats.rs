@@ -394,7 +394,7 @@ fn py_repr_key(k: &FunctionKey) -> String {
 /// backslash escapes for the quote, `\\`, `\t` `\n` `\r` and other control characters.
 /// Non-ASCII characters are kept (Python escapes the non-printable ones among them too;
 /// that only changes the order of names holding such characters).
-fn py_repr_str(s: &str) -> String {
+pub(crate) fn py_repr_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
