@@ -38,7 +38,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 CROSS_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 for target in "${CROSS_TARGETS[@]}" thumbv7em-none-eabihf; do
-  rustup target list --installed | grep -qx "$target" || rustup target add "$target" || fail "rustup target add $target"
+  grep -qx "$target" <<<"$(rustup target list --installed)" || rustup target add "$target" || fail "rustup target add $target"
 done
 bash scripts/oracle.sh >/dev/null || fail "setting up the CPython 3.15.2 oracle"
 
@@ -133,7 +133,10 @@ log "the shared library, and flags from pkg-config"
 mkdir -p "$OUT/shared" "$OUT/pkgconfig-build"
 gcc $CFLAGS_STRICT -I capi/include capi/tests/c/errors_test.c -L "$LIB" -ltachyon_c -o "$OUT/shared/errors_test" \
   || fail "linking errors_test against libtachyon_c.so"
-ldd "$OUT/shared/errors_test" | grep -q libtachyon_c.so || fail "errors_test is not linked to libtachyon_c.so"
+# (grep reads a variable: `grep -q` at the end of a pipe may end ldd early, which pipefail
+# counts as a failure.)
+linked=$(ldd "$OUT/shared/errors_test") || fail "ldd errors_test"
+grep -q libtachyon_c.so <<<"$linked" || fail "errors_test is not linked to libtachyon_c.so"
 export LD_LIBRARY_PATH="$LIB"
 run_errors "$OUT/shared" ""
 unset LD_LIBRARY_PATH

@@ -26,7 +26,7 @@ command -v size >/dev/null || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null || fail "apt-get install binutils"
 }
 for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
-  rustup target list --installed | grep -qx "$target" || rustup target add "$target" || fail "rustup target add $target"
+  grep -qx "$target" <<<"$(rustup target list --installed)" || rustup target add "$target" || fail "rustup target add $target"
 done
 DEFMT_PRINT="$CACHE/defmt-print/bin/defmt-print"
 if [ ! -x "$DEFMT_PRINT" ]; then

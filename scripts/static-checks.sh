@@ -48,7 +48,7 @@ done
 
 step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
 MSRV=1.81.0
-rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal \
+grep -q "^$MSRV" <<<"$(rustup toolchain list)" || rustup toolchain install "$MSRV" --profile minimal \
   || missing "Rust $MSRV toolchain (rustup could not download it)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -20,7 +20,7 @@ step "set-up: Rust toolchain"
 command -v cargo >/dev/null || missing "cargo (install Rust with rustup; this script cannot)"
 command -v rustup >/dev/null || missing "rustup (needed to add the no_std targets)"
 for component in rustfmt clippy; do
-  rustup component list --installed | grep -q "^$component" || rustup component add "$component" \
+  grep -q "^$component" <<<"$(rustup component list --installed)" || rustup component add "$component" \
     || missing "rustup component $component (rustup could not download it)"
 done
 installed_targets=$(rustup target list --installed)
