@@ -23,8 +23,8 @@ const NODE_THRESHOLD: f64 = 0.005;
 const EDGE_THRESHOLD: f64 = 0.001;
 
 struct Function {
-    name: String,
-    filename: String,
+    /// The key it was made from: its name and file are written only for the nodes drawn.
+    key: Key,
     called: Option<Num>,
     time: f64,
     total_time: f64,
@@ -74,9 +74,7 @@ fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
     let mut functions: Vec<Function> = Vec::new();
     let mut id_of = |key: &Key, functions: &mut Vec<Function>| -> usize {
         *ids.entry(*key).or_insert_with(|| {
-            let filename = stats.name(key.filename).to_string();
-            let name = format!("{}:{}:{}", module_of(&filename), unsigned(key.line), stats.name(key.name));
-            functions.push(Function { name, filename, called: None, time: 0.0, total_time: 0.0, calls: Vec::new() });
+            functions.push(Function { key: *key, called: None, time: 0.0, total_time: 0.0, calls: Vec::new() });
             functions.len() - 1
         })
     };
@@ -119,6 +117,12 @@ fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
         }
     }
     Ok((functions, profile_time, profile_total))
+}
+
+/// gprof2dot's function name: `module:line:name`.
+fn name_of(stats: &Stats, key: &Key) -> String {
+    let filename = stats.name(key.filename).to_string();
+    format!("{}:{}:{}", module_of(&filename), unsigned(key.line), stats.name(key.name))
 }
 
 /// The "color" theme's colour for a weight: HSL from dark blue to saturated red, gamma 1.
@@ -191,7 +195,7 @@ fn percentage(p: f64) -> String {
 pub fn dot(stats: &Stats) -> Result<String, String> {
     let (functions, profile_time, profile_total) = profile(stats)?;
     if let Some(f) = functions.iter().find(|f| f.called.is_none()) {
-        return Err(format!("the caller {} is not a key of the file (gprof2dot fails on it)", f.name));
+        return Err(format!("the caller {} is not a key of the file (gprof2dot fails on it)", name_of(stats, &f.key)));
     }
     let kept: Vec<bool> = functions.iter().map(|f| ratio(f.total_time, profile_total) >= NODE_THRESHOLD).collect();
     let mut out = String::from("digraph {\n\ttooltip=\" \"\n");
@@ -204,7 +208,7 @@ pub fn dot(stats: &Stats) -> Result<String, String> {
         }
         let weight = ratio(f.total_time, profile_total);
         let mut label =
-            vec![f.name.clone(), percentage(weight), format!("({})", percentage(ratio(f.time, profile_time)))];
+            vec![name_of(stats, &f.key), percentage(weight), format!("({})", percentage(ratio(f.time, profile_time)))];
         if let Some(n) = f.called {
             label.push(format!("{}×", unsigned(n)));
         }
@@ -215,7 +219,7 @@ pub fn dot(stats: &Stats) -> Result<String, String> {
             id("#ffffff"),
             id(&format!("{:.2}", (weight * weight * 10.0).max(10.0))),
             id(&label.join("\n")),
-            id(&f.filename)
+            id(&stats.name(f.key.filename).to_string())
         );
         let mut calls: Vec<&(usize, Num, f64)> = f.calls.iter().collect();
         calls.sort_by_key(|(callee, _, _)| *callee);
