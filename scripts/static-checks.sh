@@ -57,9 +57,28 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
   cd "$scratch"
   # Test-only dependencies need newer Rust; resolve the rest to versions that support 1.81.
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update -q
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-core --features alloc,zstd,defmt,transport,marshal
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon
-  CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target" cargo "+$MSRV" check -q -p tachyon-capi
+  export CARGO_TARGET_DIR="$PWD/../$(basename "$scratch")-target"
+  # The newest cargo may see a release the registry has not yet shown Rust 1.81's cargo (its
+  # index cache is its own): "failed to select a version for `NAME` (locked to V)". Such a
+  # crate is taken back to the newest version 1.81's cargo lists, a few times at most.
+  msrv_check() {
+    local tries=0 out name older
+    while ! out=$(cargo "+$MSRV" check -q "$@" 2>&1); do
+      name=$(sed -n 's/.*failed to select a version for the requirement `\([^ ]*\) = .*/\1/p' <<<"$out")
+      older=$(sed -n 's/.*candidate versions found which didn.t match: \([^,]*\),.*/\1/p' <<<"$out")
+      name=${name%%$'\n'*} older=${older%%$'\n'*}
+      tries=$((tries + 1))
+      if [ -z "$name" ] || [ -z "$older" ] || [ "$tries" -gt 5 ]; then
+        printf '%s\n' "$out" >&2
+        return 1
+      fi
+      echo "MSRV: the registry has not shown Rust $MSRV's cargo $name's newest release yet: $name $older" >&2
+      cargo update -q -p "$name" --precise "$older"
+    done
+  }
+  msrv_check -p tachyon-core --features alloc,zstd,defmt,transport,marshal
+  msrv_check -p tachyon
+  msrv_check -p tachyon-capi
 )
 rm -rf "$scratch-target"
 
