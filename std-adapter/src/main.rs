@@ -812,6 +812,9 @@ fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
             )))
         }
     };
+    // The process ends next: handing a hundred thousand entries back to the allocator one by
+    // one would only cost time (a tenth of a large table's printing).
+    std::mem::forget(stats);
     match &a.output {
         Some(p) => std::fs::write(p, text).map_err(|e| Failure(format!("{}: {e}", p.display()))),
         None => io::stdout().lock().write_all(&text).map_err(|e| Failure(format!("writing the output: {e}"))),

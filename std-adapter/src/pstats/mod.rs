@@ -9,7 +9,9 @@
 //! by [`MAX_DEPTH`]), back references shared rather than copied (so a file of references to
 //! references cannot make memory grow beyond a fixed multiple of its size), and every value
 //! checked against what `pstats.Stats` accepts (keys of three items with a numeric middle,
-//! values of five), with the offset of the entry that breaks it. Every distinct name is held
+//! values of five), with the offset of the entry that breaks it. Files of the shape every
+//! profiler writes are read straight into entries, without a tree of their objects (`shape`);
+//! the tree reader reads the rest and says what is wrong with a bad file. Every distinct name is held
 //! once ([`Stats::names`]); keys are small values over them, so that tables of a hundred
 //! thousand functions load, sort and print in a fraction of Python's time.
 
@@ -20,6 +22,8 @@ use std::fmt::{self, Write as _};
 use tachyon_core::marshal::{Decoder, EncodeError, Encoder, Kind, MarshalError, Open, Value};
 
 use crate::hash::IdMap;
+
+mod shape;
 
 /// Deepest nesting of containers read (CPython's own marshal stops at 2000; a stats file
 /// needs 4, a code object in a key a few more).
@@ -37,7 +41,8 @@ pub enum Num {
 impl Num {
     fn to_f64(self) -> f64 {
         match self {
-            Num::Int(i) => i as f64,
+            // The same value; an i64 converts in one instruction, an i128 in a library call.
+            Num::Int(i) => i64::try_from(i).map_or(i as f64, |small| small as f64),
             Num::Float(f) => f,
         }
     }
@@ -74,7 +79,7 @@ impl Num {
     /// Python's `str(x)` (and `repr`).
     fn py_str(self) -> String {
         match self {
-            Num::Int(i) => i.to_string(),
+            Num::Int(i) => i64::try_from(i).map_or_else(|_| i.to_string(), |small| small.to_string()),
             Num::Float(f) => py_float_repr(f),
         }
     }
@@ -724,6 +729,14 @@ fn num_of(tree: &Tree, id: u32, offset: usize, what: &str) -> Result<Num, Pstats
 
 /// Loads a pstats file as `pstats.Stats` does.
 pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
+    if let Some(stats) = shape::load(data) {
+        return Ok(stats);
+    }
+    load_tree(data)
+}
+
+/// [`load`] through the general reader alone (a tree of every object of the file).
+pub fn load_tree(data: &[u8]) -> Result<Stats, PstatsError> {
     let mut names = Names::default();
     let (tree, root) = read_tree(data, &mut names, false)?;
     match interpret(&tree, root, names) {
@@ -1015,6 +1028,34 @@ impl<'a> Printer<'a> {
         }
     }
 
+    /// A numeric field of every entry as an integer of the same order (`!` of it when
+    /// descending), or `None` when the field is a name or some value is not exactly a double
+    /// (NaN, an int beyond 2^53), where the general comparison decides.
+    fn column(&self, field: u8, ascending: bool) -> Option<Vec<u64>> {
+        let value = |e: &Entry| match field {
+            0 => e.cc,
+            1 => e.nc,
+            2 => e.tt,
+            3 => e.ct,
+            5 => e.key.line,
+            _ => Num::Float(f64::NAN),
+        };
+        self.entries()
+            .iter()
+            .map(|e| {
+                let f = match value(e) {
+                    Num::Int(i) if i.unsigned_abs() <= 1 << 53 => i as i64 as f64,
+                    Num::Float(f) if !f.is_nan() => f,
+                    _ => return None,
+                };
+                // + 0.0 makes -0.0 the same key as 0.0 (Python finds them equal).
+                let bits = (f + 0.0).to_bits();
+                let key = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+                Some(if ascending { key } else { !key })
+            })
+            .collect()
+    }
+
     /// `sort_stats(*keys)`: the order of entries and the "Ordered by" text.
     fn sort(&self, keys: &[String]) -> Result<(Vec<usize>, String), PrintError> {
         let mut fields: Vec<(u8, bool)> = Vec::new();
@@ -1035,18 +1076,35 @@ impl<'a> Printer<'a> {
         } else {
             Vec::new()
         };
-        let mut order: Vec<usize> = (0..self.entries().len()).collect();
         let mut failed = false;
+        // Numeric fields as integers in the same order, where every value allows (what a
+        // large table sorts by: no lookups through the entries while sorting).
+        let columns: Vec<Option<Vec<u64>>> = fields.iter().map(|&(f, asc)| self.column(f, asc)).collect();
         // A stable sort, as Python's list.sort.
-        order.sort_by(|&x, &y| {
-            for &(field, ascending) in &fields {
-                match self.field_cmp(x, y, field, &std, &mut failed) {
-                    Ordering::Equal => continue,
-                    o => return if ascending { o } else { o.reverse() },
+        let order: Vec<usize> = if let [Some(column)] = &columns[..] {
+            let mut keyed: Vec<(u64, u32)> = column.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
+            keyed.sort_by_key(|&(k, _)| k);
+            keyed.into_iter().map(|(_, i)| i as usize).collect()
+        } else {
+            let mut order: Vec<usize> = (0..self.entries().len()).collect();
+            order.sort_by(|&x, &y| {
+                for (&(field, ascending), column) in fields.iter().zip(&columns) {
+                    let o = match column {
+                        // Already in the field's direction.
+                        Some(c) => c[x].cmp(&c[y]),
+                        None => match self.field_cmp(x, y, field, &std, &mut failed) {
+                            o if ascending => o,
+                            o => o.reverse(),
+                        },
+                    };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
                 }
-            }
-            Ordering::Equal
-        });
+                Ordering::Equal
+            });
+            order
+        };
         if failed {
             return Err(PrintError(CODE_COMPARED.into()));
         }
@@ -1128,7 +1186,12 @@ impl<'a> Printer<'a> {
                 count.push('/');
                 count.push_str(&e.cc.py_str());
             }
-            let _ = write!(out, "{count:>9} ");
+            // `%9s`: the count is ASCII, so bytes are characters.
+            for _ in count.len()..9 {
+                out.push(' ');
+            }
+            out.push_str(&count);
+            out.push(' ');
             f8_into(out, e.tt.to_f64());
             out.push(' ');
             if e.nc.is_zero() {
