@@ -21,10 +21,13 @@ done
 
 step "format"
 cargo fmt --all -- --check
+# The fuzz targets are their own workspace.
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
 step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"
 for target in "${NO_STD_TARGETS[@]}"; do

@@ -105,6 +105,9 @@ bash scripts/capi.sh
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
 bash scripts/exchange.sh
 
+step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
+bash scripts/fuzz.sh
+
 step "benchmark and example build; the example runs"
 cargo bench -p tachyon-core --features alloc,zstd --no-run
 cargo run --release -p tachyon-core --example roundtrip -- target/roundtrip.bin

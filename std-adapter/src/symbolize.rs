@@ -152,10 +152,23 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
     fs::read(path).map_err(|e| e.to_string())
 }
 
+/// The frames of linked address `address` in the ELF image `data` (a binary read into memory,
+/// with no separate debugging file), innermost first; the reason when `data` is not a binary
+/// this reads.
+pub fn symbolize_image(data: &[u8], address: u64) -> Result<Vec<Symbol>, String> {
+    Ok(Binary::parse(data, None)?.frames(address))
+}
+
 impl Binary {
     fn open(path: &Path, debug_root: &Path) -> Result<Binary, String> {
         let data = read_bounded(path)?;
-        let file = object::File::parse(&*data).map_err(|e| format!("not a binary this reads ({e})"))?;
+        Binary::parse(&data, Some((path, debug_root)))
+    }
+
+    /// A binary from its bytes; its debugging file looked for when `installed` says where
+    /// the binary is and where debugging files are installed.
+    fn parse(data: &[u8], installed: Option<(&Path, &Path)>) -> Result<Binary, String> {
+        let file = object::File::parse(data).map_err(|e| format!("not a binary this reads ({e})"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(format!("a {:?} file, not ELF", file.format()));
         }
@@ -171,7 +184,9 @@ impl Binary {
         }
         // Split-off debugging information, when installed, has the DWARF and the full symbol
         // table; the binary itself keeps the segments and at least `.dynsym`.
-        let debug_data = debug_file(&file, path, debug_root).and_then(|p| read_bounded(&p).ok());
+        let debug_data = installed
+            .and_then(|(path, debug_root)| debug_file(&file, path, debug_root))
+            .and_then(|p| read_bounded(&p).ok());
         let debug_file = debug_data.as_deref().and_then(|d| object::File::parse(d).ok());
         let dwarf_source = debug_file.as_ref().filter(|d| has_dwarf(d)).unwrap_or(&file);
         let dwarf = if has_dwarf(dwarf_source) { load_dwarf(dwarf_source) } else { None };

@@ -1,0 +1,82 @@
+//! Seeds that no committed file is, made by our writers from committed vectors:
+//! `make_seeds ROOT OUT` writes `OUT/pprof/*` (pprof profiles converted from the CPython
+//! vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the CPython
+//! vectors sent through the framed transport, a frame per write as a device sends them).
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use tachyon::convert::{convert, Destination, Output};
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::tachyon::TachyonSource;
+use tachyon_core::io::Cursor;
+use tachyon_core::reader::Metadata;
+use tachyon_core::transport::FramedSink;
+
+/// A link that keeps what is sent.
+#[derive(Default)]
+struct Capture(Vec<u8>);
+
+impl embedded_io::ErrorType for Capture {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// `file` sent as a device sends a file it has in RAM: in writes of 64 bytes, then the end.
+fn capture(file: &[u8]) -> Vec<u8> {
+    let mut scratch = vec![0u8; 128];
+    let mut sink = FramedSink::new(Capture::default(), &mut scratch).unwrap();
+    for piece in file.chunks(64) {
+        embedded_io::Write::write_all(&mut sink, piece).unwrap();
+    }
+    sink.end().unwrap();
+    sink.into_inner().0
+}
+
+fn main() {
+    let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let [root, out] = &args[..] else { panic!("usage: make_seeds ROOT OUT") };
+    let vectors = root.join("qemu-tests/vectors/cpython-3.15.2");
+    let (pprof, transport) = (out.join("pprof"), out.join("transport_receiver"));
+    std::fs::create_dir_all(&pprof).unwrap();
+    std::fs::create_dir_all(&transport).unwrap();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&vectors)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    names.sort();
+    for path in &names {
+        let data = std::fs::read(path).unwrap();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        std::fs::write(transport.join(format!("{stem}.cap")), capture(&data)).unwrap();
+        let meta = Metadata::read(&mut Cursor::new(&data[..])).unwrap();
+        let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+        let mut reader = storage.open(Cursor::new(&data[..])).unwrap();
+        let mut source = TachyonSource::new(&mut reader);
+        let mut bytes = Vec::new();
+        convert(&mut source, &Output::Pprof, Destination::Stream(&mut bytes), &mut |_| {}).unwrap();
+        std::fs::write(pprof.join(format!("{stem}.pb.gz")), bytes).unwrap();
+    }
+    let prof = root.join("qemu-tests/vectors/gperftools-2.10/x86_64-le64-gperftools2.10/burn-x86_64.prof");
+    write_gperftools_pprof(&prof, &pprof.join("gperftools.pb.gz"));
+}
+
+fn write_gperftools_pprof(prof: &Path, out: &Path) {
+    let data = std::fs::read(prof).unwrap();
+    let mut source = GperftoolsSource::open(Cursor::new(&data[..])).unwrap();
+    let mut bytes = Vec::new();
+    convert(&mut source, &Output::Pprof, Destination::Stream(&mut bytes), &mut |_| {}).unwrap();
+    std::fs::write(out, bytes).unwrap();
+}

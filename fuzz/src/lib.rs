@@ -1,0 +1,151 @@
+//! What each fuzz target runs, as plain functions: the targets under `fuzz_targets/` call them
+//! under libFuzzer, and `tests/replay.rs` calls them on every seed and every saved crash with
+//! a plain `cargo test`, so a crash found once stays a regression test.
+//!
+//! Each function feeds its bytes to one reader as a user's command would (opening, reading
+//! everything, converting), and panics only where a promise is broken: a reader itself must
+//! never panic, whatever the bytes.
+
+use std::io::Cursor as StdCursor;
+
+use tachyon::convert::{convert, Destination, Output};
+use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::sources::mojo::{MojoMetric, MojoSource};
+use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon::sources::tachyon::TachyonSource;
+use tachyon_core::io::Cursor;
+use tachyon_core::marshal::{Decoder, Open};
+use tachyon_core::reader::Metadata;
+use tachyon_core::FileKind;
+
+pub mod roundtrip;
+
+/// A Tachyon file (raw or zstd) opened as `tachyon info` opens it: header, footer, stats and
+/// both tables, every frame resolved.
+pub fn tachyon_metadata(data: &[u8]) {
+    let Ok(meta) = Metadata::read(&mut Cursor::new(data)) else { return };
+    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, Limits::default()) else { return };
+    let Ok(reader) = storage.open(Cursor::new(data)) else { return };
+    let tables = reader.tables();
+    let _ = tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count());
+    for i in 0..tables.frame_count() as u32 {
+        if let Some(f) = tables.frame(i) {
+            let _ = tachyon::view::frame(&f);
+        }
+    }
+}
+
+/// A Tachyon file replayed whole: every sample read, then converted as CPython's `replay`
+/// would (collapsed stacks, which go through the replay rules), and re-encoded.
+pub fn tachyon_replay(data: &[u8]) {
+    let Ok(meta) = Metadata::read(&mut Cursor::new(data)) else { return };
+    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, Limits::default()) else { return };
+    if let Ok(mut reader) = storage.open(Cursor::new(data)) {
+        while let Ok(Some(_)) = reader.next_sample() {}
+    }
+    if let Ok(mut reader) = storage.open(Cursor::new(data)) {
+        let mut source = TachyonSource::new(&mut reader);
+        let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
+    }
+    if let Ok(mut reader) = storage.open(Cursor::new(data)) {
+        let _ = tachyon::convert::tachyon::reencode(
+            &mut reader,
+            tachyon::memory::VecSink::default(),
+            tachyon_core::LittleEndian,
+            None,
+            &mut |_| {},
+        );
+    }
+}
+
+/// A gperftools CPU profile, converted to collapsed stacks and pprof.
+pub fn gperftools(data: &[u8]) {
+    for output in [Output::Collapsed, Output::Pprof] {
+        let Ok(mut source) = GperftoolsSource::open(Cursor::new(data)) else { return };
+        let _ = convert(&mut source, &output, Destination::Stream(&mut Vec::new()), &mut |_| {});
+    }
+    let _ = tachyon::gperftools::info(tachyon::file::StdIo(StdCursor::new(data)), data.len() as u64);
+}
+
+/// A MOJO file: Austin's text, re-encoding, and a conversion through the hub.
+pub fn mojo(data: &[u8]) {
+    let _ = tachyon::convert::austin::austin_text(Cursor::new(data), Vec::new());
+    let _ = tachyon::mojo::reencode(Cursor::new(data), &mut Vec::new(), None);
+    let _ = tachyon::mojo::info(Cursor::new(data), data.len() as u64);
+    if let Ok(mut source) = MojoSource::open(Cursor::new(data), MojoMetric::Default) {
+        let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
+    }
+}
+
+/// A pstats file: loaded, printed sorted with callers and callees, drawn as a call graph,
+/// written back.
+pub fn pstats(data: &[u8]) {
+    let Ok(stats) = tachyon::pstats::load(data) else { return };
+    for (sort, callers, callees, strip_dirs) in
+        [("cumulative", false, false, false), ("name,line", true, false, true), ("calls", false, true, false)]
+    {
+        let options = tachyon::pstats::PrintOptions {
+            sort: sort.split(',').map(str::to_string).collect(),
+            limit: Some(50),
+            strip_dirs,
+            callers,
+            callees,
+            files: vec!["fuzz".into()],
+        };
+        let _ = tachyon::pstats::print(&stats, &options);
+    }
+    let _ = tachyon::dot::dot(&stats);
+    let _ = tachyon::pstats::write(&stats, true, &mut Vec::new());
+}
+
+/// Python's marshal format on its own: every item of the object the bytes begin with.
+pub fn marshal(data: &[u8]) {
+    let mut stack = [Open::EMPTY; tachyon::pstats::MAX_DEPTH];
+    let mut decoder = Decoder::new(data, &mut stack);
+    while let Ok(Some(_)) = decoder.next_item() {}
+}
+
+/// A pprof profile (gzipped or not), converted to collapsed stacks.
+pub fn pprof(data: &[u8]) {
+    if let Ok(mut source) = PprofSource::open(data, &SampleIndex::Default) {
+        let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
+    }
+}
+
+/// The JSON input of `tachyon encode`: a document of writer arguments and samples, written
+/// as a Tachyon file in both byte orders.
+pub fn json_encode(data: &[u8]) {
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else { return };
+    let _ = tachyon::input::encode_document(&doc, tachyon_core::LittleEndian, None);
+    let _ = tachyon::input::encode_document(&doc, tachyon_core::BigEndian, None);
+}
+
+/// Format detection by magic: any prefix, and the name of what it finds.
+pub fn detect(data: &[u8]) {
+    let _ = FileKind::detect(data).name();
+}
+
+/// An ELF image as the symboliser reads a binary: segments, symbols, DWARF; a few addresses
+/// resolved (from the bytes themselves, so inputs can aim at their own sections).
+pub fn elf_symbols(data: &[u8]) {
+    let mut addresses = vec![0, 0x1000, 0x40_0000];
+    if let Some(word) = data.get(data.len().saturating_sub(8)..) {
+        let mut w = [0u8; 8];
+        w[..word.len()].copy_from_slice(word);
+        addresses.push(u64::from_le_bytes(w));
+    }
+    for address in addresses {
+        if tachyon::symbolize::symbolize_image(data, address).is_err() {
+            return;
+        }
+    }
+}
+
+/// A capture of the framed transport, reassembled as `tachyon receive` does.
+pub fn transport_receiver(data: &[u8]) {
+    if let Ok(file) = tachyon::receive::reassemble(data) {
+        // Every byte of the file came in a frame.
+        assert!(file.len() <= data.len(), "{} bytes from a capture of {}", file.len(), data.len());
+    }
+}

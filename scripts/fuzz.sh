@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every reader (issue 15), with cargo fuzz (libFuzzer,
+# AddressSanitizer, debug assertions) on the machine's stable toolchain: cargo-fuzz passes
+# -Z flags, which stable rustc takes with RUSTC_BOOTSTRAP=1, and the rust-std component
+# ships the sanitizer runtimes. Installs cargo-fuzz into ~/.cache/tachyon-fuzz once.
+#
+#   bash scripts/fuzz.sh                 every target for FUZZ_SECONDS (default 15) each
+#   bash scripts/fuzz.sh --campaign N    every target for N seconds each, corpora kept in
+#                                        ~/.cache/tachyon-fuzz/corpus, a table of executions
+#                                        and coverage at the end (the README's figures)
+#   FUZZ_TARGETS="mojo pstats" ...       only those targets
+#
+# Fails on any crash, timeout (-timeout: an input taking over FUZZ_TIMEOUT seconds breaks
+# the linear-time promise) or out-of-memory (-rss_limit_mb / -malloc_limit_mb); the input is
+# copied to fuzz/regressions/<target>/ so that fuzz/tests/replay.rs keeps it as a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+fail() { printf 'FUZZ FAILED: %s\n' "$*" >&2; exit 1; }
+log() { printf '  fuzz: %s\n' "$*"; }
+
+SECONDS_EACH=${FUZZ_SECONDS:-15}
+CAMPAIGN=
+if [ "${1:-}" = --campaign ]; then
+  CAMPAIGN=1
+  SECONDS_EACH=${2:?--campaign takes the seconds per target}
+fi
+TIMEOUT=${FUZZ_TIMEOUT:-10}
+RSS_MB=${FUZZ_RSS_MB:-2048}
+CACHE=$HOME/.cache/tachyon-fuzz
+ALL_TARGETS=(tachyon_metadata tachyon_replay gperftools mojo pstats marshal pprof json_encode detect
+  elf_symbols transport_receiver roundtrip)
+read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
+
+# --- set-up -------------------------------------------------------------------------------
+command -v gcc >/dev/null && command -v g++ >/dev/null || {
+  [ "$(id -u)" = 0 ] || fail "gcc and g++ are missing (libFuzzer is C++) and this is not root"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ >/dev/null || fail "apt-get install gcc g++"
+}
+CARGO_FUZZ_VERSION=0.13.2
+if ! "$CACHE/cargo/bin/cargo-fuzz" --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+  log "installing cargo-fuzz $CARGO_FUZZ_VERSION into $CACHE/cargo (once)"
+  cargo install -q --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION" --root "$CACHE/cargo" \
+    || fail "cargo install cargo-fuzz"
+fi
+export PATH=$CACHE/cargo/bin:$PATH
+export RUSTC_BOOTSTRAP=1
+
+log "replaying saved crashes and seeds (cargo test, no sanitizer)"
+cargo test -q --manifest-path fuzz/Cargo.toml >/dev/null || fail "fuzz/tests/replay.rs (run it: cargo test --manifest-path fuzz/Cargo.toml)"
+
+log "building the targets (release, AddressSanitizer, debug assertions)"
+cargo fuzz build --fuzz-dir fuzz >/dev/null 2>"$ROOT/target/fuzz-build.log" \
+  || { tail -30 "$ROOT/target/fuzz-build.log" >&2; fail "cargo fuzz build"; }
+
+# --- seed corpora: every committed fixture and vector of each format ------------------------
+SEEDS=$ROOT/target/fuzz-seeds
+rm -rf "$SEEDS"
+mkdir -p "$SEEDS"
+seed() { # seed TARGET FILE...
+  local t=$1
+  shift
+  mkdir -p "$SEEDS/$t"
+  # Named after their folder too: fixtures of different folders share names.
+  for f in "$@"; do cp "$f" "$SEEDS/$t/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+}
+V=$ROOT/qemu-tests/vectors
+mapfile -t tachyon_files < <(find "$V/cpython-3.15.2" "$ROOT/qemu-tests/fixtures" "$ROOT/examples" -name '*.bin' -o -name '*.pyb')
+seed tachyon_metadata "${tachyon_files[@]}"
+seed tachyon_replay "${tachyon_files[@]}"
+mapfile -t prof < <(find "$V/gperftools-2.10" -name '*.prof')
+seed gperftools "${prof[@]}"
+mapfile -t mojo < <(find "$V" -name '*.mojo')
+seed mojo "${mojo[@]}"
+mapfile -t pst < <(find "$V/pstats" "$ROOT/core/tests/data/pstats" -name '*.pstats')
+seed pstats "${pst[@]}"
+seed marshal "${pst[@]}"
+mapfile -t json < <(find "$V/cpython-3.15.2" -name '*.input.json')
+seed json_encode "${json[@]}"
+seed detect "${tachyon_files[@]:0:4}" "${prof[@]:0:4}" "${mojo[@]:0:4}" "${pst[@]:0:4}"
+seed roundtrip
+# pprof profiles and transport captures made by our writers from the vectors.
+cargo run -q --manifest-path fuzz/Cargo.toml --example make_seeds -- "$ROOT" "$SEEDS" || fail "making the pprof and transport seeds"
+cp "$SEEDS"/pprof/* "$SEEDS/detect/"
+# ELF images of a small program of ours: with DWARF, stripped, a shared object.
+mkdir -p "$SEEDS/elf_symbols"
+src=$ROOT/fuzz/seeds/elf_symbols/tiny.c
+gcc -g -O1 -o "$SEEDS/elf_symbols/tiny-g" "$src" || fail "gcc tiny.c"
+gcc -O1 -s -o "$SEEDS/elf_symbols/tiny-s" "$src" || fail "gcc -s tiny.c"
+gcc -g -O2 -shared -fPIC -o "$SEEDS/elf_symbols/tiny.so" "$src" || fail "gcc -shared tiny.c"
+
+dict_of() {
+  case $1 in
+    tachyon_*) echo tachyon ;;
+    pstats | marshal) echo marshal ;;
+    roundtrip) echo "" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# --- runs ---------------------------------------------------------------------------------
+if [ -n "$CAMPAIGN" ]; then CORPORA=$CACHE/corpus; else CORPORA=$ROOT/target/fuzz-corpus; fi
+RESULTS=$ROOT/target/fuzz-results.tsv
+printf 'target\tseconds\texecutions\texec/s\tcoverage\tfeatures\tcorpus\n' >"$RESULTS"
+for t in "${TARGETS[@]}"; do
+  mkdir -p "$CORPORA/$t"
+  d=$(dict_of "$t")
+  args=(-max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$RSS_MB"
+    -print_final_stats=1 -artifact_prefix="$ROOT/target/fuzz-artifacts/$t/")
+  [ -n "$d" ] && args+=(-dict="$ROOT/fuzz/dict/$d.dict")
+  # Large seeds set the length limit; mutated inputs up to 64 KiB otherwise.
+  args+=(-max_len=65536)
+  mkdir -p "$ROOT/target/fuzz-artifacts/$t"
+  log_file=$ROOT/target/fuzz-$t.log
+  started=$(date +%s)
+  if ! cargo fuzz run --fuzz-dir fuzz "$t" "$CORPORA/$t" "$SEEDS/$t" -- "${args[@]}" >"$log_file" 2>&1; then
+    crash=$(find "$ROOT/target/fuzz-artifacts/$t" -type f | head -1)
+    grep -E "ERROR|panicked|SUMMARY|timeout|out-of-memory" "$log_file" | head -10 >&2 || true
+    if [ -n "$crash" ]; then
+      mkdir -p "$ROOT/fuzz/regressions/$t"
+      cp "$crash" "$ROOT/fuzz/regressions/$t/"
+      fail "$t: $(basename "$crash") (copied to fuzz/regressions/$t/; log: $log_file)"
+    fi
+    fail "$t: cargo fuzz run failed without an artifact (log: $log_file)"
+  fi
+  took=$(($(date +%s) - started))
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log_file" | grep -o '[0-9]*$' || echo 0)
+  last=$(grep -E '^#[0-9]+' "$log_file" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo 0)
+  ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo 0)
+  corpus=$(find "$CORPORA/$t" -type f | wc -l)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$took" "$runs" $((runs / (took > 0 ? took : 1))) "$cov" "$ft" "$corpus" >>"$RESULTS"
+  log "$t: $runs executions in ${took}s, coverage $cov, features $ft, corpus $corpus"
+done
+column -t -s $'\t' "$RESULTS"
