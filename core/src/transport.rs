@@ -148,6 +148,9 @@ pub struct FramedSink<'b, L: Write> {
     seq: u32,
     position: u64,
     length: u64,
+    /// `End` went out (a retried [`FramedSink::end`] then only flushes: a second `End`
+    /// would make the receiver refuse the stream).
+    ended: bool,
 }
 
 /// Errors of [`FramedSink`].
@@ -194,14 +197,18 @@ impl<'b, L: Write> FramedSink<'b, L> {
         if scratch.len() < MIN_SCRATCH {
             return Err(SinkError::ScratchTooSmall);
         }
-        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0 };
+        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0, ended: false };
         sink.send(&Record::Begin { magic: MAGIC, version: VERSION })?;
         Ok(sink)
     }
 
-    /// Sends `End` with the file's length (one past the highest byte written) and flushes.
+    /// Sends `End` with the file's length (one past the highest byte written) and flushes;
+    /// after a failure it can be called again (`End` goes out once).
     pub fn end(&mut self) -> Result<u64, SinkError<L::Error>> {
-        self.send(&Record::End { length: self.length })?;
+        if !self.ended {
+            self.send(&Record::End { length: self.length })?;
+            self.ended = true;
+        }
         self.link.flush().map_err(SinkError::Link)?;
         Ok(self.length)
     }
