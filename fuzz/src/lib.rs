@@ -21,11 +21,17 @@ use tachyon_core::FileKind;
 
 pub mod roundtrip;
 
+/// The reader's limits with CPython's zstd window and a small read window: a file may still
+/// ask for anything CPython's reader takes, and an execution does not zero megabytes.
+fn limits() -> Limits {
+    Limits { max_window_log: tachyon_core::compression::CPYTHON_WINDOW_LOG, read_buffer: 4096, ..Limits::default() }
+}
+
 /// A Tachyon file (raw or zstd) opened as `tachyon info` opens it: header, footer, stats and
 /// both tables, every frame resolved.
 pub fn tachyon_metadata(data: &[u8]) {
     let Ok(meta) = Metadata::read(&mut Cursor::new(data)) else { return };
-    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, Limits::default()) else { return };
+    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, limits()) else { return };
     let Ok(reader) = storage.open(Cursor::new(data)) else { return };
     let tables = reader.tables();
     let _ = tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count());
@@ -40,7 +46,7 @@ pub fn tachyon_metadata(data: &[u8]) {
 /// would (collapsed stacks, which go through the replay rules), and re-encoded.
 pub fn tachyon_replay(data: &[u8]) {
     let Ok(meta) = Metadata::read(&mut Cursor::new(data)) else { return };
-    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, Limits::default()) else { return };
+    let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, limits()) else { return };
     if let Ok(mut reader) = storage.open(Cursor::new(data)) {
         while let Ok(Some(_)) = reader.next_sample() {}
     }
@@ -53,17 +59,19 @@ pub fn tachyon_replay(data: &[u8]) {
             &mut reader,
             tachyon::memory::VecSink::default(),
             tachyon_core::LittleEndian,
-            None,
+            // Raw: the compressor has its own target (roundtrip), and a compressing
+            // re-encoder would start a thread per execution.
+            Some(tachyon_core::Compression::None),
             &mut |_| {},
         );
     }
 }
 
-/// A gperftools CPU profile, converted to collapsed stacks and pprof.
+/// A gperftools CPU profile, converted to collapsed stacks (pprof output is gzip over the
+/// same hub: the pprof target reads it).
 pub fn gperftools(data: &[u8]) {
-    for output in [Output::Collapsed, Output::Pprof] {
-        let Ok(mut source) = GperftoolsSource::open(Cursor::new(data)) else { return };
-        let _ = convert(&mut source, &output, Destination::Stream(&mut Vec::new()), &mut |_| {});
+    if let Ok(mut source) = GperftoolsSource::open(Cursor::new(data)) {
+        let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
     }
     let _ = tachyon::gperftools::info(tachyon::file::StdIo(StdCursor::new(data)), data.len() as u64);
 }
