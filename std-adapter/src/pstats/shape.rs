@@ -37,15 +37,13 @@ pub(super) fn load(data: &[u8]) -> Option<Stats> {
     let mut stack = [Open::EMPTY; MAX_DEPTH];
     let mut r =
         Reader { items: Decoder::new(data, &mut stack), shared: Vec::new(), names: Vec::new(), strs: IdMap::default() };
-    // Room for an entry per 100 bytes and a name per 400 (a cProfile file has an entry per
-    // 150 to 250 bytes and fewer names): growing the tables by doubling would copy them
-    // again and again, and pages reserved but never written cost nothing.
+    // Room for an entry per 100 bytes (a cProfile file has one per 150 to 250): growing the
+    // vector by doubling would copy it again and again, and pages reserved but never written
+    // cost nothing. (Not so for hash tables, whose entries land all over their memory.)
     let guess = data.len() / 100;
-    r.strs.reserve(guess / 4);
     let mut stats = Stats { entries: Vec::with_capacity(guess), ..Stats::default() };
     r.open(Kind::Dict, None)?;
     let mut index: IdMap<Key, usize> = IdMap::default();
-    index.reserve(guess);
     // Callers seen in the current entry, when it has many.
     let mut seen: IdMap<Key, ()> = IdMap::default();
     let mut callers = Vec::new();
