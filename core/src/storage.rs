@@ -79,10 +79,11 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 32)
 }
 
-/// Word-at-a-time hash of a byte string (not keyed: the writer's input is trusted).
+/// Word-at-a-time hash of a byte string, keyed by `seed` (names can come from a hostile file
+/// being converted: with a secret seed, colliding names cannot be planned).
 #[inline]
-fn hash_bytes(bytes: &[u8]) -> u64 {
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
+fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = (bytes.len() as u64).wrapping_mul(K) ^ seed;
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
@@ -103,12 +104,14 @@ fn hash_bytes(bytes: &[u8]) -> u64 {
 /// slot count so a probe always ends.
 struct SlotIndex<'a> {
     slots: &'a mut [u32],
+    /// Key of the hash (see [`WriterStorage::with_seed`]).
+    seed: u64,
 }
 
 impl<'a> SlotIndex<'a> {
     fn new(slots: &'a mut [u32]) -> Self {
         slots.fill(0);
-        SlotIndex { slots }
+        SlotIndex { slots, seed: 0 }
     }
 
     /// Entries this index can hold (one slot always stays empty).
@@ -243,7 +246,7 @@ impl<'a> StringInterner<'a> {
     /// The index of `bytes`, interning it if new.
     #[inline]
     pub(crate) fn intern(&mut self, bytes: &[u8]) -> Result<u32, Resource> {
-        let hash = hash_bytes(bytes);
+        let hash = hash_bytes(self.index.seed, bytes);
         let table = &self.table;
         match self.index.find(hash, |i| table.get(i) == Some(bytes)) {
             Ok(i) => Ok(i),
@@ -263,12 +266,12 @@ impl<'a> StringInterner<'a> {
 // Frames.
 
 #[inline]
-fn hash_frame(f: &FrameEntry) -> u64 {
+fn hash_frame(seed: u64, f: &FrameEntry) -> u64 {
     let l = f.location;
     let a = u64::from(f.filename) | (u64::from(f.funcname) << 32);
     let b = u64::from(l.lineno as u32) | (u64::from(l.end_lineno as u32) << 32);
     let c = u64::from(l.col as u32) | (u64::from(l.end_col as u32) << 32);
-    let mut h = a.wrapping_mul(K);
+    let mut h = (a ^ seed).wrapping_mul(K);
     h = (h ^ b).wrapping_mul(K).rotate_left(29);
     h = (h ^ c ^ (u64::from(f.opcode) << 56)).wrapping_mul(K);
     mix(h)
@@ -288,7 +291,7 @@ impl<'a> FrameInterner<'a> {
 
     #[inline]
     pub(crate) fn intern(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
-        let hash = hash_frame(&frame);
+        let hash = hash_frame(self.index.seed, &frame);
         let entries = &self.entries[..self.count];
         match self.index.find(hash, |i| entries[i as usize] == frame) {
             Ok(i) => Ok(i),
@@ -308,7 +311,7 @@ impl<'a> FrameInterner<'a> {
     /// Appends `frame` as a new entry even when an equal one exists (lookups keep finding
     /// the first), for copying a table whose entries coincide after decoding.
     pub(crate) fn push(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
-        let hash = hash_frame(&frame);
+        let hash = hash_frame(self.index.seed, &frame);
         let entries = &self.entries[..self.count];
         let vacant = self.index.find(hash, |i| entries[i as usize] == frame).err();
         if self.count >= self.entries.len().min(self.index.capacity()) {
@@ -355,8 +358,10 @@ impl RecentFrames<'_> {
 // Threads.
 
 #[inline]
-fn hash_thread(thread_id: u64, interpreter_id: u32) -> u64 {
-    mix(thread_id ^ u64::from(interpreter_id).wrapping_mul(K))
+fn hash_thread(seed: u64, thread_id: u64, interpreter_id: u32) -> u64 {
+    // Keyed before the mix: `mix` alone can be inverted, so without a secret seed a file can
+    // hold thread ids that all land in one slot (quadratic reading; see `with_seed`).
+    mix(thread_id ^ u64::from(interpreter_id).wrapping_mul(K) ^ seed)
 }
 
 /// One writer thread: `(thread_id, interpreter_id)`, timestamp of its last sample, depth of
@@ -401,7 +406,7 @@ impl<'a> WriterThreads<'a> {
     /// The entry for the pair, if it exists.
     pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Option<usize> {
         let entries = &self.entries[..self.count];
-        let found = self.index.find(hash_thread(thread_id, interpreter_id), |i| {
+        let found = self.index.find(hash_thread(self.index.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
         });
@@ -417,7 +422,7 @@ impl<'a> WriterThreads<'a> {
         start: u64,
     ) -> Result<usize, Resource> {
         let entries = &self.entries[..self.count];
-        let found = self.index.find(hash_thread(thread_id, interpreter_id), |i| {
+        let found = self.index.find(hash_thread(self.index.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
         });
@@ -516,6 +521,18 @@ pub struct WriterStorage<'a> {
 }
 
 impl<'a> WriterStorage<'a> {
+    /// Keys the hashes of the string, frame and thread tables with `seed`. The writer's input
+    /// is usually the runtime's own, but a converter writes names and thread ids from a file
+    /// that may be hostile: without a secret seed (the default is 0) they can be chosen to
+    /// collide, and writing takes time quadratic in their count. The file written is the
+    /// same whatever the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.strings.index.seed = seed;
+        self.frames.index.seed = seed;
+        self.threads.index.seed = seed;
+        self
+    }
+
     /// Adds a zstd compressor: a [`crate::compression::Compressor`] over the caller's
     /// workspace, or a caller's [`crate::compression::RegionCompressor`] (one on another
     /// thread, say). It is memory like the rest of the storage; whether the sample region is
@@ -779,6 +796,8 @@ pub(crate) struct ReaderThreads<'a> {
     arena_used: usize,
     /// Most threads: fixed storage's capacity, or the growable limit.
     capacity: usize,
+    /// Key of the thread hash (see [`ReaderStorage::with_seed`]).
+    seed: u64,
 }
 
 /// Smallest chunk on growable storage.
@@ -795,6 +814,7 @@ impl<'a> ReaderThreads<'a> {
             arena: Table::Fixed(stacks),
             arena_used: 0,
             capacity,
+            seed: 0,
         }
     }
 
@@ -815,6 +835,7 @@ impl<'a> ReaderThreads<'a> {
             arena_used: 0,
             // Chunk offsets are u32, and so are slot values.
             capacity: max_threads.min(u32::MAX as usize - 1),
+            seed: 0,
         }
     }
 
@@ -832,7 +853,7 @@ impl<'a> ReaderThreads<'a> {
     #[inline]
     pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
         let entries = &self.entries.as_slice()[..self.count];
-        slot_find(self.slots.as_slice(), hash_thread(thread_id, interpreter_id), |i| {
+        slot_find(self.slots.as_slice(), hash_thread(self.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
         })
@@ -880,7 +901,7 @@ impl<'a> ReaderThreads<'a> {
         let slots = self.slots.as_mut_slice();
         slots.fill(0);
         for (i, t) in self.entries.as_slice()[..self.count].iter().enumerate() {
-            if let Err(slot) = slot_find(slots, hash_thread(t.thread_id, t.interpreter_id), |_| false) {
+            if let Err(slot) = slot_find(slots, hash_thread(self.seed, t.thread_id, t.interpreter_id), |_| false) {
                 slots[slot] = i as u32 + 1;
             }
         }
@@ -994,6 +1015,15 @@ impl<'a> ReaderStorage<'a> {
     /// Most threads a file may have.
     pub fn thread_capacity(&self) -> usize {
         self.threads.capacity()
+    }
+
+    /// Keys the thread table's hash with `seed`. Without a secret seed (the default is 0) a
+    /// crafted file can hold thread ids whose hashes all collide, and reading it takes time
+    /// quadratic in its thread count; give a random seed wherever files come from outside
+    /// (the `tachyon` crate does). What is read is the same whatever the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.threads.seed = seed;
+        self
     }
 }
 
@@ -1388,5 +1418,47 @@ mod tests {
             staging: &mut staging,
         };
         assert_eq!(WriterStorage::new(b).err(), Some(StorageError::StagingTooSmall));
+    }
+
+    /// `mix` undone: the attacker's tool against an unkeyed table.
+    fn unmix(mut y: u64) -> u64 {
+        const M: u64 = 0xd6e8_feb8_6659_fd93;
+        // Newton's iteration for the inverse of an odd number modulo 2^64.
+        let mut inverse = M;
+        for _ in 0..6 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(M.wrapping_mul(inverse)));
+        }
+        y ^= y >> 32;
+        y = y.wrapping_mul(inverse);
+        y ^= y >> 32;
+        y = y.wrapping_mul(inverse);
+        y ^ (y >> 32)
+    }
+
+    /// Most thread ids of `ids` that share one home slot in a table of `len` slots.
+    fn largest_pile(seed: u64, ids: &[u64], len: usize) -> usize {
+        let mut piles = [0usize; 4096];
+        for &id in ids {
+            let hash = hash_thread(seed, id, 0);
+            piles[(((hash >> 32) * len as u64) >> 32) as usize] += 1;
+        }
+        piles[..len].iter().copied().max().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_seed_scatters_thread_ids_crafted_to_collide() {
+        // Ids whose unkeyed hashes share their high half: every one lands in the same slot,
+        // whatever the table's size, so each new thread probes past all the others.
+        let mut crafted = [0u64; 2000];
+        for (i, id) in crafted.iter_mut().enumerate() {
+            *id = unmix((0x1234_5678 << 32) | i as u64);
+        }
+        assert_eq!(hash_thread(0, crafted[7], 0) >> 32, 0x1234_5678);
+        assert_eq!(largest_pile(0, &crafted, 4096), 2000);
+        // Keyed, they spread like any ids: about half a thread per slot, piles of a few.
+        for seed in [1, 0x243f_6a88_85a3_08d3, u64::MAX] {
+            let pile = largest_pile(seed, &crafted, 4096);
+            assert!(pile <= 8, "seed {seed:#x}: a pile of {pile}");
+        }
     }
 }

@@ -72,6 +72,8 @@ pub struct OwnedReaderStorage {
     region: Option<ThreadedRegion>,
     meta: Metadata,
     window_log: u32,
+    /// Key of the thread table's hash, random per process: a file cannot plan collisions.
+    seed: u64,
 }
 
 impl OwnedReaderStorage {
@@ -96,6 +98,7 @@ impl OwnedReaderStorage {
             region: None,
             meta: *meta,
             window_log: limits.max_window_log,
+            seed: crate::hash::IdHash::default().key(),
         })
     }
 
@@ -106,7 +109,7 @@ impl OwnedReaderStorage {
             self.zstd_workspace = vec![0; workspace_words(decompressor_workspace_bytes(self.window_log))];
             self.zstd_input = vec![0; 128 << 10];
         }
-        let storage = self.tables.storage();
+        let storage = self.tables.storage().with_seed(self.seed);
         match Decompressor::new(&mut self.zstd_workspace, &mut self.zstd_input, self.window_log) {
             Some(dec) => Reader::open_zstd(source, storage, dec),
             None => Reader::open(source, storage),
@@ -138,7 +141,7 @@ impl OwnedReaderStorage {
         let region = ThreadedRegion::spawn(second, &self.meta, self.window_log, DEFAULT_MAX_DECOMPRESSED)
             .map_err(|error| ReadError::Io { position: Position::File(HEADER_SIZE as u64), error })?;
         let region = self.region.insert(region);
-        Reader::open_with_region(source, self.tables.storage(), region)
+        Reader::open_with_region(source, self.tables.storage().with_seed(self.seed), region)
     }
 }
 
@@ -169,24 +172,26 @@ impl OwnedWriterStorage {
     /// What a writer constructor takes: the tables' storage, holding a compressor when sized
     /// for a compressed file (on a second thread where the machine has one).
     pub fn storage(&mut self) -> WriterStorage<'_> {
+        // Names and thread ids may come from a hostile file being converted: keyed hashes.
+        let seed = crate::hash::IdHash::default().key();
         if !self.zstd {
-            return self.tables.storage();
+            return self.tables.storage().with_seed(seed);
         }
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         self.threaded = if parallel { ThreadedCompressor::spawn().ok() } else { None };
         if let Some(threaded) = &mut self.threaded {
             let compressor: &mut dyn RegionCompressor = threaded;
-            return self.tables.storage().with_zstd(compressor);
+            return self.tables.storage().with_seed(seed).with_zstd(compressor);
         }
         if self.zstd_workspace.is_empty() {
             self.zstd_workspace = vec![0; workspace_words(compressor_workspace_bytes())];
             self.zstd_out = vec![0; 128 << 10];
         }
         match Compressor::new(&mut self.zstd_workspace, &mut self.zstd_out) {
-            Some(compressor) => self.tables.storage().with_zstd(compressor),
+            Some(compressor) => self.tables.storage().with_seed(seed).with_zstd(compressor),
             // Not reached: the buffers were sized above. The writer then reports the missing
             // compressor rather than writing a raw region under a zstd header.
-            None => self.tables.storage(),
+            None => self.tables.storage().with_seed(seed),
         }
     }
 
