@@ -215,7 +215,6 @@ impl<'a, 's> Decoder<'a, 's> {
         Err(MarshalError { offset, rule })
     }
 
-    #[inline]
     fn take(&mut self, n: usize) -> Res<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
         match end {
@@ -228,12 +227,10 @@ impl<'a, 's> Decoder<'a, 's> {
         }
     }
 
-    #[inline]
     fn u8(&mut self) -> Res<u8> {
         Ok(self.take(1)?[0])
     }
 
-    #[inline]
     fn i32(&mut self) -> Res<i32> {
         let b = self.take(4)?;
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -250,7 +247,6 @@ impl<'a, 's> Decoder<'a, 's> {
         self.data.len() - self.pos
     }
 
-    #[inline]
     /// A length (`i32`, or `u8` for the short codes) that the bytes left can hold at
     /// `per_item` bytes each.
     fn length(&mut self, short: bool, per_item: usize, at: usize) -> Res<u32> {
@@ -405,14 +401,12 @@ impl<'a, 's> Decoder<'a, 's> {
         Ok(())
     }
 
-    #[inline]
     fn close(&mut self, kind: Kind, offset: usize) -> Item<'a> {
         self.depth -= 1;
         self.counted();
         Item { offset, reference: None, value: Value::Close(kind) }
     }
 
-    #[inline]
     /// One more object is complete in the innermost open container (or the root is).
     fn counted(&mut self) {
         let Some(i) = self.depth.checked_sub(1) else {

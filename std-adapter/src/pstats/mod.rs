@@ -290,6 +290,18 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Adds `entry` as a dict assignment does: a repeated key replaces the value where the
+    /// first one stands (`index` maps keys to their place in [`Stats::entries`]).
+    fn set_entry(&mut self, index: &mut IdMap<Key, usize>, entry: Entry) {
+        match index.get(&entry.key) {
+            Some(&i) => self.entries[i] = entry,
+            None => {
+                index.insert(entry.key, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
+    }
+
     /// The name behind an id.
     pub fn name(&self, id: NameId) -> &Name {
         &self.names[id.0 as usize]
@@ -832,14 +844,7 @@ fn interpret(tree: &Tree, root: u32, names: Names) -> Result<Stats, PstatsError>
             ct: num_of(tree, fields[3], at, "ct")?,
             callers: list,
         };
-        // A repeated key replaces the value where the first one stands, as in a dict.
-        match index.get(&key) {
-            Some(&i) => stats.entries[i] = entry,
-            None => {
-                index.insert(key, stats.entries.len());
-                stats.entries.push(entry);
-            }
-        }
+        stats.set_entry(&mut index, entry);
     }
     if stats.entries.is_empty() {
         return shape(offset, "an empty dict (pstats: \"Cannot create or construct\")");

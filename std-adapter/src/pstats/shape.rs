@@ -95,14 +95,7 @@ pub(super) fn load(data: &[u8]) -> Option<Stats> {
         r.close()?;
         // Exactly as long as needed (a vector grown by pushes would hold room for four).
         let entry = Entry { key, cc, nc, tt, ct, callers: callers.to_vec() };
-        // A repeated key replaces the value where the first one stands, as in a dict.
-        match index.get(&key) {
-            Some(&i) => stats.entries[i] = entry,
-            None => {
-                index.insert(key, stats.entries.len());
-                stats.entries.push(entry);
-            }
-        }
+        stats.set_entry(&mut index, entry);
     }
     if stats.entries.is_empty() {
         return None;
