@@ -3,10 +3,10 @@
 //! vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the CPython
 //! vectors sent through the framed transport, a frame per write as a device sends them).
 
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 use tachyon::convert::{convert, Destination, Output};
+use tachyon::memory::VecSink;
 use tachyon::open::{Limits, OwnedReaderStorage};
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::sources::tachyon::TachyonSource;
@@ -14,34 +14,15 @@ use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::transport::FramedSink;
 
-/// A link that keeps what is sent.
-#[derive(Default)]
-struct Capture(Vec<u8>);
-
-impl embedded_io::ErrorType for Capture {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Infallible> {
-        Ok(())
-    }
-}
-
 /// `file` sent as a device sends a file it has in RAM: in writes of 64 bytes, then the end.
 fn capture(file: &[u8]) -> Vec<u8> {
     let mut scratch = vec![0u8; 128];
-    let mut sink = FramedSink::new(Capture::default(), &mut scratch).unwrap();
+    let mut sink = FramedSink::new(VecSink::new(), &mut scratch).unwrap();
     for piece in file.chunks(64) {
         embedded_io::Write::write_all(&mut sink, piece).unwrap();
     }
     sink.end().unwrap();
-    sink.into_inner().0
+    sink.into_inner().into_inner()
 }
 
 fn main() {
