@@ -8,7 +8,17 @@
 #   bash scripts/fuzz.sh --campaign N    every target for N seconds each, corpora kept in
 #                                        ~/.cache/tachyon-fuzz/corpus, a table of executions
 #                                        and coverage at the end (the README's figures)
+#   bash scripts/fuzz.sh --until N       every target until the ledger counts N executions
+#                                        of it, in runs of FUZZ_CHUNK seconds (default 600):
+#                                        stop it any time, run it again to go on
+#   bash scripts/fuzz.sh --ledger        the ledger summed per target
 #   FUZZ_TARGETS="mojo pstats" ...       only those targets
+#   FUZZ_SANITIZER=none ...              without AddressSanitizer (default: address)
+#
+# Campaign runs (--campaign, --until) append one line per run to the ledger,
+# ~/.cache/tachyon-fuzz/ledger.tsv: date, target, sanitizer, seconds, executions, coverage,
+# features, corpus size, commit fuzzed. The corpora and the ledger stay together: executions add up over
+# runs on the same corpus, as a fuzzing service counts them.
 #
 # Fails on any crash, timeout (-timeout: an input taking over FUZZ_TIMEOUT seconds breaks
 # the linear-time promise) or out-of-memory (-rss_limit_mb / -malloc_limit_mb); the input is
@@ -21,13 +31,40 @@ log() { printf '  fuzz: %s\n' "$*"; }
 
 SECONDS_EACH=${FUZZ_SECONDS:-15}
 CAMPAIGN=
-if [ "${1:-}" = --campaign ]; then
-  CAMPAIGN=1
-  SECONDS_EACH=${2:?--campaign takes the seconds per target}
-fi
+GOAL=
+CACHE=$HOME/.cache/tachyon-fuzz
+LEDGER=$CACHE/ledger.tsv
+ledger_total() { # ledger_total TARGET: executions the ledger counts for it
+  [ -f "$LEDGER" ] || { echo 0; return; }
+  awk -F'\t' -v t="$1" '$2 == t { n += $5 } END { printf "%d\n", n }' "$LEDGER"
+}
+case "${1:-}" in
+  --campaign)
+    CAMPAIGN=1
+    SECONDS_EACH=${2:?--campaign takes the seconds per target}
+    ;;
+  --until)
+    CAMPAIGN=1
+    GOAL=${2:?--until takes the executions per target}
+    SECONDS_EACH=${FUZZ_CHUNK:-600}
+    ;;
+  --ledger)
+    [ -f "$LEDGER" ] || fail "no ledger yet ($LEDGER)"
+    awk -F'\t' 'function add(list, x) { return index(list, x " ") ? list : list x " " }
+      NR > 1 { n[$2] += $5; s[$2] += $4; runs[$2]++; san[$2] = add(san[$2], $3); commits[$2] = add(commits[$2], $9)
+        cov[$2] = $6; ft[$2] = $7; corpus[$2] = $8 }
+      END { printf "target\truns\tseconds\texecutions\tlast coverage\tfeatures\tcorpus\tsanitizers\tcommits\n";
+        for (t in n) printf "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", t, runs[t], s[t], n[t], cov[t], ft[t], corpus[t], san[t], commits[t] }' \
+      "$LEDGER" | column -t -s $'\t'
+    exit 0
+    ;;
+esac
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 RSS_MB=${FUZZ_RSS_MB:-2048}
-CACHE=$HOME/.cache/tachyon-fuzz
+SANITIZER=${FUZZ_SANITIZER:-address}
+# Each sanitizer builds into its own folder: a campaign without one and the test command's
+# bounded run with one do not rebuild each other's targets.
+FUZZ_BUILD=(--fuzz-dir fuzz --sanitizer "$SANITIZER" --target-dir "$ROOT/target/fuzz-$SANITIZER")
 ALL_TARGETS=(tachyon_metadata tachyon_replay gperftools mojo pstats marshal pprof json_encode detect
   elf_symbols transport_receiver roundtrip)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
@@ -49,8 +86,8 @@ export RUSTC_BOOTSTRAP=1
 log "replaying saved crashes and seeds (cargo test, no sanitizer)"
 cargo test -q --manifest-path fuzz/Cargo.toml >/dev/null || fail "fuzz/tests/replay.rs (run it: cargo test --manifest-path fuzz/Cargo.toml)"
 
-log "building the targets (release, AddressSanitizer, debug assertions)"
-cargo fuzz build --fuzz-dir fuzz >/dev/null 2>"$ROOT/target/fuzz-build.log" \
+log "building the targets (release, sanitizer: $SANITIZER, debug assertions)"
+cargo fuzz build "${FUZZ_BUILD[@]}" >/dev/null 2>"$ROOT/target/fuzz-build.log" \
   || { tail -30 "$ROOT/target/fuzz-build.log" >&2; fail "cargo fuzz build"; }
 
 # --- seed corpora: every committed fixture and vector of each format ------------------------
@@ -102,18 +139,28 @@ dict_of() {
 if [ -n "$CAMPAIGN" ]; then CORPORA=$CACHE/corpus; else CORPORA=$ROOT/target/fuzz-corpus; fi
 RESULTS=$ROOT/target/fuzz-results.tsv
 printf 'target\tseconds\texecutions\texec/s\tcoverage\tfeatures\tcorpus\n' >"$RESULTS"
-for t in "${TARGETS[@]}"; do
+[ -n "$CAMPAIGN" ] && [ ! -f "$LEDGER" ] &&
+  printf 'date\ttarget\tsanitizer\tseconds\texecutions\tcoverage\tfeatures\tcorpus\tcommit\n' >"$LEDGER"
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$ROOT" diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT+changes"
+
+run_target() { # run_target TARGET SECONDS [EXECUTIONS]: one libFuzzer run, its line in the results
+  local t=$1 seconds=$2 most=${3:-0}
   mkdir -p "$CORPORA/$t"
+  local d
   d=$(dict_of "$t")
-  args=(-max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$RSS_MB"
+  local args=(-max_total_time="$seconds" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$RSS_MB"
     -print_final_stats=1 -artifact_prefix="$ROOT/target/fuzz-artifacts/$t/")
+  [ "$most" -gt 0 ] && args+=(-runs="$most")
   [ -n "$d" ] && args+=(-dict="$ROOT/fuzz/dict/$d.dict")
   # Large seeds set the length limit; mutated inputs up to 64 KiB otherwise.
   args+=(-max_len=65536)
   mkdir -p "$ROOT/target/fuzz-artifacts/$t"
-  log_file=$ROOT/target/fuzz-$t.log
+  local log_file=$ROOT/target/fuzz-$t.log
+  local started
   started=$(date +%s)
-  if ! cargo fuzz run --fuzz-dir fuzz "$t" "$CORPORA/$t" "$SEEDS/$t" -- "${args[@]}" >"$log_file" 2>&1; then
+  if ! cargo fuzz run "${FUZZ_BUILD[@]}" "$t" "$CORPORA/$t" "$SEEDS/$t" -- "${args[@]}" >"$log_file" 2>&1; then
+    local crash
     crash=$(find "$ROOT/target/fuzz-artifacts/$t" -type f | head -1)
     grep -E "ERROR|panicked|SUMMARY|timeout|out-of-memory" "$log_file" | head -10 >&2 || true
     if [ -n "$crash" ]; then
@@ -123,6 +170,7 @@ for t in "${TARGETS[@]}"; do
     fi
     fail "$t: cargo fuzz run failed without an artifact (log: $log_file)"
   fi
+  local took runs last cov ft corpus
   took=$(($(date +%s) - started))
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log_file" | grep -o '[0-9]*$' || echo 0)
   last=$(grep -E '^#[0-9]+' "$log_file" | tail -1)
@@ -130,6 +178,21 @@ for t in "${TARGETS[@]}"; do
   ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo 0)
   corpus=$(find "$CORPORA/$t" -type f | wc -l)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$took" "$runs" $((runs / (took > 0 ? took : 1))) "$cov" "$ft" "$corpus" >>"$RESULTS"
+  [ -n "$CAMPAIGN" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$SANITIZER" "$took" \
+    "$runs" "$cov" "$ft" "$corpus" "$COMMIT" >>"$LEDGER"
   log "$t: $runs executions in ${took}s, coverage $cov, features $ft, corpus $corpus"
+}
+
+for t in "${TARGETS[@]}"; do
+  if [ -n "$GOAL" ]; then
+    while done_so_far=$(ledger_total "$t") && [ "$done_so_far" -lt "$GOAL" ]; do
+      log "$t: $done_so_far of $GOAL executions so far"
+      run_target "$t" "$SECONDS_EACH" $((GOAL - done_so_far))
+      [ "$(ledger_total "$t")" -gt "$done_so_far" ] || fail "$t: a run counted no executions (log: $ROOT/target/fuzz-$t.log)"
+    done
+  else
+    run_target "$t" "$SECONDS_EACH"
+  fi
 done
 column -t -s $'\t' "$RESULTS"
+[ -z "$CAMPAIGN" ] || bash "$ROOT/scripts/fuzz.sh" --ledger
