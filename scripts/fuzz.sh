@@ -82,6 +82,8 @@ if ! "$CACHE/cargo/bin/cargo-fuzz" --version 2>/dev/null | grep -q "$CARGO_FUZZ_
 fi
 export PATH=$CACHE/cargo/bin:$PATH
 export RUSTC_BOOTSTRAP=1
+# Logs, seeds and results go under target/ (a fresh clone has none yet).
+mkdir -p "$ROOT/target"
 
 log "replaying saved crashes and seeds (cargo test, no sanitizer)"
 cargo test -q --manifest-path fuzz/Cargo.toml >/dev/null || fail "fuzz/tests/replay.rs (run it: cargo test --manifest-path fuzz/Cargo.toml)"
