@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qemu_tests::inputs::{oracle_ready, root};
-use tachyon::pstats::{ctime_line, load, merge, print, write, PrintOptions};
+use tachyon::pstats::{ctime_line, load, load_for_print, merge, print, write, PrintOptions};
 
 const SORTS: [&str; 12] = [
     "",
@@ -101,7 +101,6 @@ fn python_prints(python: &[&str], work: &Path, name: &str, variants: &[Variant])
 
 fn ours(v: &Variant) -> Result<String, String> {
     let bytes = std::fs::read(&v.file).unwrap();
-    let stats = load(&bytes).map_err(|e| e.to_string())?;
     let o = PrintOptions {
         sort: if v.sort.is_empty() { Vec::new() } else { v.sort.split(',').map(str::to_string).collect() },
         limit: (!v.limit.is_empty()).then(|| v.limit.parse().unwrap()),
@@ -110,6 +109,8 @@ fn ours(v: &Variant) -> Result<String, String> {
         callees: v.what == "callees",
         files: vec![ctime_line(&v.file)],
     };
+    // As the command loads it.
+    let stats = load_for_print(&bytes, &o).map_err(|e| e.to_string())?;
     print(&stats, &o).map_err(|e| e.to_string())
 }
 

@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 
 use crate::hash::IdMap;
-use crate::pstats::{Calls, Key, Num, Stats};
+use crate::pstats::{Calls, Key, Num, NumValue, Stats};
 
 /// gprof2dot's `--node-thres` default, as a ratio.
 const NODE_THRESHOLD: f64 = 0.005;
@@ -53,18 +53,11 @@ fn module_of(filename: &str) -> &str {
     stem.rsplit('/').next().unwrap_or(stem)
 }
 
-fn num_f64(n: Num) -> f64 {
-    match n {
-        Num::Int(i) => i as f64,
-        Num::Float(f) => f,
-    }
-}
-
 /// `"%u" % n`.
 fn unsigned(n: Num) -> String {
-    match n {
-        Num::Int(i) => i.to_string(),
-        Num::Float(f) => format!("{}", f.trunc() as i128),
+    match n.value() {
+        NumValue::Int(i) => i.to_string(),
+        NumValue::Float(f) => format!("{}", f.trunc() as i128),
     }
 }
 
@@ -80,28 +73,28 @@ fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
     };
     let mut total_tt = 0.0f64;
     for e in &stats.entries {
-        total_tt += num_f64(e.tt);
+        total_tt += e.tt.to_f64();
     }
     let mut profile_time = 0.0f64;
     let mut profile_total = total_tt;
     for e in &stats.entries {
         let callee = id_of(&e.key, &mut functions);
-        let ct = num_f64(e.ct);
+        let ct = e.ct.to_f64();
         functions[callee].called = Some(e.nc);
         functions[callee].total_time = ct;
-        functions[callee].time = num_f64(e.tt);
-        profile_time += num_f64(e.tt);
+        functions[callee].time = e.tt.to_f64();
+        profile_time += e.tt.to_f64();
         if ct > profile_total {
             profile_total = ct;
         }
         for (caller_key, value) in &e.callers {
             let caller = id_of(caller_key, &mut functions);
             let (calls, time) = match value {
-                Calls::Timed([_, cc, _, ct]) => (*cc, num_f64(*ct)),
-                Calls::Count(n) => (*n, ratio(num_f64(*n), num_f64(e.nc)) * ct),
+                Calls::Timed([_, cc, _, ct]) => (*cc, ct.to_f64()),
+                Calls::Count(n) => (*n, ratio(n.to_f64(), e.nc.to_f64()) * ct),
                 // A tuple of several (nc, cc, tt, ct) groups is summed group by group.
                 Calls::Other { tuple: true, numbers: Some(items), .. } if items.len() % 4 == 0 => {
-                    items.chunks_exact(4).fold((Num::Int(0), 0.0), |(n, t), g| (n.add(g[1]), t + num_f64(g[3])))
+                    items.chunks_exact(4).fold((Num::small(0), 0.0), |(n, t), g| (n.add(g[1]), t + g[3].to_f64()))
                 }
                 Calls::Other { repr, .. } => {
                     return Err(format!(

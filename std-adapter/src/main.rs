@@ -774,20 +774,25 @@ fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), F
 /// stacks are refused: the file keeps only caller→callee edges.
 fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
     let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    let stats = tachyon::pstats::load(&bytes).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let options = tachyon::pstats::PrintOptions {
+        sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
+        limit: a.limit,
+        strip_dirs: a.strip_dirs,
+        callers: a.callers,
+        callees: a.callees,
+        files: vec![tachyon::pstats::ctime_line(file)],
+    };
+    let stats = if matches!(a.to, OutputKind::PstatsText) {
+        tachyon::pstats::load_for_print(&bytes, &options)
+    } else {
+        tachyon::pstats::load(&bytes)
+    }
+    .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let text = match a.to {
         OutputKind::PstatsText => {
             if a.no_summary {
                 return Err(Failure("--no-summary applies to sample inputs only".into()));
             }
-            let options = tachyon::pstats::PrintOptions {
-                sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
-                limit: a.limit,
-                strip_dirs: a.strip_dirs,
-                callers: a.callers,
-                callees: a.callees,
-                files: vec![tachyon::pstats::ctime_line(file)],
-            };
             tachyon::pstats::print(&stats, &options)
                 .map_err(|e| Failure(format!("{}: {e}", file.display())))?
                 .into_bytes()

@@ -175,9 +175,10 @@ trait Double {
 
 impl Double for tachyon::pstats::Num {
     fn py_double(self) -> Self {
-        match self {
-            tachyon::pstats::Num::Int(i) => tachyon::pstats::Num::Int(2 * i),
-            tachyon::pstats::Num::Float(f) => tachyon::pstats::Num::Float(2.0 * f),
+        use tachyon::pstats::{Num, NumValue};
+        match self.value() {
+            NumValue::Int(i) => Num::int(2 * i).unwrap(),
+            NumValue::Float(f) => Num::float(2.0 * f),
         }
     }
 }

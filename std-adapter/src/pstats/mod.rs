@@ -21,7 +21,7 @@ use std::fmt::{self, Write as _};
 
 use tachyon_core::marshal::{Decoder, EncodeError, Encoder, Kind, MarshalError, Open, Value};
 
-use crate::hash::IdMap;
+use crate::hash::{IdHash, IdMap};
 
 mod shape;
 
@@ -29,36 +29,98 @@ mod shape;
 /// needs 4, a code object in a key a few more).
 pub const MAX_DEPTH: usize = 200;
 
-/// A Python number as pstats holds it: an int or a float.
-#[derive(Debug, Clone, Copy)]
-pub enum Num {
-    /// An int (beyond 128 bits is refused when loading).
+/// A Python number as pstats holds it: an int or a float, in 16 bytes (an entry holds four,
+/// each caller four more: a hundred thousand functions are tens of megabytes either way).
+///
+/// An int is its two's-complement 128 bits, high word in `hi`; a float has `hi` =
+/// [`Num::FLOAT`], which no int of the range kept has: ints from -2^127 + 2^64 to 2^127 - 1
+/// are held (a file's int outside them is refused when loading; a sum leaving them becomes a
+/// float).
+#[derive(Clone, Copy)]
+pub struct Num {
+    hi: i64,
+    lo: u64,
+}
+
+/// What a [`Num`] holds, to match on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NumValue {
+    /// An int.
     Int(i128),
     /// A float.
     Float(f64),
 }
 
+impl fmt::Debug for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value().fmt(f)
+    }
+}
+
 impl Num {
-    fn to_f64(self) -> f64 {
-        match self {
-            // The same value; an i64 converts in one instruction, an i128 in a library call.
-            Num::Int(i) => i64::try_from(i).map_or(i as f64, |small| small as f64),
-            Num::Float(f) => f,
+    /// The high word that marks a float.
+    const FLOAT: i64 = i64::MIN;
+
+    /// An int that fits a machine word (every int of a real file).
+    pub const fn small(i: i64) -> Num {
+        Num { hi: i >> 63, lo: i as u64 }
+    }
+
+    /// An int, `None` outside the range held (see [`Num`]).
+    pub fn int(i: i128) -> Option<Num> {
+        let hi = (i >> 64) as i64;
+        (hi != Num::FLOAT).then_some(Num { hi, lo: i as u64 })
+    }
+
+    /// A float.
+    pub const fn float(f: f64) -> Num {
+        Num { hi: Num::FLOAT, lo: f.to_bits() }
+    }
+
+    /// The int or float held.
+    pub fn value(self) -> NumValue {
+        if self.hi == Num::FLOAT {
+            NumValue::Float(f64::from_bits(self.lo))
+        } else {
+            NumValue::Int((i128::from(self.hi) << 64) | i128::from(self.lo))
         }
     }
 
-    /// `a + b` as Python adds (int + int stays int; a sum beyond 128 bits becomes a float).
+    /// The int when it fits a machine word (the common case, without 128-bit arithmetic).
+    fn as_small(self) -> Option<i64> {
+        (self.hi == (self.lo as i64) >> 63).then_some(self.lo as i64)
+    }
+
+    pub(crate) fn to_f64(self) -> f64 {
+        match self.as_small() {
+            Some(small) => small as f64,
+            None => match self.value() {
+                NumValue::Int(i) => i as f64,
+                NumValue::Float(f) => f,
+            },
+        }
+    }
+
+    /// `a + b` as Python adds (int + int stays int; a sum beyond the range held becomes a
+    /// float).
     pub(crate) fn add(self, other: Num) -> Num {
-        match (self, other) {
-            (Num::Int(a), Num::Int(b)) => a.checked_add(b).map_or(Num::Float(a as f64 + b as f64), Num::Int),
-            (a, b) => Num::Float(a.to_f64() + b.to_f64()),
+        if let (Some(a), Some(b)) = (self.as_small(), other.as_small()) {
+            if let Some(sum) = a.checked_add(b) {
+                return Num::small(sum);
+            }
+        }
+        match (self.value(), other.value()) {
+            (NumValue::Int(a), NumValue::Int(b)) => {
+                a.checked_add(b).and_then(Num::int).unwrap_or(Num::float(a as f64 + b as f64))
+            }
+            _ => Num::float(self.to_f64() + other.to_f64()),
         }
     }
 
     fn is_zero(self) -> bool {
-        match self {
-            Num::Int(i) => i == 0,
-            Num::Float(f) => f == 0.0,
+        match self.value() {
+            NumValue::Int(i) => i == 0,
+            NumValue::Float(f) => f == 0.0,
         }
     }
 
@@ -69,44 +131,52 @@ impl Num {
 
     /// Python's `int(x)` for `%d` formatting.
     fn trunc(self) -> String {
-        match self {
-            Num::Int(i) => i.to_string(),
-            Num::Float(f) if f.is_finite() => format!("{}", f.trunc() as i128),
-            Num::Float(f) => py_float_repr(f),
+        match self.value() {
+            NumValue::Int(i) => i.to_string(),
+            NumValue::Float(f) if f.is_finite() => format!("{}", f.trunc() as i128),
+            NumValue::Float(f) => py_float_repr(f),
         }
     }
 
     /// Python's `str(x)` (and `repr`).
     fn py_str(self) -> String {
-        match self {
-            Num::Int(i) => i64::try_from(i).map_or_else(|_| i.to_string(), |small| small.to_string()),
-            Num::Float(f) => py_float_repr(f),
+        match (self.as_small(), self.value()) {
+            (Some(small), _) => small.to_string(),
+            (None, NumValue::Int(i)) => i.to_string(),
+            (None, NumValue::Float(f)) => py_float_repr(f),
         }
     }
 
     /// Python's comparison of two numbers, exact across int and float; `None` when either
     /// is NaN (every comparison is false).
     fn py_cmp(self, other: Num) -> Option<Ordering> {
-        match (self, other) {
-            (Num::Int(a), Num::Int(b)) => Some(a.cmp(&b)),
-            (Num::Float(a), Num::Float(b)) => a.partial_cmp(&b),
-            (Num::Int(a), Num::Float(b)) => int_float_cmp(a, b),
-            (Num::Float(a), Num::Int(b)) => int_float_cmp(b, a).map(Ordering::reverse),
+        match (self.value(), other.value()) {
+            (NumValue::Int(a), NumValue::Int(b)) => Some(a.cmp(&b)),
+            (NumValue::Float(a), NumValue::Float(b)) => a.partial_cmp(&b),
+            (NumValue::Int(a), NumValue::Float(b)) => int_float_cmp(a, b),
+            (NumValue::Float(a), NumValue::Int(b)) => int_float_cmp(b, a).map(Ordering::reverse),
         }
     }
 
     /// Equal as Python's `==` says (1 == 1.0), for keys and `nc != cc`.
     fn py_eq(self, other: Num) -> bool {
+        if self.hi != Num::FLOAT && other.hi != Num::FLOAT {
+            return self.hi == other.hi && self.lo == other.lo;
+        }
         self.py_cmp(other) == Some(Ordering::Equal)
     }
 
     /// A hashable form equal for numbers Python finds equal.
     fn key(self) -> NumKey {
-        match self {
-            Num::Int(i) => NumKey::Int(i),
-            Num::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => NumKey::Int(f as i128),
-            Num::Float(f) => NumKey::Float(f.to_bits()),
+        match self.value() {
+            NumValue::Int(i) => NumKey::Int(i),
+            NumValue::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => NumKey::Int(f as i128),
+            NumValue::Float(f) => NumKey::Float(f.to_bits()),
         }
+    }
+
+    fn is_nan(self) -> bool {
+        matches!(self.value(), NumValue::Float(f) if f.is_nan())
     }
 }
 
@@ -302,6 +372,20 @@ impl Stats {
         }
     }
 
+    /// Applies the rule of [`Stats::set_entry`] to entries pushed as they came. Keys repeat
+    /// only in crafted files, so this first checks, with one table of the final size (a table
+    /// grown while reading is rehashed again and again), and rebuilds only when one does.
+    fn settle_entries(&mut self) {
+        let mut index: IdMap<Key, usize> = IdMap::with_capacity_and_hasher(self.entries.len(), IdHash::default());
+        if self.entries.iter().enumerate().all(|(i, e)| index.insert(e.key, i).is_none()) {
+            return;
+        }
+        index.clear();
+        for entry in std::mem::take(&mut self.entries) {
+            self.set_entry(&mut index, entry);
+        }
+    }
+
     /// The name behind an id.
     pub fn name(&self, id: NameId) -> &Name {
         &self.names[id.0 as usize]
@@ -318,7 +402,7 @@ impl Stats {
     /// [`Stats::std_string`] appended to `out`.
     pub fn write_std_string(&self, key: &Key, out: &mut String) {
         let (file, name) = (self.name(key.filename), self.name(key.name));
-        if matches!(file, Name::Str(s) if &**s == "~") && key.line.py_eq(Num::Int(0)) {
+        if matches!(file, Name::Str(s) if &**s == "~") && key.line.py_eq(Num::small(0)) {
             match name {
                 Name::Str(n) if n.len() >= 2 && n.starts_with('<') && n.ends_with('>') => {
                     out.push('{');
@@ -339,11 +423,11 @@ impl Stats {
             }
         }
         out.push(':');
-        match key.line {
-            Num::Int(i) => {
+        match key.line.as_small() {
+            Some(i) => {
                 let _ = write!(out, "{i}");
             }
-            other => out.push_str(&other.trunc()),
+            None => out.push_str(&key.line.trunc()),
         }
         out.push('(');
         match name {
@@ -354,14 +438,13 @@ impl Stats {
         }
         out.push(')');
     }
+}
 
-    /// Whether `key`'s file is `file` and its name `name` (strs), line 0 — the
-    /// `("jprofile", 0, "profiler")` test.
-    fn is(&self, key: &Key, file: &str, name: &str) -> bool {
-        matches!(self.name(key.filename), Name::Str(s) if &**s == file)
-            && key.line.py_eq(Num::Int(0))
-            && matches!(self.name(key.name), Name::Str(s) if &**s == name)
-    }
+/// Whether `key` is `("jprofile", 0, "profiler")`, the caller that makes `print_stats` name
+/// its function above the totals (an id not in `names` is no name).
+fn is_jprofile(names: &[Name], key: &Key) -> bool {
+    let is = |id: NameId, text: &str| matches!(names.get(id.0 as usize), Some(Name::Str(s)) if &**s == text);
+    is(key.filename, "jprofile") && key.line.py_eq(Num::small(0)) && is(key.name, "profiler")
 }
 
 /// Names made unique: each distinct one gets one [`NameId`].
@@ -394,7 +477,8 @@ pub enum PstatsError {
     /// The marshal data is bad.
     Marshal(MarshalError),
     /// Valid marshal data that `pstats.Stats` would not load, or that this reader cannot
-    /// represent (an int beyond 128 bits), with the offset of the object.
+    /// represent (an int beyond 128 bits, or within 2^64 of -2^127), with the offset of the
+    /// object.
     Shape {
         /// Offset.
         offset: usize,
@@ -450,7 +534,7 @@ enum Opaque {
     Singleton,
     Complex,
     Bytes,
-    /// An int beyond 128 bits.
+    /// An int outside the range a [`Num`] holds.
     Huge,
 }
 
@@ -461,7 +545,7 @@ impl Opaque {
             Opaque::Singleton => "singleton",
             Opaque::Complex => "complex",
             Opaque::Bytes => "bytes",
-            Opaque::Huge => "int beyond 128 bits",
+            Opaque::Huge => "int beyond 128 bits (or within 2^64 of -2^127)",
         }
     }
 }
@@ -498,10 +582,11 @@ impl Tree {
 
     fn num(&self, id: u32) -> Option<Num> {
         match self.node(id) {
-            Node::Int(i) => Some(Num::Int(i.into())),
-            Node::Big(b) => Some(Num::Int(self.big[b as usize])),
-            Node::Float(f) => Some(Num::Float(f)),
-            Node::Bool(b) => Some(Num::Int(i128::from(b))),
+            Node::Int(i) => Some(Num::small(i.into())),
+            // Only ints of the range held are kept (`long_value`).
+            Node::Big(b) => Num::int(self.big[b as usize]),
+            Node::Float(f) => Some(Num::float(f)),
+            Node::Bool(b) => Some(Num::small(i64::from(b))),
             _ => None,
         }
     }
@@ -524,13 +609,15 @@ struct Partial {
     offset: usize,
 }
 
+/// A marshal long's value, `None` outside the range a [`Num`] holds.
 fn long_value(negative: bool, digits: &[u8]) -> Option<i128> {
     let mut v: i128 = 0;
     for d in digits.chunks_exact(2).rev() {
         let digit = i128::from(u16::from_le_bytes([d[0], d[1]]));
         v = v.checked_mul(1 << 15)?.checked_add(digit)?;
     }
-    Some(if negative { -v } else { v })
+    let v = if negative { -v } else { v };
+    Num::int(v).map(|_| v)
 }
 
 fn shape<T>(offset: usize, what: impl Into<String>) -> Result<T, PstatsError> {
@@ -741,10 +828,29 @@ fn num_of(tree: &Tree, id: u32, offset: usize, what: &str) -> Result<Num, Pstats
 
 /// Loads a pstats file as `pstats.Stats` does.
 pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
-    if let Some(stats) = shape::load(data) {
+    if let Some(stats) = shape::load(data, shape::Callers::All) {
         return Ok(stats);
     }
     load_tree(data)
+}
+
+/// [`load`] for [`print`] with `options`: the same files load, with the same errors, and
+/// print the same. Without `callers` or `callees`, printing looks at callers only for
+/// `("jprofile", 0, "profiler")`, so every caller is read and checked but an entry keeps only
+/// that one, if it has it: on a large file about half the work, most of a file being callers.
+pub fn load_for_print(data: &[u8], options: &PrintOptions) -> Result<Stats, PstatsError> {
+    if options.callers || options.callees {
+        return load(data);
+    }
+    if let Some(stats) = shape::load(data, shape::Callers::Jprofile) {
+        return Ok(stats);
+    }
+    let mut stats = load_tree(data)?;
+    for e in &mut stats.entries {
+        let jprofile = e.callers.iter().position(|(k, _)| is_jprofile(&stats.names, k));
+        e.callers = jprofile.map(|i| e.callers.swap_remove(i)).into_iter().collect();
+    }
+    Ok(stats)
 }
 
 /// [`load`] through the general reader alone (a tree of every object of the file).
@@ -1043,14 +1149,14 @@ impl<'a> Printer<'a> {
             2 => e.tt,
             3 => e.ct,
             5 => e.key.line,
-            _ => Num::Float(f64::NAN),
+            _ => Num::float(f64::NAN),
         };
         self.entries()
             .iter()
             .map(|e| {
-                let f = match value(e) {
-                    Num::Int(i) if i.unsigned_abs() <= 1 << 53 => i as i64 as f64,
-                    Num::Float(f) if !f.is_nan() => f,
+                let f = match value(e).value() {
+                    NumValue::Int(i) if i.unsigned_abs() <= 1 << 53 => i as i64 as f64,
+                    NumValue::Float(f) if !f.is_nan() => f,
                     _ => return None,
                 };
                 // + 0.0 makes -0.0 the same key as 0.0 (Python finds them equal).
@@ -1157,16 +1263,16 @@ impl<'a> Printer<'a> {
         if !self.files.is_empty() {
             out.push('\n');
         }
-        let mut total_calls = Num::Int(0);
-        let mut prim_calls = Num::Int(0);
-        let mut total_tt = Num::Int(0);
+        let mut total_calls = Num::small(0);
+        let mut prim_calls = Num::small(0);
+        let mut total_tt = Num::small(0);
         for e in self.entries() {
             total_calls = total_calls.add(e.nc);
             prim_calls = prim_calls.add(e.cc);
             total_tt = total_tt.add(e.tt);
         }
         for e in self.entries() {
-            if e.callers.iter().any(|(k, _)| self.stats.is(k, "jprofile", "profiler")) {
+            if e.callers.iter().any(|(k, _)| is_jprofile(&self.stats.names, k)) {
                 let _ = writeln!(out, "         {}", self.stats.name(e.key.name));
             }
         }
@@ -1344,10 +1450,7 @@ impl<'a> Printer<'a> {
 fn num_total(a: Num, b: Num) -> Ordering {
     match a.py_cmp(b) {
         Some(o) => o,
-        None => {
-            let nan = |n: Num| matches!(n, Num::Float(f) if f.is_nan());
-            nan(a).cmp(&nan(b))
-        }
+        None => a.is_nan().cmp(&b.is_nan()),
     }
 }
 
@@ -1482,9 +1585,9 @@ pub fn write(
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError<core::convert::Infallible>> {
     let mut m = Encoder::new(out);
-    let num = |m: &mut Encoder<&mut Vec<u8>>, n: Num| match n {
-        Num::Int(i) => m.int(i),
-        Num::Float(f) => m.float(f),
+    let num = |m: &mut Encoder<&mut Vec<u8>>, n: Num| match n.value() {
+        NumValue::Int(i) => m.int(i),
+        NumValue::Float(f) => m.float(f),
     };
     let name = |m: &mut Encoder<&mut Vec<u8>>, n: &Name| match n {
         Name::Str(s) => m.str(s.as_bytes()),

@@ -11,7 +11,7 @@
 
 use tachyon_core::marshal::{Decoder, Item, Kind, Open, Value};
 
-use super::{long_value, Calls, Entry, Key, Name, NameId, Num, Stats, MAX_DEPTH};
+use super::{is_jprofile, long_value, Calls, Entry, Key, Name, NameId, Num, Stats, MAX_DEPTH};
 use crate::hash::IdMap;
 
 /// What a flagged object stands for when a reference names it again.
@@ -32,8 +32,22 @@ struct Reader<'a, 's> {
     strs: IdMap<&'a [u8], NameId>,
 }
 
+/// The id of a name read and checked but not kept ([`Callers::Jprofile`]).
+const UNKEPT: NameId = NameId(u32::MAX);
+
+/// Which callers [`load`] keeps.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Callers {
+    /// Every caller.
+    All,
+    /// Only a `("jprofile", 0, "profiler")` caller, the one thing `print_stats` looks at in
+    /// them; the others are read and checked, and their names kept only where a later
+    /// reference may need them.
+    Jprofile,
+}
+
 /// The file's entries, or `None` when it is not of the common shape (or not valid).
-pub(super) fn load(data: &[u8]) -> Option<Stats> {
+pub(super) fn load(data: &[u8], keep: Callers) -> Option<Stats> {
     let mut stack = [Open::EMPTY; MAX_DEPTH];
     let mut r =
         Reader { items: Decoder::new(data, &mut stack), shared: Vec::new(), names: Vec::new(), strs: IdMap::default() };
@@ -43,7 +57,6 @@ pub(super) fn load(data: &[u8]) -> Option<Stats> {
     let guess = data.len() / 100;
     let mut stats = Stats { entries: Vec::with_capacity(guess), ..Stats::default() };
     r.open(Kind::Dict, None)?;
-    let mut index: IdMap<Key, usize> = IdMap::default();
     // Callers seen in the current entry, when it has many.
     let mut seen: IdMap<Key, ()> = IdMap::default();
     let mut callers = Vec::new();
@@ -75,8 +88,14 @@ pub(super) fn load(data: &[u8]) -> Option<Stats> {
             if let Value::Close(Kind::Dict) = item.value {
                 break;
             }
-            let caller = r.key(item)?;
+            let caller = r.key(item, keep == Callers::All)?;
             let calls = r.calls()?;
+            if keep == Callers::Jprofile {
+                if is_jprofile(&r.names, &caller) {
+                    callers.push((caller, calls));
+                }
+                continue;
+            }
             // A repeated caller (which the general reader resolves as the dict does).
             let repeated = if callers.len() < 16 {
                 callers.iter().any(|(k, _): &(Key, Calls)| *k == caller)
@@ -94,12 +113,12 @@ pub(super) fn load(data: &[u8]) -> Option<Stats> {
         }
         r.close()?;
         // Exactly as long as needed (a vector grown by pushes would hold room for four).
-        let entry = Entry { key, cc, nc, tt, ct, callers: callers.to_vec() };
-        stats.set_entry(&mut index, entry);
+        stats.entries.push(Entry { key, cc, nc, tt, ct, callers: callers.to_vec() });
     }
     if stats.entries.is_empty() {
         return None;
     }
+    stats.settle_entries();
     stats.names = r.names;
     Some(stats)
 }
@@ -142,8 +161,18 @@ impl<'a> Reader<'a, '_> {
         matches!(self.next()?.value, Value::Close(_)).then_some(())
     }
 
-    fn name(&mut self, item: Item<'a>) -> Option<NameId> {
+    /// A name, interned when `keep` (else [`UNKEPT`], unless a reference may name it again
+    /// or it may be part of the jprofile key).
+    fn name(&mut self, item: Item<'a>, keep: bool) -> Option<NameId> {
         let id = match item.value {
+            Value::Str { bytes, .. }
+                if !keep && item.reference.is_none() && bytes != b"jprofile" && bytes != b"profiler" =>
+            {
+                // Checked as the kept ones are: a name that is not UTF-8 sends the file to the
+                // general reader either way.
+                std::str::from_utf8(bytes).ok()?;
+                UNKEPT
+            }
             Value::Str { bytes, .. } => self.intern(bytes)?,
             Value::Ref(i) => match self.shared(i) {
                 Shared::Name(n) => return Some(n),
@@ -173,12 +202,12 @@ impl<'a> Reader<'a, '_> {
     /// A number as the tree reader takes one: an int, a float, a bool.
     fn num_of(&mut self, item: Item<'a>) -> Option<Num> {
         let n = match item.value {
-            Value::Int(i) => Num::Int(i.into()),
-            Value::Long { negative, digits } => Num::Int(long_value(negative, digits)?),
-            Value::Float(f) => Num::Float(f),
-            Value::FloatText(t) => Num::Float(std::str::from_utf8(t).ok()?.trim().parse().ok()?),
-            Value::True => Num::Int(1),
-            Value::False => Num::Int(0),
+            Value::Int(i) => Num::small(i.into()),
+            Value::Long { negative, digits } => Num::int(long_value(negative, digits)?)?,
+            Value::Float(f) => Num::float(f),
+            Value::FloatText(t) => Num::float(std::str::from_utf8(t).ok()?.trim().parse().ok()?),
+            Value::True => Num::small(1),
+            Value::False => Num::small(0),
             Value::Ref(i) => match self.shared(i) {
                 Shared::Num(n) => return Some(n),
                 _ => return None,
@@ -196,8 +225,9 @@ impl<'a> Reader<'a, '_> {
         self.num_of(item)
     }
 
-    /// A `(file, line, name)` key.
-    fn key(&mut self, item: Item<'a>) -> Option<Key> {
+    /// A `(file, line, name)` key, its names interned when `keep` or when a reference may
+    /// name the key again.
+    fn key(&mut self, item: Item<'a>, keep: bool) -> Option<Key> {
         match item.value {
             Value::Ref(i) => match self.shared(i) {
                 Shared::Key(k) => Some(k),
@@ -205,7 +235,7 @@ impl<'a> Reader<'a, '_> {
             },
             Value::Open { kind: Kind::Tuple, len: Some(3) } => {
                 let at = self.placeholder(item);
-                let key = self.key_items()?;
+                let key = self.key_items(keep || at.is_some())?;
                 self.share(at, Shared::Key(key));
                 Some(key)
             }
@@ -213,12 +243,12 @@ impl<'a> Reader<'a, '_> {
         }
     }
 
-    fn key_items(&mut self) -> Option<Key> {
+    fn key_items(&mut self, keep: bool) -> Option<Key> {
         let item = self.next()?;
-        let filename = self.name(item)?;
+        let filename = self.name(item, keep)?;
         let line = self.num()?;
         let item = self.next()?;
-        let name = self.name(item)?;
+        let name = self.name(item, keep)?;
         self.close()?;
         Some(Key { filename, line, name })
     }
@@ -229,12 +259,12 @@ impl<'a> Reader<'a, '_> {
             // Its reference, if any, stands for something a key cannot be.
             self.placeholder(item);
             let inner = self.next()?;
-            let name = self.name(inner)?;
+            let name = self.name(inner, true)?;
             self.close()?;
             let marker = matches!(&self.names[name.0 as usize], Name::Str(s) if &**s == "__sampled__");
             return if marker { Some(None) } else { None };
         }
-        self.key(item).map(Some)
+        self.key(item, true).map(Some)
     }
 
     /// A caller's value: cProfile's `(nc, cc, tt, ct)` or a count.
@@ -316,7 +346,7 @@ mod tests {
 
     /// Whether the direct reader took `data`, having given what the general reader gives.
     fn same_as_tree(data: &[u8], what: &str) -> bool {
-        let Some(direct) = super::load(data) else { return false };
+        let Some(direct) = super::load(data, super::Callers::All) else { return false };
         let tree =
             load_tree(data).unwrap_or_else(|e| panic!("{what}: the direct reader took it, the tree refused: {e}"));
         assert_eq!(format!("{direct:?}"), format!("{tree:?}"), "{what}");
@@ -369,6 +399,83 @@ mod tests {
         assert!(direct > 1_000, "{direct}");
     }
 
+    /// What `print_stats` prints (no callers) of a file loaded whole and loaded for the table.
+    fn tables(data: &[u8]) -> Option<(String, String)> {
+        let options = super::super::PrintOptions {
+            sort: vec!["cumulative".into()],
+            limit: None,
+            strip_dirs: false,
+            callers: false,
+            callees: false,
+            files: vec!["f".into()],
+        };
+        let whole = super::super::load(data);
+        let table = super::super::load_for_print(data, &options);
+        assert_eq!(whole.as_ref().err(), table.as_ref().err(), "the same files load, with the same errors");
+        let print = |s: &super::Stats| super::super::print(s, &options).map_err(|e| e.0);
+        Some((print(&whole.ok()?).ok()?, print(&table.ok()?).ok()?))
+    }
+
+    #[test]
+    fn files_loaded_for_the_table_print_the_same_table() {
+        let mut compared = 0;
+        for file in fixtures() {
+            let bytes = std::fs::read(&file).unwrap();
+            let step = (bytes.len() / 100).max(1);
+            for at in (0..bytes.len()).step_by(step) {
+                let mut flipped = bytes.clone();
+                flipped[at] ^= 0x01;
+                for data in [&bytes[..], &bytes[..at], &flipped[..]] {
+                    if let Some((whole, table)) = tables(data) {
+                        assert_eq!(whole, table, "{}, at {at}", file.display());
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 2_000, "{compared}");
+    }
+
+    #[test]
+    fn a_jprofile_caller_is_kept_for_the_table() {
+        // Python names the function above the totals: `print(indent, func_get_function_name(func))`.
+        let mut data = Vec::new();
+        let mut e = Encoder::new(&mut data);
+        e.dict().unwrap();
+        for (function, jprofile) in [(&b"f"[..], true), (&b"g"[..], false)] {
+            e.tuple(3).unwrap();
+            e.str(b"a.py").unwrap();
+            e.int(1).unwrap();
+            e.str(function).unwrap();
+            e.tuple(5).unwrap();
+            for n in [1, 1] {
+                e.int(n).unwrap();
+            }
+            for t in [0.5, 0.5] {
+                e.float(t).unwrap();
+            }
+            e.dict().unwrap();
+            caller(&mut e, 7, 1);
+            if jprofile {
+                e.tuple(3).unwrap();
+                e.str(b"jprofile").unwrap();
+                e.int(0).unwrap();
+                e.str(b"profiler").unwrap();
+                e.int(1).unwrap();
+            }
+            caller(&mut e, 8, 1);
+            e.end_dict().unwrap();
+        }
+        e.end_dict().unwrap();
+        let (whole, table) = tables(&data).unwrap();
+        assert_eq!(whole, table);
+        assert!(table.contains("\n         f\n"), "{table}");
+        assert!(!table.contains("         g\n"), "{table}");
+        let options = super::super::PrintOptions { callers: false, callees: false, ..Default::default() };
+        let stats = super::super::load_for_print(&data, &options).unwrap();
+        assert_eq!(stats.entries.iter().map(|e| e.callers.len()).collect::<Vec<_>>(), [1, 0]);
+    }
+
     /// `{key: (1, 1, 0.5, 0.5, callers)}` with `callers` written by `f`.
     fn one_entry(f: impl Fn(&mut Encoder<&mut Vec<u8>>)) -> Vec<u8> {
         let mut out = Vec::new();
@@ -415,10 +522,12 @@ mod tests {
                 caller(e, 1, 99);
                 e.end_dict().unwrap();
             });
-            assert!(super::load(&repeated).is_none(), "{n} callers");
+            assert!(super::load(&repeated, super::Callers::All).is_none(), "{n} callers");
             let tree = load_tree(&repeated).unwrap();
             assert_eq!(tree.entries[0].callers.len(), n as usize);
-            assert!(matches!(tree.entries[0].callers[1].1, super::Calls::Count(super::Num::Int(99))));
+            assert!(
+                matches!(tree.entries[0].callers[1].1, super::Calls::Count(n) if n.value() == super::super::NumValue::Int(99))
+            );
         }
         // Many distinct callers are read directly (the repeat check switches to a map).
         let many = one_entry(|e| {
@@ -433,7 +542,7 @@ mod tests {
         let mut odd_name = plain.clone();
         let at = odd_name.windows(4).position(|w| w == b"b.py").unwrap();
         odd_name[at] = 0xff;
-        assert!(super::load(&odd_name).is_none());
+        assert!(super::load(&odd_name, super::Callers::All).is_none());
         assert!(load_tree(&odd_name).is_ok());
         let list_value = one_entry(|e| {
             e.dict().unwrap();
@@ -447,7 +556,7 @@ mod tests {
             }
             e.end_dict().unwrap();
         });
-        assert!(super::load(&list_value).is_none());
+        assert!(super::load(&list_value, super::Callers::All).is_none());
         assert!(load_tree(&list_value).is_ok());
     }
 }
