@@ -73,7 +73,7 @@ impl Num {
     }
 
     /// A float.
-    pub const fn float(f: f64) -> Num {
+    pub fn float(f: f64) -> Num {
         Num { hi: Num::FLOAT, lo: f.to_bits() }
     }
 
@@ -582,7 +582,7 @@ impl Tree {
 
     fn num(&self, id: u32) -> Option<Num> {
         match self.node(id) {
-            Node::Int(i) => Some(Num::small(i.into())),
+            Node::Int(i) => Some(Num::small(i)),
             // Only ints of the range held are kept (`long_value`).
             Node::Big(b) => Num::int(self.big[b as usize]),
             Node::Float(f) => Some(Num::float(f)),
