@@ -773,7 +773,7 @@ fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), F
 /// A pstats file: printed as `pstats.Stats` prints it, or re-encoded. Outputs made of
 /// stacks are refused: the file keeps only caller→callee edges.
 fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
-    let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let bytes = tachyon::file::Contents::of(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let options = tachyon::pstats::PrintOptions {
         sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
         limit: a.limit,

@@ -259,6 +259,7 @@ impl<'a, 's> Decoder<'a, 's> {
     }
 
     /// The next item, or `None` once the root object is complete.
+    #[inline(always)]
     pub fn next_item(&mut self) -> Res<Option<Item<'a>>> {
         if self.done {
             return Ok(None);

@@ -140,10 +140,19 @@ impl Num {
 
     /// Python's `str(x)` (and `repr`).
     fn py_str(self) -> String {
+        let mut s = String::new();
+        self.write_py_str(&mut s);
+        s
+    }
+
+    /// [`Num::py_str`] appended to `out`.
+    fn write_py_str(self, out: &mut String) {
         match (self.as_small(), self.value()) {
-            (Some(small), _) => small.to_string(),
-            (None, NumValue::Int(i)) => i.to_string(),
-            (None, NumValue::Float(f)) => py_float_repr(f),
+            (Some(small), _) => push_int(out, small),
+            (None, NumValue::Int(i)) => {
+                let _ = write!(out, "{i}");
+            }
+            (None, NumValue::Float(f)) => out.push_str(&py_float_repr(f)),
         }
     }
 
@@ -1287,15 +1296,17 @@ impl<'a> Printer<'a> {
         } else {
             out.push_str("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n");
         }
-        out.reserve(list.len() * 80);
+        // A row is some 45 bytes of numbers and its name: room for most, so that the text
+        // is not copied again and again as it grows.
+        out.reserve(list.len() * 128);
         let mut count = String::new();
         for &i in &list {
             let e = &self.entries()[i];
             count.clear();
-            count.push_str(&e.nc.py_str());
+            e.nc.write_py_str(&mut count);
             if !e.nc.py_eq(e.cc) {
                 count.push('/');
-                count.push_str(&e.cc.py_str());
+                e.cc.write_py_str(&mut count);
             }
             // `%9s`: the count is ASCII, so bytes are characters.
             for _ in count.len()..9 {
@@ -1497,11 +1508,66 @@ fn f8_into(out: &mut String, x: f64) {
     // 0.0005 itself and rounds down), sign kept as `%f` keeps it.
     if x.abs() < 0.0005 {
         out.push_str(if x.is_sign_negative() { "  -0.000" } else { "   0.000" });
+    } else if let Some(thousandths) = round_thousandths(x.abs()) {
+        // `%8.3f` of a value whose rounding the product decides (below).
+        let mut digits = String::with_capacity(24);
+        if x < 0.0 {
+            digits.push('-');
+        }
+        push_int(&mut digits, (thousandths / 1000) as i64);
+        digits.push('.');
+        let frac = thousandths % 1000;
+        digits.extend(
+            [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8].map(char::from),
+        );
+        for _ in digits.len()..8 {
+            out.push(' ');
+        }
+        out.push_str(&digits);
     } else if x.is_finite() {
         let _ = write!(out, "{x:8.3}");
     } else {
         let _ = write!(out, "{:>8}", py_float_repr(x));
     }
+}
+
+/// `x` (positive, finite) to the nearest thousandth, in thousandths, where `x * 1000.0`
+/// decides it: that product is within 2^-13 of the exact one below 2^40, so a fraction more
+/// than 2^-10 from one half rounds as the exact value does. `None` near a tie or for large
+/// values, which the exact formatter takes.
+fn round_thousandths(x: f64) -> Option<u64> {
+    let y = x * 1000.0;
+    // (NaN fails the comparison too.)
+    if y.partial_cmp(&((1u64 << 40) as f64)) != Some(std::cmp::Ordering::Less) {
+        return None;
+    }
+    let whole = y.floor();
+    let frac = y - whole;
+    if (frac - 0.5).abs() <= 1.0 / 1024.0 {
+        return None;
+    }
+    Some(whole as u64 + u64::from(frac > 0.5))
+}
+
+/// `i` in decimal, appended to `out` (without the formatting machinery: a large table
+/// prints hundreds of thousands).
+fn push_int(out: &mut String, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut n = i.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.extend(buf[at..].iter().map(|&b| char::from(b)));
 }
 
 /// `Stats.strip_dirs`: keys by base file name; entries that then collide are added
@@ -1713,4 +1779,47 @@ fn utc_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
     let year = yoe + era * 400 + i64::from(month <= 2);
     let weekday = (days + 4).rem_euclid(7) as usize;
     (year, (month - 1) as usize, day, (secs / 3600) as u32, (secs % 3600 / 60) as u32, (secs % 60) as u32, weekday)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{f8, push_int};
+
+    /// `%8.3f` is printed as Rust's exact formatter prints `{:8.3}` (correctly rounded, ties
+    /// to even on the exact binary value, as C's printf and so Python's `%` do), whichever
+    /// path a value takes.
+    #[test]
+    fn times_print_as_the_exact_formatter_prints_them() {
+        let mut values = vec![0.0, 0.0004999, 0.0005, 0.0015, 0.0025, 0.9995, 2.5, 1e9, 1.0995e9, 1.2e9, 1e300];
+        let (up, down) = (|x: f64| f64::from_bits(x.to_bits() + 1), |x: f64| f64::from_bits(x.to_bits() - 1));
+        // Halfway between thousandths, and the doubles on either side: where the product can
+        // round the wrong way.
+        for k in (0..200_000u64).chain((1u64 << 40) - 2_000..(1u64 << 40) + 2_000) {
+            let tie = (k as f64 + 0.5) / 1000.0;
+            values.extend([tie, up(tie), down(tie), up(up(tie)), down(down(tie))]);
+        }
+        // Doubles of every magnitude from 1e-5 to 1e13, their bits from a xorshift.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..300_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let exponent = (state >> 52) % 60; // 2^-17 .. 2^43
+            values.push(f64::from_bits(((1006 + exponent) << 52) | (state & ((1 << 52) - 1))));
+        }
+        for v in values {
+            for x in [v, -v] {
+                assert_eq!(f8(x), format!("{x:8.3}"), "{x:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn ints_print_as_display_prints_them() {
+        for i in [0, 1, -1, 9, 10, 99, 100, -100, 123_456_789, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut s = String::new();
+            push_int(&mut s, i);
+            assert_eq!(s, i.to_string());
+        }
+    }
 }

@@ -124,12 +124,14 @@ pub(super) fn load(data: &[u8], keep: Callers) -> Option<Stats> {
 }
 
 impl<'a> Reader<'a, '_> {
+    #[inline(always)]
     fn next(&mut self) -> Option<Item<'a>> {
         self.items.next_item().ok().flatten()
     }
 
     /// A flagged container takes its reference index when it opens; what it stands for is
     /// known when it closes ([`Self::share`]).
+    #[inline(always)]
     fn placeholder(&mut self, item: Item<'a>) -> Option<usize> {
         item.reference.map(|_| {
             self.shared.push(Shared::Other);
@@ -163,6 +165,7 @@ impl<'a> Reader<'a, '_> {
 
     /// A name, interned when `keep` (else [`UNKEPT`], unless a reference may name it again
     /// or it may be part of the jprofile key).
+    #[inline(always)]
     fn name(&mut self, item: Item<'a>, keep: bool) -> Option<NameId> {
         let id = match item.value {
             Value::Str { bytes, .. }
@@ -200,6 +203,7 @@ impl<'a> Reader<'a, '_> {
     }
 
     /// A number as the tree reader takes one: an int, a float, a bool.
+    #[inline(always)]
     fn num_of(&mut self, item: Item<'a>) -> Option<Num> {
         let n = match item.value {
             Value::Int(i) => Num::small(i.into()),
@@ -220,6 +224,7 @@ impl<'a> Reader<'a, '_> {
         Some(n)
     }
 
+    #[inline(always)]
     fn num(&mut self) -> Option<Num> {
         let item = self.next()?;
         self.num_of(item)
@@ -227,6 +232,7 @@ impl<'a> Reader<'a, '_> {
 
     /// A `(file, line, name)` key, its names interned when `keep` or when a reference may
     /// name the key again.
+    #[inline(always)]
     fn key(&mut self, item: Item<'a>, keep: bool) -> Option<Key> {
         match item.value {
             Value::Ref(i) => match self.shared(i) {
@@ -243,6 +249,7 @@ impl<'a> Reader<'a, '_> {
         }
     }
 
+    #[inline(always)]
     fn key_items(&mut self, keep: bool) -> Option<Key> {
         let item = self.next()?;
         let filename = self.name(item, keep)?;
@@ -268,6 +275,7 @@ impl<'a> Reader<'a, '_> {
     }
 
     /// A caller's value: cProfile's `(nc, cc, tt, ct)` or a count.
+    #[inline(always)]
     fn calls(&mut self) -> Option<Calls> {
         let item = self.next()?;
         match item.value {
