@@ -12,7 +12,7 @@
 use tachyon_core::marshal::{Decoder, Item, Kind, Open, Value};
 
 use super::{is_jprofile, long_value, Calls, Entry, Key, Name, NameId, Num, Stats, MAX_DEPTH};
-use crate::hash::IdMap;
+use crate::hash::{IdHash, IdMap};
 
 /// What a flagged object stands for when a reference names it again.
 #[derive(Clone, Copy)]
@@ -49,8 +49,10 @@ pub(super) enum Callers {
 /// The file's entries, or `None` when it is not of the common shape (or not valid).
 pub(super) fn load(data: &[u8], keep: Callers) -> Option<Stats> {
     let mut stack = [Open::EMPTY; MAX_DEPTH];
-    let mut r =
-        Reader { items: Decoder::new(data, &mut stack), shared: Vec::new(), names: Vec::new(), strs: IdMap::default() };
+    // Distinct names: one per 500 bytes or so of a large file (a table grown one doubling
+    // at a time would hash every name again at each).
+    let strs = IdMap::with_capacity_and_hasher(data.len() / 512, IdHash::default());
+    let mut r = Reader { items: Decoder::new(data, &mut stack), shared: Vec::new(), names: Vec::new(), strs };
     // Room for an entry per 100 bytes (a cProfile file has one per 150 to 250): growing the
     // vector by doubling would copy it again and again, and pages reserved but never written
     // cost nothing. (Not so for hash tables, whose entries land all over their memory.)
@@ -168,12 +170,10 @@ impl<'a> Reader<'a, '_> {
     #[inline(always)]
     fn name(&mut self, item: Item<'a>, keep: bool) -> Option<NameId> {
         let id = match item.value {
+            // Not even checked for UTF-8: nothing shows a name that is not kept.
             Value::Str { bytes, .. }
                 if !keep && item.reference.is_none() && bytes != b"jprofile" && bytes != b"profiler" =>
             {
-                // Checked as the kept ones are: a name that is not UTF-8 sends the file to the
-                // general reader either way.
-                std::str::from_utf8(bytes).ok()?;
                 UNKEPT
             }
             Value::Str { bytes, .. } => self.intern(bytes)?,
