@@ -1330,38 +1330,36 @@ impl<'a> Printer<'a> {
 
     /// One row of `print_stats`; `count` is scratch space.
     fn row(&self, e: &Entry, count: &mut String, out: &mut String) {
-        {
-            count.clear();
-            e.nc.write_py_str(count);
-            if !e.nc.py_eq(e.cc) {
-                count.push('/');
-                e.cc.write_py_str(count);
-            }
-            // `%9s`: the count is ASCII, so bytes are characters.
-            for _ in count.len()..9 {
-                out.push(' ');
-            }
-            out.push_str(&count);
-            out.push(' ');
-            f8_into(out, e.tt.to_f64());
-            out.push(' ');
-            if e.nc.is_zero() {
-                out.push_str("         ");
-            } else {
-                f8_into(out, e.tt.div(e.nc));
-                out.push(' ');
-            }
-            f8_into(out, e.ct.to_f64());
-            out.push(' ');
-            if e.cc.is_zero() {
-                out.push_str("         ");
-            } else {
-                f8_into(out, e.ct.div(e.cc));
-                out.push(' ');
-            }
-            self.stats.write_std_string(&e.key, out);
-            out.push('\n');
+        count.clear();
+        e.nc.write_py_str(count);
+        if !e.nc.py_eq(e.cc) {
+            count.push('/');
+            e.cc.write_py_str(count);
         }
+        // `%9s`: the count is ASCII, so bytes are characters.
+        for _ in count.len()..9 {
+            out.push(' ');
+        }
+        out.push_str(count);
+        out.push(' ');
+        f8_into(out, e.tt.to_f64());
+        out.push(' ');
+        if e.nc.is_zero() {
+            out.push_str("         ");
+        } else {
+            f8_into(out, e.tt.div(e.nc));
+            out.push(' ');
+        }
+        f8_into(out, e.ct.to_f64());
+        out.push(' ');
+        if e.cc.is_zero() {
+            out.push_str("         ");
+        } else {
+            f8_into(out, e.ct.div(e.cc));
+            out.push(' ');
+        }
+        self.stats.write_std_string(&e.key, out);
+        out.push('\n');
     }
 
     fn call_heading(&self, width: usize, title: &str, out: &mut String) {
