@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use crate::hash::IdMap;
+use crate::hash::{IdHash, IdMap};
 use crate::pstats::{Calls, Key, Num, NumValue, Stats};
 
 /// gprof2dot's `--node-thres` default, as a ratio.
@@ -63,8 +63,10 @@ fn unsigned(n: Num) -> String {
 
 /// The graph's ids and functions from the dictionary.
 fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
-    let mut ids: IdMap<Key, usize> = IdMap::default();
-    let mut functions: Vec<Function> = Vec::new();
+    // Every key is a function, and callers are keys too (gprof2dot refuses others): sized
+    // once rather than rehashed at every doubling.
+    let mut ids: IdMap<Key, usize> = IdMap::with_capacity_and_hasher(stats.entries.len(), IdHash::default());
+    let mut functions: Vec<Function> = Vec::with_capacity(stats.entries.len());
     let mut id_of = |key: &Key, functions: &mut Vec<Function>| -> usize {
         *ids.entry(*key).or_insert_with(|| {
             functions.push(Function { key: *key, called: None, time: 0.0, total_time: 0.0, calls: Vec::new() });

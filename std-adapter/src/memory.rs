@@ -78,3 +78,26 @@ impl Write for IoSink<'_> {
         self.0.flush()
     }
 }
+
+/// Asks the system to back the large buffer `bytes` with huge pages where it can: a table of
+/// tens of megabytes then costs a few dozen page faults, not thousands (each a trap and a
+/// page cleared; measured on a 21 MB pstats file: a tenth of the whole command). Only the
+/// 2 MiB-aligned part inside the buffer is advised; the advice changes no contents, and a
+/// system without transparent huge pages ignores it.
+pub(crate) fn advise_huge_pages(bytes: *const u8, len: usize) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = (bytes as usize).div_ceil(HUGE) * HUGE;
+        let end = (bytes as usize).saturating_add(len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: advice on pages inside a live allocation of the caller's; madvise with
+            // MADV_HUGEPAGE neither reads nor writes them, and failing changes nothing.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (bytes, len);
+}

@@ -1309,6 +1309,7 @@ impl<'a> Printer<'a> {
         // A row is some 45 bytes of numbers and its name: room for most, so that the text
         // is not copied again and again as it grows.
         out.reserve(list.len() * 128);
+        crate::memory::advise_huge_pages(out.as_ptr(), out.capacity());
         let mut count = String::new();
         for block in list.chunks(32) {
             // The rows of a sorted table lie all over memory. A tight loop of independent

@@ -58,6 +58,7 @@ pub(super) fn load(data: &[u8], keep: Callers) -> Option<Stats> {
     // cost nothing. (Not so for hash tables, whose entries land all over their memory.)
     let guess = data.len() / 100;
     let mut stats = Stats { entries: Vec::with_capacity(guess), ..Stats::default() };
+    crate::memory::advise_huge_pages(stats.entries.as_ptr().cast(), guess * std::mem::size_of::<Entry>());
     r.open(Kind::Dict, None)?;
     // Callers seen in the current entry, when it has many.
     let mut seen: IdMap<Key, ()> = IdMap::default();
