@@ -32,9 +32,8 @@ pub const MAX_DEPTH: usize = 200;
 /// A Python number as pstats holds it: an int or a float, in 16 bytes (an entry holds four,
 /// each caller four more: a hundred thousand functions are tens of megabytes either way).
 ///
-/// An int is its two's-complement 128 bits, high word in `hi`; a float has `hi` =
-/// [`Num::FLOAT`], which no int of the range kept has: ints from -2^127 + 2^64 to 2^127 - 1
-/// are held (a file's int outside them is refused when loading; a sum leaving them becomes a
+/// An int is its two's-complement 128 bits; a float is its bits under a high word that no
+/// int of the range kept has (`i64::MIN`): ints from -2^127 + 2^64 to 2^127 - 1 are held (a file's int outside them is refused when loading; a sum leaving them becomes a
 /// float).
 #[derive(Clone, Copy)]
 pub struct Num {
@@ -853,7 +852,7 @@ pub fn load(data: &[u8]) -> Result<Stats, PstatsError> {
     load_tree(data)
 }
 
-/// [`load`] for [`print`] with `options`: the same files load, with the same errors, and
+/// [`load`] for [`print()`] with `options`: the same files load, with the same errors, and
 /// print the same. Without `callers` or `callees`, printing looks at callers only for
 /// `("jprofile", 0, "profiler")`, so every caller is read and checked but an entry keeps only
 /// that one, if it has it: on a large file about half the work, most of a file being callers.
