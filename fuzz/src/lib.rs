@@ -95,7 +95,11 @@ pub fn pstats(data: &[u8]) {
     {
         let options = tachyon::pstats::PrintOptions {
             sort: sort.split(',').map(str::to_string).collect(),
-            limit: Some(50),
+            restrictions: vec![
+                tachyon::pstats::Restriction::Count(50),
+                tachyon::pstats::Restriction::Fraction(0.5),
+                tachyon::pstats::Restriction::Pattern("[a-m]".into()),
+            ],
             strip_dirs,
             callers,
             callees,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qemu_tests::inputs::{oracle_ready, root};
-use tachyon::pstats::{ctime_line, load, load_for_print, merge, print, write, PrintOptions};
+use tachyon::pstats::{ctime_line, load, load_for_print, merge, print, write, PrintOptions, Restriction};
 
 const SORTS: [&str; 12] = [
     "",
@@ -27,7 +27,10 @@ const SORTS: [&str; 12] = [
     "time,cumtime",
     "nsamples",
 ];
-const LIMITS: [&str; 3] = ["", "3", "0"];
+/// `print_stats(*amount)`'s arguments, as the command reads `--restrict` values (an int, a
+/// float, else a pattern), several joined by [`RESTRICTIONS_SEPARATOR`].
+const LIMITS: [&str; 8] = ["", "3", "0", "0.25", "0.0", "work", "\\.py\x1f0.5", "2\x1f[a-m]_"];
+const RESTRICTIONS_SEPARATOR: char = '\x1f';
 const WHATS: [&str; 3] = ["stats", "callers", "callees"];
 
 fn files() -> Vec<PathBuf> {
@@ -103,7 +106,7 @@ fn ours(v: &Variant) -> Result<String, String> {
     let bytes = std::fs::read(&v.file).unwrap();
     let o = PrintOptions {
         sort: if v.sort.is_empty() { Vec::new() } else { v.sort.split(',').map(str::to_string).collect() },
-        limit: (!v.limit.is_empty()).then(|| v.limit.parse().unwrap()),
+        restrictions: v.limit.split(RESTRICTIONS_SEPARATOR).filter(|r| !r.is_empty()).map(Restriction::parse).collect(),
         strip_dirs: v.strip,
         callers: v.what == "callers",
         callees: v.what == "callees",
@@ -298,7 +301,7 @@ fn merged_files_print_as_pythons_sum() {
         for what in WHATS {
             let o = PrintOptions {
                 sort: vec!["cumulative".into()],
-                limit: None,
+                restrictions: Vec::new(),
                 strip_dirs: false,
                 callers: what == "callers",
                 callees: what == "callees",

@@ -205,6 +205,11 @@ struct ConvertArgs {
     /// pstats-text: most rows (`print_stats(N)`; replay's default 15, all for pstats input).
     #[arg(short, long)]
     limit: Option<usize>,
+    /// pstats-text (pstats input): `print_stats(*restrictions)`, in the order given: an
+    /// integer keeps the first N rows, a float below 1 that fraction of them, anything else
+    /// is a regular expression a row's `file:line(name)` must match (`re.search`). Repeatable.
+    #[arg(long, value_name = "N|FRACTION|REGEX", conflicts_with = "limit")]
+    restrict: Vec<String>,
     /// pstats-text: no summary of interesting functions (sample inputs).
     #[arg(long)]
     no_summary: bool,
@@ -715,11 +720,12 @@ fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Resu
     if detect(file)? == FileKind::Marshal {
         return convert_pstats(file, &a);
     }
-    for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker"] {
+    for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker", "restrict"] {
         let given = match option {
             "strip-dirs" => a.strip_dirs,
             "callers" => a.callers,
             "callees" => a.callees,
+            "restrict" => !a.restrict.is_empty(),
             _ => a.keep_sampled_marker,
         };
         if given {
@@ -776,7 +782,10 @@ fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
     let bytes = tachyon::file::Contents::of(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let options = tachyon::pstats::PrintOptions {
         sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
-        limit: a.limit,
+        restrictions: match a.limit {
+            Some(n) => vec![tachyon::pstats::Restriction::Count(i64::try_from(n).unwrap_or(i64::MAX))],
+            None => a.restrict.iter().map(|r| tachyon::pstats::Restriction::parse(r)).collect(),
+        },
         strip_dirs: a.strip_dirs,
         callers: a.callers,
         callees: a.callees,

@@ -78,6 +78,22 @@ fn options_of_the_other_inputs_are_refused() {
     // A prefix pstats expands (unique) works; one it drops (ambiguous) does not.
     tachyon().args(["convert", "--to", "pstats-text", "--sort", "cu"]).arg(&pstats).assert().success();
     tachyon().args(["convert", "--to", "pstats-text", "--sort", "cum"]).arg(&pstats).assert().failure();
+    // Restrictions: pstats input only, not beside --limit, and a pattern the regex crate
+    // cannot evaluate is refused, named as Python would show it.
+    let out = tachyon().args(["convert", "--to", "pstats-text", "--restrict", "0.5"]).arg(&pyb).assert().failure();
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("--restrict applies to pstats input only"));
+    let both = ["convert", "--to", "pstats-text", "--restrict", "0.5", "--limit", "3"];
+    tachyon().args(both).arg(&pstats).assert().failure();
+    for pattern in ["(", "(?<=a)b"] {
+        let out =
+            tachyon().args(["convert", "--to", "pstats-text", "--restrict", pattern]).arg(&pstats).assert().failure();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(stderr.contains(&format!("the restriction '{pattern}': not a regular expression")), "{stderr}");
+    }
+    let restricted = ["convert", "--to", "pstats-text", "--restrict", "py", "--restrict", "1"];
+    let out = tachyon().args(restricted).arg(&pstats).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("due to restriction <'py'>") && text.contains("due to restriction <1>"), "{text}");
 }
 
 fn tempdir(name: &str) -> PathBuf {

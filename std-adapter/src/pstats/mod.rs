@@ -1026,13 +1026,52 @@ pub fn merge(files: &[Stats]) -> Stats {
 // ------------------------------------------------------------------------------------------
 // Printing, as pstats.Stats prints.
 
+/// One argument of `print_stats(*amount)` (and of `print_callers`, `print_callees`), which
+/// narrow the sorted rows one after the other.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Restriction {
+    /// An int: the first N rows (a negative N, or one not below the number of rows, keeps
+    /// them all).
+    Count(i64),
+    /// A float: the first `int(rows * f + .5)` rows when `0.0 <= f < 1.0`, else all.
+    Fraction(f64),
+    /// A str: the rows whose standard name (`file:line(name)`) the regular expression finds
+    /// a match in (`re.search`). The `regex` crate evaluates it: the patterns it refuses
+    /// (look-around, back-references; anything invalid) are refused when printing, rather
+    /// than evaluated otherwise than Python's `re` would.
+    Pattern(String),
+}
+
+impl Restriction {
+    /// A command-line value as one: an integer, else a float, else a pattern (Python tells
+    /// them apart by type; a pattern that reads as a number cannot be given this way).
+    pub fn parse(text: &str) -> Restriction {
+        if let Ok(n) = text.parse() {
+            Restriction::Count(n)
+        } else if let Ok(f) = text.parse() {
+            Restriction::Fraction(f)
+        } else {
+            Restriction::Pattern(text.to_string())
+        }
+    }
+
+    /// `%r` of the argument, as the "List reduced" line shows it.
+    fn py_repr(&self) -> String {
+        match self {
+            Restriction::Count(n) => n.to_string(),
+            Restriction::Fraction(f) => py_float_repr(*f),
+            Restriction::Pattern(p) => crate::convert::pstats::py_repr_str(p),
+        }
+    }
+}
+
 /// What to print and how.
 #[derive(Debug, Clone, Default)]
 pub struct PrintOptions {
     /// `sort_stats` keys (none: the file's order, "Random listing order was used").
     pub sort: Vec<String>,
-    /// `print_stats(N)`.
-    pub limit: Option<usize>,
+    /// `print_stats(*restrictions)`: applied in order to the sorted rows.
+    pub restrictions: Vec<Restriction>,
     /// `strip_dirs()` first.
     pub strip_dirs: bool,
     /// Print `print_callers` instead of `print_stats`.
@@ -1253,10 +1292,38 @@ impl<'a> Printer<'a> {
             let (order, description) = self.sort(&o.sort)?;
             (order, format!("   Ordered by: {description}\n"))
         };
-        if let Some(n) = o.limit {
-            if n < list.len() {
-                let _ = writeln!(msg, "   List reduced from {} to {} due to restriction <{}>", list.len(), n, n);
-                list.truncate(n);
+        // `eval_print_amount`, one restriction after the other.
+        for restriction in &o.restrictions {
+            let before = list.len();
+            match restriction {
+                Restriction::Count(n) => {
+                    if let Ok(n) = usize::try_from(*n) {
+                        list.truncate(n);
+                    }
+                }
+                Restriction::Fraction(f) => {
+                    if (0.0..1.0).contains(f) {
+                        list.truncate((before as f64 * f + 0.5) as usize);
+                    }
+                }
+                Restriction::Pattern(p) => {
+                    let pattern = regex::Regex::new(p).map_err(|e| {
+                        PrintError(format!(
+                            "the restriction {}: not a regular expression this tool can evaluate as Python's re \
+                             would ({e})",
+                            restriction.py_repr()
+                        ))
+                    })?;
+                    list.retain(|&i| pattern.is_match(&self.stats.std_string(&self.entries()[i].key)));
+                }
+            }
+            if list.len() != before {
+                let _ = writeln!(
+                    msg,
+                    "   List reduced from {before} to {} due to restriction <{}>",
+                    list.len(),
+                    restriction.py_repr()
+                );
             }
         }
         if list.is_empty() {
@@ -1650,7 +1717,7 @@ fn strip_dirs(stats: &Stats) -> Stats {
     Stats { names: names.names, entries: out, sampled: stats.sampled }
 }
 
-/// Prints `stats` as `pstats.Stats(path).sort_stats(...).print_stats(limit)` (or
+/// Prints `stats` as `pstats.Stats(path).sort_stats(...).print_stats(*restrictions)` (or
 /// `print_callers` / `print_callees`) prints it.
 pub fn print(stats: &Stats, o: &PrintOptions) -> Result<String, PrintError> {
     let p = Printer::new(stats, o);

@@ -412,7 +412,7 @@ mod tests {
     fn tables(data: &[u8]) -> Option<(String, String)> {
         let options = super::super::PrintOptions {
             sort: vec!["cumulative".into()],
-            limit: None,
+            restrictions: Vec::new(),
             strip_dirs: false,
             callers: false,
             callees: false,
