@@ -87,25 +87,32 @@ pub fn mojo(data: &[u8]) {
 }
 
 /// A pstats file: loaded, printed sorted with callers and callees, drawn as a call graph,
-/// written back.
+/// written back. The table-only load (`--to pstats-text` without callers) must take the same
+/// files with the same errors, and print the same table.
 pub fn pstats(data: &[u8]) {
-    let Ok(stats) = tachyon::pstats::load(data) else { return };
-    for (sort, callers, callees, strip_dirs) in
-        [("cumulative", false, false, false), ("name,line", true, false, true), ("calls", false, true, false)]
-    {
-        let options = tachyon::pstats::PrintOptions {
+    use tachyon::pstats::{load, load_for_print, print, PrintOptions, Restriction};
+    let table = PrintOptions {
+        sort: vec!["cumulative".into()],
+        restrictions: vec![Restriction::Fraction(0.5), Restriction::Pattern("[a-m]".into())],
+        files: vec!["fuzz".into()],
+        ..PrintOptions::default()
+    };
+    let whole = load(data);
+    let for_table = load_for_print(data, &table);
+    assert_eq!(whole.as_ref().err(), for_table.as_ref().err(), "the loads disagree");
+    let (Ok(stats), Ok(for_table)) = (whole, for_table) else { return };
+    let printed = |s| print(s, &table).map_err(|e| e.0);
+    assert_eq!(printed(&stats), printed(&for_table), "the table-only load prints otherwise");
+    for (sort, callers, callees, strip_dirs) in [("name,line", true, false, true), ("calls", false, true, false)] {
+        let options = PrintOptions {
             sort: sort.split(',').map(str::to_string).collect(),
-            restrictions: vec![
-                tachyon::pstats::Restriction::Count(50),
-                tachyon::pstats::Restriction::Fraction(0.5),
-                tachyon::pstats::Restriction::Pattern("[a-m]".into()),
-            ],
+            restrictions: vec![Restriction::Count(50)],
             strip_dirs,
             callers,
             callees,
             files: vec!["fuzz".into()],
         };
-        let _ = tachyon::pstats::print(&stats, &options);
+        let _ = print(&stats, &options);
     }
     let _ = tachyon::dot::dot(&stats);
     let _ = tachyon::pstats::write(&stats, true, &mut Vec::new());
