@@ -216,3 +216,30 @@ impl Drop for Mapping {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Contents;
+
+    #[test]
+    fn contents_are_the_files_bytes_mapped_or_read() {
+        let dir = std::env::temp_dir().join(format!("tachyon-contents-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let at_threshold = Contents::MAP_FROM as usize;
+        for (len, mapped) in
+            [(0, false), (1000, false), (at_threshold - 1, false), (at_threshold, true), (3 << 20, true)]
+        {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let path = dir.join(format!("{len}.bin"));
+            std::fs::write(&path, &bytes).unwrap();
+            let contents = Contents::of(&path).unwrap();
+            assert!(*contents == bytes[..], "{len} bytes");
+            #[cfg(unix)]
+            assert_eq!(matches!(contents, Contents::Mapped(_)), mapped, "{len} bytes");
+            #[cfg(not(unix))]
+            let _ = mapped;
+        }
+        assert!(Contents::of(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
