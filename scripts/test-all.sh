@@ -95,8 +95,8 @@ cargo test --workspace --all-features --exclude tachyon-capi
 step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --features alloc,zstd,gperftools,mojo,transport,marshal --target "$target" -- -D warnings
-  cargo test -p tachyon-core --features alloc,zstd,gperftools,mojo,transport,marshal --target "$target"
-  cargo test -p qemu-tests --target "$target"
+  cargo test --profile qemu -p tachyon-core --features alloc,zstd,gperftools,mojo,transport,marshal --target "$target"
+  cargo test --profile qemu -p qemu-tests --target "$target"
 done
 
 step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) against the Rust writer and CPython's vectors, ASan/UBSan, valgrind, s390x/powerpc/powerpc64 under qemu-user, the no_std library linked into C, the Lua 5.4 profiler read by CPython"
