@@ -198,26 +198,3 @@ impl Double for tachyon::pstats::Num {
         }
     }
 }
-
-#[test]
-#[ignore]
-fn phases() {
-    let path = std::env::var("BIG").unwrap();
-    let t = Instant::now();
-    let bytes = std::fs::read(&path).unwrap();
-    eprintln!("read {:?}", t.elapsed());
-    let t = Instant::now();
-    let stats = load(&bytes).unwrap();
-    eprintln!("load {:?}", t.elapsed());
-    let t = Instant::now();
-    let o = tachyon::pstats::PrintOptions {
-        sort: vec!["cumulative".into()],
-        files: vec!["x".into()],
-        ..Default::default()
-    };
-    let text = tachyon::pstats::print(&stats, &o).unwrap();
-    eprintln!("print {:?} {}", t.elapsed(), text.len());
-    let t = Instant::now();
-    let d = tachyon::dot::dot(&stats).unwrap();
-    eprintln!("dot {:?} {}", t.elapsed(), d.len());
-}

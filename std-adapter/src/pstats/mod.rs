@@ -1409,22 +1409,8 @@ impl<'a> Printer<'a> {
         }
         out.push_str(count);
         out.push(' ');
-        f8_into(out, e.tt.to_f64());
-        out.push(' ');
-        if e.nc.is_zero() {
-            out.push_str("         ");
-        } else {
-            f8_into(out, e.tt.div(e.nc));
-            out.push(' ');
-        }
-        f8_into(out, e.ct.to_f64());
-        out.push(' ');
-        if e.cc.is_zero() {
-            out.push_str("         ");
-        } else {
-            f8_into(out, e.ct.div(e.cc));
-            out.push(' ');
-        }
+        time_and_per_call(out, e.tt, e.nc);
+        time_and_per_call(out, e.ct, e.cc);
         self.stats.write_std_string(&e.key, out);
         out.push('\n');
     }
@@ -1592,6 +1578,18 @@ fn f8(x: f64) -> String {
     let mut s = String::with_capacity(8);
     f8_into(&mut s, x);
     s
+}
+
+/// A time column and its per-call column (`%8.3f ` each; blank, nine spaces, for no calls).
+fn time_and_per_call(out: &mut String, time: Num, calls: Num) {
+    f8_into(out, time.to_f64());
+    out.push(' ');
+    if calls.is_zero() {
+        out.push_str("         ");
+    } else {
+        f8_into(out, time.div(calls));
+        out.push(' ');
+    }
 }
 
 fn f8_into(out: &mut String, x: f64) {
