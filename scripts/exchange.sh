@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 DIR=${1:-$PWD/target/exchange}
 TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 rm -rf "$DIR" && mkdir -p "$DIR"
-# The qemu profile (see Cargo.toml): the big-endian suite has built these already.
+# The qemu profile (see Cargo.toml): the big-endian suite has built the big-endian binaries
+# with it already; the host one is built here.
 run_host() { cargo run -q --profile qemu -p qemu-tests --bin exchange -- "$@"; }
 run_on() { local t=$1; shift; cargo run -q --profile qemu -p qemu-tests --bin exchange --target "$t" -- "$@"; }
 
