@@ -98,9 +98,9 @@ impl PprofSource {
         let gzipped = head[..n] == [0x1f, 0x8b];
         let chained = (&head[..n]).chain(input);
         if gzipped {
-            limited(flate2::read::MultiGzDecoder::new(chained), &mut raw)?;
+            limited(flate2::read::MultiGzDecoder::new(chained), MAX_PPROF_BYTES, &mut raw)?;
         } else {
-            limited(chained, &mut raw)?;
+            limited(chained, MAX_PPROF_BYTES, &mut raw)?;
         }
         let profile = Profile::decode(&raw[..]).map_err(PprofError::Decode)?;
         drop(raw);
@@ -325,9 +325,11 @@ fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, PprofError
     Ok(n)
 }
 
-fn limited(input: impl Read, out: &mut Vec<u8>) -> Result<(), PprofError> {
-    input.take(MAX_PPROF_BYTES + 1).read_to_end(out).map_err(PprofError::Io)?;
-    if out.len() as u64 > MAX_PPROF_BYTES {
+/// Reads the message into `out`, refusing it once it passes `limit` bytes: at most
+/// `limit + 1` bytes are ever read (or decompressed), so a gzip bomb costs no more.
+fn limited(input: impl Read, limit: u64, out: &mut Vec<u8>) -> Result<(), PprofError> {
+    input.take(limit + 1).read_to_end(out).map_err(PprofError::Io)?;
+    if out.len() as u64 > limit {
         return Err(PprofError::TooLarge);
     }
     Ok(())
@@ -376,5 +378,44 @@ impl Source for PprofSource {
         }
         progress(done);
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn a_message_up_to_the_limit_is_read_whole() {
+        let mut out = Vec::new();
+        limited(&[7u8; 1000][..], 1000, &mut out).unwrap();
+        assert_eq!(out, [7u8; 1000]);
+    }
+
+    #[test]
+    fn a_message_past_the_limit_is_refused_gzipped_or_not() {
+        let mut out = Vec::new();
+        assert!(matches!(limited(&[7u8; 1001][..], 1000, &mut out), Err(PprofError::TooLarge)));
+        let bomb = gzip(&[0u8; 100_000]);
+        assert!(bomb.len() < 1000, "{} bytes", bomb.len());
+        let mut out = Vec::new();
+        let decoder = flate2::read::MultiGzDecoder::new(&bomb[..]);
+        assert!(matches!(limited(decoder, 1000, &mut out), Err(PprofError::TooLarge)));
+        assert_eq!(out.len(), 1001, "decompressed no further than one byte past the limit");
+    }
+
+    #[test]
+    fn an_endless_message_ends_at_the_limit() {
+        let mut out = Vec::new();
+        assert!(matches!(limited(std::io::repeat(0), 1 << 16, &mut out), Err(PprofError::TooLarge)));
+        assert_eq!(out.len(), (1 << 16) + 1);
     }
 }
