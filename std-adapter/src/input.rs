@@ -272,3 +272,54 @@ where
     w.finalize().map_err(werr)?;
     Ok(w.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tachyon_core::LittleEndian;
+
+    use super::*;
+
+    /// The reason a document is refused; panics if it is written instead.
+    fn refusal(doc: Value) -> String {
+        match encode_document(&doc, LittleEndian, None) {
+            Err(InputError::Shape(why)) => why,
+            other => panic!("{doc}: {other:?}"),
+        }
+    }
+
+    fn document(samples: Value) -> Value {
+        json!({"start_time_us": 1, "sample_interval_us": 100, "samples": samples})
+    }
+
+    #[test]
+    fn documents_of_the_wrong_shape_are_refused_naming_what_is_wrong() {
+        assert_eq!(refusal(json!({})), "missing \"samples\"");
+        assert_eq!(refusal(json!({"samples": {}})), "\"samples\" must be a list");
+        assert_eq!(refusal(json!({"samples": []})), "missing \"start_time_us\"");
+        assert_eq!(
+            refusal(json!({"start_time_us": -1, "sample_interval_us": 1, "samples": []})),
+            "\"start_time_us\" must be an integer in 0..2^64"
+        );
+        assert_eq!(refusal(document(json!([{"ts": 1}]))), "missing \"interpreters\"");
+        assert_eq!(refusal(document(json!([{"ts": 1.5, "interpreters": []}]))), "\"ts\" must be an integer in 0..2^64");
+        let thread = |frames: Value| {
+            document(json!([{"ts": 1, "interpreters": [{"iid": 0, "threads": [
+            {"tid": 1, "status": 0, "frames": frames}]}]}]))
+        };
+        assert_eq!(refusal(thread(json!([["a.py"]]))), "frame name");
+        assert_eq!(refusal(thread(json!([["a.py", 7]]))), "frame name");
+        assert_eq!(refusal(thread(json!([["a.py", "f", "not a list"]]))), "\"location\" must be a list");
+        assert_eq!(refusal(thread(json!("frames"))), "\"frames\" must be a list");
+        let mut doc = thread(json!([]));
+        doc["mode"] = json!(5);
+        assert_eq!(refusal(doc), "invalid profiling mode");
+    }
+
+    #[test]
+    fn a_refusal_in_a_later_sample_refuses_the_document() {
+        let good = json!({"ts": 1, "interpreters": []});
+        assert_eq!(refusal(document(json!([good, good, {"ts": 2}]))), "missing \"interpreters\"");
+        assert!(encode_document(&document(json!([good, good])), LittleEndian, None).is_ok());
+    }
+}

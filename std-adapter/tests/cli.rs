@@ -260,6 +260,24 @@ fn a_corrupt_file_fails_with_its_offset() {
 }
 
 #[test]
+fn encode_input_nested_deeper_than_json_allows_is_an_error_not_a_crash() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-encode-deep");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let document = tmp.join("deep.json");
+    std::fs::write(&document, format!("{{\"samples\": {deep}}}")).unwrap();
+    // JSON lines: the parameters, then a call nested as deep.
+    let lines = tmp.join("deep.jsonl");
+    std::fs::write(&lines, format!("{{\"start_time_us\": 1, \"sample_interval_us\": 1}}\n{deep}\n")).unwrap();
+    for (input, place) in [(&document, "deep.json: recursion limit"), (&lines, "deep.jsonl: line 2: recursion limit")] {
+        let out = tachyon().arg("encode").arg(input).arg("-o").arg(tmp.join("out.bin")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", input.display());
+        let msg = String::from_utf8(out.stderr).unwrap();
+        assert!(msg.contains(place), "names the file, line and rule: {msg}");
+    }
+}
+
+#[test]
 fn info_names_the_format_first_from_the_content() {
     let gperf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
     // (file, google-pprof 2.10's "Total: N samples" for it, slot bytes, byte order)
