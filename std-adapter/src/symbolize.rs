@@ -209,7 +209,11 @@ impl Binary {
     /// completed from the symbol table where DWARF has none.
     fn frames(&self, address: u64) -> Vec<Symbol> {
         let mut out = Vec::new();
-        if let Some(context) = &self.dwarf {
+        // addr2line searches its ranges for `[address, address + 1)`, which overflows (a panic
+        // where overflow is checked) at the last address; no code is linked there, and a
+        // crafted profile can map an address to it (found by the `elf_symbols` fuzz target).
+        let dwarf = self.dwarf.as_ref().filter(|_| address != u64::MAX);
+        if let Some(context) = dwarf {
             if let Ok(mut frames) = context.find_frames(address).skip_all_loads() {
                 while let Ok(Some(frame)) = frames.next() {
                     let function = frame
