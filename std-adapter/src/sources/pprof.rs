@@ -326,7 +326,8 @@ fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, PprofError
 }
 
 /// Reads the message into `out`, refusing it once it passes `limit` bytes: at most
-/// `limit + 1` bytes are ever read (or decompressed), so a gzip bomb costs no more.
+/// `limit + 1` bytes are ever read from `input` (a decompressor, for a gzipped file), so a
+/// gzip bomb costs no more.
 fn limited(input: impl Read, limit: u64, out: &mut Vec<u8>) -> Result<(), PprofError> {
     input.take(limit + 1).read_to_end(out).map_err(PprofError::Io)?;
     if out.len() as u64 > limit {
