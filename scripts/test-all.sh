@@ -9,8 +9,31 @@ cd "$(dirname "$0")/.."
 {
 
 START=$(date +%s)
-# Each step's name, with the minutes and seconds since the run began.
-step() { local t=$(($(date +%s) - START)); printf '\n==> %s   [%dm%02ds]\n' "$*" $((t / 60)) $((t % 60)); }
+# Each step's name, with the minutes and seconds since the run began, what target/ holds and
+# what is free on its file system: CI's disk is not ours to size, and a run that fills it
+# should show where it grew.
+gigabytes() { awk '{ printf "%.1f", $1 / 1048576 }'; }
+step() {
+  local t=$(($(date +%s) - START)) held free
+  held=$(du -sk target 2>/dev/null | cut -f1 | gigabytes)
+  free=$(df -Pk . | awk 'NR == 2 { print $4 }' | gigabytes)
+  printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "${held:-0.0}" "$free"
+}
+# What no later step reads is removed as soon as the step that made it has passed: the builds
+# for one target, the tests' scratch files. Without this a run held about 23 GB at its end, and
+# CI once stopped at 27 minutes with "No space left on device". A failing step stops the run
+# before its pruning, so what it left is there to look at. TACHYON_KEEP_BUILDS=1 keeps it all
+# (for running this again on one machine: the builds are then reused).
+prune() {
+  [ -n "${TACHYON_KEEP_BUILDS:-}" ] && return 0
+  rm -rf "$@"
+}
+# A run builds each crate once, so cargo's incremental caches (a third of a debug build's
+# size) are never read again; line tables are all a test's backtrace needs of debug info, and
+# full debug info was most of what the builds held. Both only for this run: a developer's own
+# builds keep cargo's defaults.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
 
 NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
@@ -91,22 +114,28 @@ step "tests: everything, all features (unit, vectors, robustness, property, no-a
 # feature of the workspace, tachyon-core gets defmt, whose symbols (named by JSON) the
 # shared library would export, which the linker refuses.
 cargo test --workspace --all-features --exclude tachyon-capi
+prune target/tmp
 
 step "tests on big-endian targets under qemu-user: core (all features) and the conformance suite"
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --features alloc,zstd,gperftools,mojo,transport,marshal --target "$target" -- -D warnings
   cargo test --profile qemu -p tachyon-core --features alloc,zstd,gperftools,mojo,transport,marshal --target "$target"
   cargo test --profile qemu -p qemu-tests --target "$target"
+  prune target/tmp
 done
+
+# Straight after the big-endian suite, whose qemu-profile builds it runs; then those go.
+step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
+bash scripts/exchange.sh
+prune target/exchange target/qemu "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
 step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) against the Rust writer and CPython's vectors, ASan/UBSan, valgrind, s390x/powerpc/powerpc64 under qemu-user, the no_std library linked into C, the Lua 5.4 profiler read by CPython"
 bash scripts/capi.sh
-
-step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
-bash scripts/exchange.sh
+prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
 bash scripts/fuzz.sh
+prune target/fuzz-address
 
 step "benchmark and example build; the example runs"
 cargo bench -p tachyon-core --features alloc,zstd --no-run
