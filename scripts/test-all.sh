@@ -15,9 +15,9 @@ START=$(date +%s)
 gigabytes() { awk '{ printf "%.1f", $1 / 1048576 }'; }
 step() {
   local t=$(($(date +%s) - START)) held free
-  held=$(du -sk target 2>/dev/null | cut -f1 | gigabytes)
+  held=$({ du -sk target 2>/dev/null || echo 0; } | cut -f1 | gigabytes)
   free=$(df -Pk . | awk 'NR == 2 { print $4 }' | gigabytes)
-  printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "${held:-0.0}" "$free"
+  printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
 }
 # What no later step reads is removed as soon as the step that made it has passed: the builds
 # for one target, the tests' scratch files. Without this a run held about 23 GB at its end, and
