@@ -73,17 +73,22 @@ record() {
   # Austin exits 0 once the workload has; its banner and statistics go to stderr. It looks
   # for the interpreter's state while Python starts, and on a loaded machine it sometimes
   # gives up ("not a Python process", exit 32, a header-only file): it waits up to 5 s
-  # (-t; 3.7.0's default is 100 ms) and a failed attempt is made again, at most three times.
+  # (-t; 3.7.0's default is 100 ms) and a failed attempt is made again, after a second's
+  # pause, up to six attempts. Three were once too few: on a cold run (2026-11-25) Austin 4.0.0
+  # failed three times running in memory mode, saying it "Cannot determine the version of the
+  # Python interpreter" or exiting 3 with nothing written; by hand just after, 2 of 6 attempts
+  # failed, then none of 24. The failures come in bursts, and each takes under a second.
   # With -C, whether Austin finds the pool's children before they finish is chance on a
   # loaded machine (a CI run once had the parent alone): such a file is recorded again too.
   # So is a file mojo2austin cannot read: a CI run once had Austin copy a string out of a
   # child process while it changed (bytes that are not UTF-8, on which 1.7.1 raises).
-  local attempt
-  for attempt in 1 2 3; do
+  local attempt attempts=6
+  for attempt in $(seq "$attempts"); do
+    [ "$attempt" = 1 ] || sleep 1
     if (cd "$SCRIPTS" && "$austin" -i 1ms -t 5s "$@" -o "$OUT/$name.mojo" "$PY" "$script" \
       >/dev/null 2>"$OUT/$name.stderr") && [ -s "$OUT/$name.mojo" ]; then
       if ! "$V/bin/mojo2austin" "$OUT/$name.mojo" "$OUT/$name.austin" 2>"$OUT/$name.mojo2austin.stderr"; then
-        [ "$attempt" = 3 ] && fail "$name: mojo2austin could not read three recordings ($OUT/$name.mojo2austin.stderr)"
+        [ "$attempt" = "$attempts" ] && fail "$name: mojo2austin could not read $attempts recordings ($OUT/$name.mojo2austin.stderr)"
         echo "$name: mojo2austin cannot read this recording (attempt $attempt): $(tail -1 "$OUT/$name.mojo2austin.stderr"); once more" >&2
         continue
       fi
@@ -91,11 +96,11 @@ record() {
         *children) [ "$(grep '^P' "$OUT/$name.austin" | cut -d';' -f1 | sort -u | wc -l)" -gt 1 ] && break ;;
         *) break ;;
       esac
-      [ "$attempt" = 3 ] && fail "$name: $austin $* sampled one process three times"
+      [ "$attempt" = "$attempts" ] && fail "$name: $austin $* sampled one process $attempts times"
       echo "$name: austin sampled one process (attempt $attempt), once more" >&2
       continue
     fi
-    [ "$attempt" = 3 ] && fail "$name: $austin $* failed three times (stderr: $OUT/$name.stderr)"
+    [ "$attempt" = "$attempts" ] && fail "$name: $austin $* failed $attempts times (stderr: $OUT/$name.stderr)"
     echo "$name: austin failed (attempt $attempt), once more" >&2
   done
   "$V/bin/austin2speedscope" "$OUT/$name.austin" "$OUT/$name.speedscope.json" || fail "$name: austin2speedscope"
