@@ -39,6 +39,14 @@ missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
 NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 BIG_ENDIAN_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 
+# Said before the first step, so a run that later stops with "No space left on device" has
+# said why first (the README's figure: target/ peaks at about 6.5 GB).
+free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "$free_kb" -lt $((8 << 20)) ]; then
+  printf 'WARNING: %s GB free on the file system of target/; a run needs about 6.5 GB there at its peak\n' \
+    "$(gigabytes <<<"$free_kb")" >&2
+fi
+
 step "set-up: Rust toolchain"
 command -v cargo >/dev/null || missing "cargo (install Rust with rustup; this script cannot)"
 command -v rustup >/dev/null || missing "rustup (needed to add the no_std targets)"
