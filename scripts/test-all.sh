@@ -28,10 +28,9 @@ prune() {
   [ -n "${TACHYON_KEEP_BUILDS:-}" ] && return 0
   rm -rf "$@"
 }
-# A run builds each crate once, so cargo's incremental caches (a third of a debug build's
-# size) are never read again; line tables are all a test's backtrace needs of debug info, and
-# full debug info was most of what the builds held. Both only for this run: a developer's own
-# builds keep cargo's defaults.
+# A run builds each crate once, so cargo's incremental caches (about a quarter of the host's
+# debug build, measured) are never read again; and line tables are all a test's backtrace
+# needs of debug info. Both only for this run: a developer's own builds keep cargo's defaults.
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
