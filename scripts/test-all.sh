@@ -13,10 +13,11 @@ START=$(date +%s)
 # what is free on its file system: CI's disk is not ours to size, and a run that fills it
 # should show where it grew.
 gigabytes() { awk '{ printf "%.1f", $1 / 1048576 }'; }
+free_kb() { df -Pk . | awk 'NR == 2 { print $4 }'; }
 step() {
   local t=$(($(date +%s) - START)) held free
   held=$({ du -sk target 2>/dev/null || echo 0; } | cut -f1 | gigabytes)
-  free=$(df -Pk . | awk 'NR == 2 { print $4 }' | gigabytes)
+  free=$(free_kb | gigabytes)
   printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
 }
 # What no later step reads is removed as soon as the step that made it has passed: the builds
@@ -40,10 +41,9 @@ BIG_ENDIAN_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-
 
 # Said before the first step, so a run that later stops with "No space left on device" has
 # said why first (the README's figure: target/ peaks at about 6.5 GB).
-free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
-if [ "$free_kb" -lt $((8 << 20)) ]; then
+if [ "$(free_kb)" -lt $((8 << 20)) ]; then
   printf 'WARNING: %s GB free on the file system of target/; a run needs about 6.5 GB there at its peak\n' \
-    "$(gigabytes <<<"$free_kb")" >&2
+    "$(free_kb | gigabytes)" >&2
 fi
 
 step "set-up: Rust toolchain"
