@@ -21,7 +21,7 @@ pub enum Resource {
     Frames,
     /// Thread-table entries.
     Threads,
-    /// Frame ids of the reader's current stacks (growable storage that could not grow).
+    /// Frame ids of the current or previous stacks (growable storage that could not grow).
     Stacks,
 }
 
@@ -382,19 +382,102 @@ impl WriterThread {
         WriterThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, rle_len: 0, rle_count: 0, depth: 0 };
 }
 
-/// The writer's thread table in creation order, with each thread's previous stack (256 ids)
-/// and REPEAT buffer (`rle_budget` bytes).
+/// Where a thread of growable writer storage keeps its previous stack and its REPEAT bytes:
+/// a chunk of each of two arenas (see [`WriterThreads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadChunks {
+    stack: usize,
+    stack_len: usize,
+    rle: usize,
+    rle_len: usize,
+}
+
+impl ThreadChunks {
+    const EMPTY: ThreadChunks = ThreadChunks { stack: 0, stack_len: 0, rle: 0, rle_len: 0 };
+}
+
+/// Smallest REPEAT chunk on growable storage: a run of one short entry.
+const MIN_RLE_CHUNK: usize = 16;
+
+/// The writer's thread table in creation order, with each thread's previous stack and its
+/// pending REPEAT bytes.
+///
+/// On fixed storage every thread has a whole 256-id stack and an `rle_budget`-byte REPEAT
+/// buffer from the start, as many threads as the slices allow. On growable storage (a
+/// converter writes the threads a file names, however many it claims) a thread's stack and
+/// its REPEAT buffer are chunks of two arenas, each the smallest power of two that holds what
+/// it has needed so far (at most 256 ids and the budget): a larger need moves it to a new
+/// chunk at the arena's end, which at most doubles the arena, as the reader's stacks do. So
+/// memory follows what the threads hold, never a count an input states, and memory that
+/// cannot be had is a capacity error, not an abort.
 pub(crate) struct WriterThreads<'a> {
-    entries: &'a mut [WriterThread],
+    entries: Table<'a, WriterThread>,
     count: usize,
-    stacks: &'a mut [u32],
-    rle: &'a mut [u8],
+    /// Open-addressing index over `entries` (see [`slot_find`]).
+    slots: Table<'a, u32>,
+    /// Key of the thread hash (see [`WriterStorage::with_seed`]).
+    seed: u64,
+    stacks: Table<'a, u32>,
+    rle: Table<'a, u8>,
+    /// Growable storage only (empty on fixed): each thread's chunks of `stacks` and `rle`.
+    chunks: Table<'a, ThreadChunks>,
+    stacks_used: usize,
+    rle_used: usize,
     rle_budget: usize,
-    index: SlotIndex<'a>,
+    /// Most threads: fixed storage's capacity, or the growable limit.
     capacity: usize,
 }
 
 impl<'a> WriterThreads<'a> {
+    fn fixed(
+        entries: &'a mut [WriterThread],
+        slots: &'a mut [u32],
+        stacks: &'a mut [u32],
+        rle: &'a mut [u8],
+        rle_budget: usize,
+    ) -> Self {
+        slots.fill(0);
+        let capacity = entries
+            .len()
+            .min(slots.len() - 1)
+            .min(u32::MAX as usize - 1)
+            .min(stacks.len() / MAX_STACK_DEPTH)
+            .min(rle.len() / rle_budget);
+        WriterThreads {
+            entries: Table::Fixed(entries),
+            count: 0,
+            slots: Table::Fixed(slots),
+            seed: 0,
+            stacks: Table::Fixed(stacks),
+            rle: Table::Fixed(rle),
+            chunks: Table::Fixed(&mut []),
+            stacks_used: 0,
+            rle_used: 0,
+            rle_budget,
+            capacity,
+        }
+    }
+
+    #[cfg(feature = "alloc")]
+    fn growable(v: &'a mut GrowableThreads, rle_budget: usize, max_threads: usize) -> Self {
+        v.slots.clear();
+        v.slots.resize(16, 0);
+        WriterThreads {
+            entries: Table::Growable(&mut v.entries),
+            count: 0,
+            slots: Table::Growable(&mut v.slots),
+            seed: 0,
+            stacks: Table::Growable(&mut v.stacks),
+            rle: Table::Growable(&mut v.rle),
+            chunks: Table::Growable(&mut v.chunks),
+            stacks_used: 0,
+            rle_used: 0,
+            rle_budget,
+            // Slot values are u32.
+            capacity: max_threads.min(u32::MAX as usize - 1),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.count
     }
@@ -403,14 +486,19 @@ impl<'a> WriterThreads<'a> {
         self.rle_budget
     }
 
-    /// The entry for the pair, if it exists.
-    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Option<usize> {
-        let entries = &self.entries[..self.count];
-        let found = self.index.find(hash_thread(self.index.seed, thread_id, interpreter_id), |i| {
+    #[inline]
+    fn lookup(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
+        let entries = &self.entries.as_slice()[..self.count];
+        slot_find(self.slots.as_slice(), hash_thread(self.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
-        });
-        found.ok().map(|i| i as usize)
+        })
+        .map(|i| i as usize)
+    }
+
+    /// The entry for the pair, if it exists.
+    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Option<usize> {
+        self.lookup(thread_id, interpreter_id).ok()
     }
 
     /// The entry for the pair, created with `prev_ts = start` if new.
@@ -421,57 +509,138 @@ impl<'a> WriterThreads<'a> {
         interpreter_id: u32,
         start: u64,
     ) -> Result<usize, Resource> {
-        let entries = &self.entries[..self.count];
-        let found = self.index.find(hash_thread(self.index.seed, thread_id, interpreter_id), |i| {
-            let t = &entries[i as usize];
-            t.thread_id == thread_id && t.interpreter_id == interpreter_id
-        });
-        match found {
-            Ok(i) => Ok(i as usize),
-            Err(slot) => {
-                if self.count >= self.capacity {
+        let mut slot = match self.lookup(thread_id, interpreter_id) {
+            Ok(i) => return Ok(i),
+            Err(slot) => slot,
+        };
+        if self.count >= self.capacity || !self.entries.grow(self.count + 1, WriterThread::EMPTY) {
+            return Err(Resource::Threads);
+        }
+        if self.chunks.is_growable() {
+            if !self.chunks.grow(self.count + 1, ThreadChunks::EMPTY) {
+                return Err(Resource::Threads);
+            }
+            // Growable slots stay at most half full, so probes stay short.
+            if 2 * (self.count + 1) >= self.slots.as_slice().len() {
+                if !self.slots.grow(4 * (self.count + 1), 0) {
                     return Err(Resource::Threads);
                 }
-                let i = self.count;
-                self.entries[i] = WriterThread { thread_id, interpreter_id, prev_ts: start, ..WriterThread::EMPTY };
-                self.count += 1;
-                self.index.occupy(slot, i as u32);
-                Ok(i)
+                let entries = &self.entries.as_slice()[..self.count];
+                rebuild_index(
+                    self.slots.as_mut_slice(),
+                    entries.iter().map(|t| (t.thread_id, t.interpreter_id)),
+                    self.seed,
+                );
+                slot = match self.lookup(thread_id, interpreter_id) {
+                    Err(slot) => slot,
+                    Ok(_) => unreachable!("the pair was missing before the rehash"),
+                };
             }
+            self.chunks.as_mut_slice()[self.count] = ThreadChunks::EMPTY;
         }
+        let i = self.count;
+        self.entries.as_mut_slice()[i] =
+            WriterThread { thread_id, interpreter_id, prev_ts: start, ..WriterThread::EMPTY };
+        self.count += 1;
+        self.slots.as_mut_slice()[slot] = i as u32 + 1;
+        Ok(i)
     }
 
     pub(crate) fn get(&self, i: usize) -> &WriterThread {
-        &self.entries[i]
+        &self.entries.as_slice()[i]
     }
 
     pub(crate) fn get_mut(&mut self, i: usize) -> &mut WriterThread {
-        &mut self.entries[i]
+        &mut self.entries.as_mut_slice()[i]
+    }
+
+    /// Where thread `i`'s stack and REPEAT bytes start: its chunks, or its fixed share.
+    #[inline]
+    fn starts(&self, i: usize) -> (usize, usize) {
+        match self.chunks.as_slice().get(i) {
+            Some(c) => (c.stack, c.rle),
+            None => (i * MAX_STACK_DEPTH, i * self.rle_budget),
+        }
     }
 
     /// The thread's previous stack, innermost first.
     pub(crate) fn prev_stack(&self, i: usize) -> &[u32] {
-        let depth = usize::from(self.entries[i].depth);
-        &self.stacks[i * MAX_STACK_DEPTH..i * MAX_STACK_DEPTH + depth]
+        let depth = usize::from(self.entries.as_slice()[i].depth);
+        let start = self.starts(i).0;
+        &self.stacks.as_slice()[start..start + depth]
     }
 
+    /// Makes room for a previous stack of `depth` ids (at most 256), keeping the current one.
+    pub(crate) fn reserve_stack(&mut self, i: usize, depth: usize) -> Result<(), Resource> {
+        let Some(&c) = self.chunks.as_slice().get(i) else { return Ok(()) };
+        if depth <= c.stack_len {
+            return Ok(());
+        }
+        let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
+        let start = self.stacks_used;
+        let end = start.checked_add(len).ok_or(Resource::Stacks)?;
+        if !self.stacks.grow(end, 0) {
+            return Err(Resource::Stacks);
+        }
+        let kept = usize::from(self.entries.as_slice()[i].depth);
+        self.stacks.as_mut_slice().copy_within(c.stack..c.stack + kept, start);
+        self.stacks_used = end;
+        self.chunks.as_mut_slice()[i] = ThreadChunks { stack: start, stack_len: len, ..c };
+        Ok(())
+    }
+
+    /// Sets the previous stack; [`Self::reserve_stack`] made room for it.
     pub(crate) fn set_prev_stack(&mut self, i: usize, stack: &[u32]) {
-        self.stacks[i * MAX_STACK_DEPTH..i * MAX_STACK_DEPTH + stack.len()].copy_from_slice(stack);
-        self.entries[i].depth = stack.len() as u16;
+        let start = self.starts(i).0;
+        self.stacks.as_mut_slice()[start..start + stack.len()].copy_from_slice(stack);
+        self.entries.as_mut_slice()[i].depth = stack.len() as u16;
     }
 
     /// The thread's pending run bytes.
     pub(crate) fn rle(&self, i: usize) -> &[u8] {
-        let len = self.entries[i].rle_len as usize;
-        &self.rle[i * self.rle_budget..i * self.rle_budget + len]
+        let len = self.entries.as_slice()[i].rle_len as usize;
+        let start = self.starts(i).1;
+        &self.rle.as_slice()[start..start + len]
     }
 
-    /// Appends one REPEAT entry; the caller checked the budget.
+    /// Makes room for `extra` more run bytes, keeping the pending ones; the caller checked
+    /// the budget.
+    pub(crate) fn reserve_rle(&mut self, i: usize, extra: usize) -> Result<(), Resource> {
+        let Some(&c) = self.chunks.as_slice().get(i) else { return Ok(()) };
+        let kept = self.entries.as_slice()[i].rle_len as usize;
+        let need = kept + extra;
+        if need <= c.rle_len {
+            return Ok(());
+        }
+        let len = need.next_power_of_two().max(MIN_RLE_CHUNK).min(self.rle_budget).max(need);
+        let start = self.rle_used;
+        let end = start.checked_add(len).ok_or(Resource::Threads)?;
+        if !self.rle.grow(end, 0) {
+            return Err(Resource::Threads);
+        }
+        self.rle.as_mut_slice().copy_within(c.rle..c.rle + kept, start);
+        self.rle_used = end;
+        self.chunks.as_mut_slice()[i] = ThreadChunks { rle: start, rle_len: len, ..c };
+        Ok(())
+    }
+
+    /// Appends one REPEAT entry; [`Self::reserve_rle`] made room for it.
     pub(crate) fn push_rle(&mut self, i: usize, entry: &[u8]) {
-        let start = i * self.rle_budget + self.entries[i].rle_len as usize;
-        self.rle[start..start + entry.len()].copy_from_slice(entry);
-        self.entries[i].rle_len += entry.len() as u32;
-        self.entries[i].rle_count += 1;
+        let start = self.starts(i).1 + self.entries.as_slice()[i].rle_len as usize;
+        self.rle.as_mut_slice()[start..start + entry.len()].copy_from_slice(entry);
+        let t = &mut self.entries.as_mut_slice()[i];
+        t.rle_len += entry.len() as u32;
+        t.rle_count += 1;
+    }
+}
+
+/// Refills an emptied index with `pairs` in entry order (entry `i` at its probe's end).
+fn rebuild_index(slots: &mut [u32], pairs: impl Iterator<Item = (u64, u32)>, seed: u64) {
+    slots.fill(0);
+    for (i, (thread_id, interpreter_id)) in pairs.enumerate() {
+        if let Err(slot) = slot_find(slots, hash_thread(seed, thread_id, interpreter_id), |_| false) {
+            slots[slot] = i as u32 + 1;
+        }
     }
 }
 
@@ -529,7 +698,7 @@ impl<'a> WriterStorage<'a> {
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.strings.index.seed = seed;
         self.frames.index.seed = seed;
-        self.threads.index.seed = seed;
+        self.threads.seed = seed;
         self
     }
 
@@ -545,14 +714,16 @@ impl<'a> WriterStorage<'a> {
 
     /// Checks that the slices fit together.
     pub fn new(b: WriterBuffers<'a>) -> Result<Self, StorageError> {
+        Self::build(b, None)
+    }
+
+    /// [`Self::new`], or with `growable` threads in place of the buffers' (then empty) ones.
+    fn build(b: WriterBuffers<'a>, growable: Option<WriterThreads<'a>>) -> Result<Self, StorageError> {
         if b.string_slots.len() <= 1 {
             return Err(StorageError::TooFewSlots(Resource::Strings));
         }
         if b.frame_slots.len() <= 1 {
             return Err(StorageError::TooFewSlots(Resource::Frames));
-        }
-        if b.thread_slots.len() <= 1 {
-            return Err(StorageError::TooFewSlots(Resource::Threads));
         }
         if b.rle_budget < MAX_RLE_ENTRY_LEN || b.rle_budget > u32::MAX as usize {
             return Err(StorageError::RleBudgetTooSmall);
@@ -560,24 +731,18 @@ impl<'a> WriterStorage<'a> {
         if b.staging.len() < max_record_len(b.rle_budget) {
             return Err(StorageError::StagingTooSmall);
         }
-        let index = SlotIndex::new(b.thread_slots);
-        let capacity =
-            b.threads.len().min(index.capacity()).min(b.stacks.len() / MAX_STACK_DEPTH).min(b.rle.len() / b.rle_budget);
+        let threads = match growable {
+            Some(threads) => threads,
+            None if b.thread_slots.len() <= 1 => return Err(StorageError::TooFewSlots(Resource::Threads)),
+            None => WriterThreads::fixed(b.threads, b.thread_slots, b.stacks, b.rle, b.rle_budget),
+        };
         Ok(WriterStorage {
             strings: StringInterner {
                 table: StringTable::new(b.string_bytes, b.string_spans),
                 index: SlotIndex::new(b.string_slots),
             },
             frames: FrameInterner { entries: b.frames, count: 0, index: SlotIndex::new(b.frame_slots) },
-            threads: WriterThreads {
-                entries: b.threads,
-                count: 0,
-                stacks: b.stacks,
-                rle: b.rle,
-                rle_budget: b.rle_budget,
-                index,
-                capacity,
-            },
+            threads,
             recent: RecentFrames {
                 slots: {
                     b.frame_cache.fill(0);
@@ -898,13 +1063,8 @@ impl<'a> ReaderThreads<'a> {
         if !self.slots.grow(len, 0) {
             return Err(Resource::Threads);
         }
-        let slots = self.slots.as_mut_slice();
-        slots.fill(0);
-        for (i, t) in self.entries.as_slice()[..self.count].iter().enumerate() {
-            if let Err(slot) = slot_find(slots, hash_thread(self.seed, t.thread_id, t.interpreter_id), |_| false) {
-                slots[slot] = i as u32 + 1;
-            }
-        }
+        let entries = &self.entries.as_slice()[..self.count];
+        rebuild_index(self.slots.as_mut_slice(), entries.iter().map(|t| (t.thread_id, t.interpreter_id)), self.seed);
         Ok(())
     }
 
@@ -1118,7 +1278,8 @@ mod vec_backed {
         pub strings: usize,
         /// Distinct frames.
         pub frames: usize,
-        /// Distinct `(thread, interpreter)` pairs.
+        /// Most distinct `(thread, interpreter)` pairs. The thread table starts empty and
+        /// grows as threads appear, so this costs nothing until samples use it.
         pub threads: usize,
         /// REPEAT budget per thread ([`CPYTHON_RLE_BUDGET`] for CPython-identical output).
         pub rle_budget: usize,
@@ -1134,25 +1295,34 @@ mod vec_backed {
             rle_budget: CPYTHON_RLE_BUDGET,
         };
 
-        /// Bytes the storage takes (the README's formula); `None` if that exceeds `usize`.
+        /// Bytes allocated up front (the README's formula; threads come on top as they
+        /// appear); `None` if that exceeds `usize`.
         pub fn ram_bytes(&self) -> Option<usize> {
             let slots = |n: usize| n.checked_mul(2)?.checked_add(1)?.checked_mul(4);
-            let per_thread = core::mem::size_of::<WriterThread>() + MAX_STACK_DEPTH * 4;
             let parts = [
                 Some(self.string_bytes),
                 self.strings.checked_mul(core::mem::size_of::<Span>()),
                 slots(self.strings),
                 self.frames.checked_mul(core::mem::size_of::<FrameEntry>() + 4),
                 slots(self.frames),
-                self.threads.checked_mul(per_thread.checked_add(self.rle_budget)?),
-                slots(self.threads),
                 Some(max_record_len(self.rle_budget)),
             ];
             parts.into_iter().try_fold(0usize, |sum, part| sum.checked_add(part?))
         }
     }
 
-    /// Writer storage in `Vec`s of the given capacities.
+    /// The thread table of a [`VecWriterStorage`], grown by use (see [`WriterThreads`]).
+    #[derive(Default)]
+    pub(crate) struct GrowableThreads {
+        pub(crate) entries: Vec<WriterThread>,
+        pub(crate) slots: Vec<u32>,
+        pub(crate) stacks: Vec<u32>,
+        pub(crate) rle: Vec<u8>,
+        pub(crate) chunks: Vec<ThreadChunks>,
+    }
+
+    /// Writer storage in `Vec`s: string and frame tables of the given capacities, allocated
+    /// once; a thread table that grows with the threads written.
     pub struct VecWriterStorage {
         cap: WriterCapacity,
         string_bytes: Vec<u8>,
@@ -1161,24 +1331,18 @@ mod vec_backed {
         frames: Vec<FrameEntry>,
         frame_slots: Vec<u32>,
         frame_cache: Vec<u32>,
-        threads: Vec<WriterThread>,
-        thread_slots: Vec<u32>,
-        stacks: Vec<u32>,
-        rle: Vec<u8>,
+        threads: GrowableThreads,
         staging: Vec<u8>,
     }
 
     impl VecWriterStorage {
-        /// Allocates every table once, up front. Sizes are computed with checked arithmetic,
-        /// so capacities beyond the address space (easy on 32-bit targets) are an error, not
-        /// a wrapped size.
+        /// Allocates the string and frame tables and the staging buffer once, up front. Sizes
+        /// are computed with checked arithmetic, so capacities beyond the address space (easy
+        /// on 32-bit targets) are an error, not a wrapped size.
         pub fn new(cap: WriterCapacity) -> Result<Self, StorageError> {
             let rle_budget = cap.rle_budget.max(MAX_RLE_ENTRY_LEN);
-            let cap = WriterCapacity { rle_budget, ..cap };
+            let cap = WriterCapacity { rle_budget, threads: cap.threads.max(1), ..cap };
             cap.ram_bytes().ok_or(StorageError::CapacityOverflow)?;
-            let overflow = StorageError::CapacityOverflow;
-            let stacks = cap.threads.checked_mul(MAX_STACK_DEPTH).ok_or(overflow)?;
-            let rle = cap.threads.checked_mul(rle_budget).ok_or(overflow)?;
             Ok(VecWriterStorage {
                 cap,
                 string_bytes: vec![0; cap.string_bytes],
@@ -1187,10 +1351,7 @@ mod vec_backed {
                 frames: vec![FrameEntry::EMPTY; cap.frames],
                 frame_slots: vec![0; 2 * cap.frames + 1],
                 frame_cache: vec![0; cap.frames],
-                threads: vec![WriterThread::EMPTY; cap.threads],
-                thread_slots: vec![0; 2 * cap.threads + 1],
-                stacks: vec![0; stacks],
-                rle: vec![0; rle],
+                threads: GrowableThreads::default(),
                 staging: vec![0; max_record_len(rle_budget)],
             })
         }
@@ -1202,6 +1363,7 @@ mod vec_backed {
 
         /// Lends the tables to a writer.
         pub fn storage(&mut self) -> WriterStorage<'_> {
+            let threads = WriterThreads::growable(&mut self.threads, self.cap.rle_budget, self.cap.threads);
             let buffers = WriterBuffers {
                 string_bytes: &mut self.string_bytes,
                 string_spans: &mut self.string_spans,
@@ -1209,17 +1371,27 @@ mod vec_backed {
                 frames: &mut self.frames,
                 frame_slots: &mut self.frame_slots,
                 frame_cache: &mut self.frame_cache,
-                threads: &mut self.threads,
-                thread_slots: &mut self.thread_slots,
-                stacks: &mut self.stacks,
-                rle: &mut self.rle,
+                threads: &mut [],
+                thread_slots: &mut [],
+                stacks: &mut [],
+                rle: &mut [],
                 rle_budget: self.cap.rle_budget,
                 staging: &mut self.staging,
             };
-            match WriterStorage::new(buffers) {
+            match WriterStorage::build(buffers, Some(threads)) {
                 Ok(s) => s,
                 Err(_) => unreachable!("sizes derived from one capacity set"),
             }
+        }
+
+        /// Bytes the thread table holds now (entries, index, stacks and REPEAT buffers),
+        /// which grows with the threads written.
+        pub fn thread_bytes(&self) -> usize {
+            let t = &self.threads;
+            t.entries.capacity() * core::mem::size_of::<WriterThread>()
+                + t.chunks.capacity() * core::mem::size_of::<ThreadChunks>()
+                + (t.slots.capacity() + t.stacks.capacity()) * 4
+                + t.rle.capacity()
         }
     }
 
@@ -1317,11 +1489,36 @@ mod vec_backed {
 }
 
 #[cfg(feature = "alloc")]
+use vec_backed::GrowableThreads;
+#[cfg(feature = "alloc")]
 pub use vec_backed::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Growing a thread's chunks keeps what they hold: a sample refused after its room was
+    /// made (a sink error, say) leaves the previous stack and the pending run as they were.
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn growing_a_threads_chunks_keeps_its_stack_and_run() {
+        let mut v = GrowableThreads::default();
+        let mut t = WriterThreads::growable(&mut v, 64, 8);
+        let a = t.find_or_create(7, 0, 0).unwrap();
+        let b = t.find_or_create(8, 0, 0).unwrap();
+        t.reserve_stack(a, 3).unwrap();
+        t.set_prev_stack(a, &[1, 2, 3]);
+        t.reserve_rle(a, 2).unwrap();
+        t.push_rle(a, &[9, 0]);
+        t.reserve_stack(b, 1).unwrap();
+        t.set_prev_stack(b, &[5]);
+        t.reserve_stack(a, 200).unwrap();
+        t.reserve_rle(a, 40).unwrap();
+        assert_eq!((t.prev_stack(a), t.rle(a)), (&[1, 2, 3][..], &[9, 0][..]));
+        assert_eq!((t.prev_stack(b), t.rle(b)), (&[5][..], &[][..]));
+        assert_eq!(t.find(7, 0), Some(a));
+        assert_eq!(t.find_or_create(9, 0, 0), Ok(2));
+    }
 
     #[test]
     fn interner_dedups_and_keeps_first_seen_order() {
@@ -1389,9 +1586,16 @@ mod tests {
     #[test]
     fn capacities_beyond_the_address_space_are_an_error() {
         let huge =
-            WriterCapacity { string_bytes: 1, strings: 1, frames: 1, threads: usize::MAX / 1000, rle_budget: 16384 };
+            WriterCapacity { string_bytes: 1, strings: usize::MAX / 8, frames: 1, threads: 1, rle_budget: 16384 };
         assert!(huge.ram_bytes().is_none());
         assert_eq!(VecWriterStorage::new(huge).err(), Some(StorageError::CapacityOverflow));
+        // Threads are a limit, not an allocation: any count costs nothing until used.
+        let unbounded =
+            WriterCapacity { string_bytes: 1, strings: 1, frames: 1, threads: usize::MAX, rle_budget: 16384 };
+        let storage = VecWriterStorage::new(unbounded).unwrap();
+        assert_eq!(storage.thread_bytes(), 0);
+        // The README's desktop figure: 16 MiB + 8·S + (2S+1)·4 + 32·F + (2F+1)·4 + 16,402.
+        assert_eq!(WriterCapacity::DESKTOP.ram_bytes(), Some(31_473_690));
         let huge = ReaderCapacity { string_bytes: 1, strings: usize::MAX / 2, frames: 1, threads: 1, read_buffer: 64 };
         assert_eq!(VecReaderStorage::new(huge).err(), Some(StorageError::CapacityOverflow));
     }

@@ -478,6 +478,10 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
                 StackChange::Suffix { shared, push } => (Encoding::Suffix, shared, Some(push)),
                 StackChange::PopPush { pop, push } => (Encoding::PopPush, pop, Some(push)),
             };
+        // Room first, so a refused sample changes nothing.
+        if let Err(resource) = self.store.threads.reserve_stack(thread, depth) {
+            return self.limit(WriteError::Capacity { resource });
+        }
         if self.store.threads.get(thread).rle_count > 0 {
             self.flush_run(thread)?;
         }
@@ -513,6 +517,9 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         let n = varint::encode_u64(ts.wrapping_sub(t.prev_ts), &mut delta_bytes);
         entry[..n].copy_from_slice(&delta_bytes[..n]);
         entry[n] = status;
+        if let Err(resource) = self.store.threads.reserve_rle(thread, n + 1) {
+            return self.limit(WriteError::Capacity { resource });
+        }
         self.store.threads.push_rle(thread, &entry[..=n]);
         self.store.threads.get_mut(thread).prev_ts = ts;
         self.sample_count += 1;

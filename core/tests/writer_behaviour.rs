@@ -405,3 +405,80 @@ fn a_compressor_is_unused_unless_the_configuration_says_zstd() {
         assert_ne!(&plain[64..68], &[0x28, 0xb5, 0x2f, 0xfd]);
     }
 }
+
+/// Writes threads whose stacks deepen from 1 to 256 frames and back, runs past the REPEAT
+/// budget, small and large timestamp steps: every shape a thread's stack and REPEAT buffer
+/// take.
+fn varied_threads<W: Write + Seek>(w: &mut Writer<'_, W, LittleEndian>, ids: &[FrameId]) {
+    for i in 0..60_000u64 {
+        let tid = i % 5;
+        let depth = match tid {
+            0 => (i / 37 % 256 + 1) as usize,
+            1 => 256 - (i / 101 % 256) as usize,
+            2 => 1,
+            3 => 3 + (i / 9_000) as usize,
+            _ => (i / 1_000 % 40 + 1) as usize,
+        };
+        let step = if tid == 2 { 1 } else { 1_000 + (i % 3) * 100_000 };
+        w.write_thread_sample_ids(1_000_000 + i * step, (tid % 2) as u32, 100 + tid, (i % 4) as u8, &ids[..depth])
+            .unwrap();
+    }
+}
+
+#[test]
+fn storage_that_grows_by_use_writes_what_fixed_storage_writes() {
+    let names: Vec<Vec<u8>> = (0..256).map(|i| format!("f{i}").into_bytes()).collect();
+    let write = |storage: tachyon_core::storage::WriterStorage<'_>| {
+        let mut buf = vec![0u8; 8 << 20];
+        let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage, config(), LittleEndian).unwrap();
+        let ids: Vec<FrameId> = names
+            .iter()
+            .map(|n| {
+                w.append_frame(Frame { filename: b"/app/x.py", funcname: n, location: None, opcode: None }).unwrap()
+            })
+            .collect();
+        varied_threads(&mut w, &ids);
+        let size = w.finalize().unwrap() as usize;
+        buf.truncate(size);
+        buf
+    };
+    let mut fixed = Box::new(StaticWriterStorage::<4096, 512, 512, 8>::new());
+    let from_fixed = write(fixed.storage());
+    let mut growable = writer_storage();
+    let from_growable = write(growable.storage());
+    assert!(from_fixed == from_growable, "the two storages wrote different files");
+    let reader = tachyon_core::storage::ReaderCapacity { threads: 8, ..SMALL_READER };
+    assert_eq!(decode_all(&from_growable, reader).unwrap().len(), 60_000);
+    // Used again, the storage starts empty and writes the same file.
+    assert!(write(growable.storage()) == from_growable, "a reused storage wrote a different file");
+}
+
+#[test]
+fn a_million_threads_are_written_in_memory_that_follows_their_use() {
+    const THREADS: u64 = 1_000_000;
+    let cap = tachyon_core::storage::WriterCapacity { threads: usize::MAX, ..common::SMALL_WRITER };
+    let mut storage = tachyon_core::storage::VecWriterStorage::new(cap).unwrap();
+    assert_eq!(storage.thread_bytes(), 0, "nothing is held before a thread is written");
+    let mut buf = vec![0u8; 64 << 20];
+    let size = {
+        let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+        for tid in 0..THREADS {
+            // A sample and a repeat of it: every thread has a stack and a pending run.
+            w.write_thread_sample(1_001_000, 0, tid, 0, [WORK, MAIN]).unwrap();
+            w.write_thread_sample(1_002_000, 0, tid, 0, [WORK, MAIN]).unwrap();
+        }
+        assert_eq!(w.thread_count(), THREADS as usize);
+        w.finalize().unwrap() as usize
+    };
+    let per_thread = storage.thread_bytes() as f64 / THREADS as f64;
+    eprintln!("thread table: {} bytes, {per_thread:.0} per thread", storage.thread_bytes());
+    // Entry 32 B, chunk places 32 B, index 8–16 B, a 4-id stack 16 B, a 16-byte run, and at
+    // most doubling slack on the arenas (fixed storage would hold 17,448 B a thread).
+    assert!(per_thread <= 200.0, "{per_thread} bytes per thread");
+    let reader = tachyon_core::storage::ReaderCapacity { threads: usize::MAX, ..SMALL_READER };
+    let samples = decode_all(&buf[..size], reader).unwrap();
+    assert_eq!(samples.len(), 2 * THREADS as usize);
+    // Runs are flushed at finalize in thread-creation order, after every first sample.
+    assert_eq!((samples[1].tid, samples[1].ts), (1, 1_001_000));
+    assert_eq!((samples[THREADS as usize].tid, samples[THREADS as usize].ts), (0, 1_002_000));
+}
