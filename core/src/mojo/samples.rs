@@ -48,10 +48,14 @@
 //! them.
 //!
 //! Storage is the caller's, as for [`Tables`]: the current sample's frames and strings (its
-//! tid and kernel symbols), and for STACK_REPEAT each thread's last frame keys, a fixed
-//! share of the history per thread. A sample deeper than its storage, more threads than the
-//! history holds, is a [`Problem::Capacity`] — for the history only when a STACK_REPEAT
-//! needs what could not be kept, so a file without one never fails for it.
+//! tid and kernel symbols), and for STACK_REPEAT each thread's last frame keys: on the
+//! caller's slices a fixed share of the history per thread; on growable storage a chunk of
+//! the history that follows the thread's deepest sample (the smallest power of two that holds
+//! it, moved to the history's end when a deeper one comes, so the history at most doubles
+//! what the threads hold and never grows with a thread count alone). A sample deeper than its
+//! storage, more threads than the history holds, is a [`Problem::Capacity`] — for the history
+//! only when a STACK_REPEAT needs what could not be kept, so a file without one never fails
+//! for it.
 
 use super::tables::{home, room, Slots};
 use super::{Event, FrameNames, TableError, Tables};
@@ -97,10 +101,13 @@ struct Thread {
     pid: u64,
     tid: [u8; MAX_TID],
     tid_len: u8,
-    /// Frame keys of its last sample held in its share of the history.
+    /// Frame keys of its last sample.
     depth: u32,
-    /// False when its last sample had more frames than its share holds.
+    /// False when its last sample had more frames than its chunk holds.
     complete: bool,
+    /// Its chunk of the history: where it starts, and how many keys it holds.
+    chunk: usize,
+    chunk_len: usize,
 }
 
 impl Thread {
@@ -140,8 +147,11 @@ pub struct SampleStorage<'s> {
     text: Slots<'s, u8>,
     threads: Slots<'s, ThreadSlot>,
     history: Slots<'s, u64>,
-    /// Frame keys per thread slot.
+    /// Frame keys per thread slot, on the caller's slices.
     share: usize,
+    /// End of the chunks handed out, on growable storage.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    history_used: usize,
     /// Thread slots in use.
     thread_count: usize,
     #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
@@ -165,6 +175,7 @@ impl<'s> SampleStorage<'s> {
             threads: Slots::Borrowed(threads),
             history: Slots::Borrowed(history),
             share,
+            history_used: 0,
             thread_count: 0,
             limits: None,
         }
@@ -179,8 +190,9 @@ impl<'s> SampleStorage<'s> {
             items: Slots::Owned(vec![ItemSlot::EMPTY; limits.frames.min(64)]),
             text: Slots::Owned(vec![0; limits.text.min(256)]),
             threads: Slots::Owned(vec![ThreadSlot::EMPTY; threads]),
-            history: Slots::Owned(vec![0; threads * limits.history_depth]),
-            share: limits.history_depth,
+            history: Slots::Owned(alloc::vec::Vec::new()),
+            share: 0,
+            history_used: 0,
             thread_count: 0,
             limits: Some(limits),
         }
@@ -204,32 +216,57 @@ impl<'s> SampleStorage<'s> {
         false
     }
 
-    /// Doubles owned thread slots (and their history) up to the limit, every thread moved
-    /// to its new slot with its frames; false when it cannot.
+    /// Doubles owned thread slots up to the limit, every thread moved to its new slot (its
+    /// history chunk stays where it is); false when it cannot.
     fn grow_threads(&mut self, seed: u64) -> bool {
         #[cfg(feature = "alloc")]
-        if let (Slots::Owned(old), Slots::Owned(old_history), Some(limits)) =
-            (&mut self.threads, &mut self.history, self.limits)
-        {
+        if let (Slots::Owned(old), Some(limits)) = (&mut self.threads, self.limits) {
             let len = (old.len() * 2).max(8).min(limits.threads);
             if len > old.len() {
                 let mut threads = alloc::vec![ThreadSlot::EMPTY; len];
-                let mut history = alloc::vec![0u64; len * self.share];
-                for (i, slot) in old.iter().enumerate() {
+                for slot in old.iter() {
                     let Some(t) = slot.entry else { continue };
                     if let Some((j, _)) = find_thread(seed, &threads, t.pid, t.tid.get(..t.tid_len as usize)) {
                         threads[j] = *slot;
-                        let (from, to) = (i * self.share, j * self.share);
-                        history[to..to + self.share].copy_from_slice(&old_history[from..from + self.share]);
                     }
                 }
                 *old = threads;
-                *old_history = history;
                 return true;
             }
         }
         let _ = seed;
         false
+    }
+
+    /// The chunk of history a thread new in slot `i` starts with: its share of the caller's
+    /// slices, or nothing yet on growable storage.
+    fn first_chunk(&self, i: usize) -> (usize, usize) {
+        match self.history {
+            Slots::Borrowed(_) => (i * self.share, self.share),
+            #[cfg(feature = "alloc")]
+            Slots::Owned(_) => (0, 0),
+        }
+    }
+
+    /// A new chunk at the history's end for `depth` keys (growable storage, within the
+    /// limit; as many as the limit allows when `depth` is beyond it), or `None` when no larger
+    /// chunk than `current` can be had.
+    fn grow_chunk(&mut self, depth: usize, current: usize) -> Option<(usize, usize)> {
+        #[cfg(feature = "alloc")]
+        if let (Slots::Owned(v), Some(limits)) = (&mut self.history, self.limits) {
+            let len = depth.next_power_of_two().max(4).min(limits.history_depth);
+            let end = self.history_used.checked_add(len)?;
+            if len <= current || (end > v.len() && v.try_reserve(end - v.len()).is_err()) {
+                return None;
+            }
+            if end > v.len() {
+                v.resize(end, 0);
+            }
+            let start = core::mem::replace(&mut self.history_used, end);
+            return Some((start, len));
+        }
+        let _ = (depth, current);
+        None
     }
 }
 
@@ -578,9 +615,19 @@ impl<'s> Samples<'s> {
             self.history_lost = true;
             return;
         };
-        // One pass: keys are copied while they fit; a deeper stack is marked incomplete.
-        let share = self.store.share;
-        let history = &mut self.store.history[i * share..(i + 1) * share];
+        let depth = self.store.items.get(..self.items).unwrap_or_default().iter();
+        let depth = depth.filter(|slot| matches!(slot.0, Item::Frame(_))).count();
+        let (mut chunk, mut chunk_len) = match self.store.threads[i].entry {
+            Some(t) => (t.chunk, t.chunk_len),
+            None => self.store.first_chunk(i),
+        };
+        if depth > chunk_len {
+            if let Some(grown) = self.store.grow_chunk(depth, chunk_len) {
+                (chunk, chunk_len) = grown;
+            }
+        }
+        // Keys are copied while they fit; a deeper stack is marked incomplete.
+        let history = &mut self.store.history[chunk..chunk + chunk_len];
         let mut depth = 0usize;
         for slot in self.store.items.get(..self.items).unwrap_or_default() {
             if let Item::Frame(key) = slot.0 {
@@ -590,9 +637,10 @@ impl<'s> Samples<'s> {
                 depth += 1;
             }
         }
-        let complete = depth <= share;
+        let complete = depth <= chunk_len;
         let tid_len = tid.len() as u8;
-        self.store.threads[i].entry = Some(Thread { pid: head.pid, tid: id, tid_len, depth: depth as u32, complete });
+        self.store.threads[i].entry =
+            Some(Thread { pid: head.pid, tid: id, tid_len, depth: depth as u32, complete, chunk, chunk_len });
     }
 
     /// Starts the STACK met while the shown sample ran, its tid moved to the front.
@@ -622,16 +670,15 @@ impl<'s> Samples<'s> {
     fn repeat(&mut self, head: Head) -> Result<(), Problem> {
         let full = Problem::Capacity(SampleResource::History);
         let tid = self.store.text.get(head.tid.0..head.tid.1);
-        let (i, thread) = match find_thread(self.tables.seed(), &self.store.threads, head.pid, tid) {
-            Some((i, true)) => (i, self.store.threads[i].entry.ok_or(full)?),
+        let thread = match find_thread(self.tables.seed(), &self.store.threads, head.pid, tid) {
+            Some((i, true)) => self.store.threads[i].entry.ok_or(full)?,
             _ if self.history_lost => return Err(full),
             _ => return Ok(()),
         };
         if !thread.complete {
             return Err(full);
         }
-        let share = self.store.share;
-        let previous = &self.store.history[i * share..i * share + thread.depth as usize];
+        let previous = &self.store.history[thread.chunk..thread.chunk + thread.depth as usize];
         let native = |key: &u64| self.tables.frame(head.pid, *key).is_some_and(|f| is_native(f.filename));
         let kept = previous.len() - previous.iter().rev().take_while(|k| native(k)).count();
         let limit = self.store.limits.map(|l| l.frames);
@@ -640,7 +687,7 @@ impl<'s> Samples<'s> {
         }
         self.store.items.copy_within(..self.items, kept);
         for j in 0..kept {
-            self.store.items[j] = ItemSlot(Item::Frame(self.store.history[i * share + j]));
+            self.store.items[j] = ItemSlot(Item::Frame(self.store.history[thread.chunk + j]));
         }
         self.items += kept;
         Ok(())
