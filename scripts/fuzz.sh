@@ -23,7 +23,7 @@
 # counts them).
 #
 # Fails on any crash, timeout (-timeout: an input taking over FUZZ_TIMEOUT seconds breaks
-# the linear-time promise) or out-of-memory (-rss_limit_mb / -malloc_limit_mb); the input is
+# the linear-time promise) or out-of-memory (-rss_limit_mb / -malloc_limit_mb, 256 MB); the input is
 # copied to fuzz/regressions/<target>/ so that fuzz/tests/replay.rs keeps it as a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,7 +62,11 @@ case "${1:-}" in
     ;;
 esac
 TIMEOUT=${FUZZ_TIMEOUT:-10}
+# -rss_limit_mb bounds the whole process (AddressSanitizer's quarantine counts in it);
+# -malloc_limit_mb any one allocation: 256 MB, more than any seed's reading needs, so storage
+# sized from a count an input merely states is reported (issue 30 was found this way).
 RSS_MB=${FUZZ_RSS_MB:-2048}
+MALLOC_MB=${FUZZ_MALLOC_MB:-256}
 SANITIZER=${FUZZ_SANITIZER:-address}
 # Each sanitizer builds into its own folder: a campaign without one and the test command's
 # bounded run with one do not rebuild each other's targets.
@@ -153,7 +157,7 @@ run_target() { # run_target TARGET SECONDS [EXECUTIONS]: one libFuzzer run, its 
   mkdir -p "$CORPORA/$t"
   local d
   d=$(dict_of "$t")
-  local args=(-max_total_time="$seconds" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$RSS_MB"
+  local args=(-max_total_time="$seconds" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$MALLOC_MB"
     -print_final_stats=1 -artifact_prefix="$ROOT/target/fuzz-artifacts/$t/")
   [ "$most" -gt 0 ] && args+=(-runs="$most")
   [ -n "$d" ] && args+=(-dict="$ROOT/fuzz/dict/$d.dict")

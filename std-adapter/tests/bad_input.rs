@@ -1,6 +1,9 @@
 //! Bad input is normal input for conversions too: every truncation and many single-byte
 //! corruptions of CPython's vectors, the gperftools and the MOJO files go through every
 //! format and the re-encoders; each must end in a typed error or a result, never a panic.
+//! The sweeps run in a child process under an address-space limit ([`LIMIT`]), so storage
+//! sized from a count the input states fails them even where the kernel would only reserve
+//! the pages.
 
 use std::path::Path;
 
@@ -14,6 +17,12 @@ use tachyon::sources::tachyon::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;
+use tachyon_test_kit::under_memory_limit;
+
+/// Address space a sweep may use: the test binary and every reader's and writer's storage
+/// for these small files fit with room to spare; a table sized from a count the file merely
+/// states does not.
+const LIMIT: u64 = 384 << 20;
 
 fn formats() -> Vec<Output> {
     vec![
@@ -51,6 +60,9 @@ fn run_all(bytes: &[u8]) -> usize {
 
 #[test]
 fn corrupt_and_truncated_files_never_panic_a_conversion() {
+    if under_memory_limit("corrupt_and_truncated_files_never_panic_a_conversion", LIMIT) {
+        return;
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2");
     let mut variants = 0;
     let mut failed = 0;
@@ -105,6 +117,9 @@ fn run_gperftools(bytes: &[u8]) -> usize {
 
 #[test]
 fn corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion() {
+    if under_memory_limit("corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion", LIMIT) {
+        return;
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
     let mut files: Vec<_> = ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "edge-synthetic"]
         .iter()
@@ -230,6 +245,9 @@ fn spread(len: usize, n: usize) -> impl Iterator<Item = usize> {
 /// panic (the core's own tests take every truncation).
 #[test]
 fn corrupt_and_truncated_mojo_files_never_panic_a_conversion() {
+    if under_memory_limit("corrupt_and_truncated_mojo_files_never_panic_a_conversion", LIMIT) {
+        return;
+    }
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors");
     let mut files: Vec<_> = ["mojo-austin-3.7", "mojo-austin-3.7/derived", "mojo-austin-3.7/synthetic_edge", "mojo-v4"]
         .iter()
@@ -263,9 +281,13 @@ fn corrupt_and_truncated_mojo_files_never_panic_a_conversion() {
 
 /// MOJO events, written by our writer, after `MOJ` and version 3.
 fn mojo_file(events: &[tachyon_core::mojo::Event<&[u8]>]) -> Vec<u8> {
+    mojo_file_of_version(events, 3)
+}
+
+fn mojo_file_of_version(events: &[tachyon_core::mojo::Event<&[u8]>], version: u8) -> Vec<u8> {
     let mut out = Vec::new();
     let mut staging = vec![0u8; 1 << 16];
-    let mut w = tachyon_core::mojo::Writer::new(tachyon::memory::IoSink(&mut out), &mut staging, 3).unwrap();
+    let mut w = tachyon_core::mojo::Writer::new(tachyon::memory::IoSink(&mut out), &mut staging, version).unwrap();
     for e in events {
         w.write(e).unwrap();
     }
@@ -320,4 +342,192 @@ fn mojo_key_floods_deep_and_empty_stacks() {
     let deep = collapsed.lines().find(|l| l.starts_with("tid:2;")).unwrap();
     assert_eq!(deep.matches("f0:f0:2").count(), 100_000);
     assert!(deep.ends_with(" 5"), "{}", &deep[deep.len() - 20..]);
+}
+
+/// Address space the command may use in the sweep below: a release build reads these small
+/// files in a few tens of MB; a debug build and its threads need more.
+const COMMAND_LIMIT: u64 = 400 << 20;
+
+/// One real file of each input format, named by format. The pprof file is our writer's
+/// output for the gperftools profile (go pprof reads such files: `qemu-tests`' pprof tests).
+fn one_of_each_format(scratch: &Path) -> Vec<(&'static str, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |p: &str| std::fs::read(root.join(p)).unwrap();
+    let gperftools = read("qemu-tests/vectors/gperftools-2.10/x86_64-le64-gperftools2.10/burn-x86_64.prof");
+    std::fs::write(scratch.join("for-pprof.prof"), &gperftools).unwrap();
+    let pprof = scratch.join("made.pb.gz");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"))
+        .args(["-q", "convert", "--to", "pprof", "-o"])
+        .arg(&pprof)
+        .arg(scratch.join("for-pprof.prof"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    vec![
+        ("tachyon", read("examples/stdlib_work.pyb")),
+        ("tachyon-zstd", read("qemu-tests/fixtures/real-3.15.2/tiny_exception_zstd.pyb")),
+        ("gperftools", gperftools),
+        ("pprof", std::fs::read(&pprof).unwrap()),
+        ("mojo", read("qemu-tests/vectors/mojo-austin-3.7/a37_wall_simple_py311.mojo")),
+        ("pstats", read("qemu-tests/vectors/pstats/cprofile_py311_simple.pstats")),
+    ]
+}
+
+/// Every command the `tachyon` binary has, given `file` (and a scratch output path).
+fn every_command(file: &Path, out: &Path) -> Vec<Vec<std::ffi::OsString>> {
+    let (f, o) = (file.as_os_str().to_owned(), out.as_os_str().to_owned());
+    let mut commands: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["info".into(), f.clone()],
+        vec!["info".into(), "--json".into(), "--records".into(), f.clone()],
+        vec!["verify".into(), f.clone()],
+        vec!["dump".into(), f.clone()],
+        vec!["merge".into(), "-o".into(), o.clone(), f.clone(), f.clone()],
+        vec!["diff".into(), "-o".into(), o.clone(), f.clone(), f.clone()],
+    ];
+    for to in ["collapsed", "pstats", "pstats-text", "gecko", "speedscope", "pprof", "jsonl", "tachyon", "gperftools"]
+        .into_iter()
+        .chain(["austin", "mojo", "dot"])
+    {
+        commands.push(vec!["convert".into(), "--to".into(), to.into(), "-o".into(), o.clone(), f.clone()]);
+    }
+    commands
+}
+
+/// Every command on a real file of every input format and on corrupted and truncated copies,
+/// each run under an address-space limit: every run exits 0 or 1 with a message, never a
+/// panic, an abort or a signal; every real file gives `info` and the profile table.
+#[test]
+fn every_command_on_every_format_under_a_memory_limit() {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bad_input_commands");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (input, out) = (scratch.join("input"), scratch.join("output"));
+    let mut runs = 0;
+    for (format, good) in one_of_each_format(&scratch) {
+        let mut variants = vec![("as recorded".to_string(), good.clone())];
+        for len in spread(good.len(), 6) {
+            variants.push((format!("cut at {len}"), good[..len].to_vec()));
+        }
+        for at in spread(good.len(), 6).skip(1) {
+            let mut bad = good.clone();
+            bad[at] ^= 0xff;
+            variants.push((format!("byte {at} flipped"), bad));
+        }
+        for (variant, bytes) in &variants {
+            std::fs::write(&input, bytes).unwrap();
+            for args in every_command(&input, &out) {
+                let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
+                command.arg("-q").args(&args);
+                let result = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).output().unwrap();
+                runs += 1;
+                let stderr = String::from_utf8_lossy(&result.stderr);
+                let what = format!("{format}, {variant}: tachyon {args:?}: {}\n{stderr}", result.status);
+                assert!(matches!(result.status.code(), Some(0 | 1)), "{what}");
+                assert!(!stderr.contains("panicked"), "{what}");
+                assert!(result.status.success() || stderr.starts_with("tachyon: "), "no message: {what}");
+                let essential = args[0] == "info" || args.get(2).is_some_and(|to| to == "pstats-text");
+                if variant == "as recorded" && essential {
+                    assert!(result.status.success(), "{what}");
+                }
+            }
+        }
+    }
+    eprintln!("{runs} runs, none panicked, aborted or ran out of memory");
+}
+
+/// Issue 30's input: 197 bytes whose header claims 2,097,192 threads. The re-encoder sized
+/// its writer from that claim (1 GiB) and aborted where memory is limited; now the writer's
+/// threads grow with use and the command ends in the file's real fault, a zstd error.
+#[test]
+fn a_197_byte_file_claiming_two_million_threads_gives_its_zstd_error() {
+    let input =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/tachyon_replay/oom-2097192-threads-claimed");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("oom-claimed.pyb");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
+    command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(&input);
+    let result = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Corrupted zstd frame header (at file offset 191)"), "{stderr}");
+}
+
+/// A valid file of a million threads, one sample each (a server with short-lived threads),
+/// converts to Tachyon under the same limit: reader and writer hold threads by use (about
+/// 60 and 110 bytes a thread here), where the writer once took 17 KiB a thread up front.
+#[test]
+fn a_million_real_threads_convert_to_tachyon_under_a_memory_limit() {
+    use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+    use tachyon_core::{Frame, Writer, WriterConfig};
+    const THREADS: u64 = 1_000_000;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let (input, out) = (dir.join("million_threads.pyb"), dir.join("million_threads.again.pyb"));
+    let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
+    let mut storage = VecWriterStorage::new(cap).unwrap();
+    let sink = tachyon::file::create(&input).unwrap();
+    let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
+    let work = Frame::new(b"/srv/handler.py", b"handle");
+    for tid in 0..THREADS {
+        w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
+    }
+    w.finalize().unwrap();
+    drop(w);
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
+    command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(&input);
+    let result = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).output().unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    // Samples in file order through one writer: the same file again.
+    assert!(std::fs::read(&input).unwrap() == std::fs::read(&out).unwrap(), "the re-encoded file differs");
+}
+
+/// A MOJO file of 50,000 threads (the reader keeps up to 57,343 for STACK_REPEAT), one
+/// shallow sample each, then a repeat: the reading holds each thread's last frames in memory
+/// that follows their depth. Each thread once took a 1,024-key share of the history (8 KiB):
+/// half a GiB for this file of under a MB, which aborted under the limit.
+#[test]
+fn fifty_thousand_mojo_threads_under_a_memory_limit() {
+    use tachyon_core::mojo::{Event, FrameDef};
+    if under_memory_limit("fifty_thousand_mojo_threads_under_a_memory_limit", LIMIT) {
+        return;
+    }
+    let tids: Vec<String> = (0..50_000u32).map(|i| format!("{i:x}")).collect();
+    // Definitions belong to a sample, as Austin writes them.
+    let mut events: Vec<Event<&[u8]>> = vec![
+        Event::Metadata { key: b"mode", value: b"wall" },
+        Event::Stack { pid: 1, iid: 0, tid: b"0" },
+        // Key 1 is "<unknown>" to the real readers.
+        Event::String { key: 2, value: b"app.py" },
+        Event::String { key: 3, value: b"work" },
+    ];
+    events.push(Event::Frame(FrameDef {
+        key: 1,
+        filename: 2,
+        scope: 3,
+        line: 3,
+        line_end: 3,
+        column: 1,
+        column_end: 2,
+    }));
+    events.push(Event::FrameRef { key: 1 });
+    events.push(Event::Time(1));
+    for tid in &tids[1..] {
+        events.extend([
+            Event::Stack { pid: 1, iid: 0, tid: tid.as_bytes() },
+            Event::FrameRef { key: 1 },
+            Event::Time(1),
+        ]);
+    }
+    // The last thread again, repeating its stack under one more frame.
+    events.extend([
+        Event::Stack { pid: 1, iid: 0, tid: &b"c34f"[..] },
+        Event::StackRepeat,
+        Event::FrameRef { key: 1 },
+        Event::Time(2),
+    ]);
+    let file = mojo_file_of_version(&events, 4);
+    let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default).unwrap();
+    let mut out = Vec::new();
+    convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    let collapsed = String::from_utf8(out).unwrap();
+    assert_eq!(collapsed.lines().count(), 50_001);
+    // Austin's hex tid is shown in decimal, as CPython's collapsed output shows thread ids.
+    assert!(collapsed.contains("tid:49999;app.py:work:3;app.py:work:3 2\n"), "{}", &collapsed[..200]);
 }

@@ -22,11 +22,6 @@ use super::ConvertError;
 use crate::model::{Call, Collector, FrameTable, Source, Ticker, Times};
 use crate::open::OwnedWriterStorage;
 
-/// Most threads the output gets room for (the header's count is only an upper bound). The
-/// writer's thread table is fixed at creation, with a 16 KiB REPEAT buffer per thread as
-/// CPython's, so a file with more threads than this is refused with a capacity error.
-const MAX_THREADS: usize = 1 << 16;
-
 /// Writes every sample of `reader` into `sink` in byte order `endian`, with `compression`
 /// (default: the input's); returns the sink.
 pub fn reencode<R, W, E>(
@@ -49,7 +44,9 @@ where
         string_bytes: strings.iter().map(|s| s.len()).sum::<usize>().max(1),
         strings: strings.len().max(1),
         frames: tables.frame_count().max(1),
-        threads: (meta.header.thread_count as usize).clamp(1, MAX_THREADS),
+        // The writer's thread table grows with the threads the samples use: the header's
+        // count is the file's claim, checked only as samples arrive.
+        threads: usize::MAX,
         rle_budget: CPYTHON_RLE_BUDGET,
     };
     let compression = compression.unwrap_or(meta.header.compression);
@@ -250,7 +247,7 @@ where
         string_bytes: strings.iter().map(String::len).sum::<usize>().max(1),
         strings: strings.len().max(1),
         frames: frames.frames.len().max(1),
-        threads: census.threads.len().clamp(1, MAX_THREADS),
+        threads: census.threads.len().max(1),
         rle_budget: CPYTHON_RLE_BUDGET,
     };
     let mut storage = OwnedWriterStorage::new(cap, compression).map_err(|e| ConvertError::Encode(e.to_string()))?;

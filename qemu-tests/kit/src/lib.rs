@@ -1,0 +1,67 @@
+//! What the workspace's tests share (a dev-only crate: no published crate depends on it).
+//!
+//! - [`under_memory_limit`]: runs a test's body again in a child process whose address space
+//!   is limited, so that an allocation out of proportion to the input fails the test even
+//!   where the kernel would only reserve the pages (a zeroed `Vec` of 1 GiB costs nothing on
+//!   an ordinary Linux machine until touched, and aborts the process in a container);
+//!   [`limit_memory`] does the same for a command the test runs.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Environment variable naming the test a child process runs under the limit.
+const CHILD: &str = "TACHYON_TEST_KIT_LIMITED";
+
+/// Runs test `name` (its path as the harness prints it) in a child of this test binary with
+/// `RLIMIT_AS` set to `bytes`, and checks that it passed there.
+///
+/// Call it first in the test's body: `if under_memory_limit("name", LIMIT) { return; }`. In
+/// the parent it returns true once the child passed (the body already ran there); in the
+/// child it sets the limit and returns false, so the body runs under it. An allocation the
+/// limit refuses aborts the child, which fails the test with the child's output.
+pub fn under_memory_limit(name: &str, bytes: u64) -> bool {
+    if std::env::var(CHILD).is_ok_and(|n| n == name) {
+        set_address_space_limit(bytes);
+        return false;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .output()
+        .expect("the test binary runs again");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name} under a {} MB address-space limit: {}\n{stdout}\n{stderr}",
+        bytes >> 20,
+        out.status
+    );
+    // The child ran exactly this test (a name that matched nothing would pass as well).
+    assert!(stdout.contains("1 passed"), "{name} did not run in the child:\n{stdout}\n{stderr}");
+    true
+}
+
+/// Limits this process's address space to `bytes` (soft and hard limit).
+pub fn set_address_space_limit(bytes: u64) {
+    let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+    // SAFETY: setrlimit reads the struct it is given and changes only this process's limits.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
+    assert_eq!(rc, 0, "setrlimit(RLIMIT_AS, {bytes}): {}", std::io::Error::last_os_error());
+}
+
+/// Makes `command` run with its address space limited to `bytes`.
+pub fn limit_memory(command: &mut Command, bytes: u64) -> &mut Command {
+    let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+    // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
+    // are allowed: setrlimit is one, and nothing here allocates.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        })
+    }
+}
