@@ -56,6 +56,15 @@ impl Compression {
             Compression::Other(v) => v,
         }
     }
+
+    /// A name for people: `none`, `zstd`, or `other` (any other value, read as raw).
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Zstd => "zstd",
+            Compression::Other(_) => "other",
+        }
+    }
 }
 
 /// The profiler mode recorded in the profiling-config bitfield.
@@ -92,6 +101,23 @@ impl ProfilingMode {
             _ => return None,
         })
     }
+
+    /// CPython's name for the mode (`PROFILING_MODE_NAMES`: `wall`, `cpu`, `gil`, `all`,
+    /// `exception`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfilingMode::Wall => "wall",
+            ProfilingMode::Cpu => "cpu",
+            ProfilingMode::Gil => "gil",
+            ProfilingMode::All => "all",
+            ProfilingMode::Exception => "exception",
+        }
+    }
+
+    /// The mode CPython names `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        (0..=4).filter_map(ProfilingMode::from_value).find(|m| m.name() == name)
+    }
 }
 
 /// The 5-bit capture-features mask (`all_threads`, `native`, `gc`, `opcodes`, `blocking`).
@@ -119,6 +145,13 @@ impl CaptureFeatures {
     /// The mask.
     pub fn bits(self) -> u8 {
         self.0
+    }
+
+    /// The names of the features set, in bit order, as CPython's sampler options name them
+    /// (`all_threads`, `native`, `gc`, `opcodes`, `blocking`).
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        const NAMES: [&str; 5] = ["all_threads", "native", "gc", "opcodes", "blocking"];
+        NAMES.into_iter().enumerate().filter(move |&(bit, _)| self.0 & (1 << bit) != 0).map(|(_, name)| name)
     }
 }
 

@@ -35,7 +35,7 @@ use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEnd
 #[command(
     name = "tachyon",
     version,
-    about = "Inspect, verify, dump and encode Tachyon profiles (CPython 3.15's binary sampling format)"
+    about = "Inspect, verify, dump, convert and merge sampling profiles: Tachyon (CPython 3.15's binary format), gperftools CPU profiles, pprof, Austin's MOJO and pstats"
 )]
 #[command(after_help = "Examples:
   tachyon info profile.bin
@@ -338,13 +338,29 @@ fn print_facts(kind: FileKind, mut v: Value, as_json: bool) -> Result<(), Failur
         return writeln!(out, "{v}").map_err(io_err);
     }
     writeln!(out, "{:>34}: {}", "format", kind.name()).map_err(io_err)?;
-    if let Value::Object(map) = v {
+    if let Value::Object(map) = &v {
         for (k, val) in map {
-            writeln!(out, "{k:>34}: {val}").map_err(io_err)?;
+            if NAMES.iter().any(|&(_, name)| name == k) {
+                continue;
+            }
+            match NAMES.iter().find(|&&(number, _)| number == k).map(|&(_, name)| &v[name]) {
+                Some(Value::String(name)) => writeln!(out, "{k:>34}: {name} ({val})"),
+                Some(Value::Array(names)) => {
+                    let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    writeln!(out, "{k:>34}: {names} ({val})")
+                }
+                _ => writeln!(out, "{k:>34}: {val}"),
+            }
+            .map_err(io_err)?;
         }
     }
     Ok(())
 }
+
+/// Facts given as a number and a name in the JSON, shown as `name (number)` in text.
+const NAMES: [(&str, &str); 3] =
+    [("compression_type", "compression"), ("mode", "mode_name"), ("capture_features", "capture_feature_names")];
 
 /// The format of `file`, from its first bytes.
 fn detect(file: &Path) -> Result<FileKind, Failure> {

@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location;
 
@@ -84,7 +85,7 @@ pub struct SourceInfo {
     /// it (jsonl, the pstats table, a Tachyon header): a Tachyon header's; `cpu` for
     /// gperftools (libprofiler samples CPU time); for pprof, the period type's when it is
     /// one of CPython's mode names. `None` where nothing says.
-    pub cpython_mode: Option<u8>,
+    pub cpython_mode: Option<ProfilingMode>,
     /// Samples the source expects to replay (for progress; may be 0 or a guess).
     pub expected_samples: u64,
     /// Every call has a timestamp per sample ([`Times::Stamped`]).

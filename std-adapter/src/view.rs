@@ -27,6 +27,10 @@ pub fn info(meta: &Metadata, string_count: usize, frame_count: usize) -> Value {
         "missed_samples": stats.and_then(|s| s.missed_samples),
         "mode": h.config.mode.map(|m| m.value()),
         "capture_features": h.config.capture_features.map(|c| c.bits()),
+        // CPython's get_info() gives the numbers above; people read the names.
+        "compression": h.compression.name(),
+        "mode_name": h.config.mode.map(|m| m.name()),
+        "capture_feature_names": h.config.capture_features.map(|c| c.names().collect::<Vec<_>>()),
     })
 }
 

@@ -495,3 +495,24 @@ fn mojo_input_to_austins_formats() {
     let out = tachyon().args(["convert", "--to", "mojo", "--mojo-version", "5"]).arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `info` names what the header holds as numbers: the text shows `name (number)`, the JSON
+/// keeps CPython's numbers and adds the names. The file was recorded by CPython 3.15.2's
+/// sampler in exception mode with all threads (`-a`: GC frames on), compressed with zstd.
+#[test]
+fn info_names_compression_mode_and_features() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2/tiny_exception_zstd.pyb");
+    let out = tachyon().arg("info").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in ["compression_type: zstd (1)", "mode: exception (4)", "capture_features: all_threads, gc (5)"] {
+        assert!(text.lines().any(|l| l.trim_start() == line), "{line} in\n{text}");
+    }
+    assert!(!text.contains("mode_name"), "{text}");
+    let out = tachyon().args(["info", "--json"]).arg(&file).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&v["compression_type"], &v["compression"]), (&Value::from(1), &Value::from("zstd")));
+    assert_eq!((&v["mode"], &v["mode_name"]), (&Value::from(4), &Value::from("exception")));
+    assert_eq!(v["capture_features"], 5);
+    assert_eq!(v["capture_feature_names"], serde_json::json!(["all_threads", "gc"]));
+}

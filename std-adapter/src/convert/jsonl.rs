@@ -84,14 +84,14 @@ impl JsonlCollector {
     pub fn write(
         &self,
         sample_interval_us: u64,
-        mode: Option<u8>,
+        mode: Option<tachyon_core::header::ProfilingMode>,
         run_id: &str,
         out: &mut impl Write,
     ) -> io::Result<()> {
         let head = |kind: &str| format!("{{\"type\":\"{kind}\",\"v\":0,\"run_id\":\"{run_id}\"");
         write!(out, "{},\"sample_interval_usec\":{sample_interval_us}", head("meta"))?;
         if let Some(m) = mode {
-            write!(out, ",\"mode\":\"{}\"", mode_name(m))?;
+            write!(out, ",\"mode\":\"{}\"", m.name())?;
         }
         out.write_all(b"}\n")?;
         for (c, chunk) in self.strings.strings().chunks(CHUNK).enumerate() {
@@ -136,23 +136,6 @@ impl JsonlCollector {
             out.write_all(b"]}\n")?;
         }
         writeln!(out, "{},\"samples_total\":{}}}", head("end"), self.samples_total)
-    }
-}
-
-/// The mode number of one of CPython's `PROFILING_MODE_NAMES` (the inverse of [`mode_name`]).
-pub fn mode_number(name: &str) -> Option<u8> {
-    (0..=4).find(|&m| mode_name(m) == name)
-}
-
-/// CPython's `PROFILING_MODE_NAMES`.
-pub fn mode_name(mode: u8) -> &'static str {
-    match mode {
-        0 => "wall",
-        1 => "cpu",
-        2 => "gil",
-        3 => "all",
-        4 => "exception",
-        _ => "unknown",
     }
 }
 

@@ -128,7 +128,8 @@ impl<K: EventSink> HubEvents<K> {
             interval_us: info.sample_interval_us,
             error: None,
         };
-        let mode: &[u8] = if info.cpython_mode == Some(1) { b"cpu" } else { b"wall" };
+        let mode: &[u8] =
+            if info.cpython_mode == Some(tachyon_core::header::ProfilingMode::Cpu) { b"cpu" } else { b"wall" };
         hub.emit(&Event::Metadata { key: b"interval", value: info.sample_interval_us.to_string().as_bytes() });
         hub.emit(&Event::Metadata { key: b"mode", value: mode });
         hub

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 
 use std::convert::Infallible;
 
+use tachyon_core::header::ProfilingMode;
 use tachyon_core::marshal::{EncodeError, Encoder};
 
 use crate::model::{basename, Call, Collector, FrameTable, FunctionKey};
@@ -169,9 +170,6 @@ pub enum SortOrder {
     Name,
 }
 
-/// The profiling mode, for the "no samples" message.
-const MODE_CPU: Option<u8> = Some(1);
-
 /// Prints the table CPython's `replay` prints (without colour): rows merged by base file
 /// name like `pstats.Stats.strip_dirs`, sorted, cut to `limit`, the legend, and with
 /// `summary` the "interesting functions".
@@ -180,13 +178,13 @@ pub fn write_text(
     sort: SortOrder,
     limit: Option<usize>,
     summary: bool,
-    mode: Option<u8>,
+    mode: Option<ProfilingMode>,
     out: &mut impl Write,
 ) -> io::Result<()> {
     let mut stripped = strip_dirs(rows);
     if stripped.is_empty() {
         writeln!(out, "No samples were collected.")?;
-        if mode == MODE_CPU {
+        if mode == Some(ProfilingMode::Cpu) {
             writeln!(out, "This can happen in CPU mode when all threads are idle.")?;
         }
         return Ok(());

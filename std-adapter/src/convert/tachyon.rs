@@ -15,7 +15,7 @@ use tachyon_core::storage::WriterCapacity;
 use tachyon_core::writer::{Frame, FrameId, WriterConfig};
 use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError};
 
-use tachyon_core::header::{ProfilingConfig, ProfilingMode};
+use tachyon_core::header::ProfilingConfig;
 use tachyon_core::writer::Writer;
 
 use super::ConvertError;
@@ -251,7 +251,7 @@ where
         rle_budget: CPYTHON_RLE_BUDGET,
     };
     let mut storage = OwnedWriterStorage::new(cap, compression).map_err(|e| ConvertError::Encode(e.to_string()))?;
-    let mode = info.cpython_mode.and_then(|m| ProfilingMode::from_value(m.into()));
+    let mode = info.cpython_mode;
     let config = WriterConfig {
         start_time_us: info.start_time_us,
         sample_interval_us: info.sample_interval_us,

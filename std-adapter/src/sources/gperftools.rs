@@ -348,7 +348,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             start_time_us: 0,
             sample_interval_us: period_us,
             mode: "cpu".into(),
-            cpython_mode: crate::convert::jsonl::mode_number("cpu"),
+            cpython_mode: Some(tachyon_core::header::ProfilingMode::Cpu),
             expected_samples: samples,
             timestamps: false,
             threads: false,

@@ -31,6 +31,7 @@
 use std::collections::HashMap;
 
 use embedded_io::{Read, Seek, SeekFrom};
+use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 use tachyon_core::mojo::{Frame, FrameDef, Sample};
 use tachyon_core::tables::Location;
@@ -179,8 +180,8 @@ impl<R: Read + Seek> MojoSource<R> {
             m => m,
         };
         let cpython_mode = match mode.as_str() {
-            "cpu" => Some(1),
-            "wall" | "full" => Some(0),
+            "cpu" => Some(ProfilingMode::Cpu),
+            "wall" | "full" => Some(ProfilingMode::Wall),
             _ => None,
         };
         let info = SourceInfo {

@@ -182,7 +182,7 @@ impl PprofSource {
         // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
         // CPython's mode), whichever value is counted.
         let cpython_mode = match &profile.period_type {
-            Some(t) => crate::convert::jsonl::mode_number(string(t.r#type)?),
+            Some(t) => tachyon_core::header::ProfilingMode::from_name(string(t.r#type)?),
             None => None,
         };
         let period_ns = match &profile.period_type {

@@ -16,12 +16,12 @@
 use std::sync::Arc;
 
 use embedded_io::{Read, Seek};
+use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
-use crate::convert::jsonl::mode_name;
 use crate::convert::tachyon::reencode;
 use crate::convert::{at, ConvertError, Destination, Output};
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
@@ -62,12 +62,12 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
     /// The source of `reader`'s remaining samples.
     pub fn new(reader: &'a mut Reader<'s, R>) -> Self {
         let header = reader.metadata().header;
-        let cpython_mode = header.config.mode.map(|m| m.value());
+        let cpython_mode = header.config.mode;
         let info = SourceInfo {
             kind: FileKind::Tachyon,
             start_time_us: header.start_time_us,
             sample_interval_us: header.sample_interval_us,
-            mode: mode_name(cpython_mode.unwrap_or(0)).into(),
+            mode: cpython_mode.unwrap_or(ProfilingMode::Wall).name().into(),
             cpython_mode,
             expected_samples: header.sample_count,
             timestamps: true,
