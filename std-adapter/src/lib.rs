@@ -21,6 +21,7 @@ pub mod memory;
 pub mod model;
 pub mod mojo;
 pub mod open;
+pub mod profile;
 pub mod pstats;
 pub mod receive;
 pub mod region;

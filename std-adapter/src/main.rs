@@ -17,8 +17,9 @@ use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{ConvertError, Destination, Output, OutputKind};
 use tachyon::file::{FileSink, FileSource};
 use tachyon::input::{encode_stream, CapacityCount, InputError};
-use tachyon::model::{Source, PROGRESS_EVERY};
+use tachyon::model::Source;
 use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::profile::{Profile, ProfileError};
 use tachyon::sources::chain::Chain;
 use tachyon::sources::gperftools::GperftoolsSource;
 use tachyon::sources::mojo::MojoSource;
@@ -26,10 +27,9 @@ use tachyon::sources::pprof::{PprofSource, SampleIndex};
 use tachyon::sources::tachyon::{TachyonFile, TachyonSource};
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::gperftools::RunTimeWord;
-use tachyon_core::header::HEADER_SIZE;
 use tachyon_core::kind::{FileKind, DETECT_BYTES};
-use tachyon_core::reader::{Metadata, Record};
-use tachyon_core::{BigEndian, Compression, HeaderLayout, LittleEndian, NativeEndian, ReadError, Reader};
+use tachyon_core::reader::Metadata;
+use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian, ReadError, Reader};
 
 #[derive(Parser)]
 #[command(
@@ -298,35 +298,13 @@ fn with_reader<T>(
 }
 
 fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Failure> {
-    let kind = detect(file)?;
-    let v = match kind {
-        FileKind::Tachyon => tachyon_info(file, records, quiet)?,
-        FileKind::Gperftools => {
-            let src = open_file(file)?;
-            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
-            tachyon::gperftools::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
-        }
-        FileKind::Pprof { .. } => {
-            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
-            open_pprof(file, &InputArgs::default())?.facts(len)
-        }
-        FileKind::Mojo => {
-            let src = open_file(file)?;
-            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
-            tachyon::mojo::info(src, len).map_err(|e| Failure(format!("{}: {e}", file.display())))?
-        }
-        FileKind::Unknown => {
-            return Err(Failure(format!(
-                "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
-                file.display()
-            )))
-        }
-        other => {
-            let len = std::fs::metadata(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?.len();
-            json!({"file_bytes": len, "note": format!("{} files are detected but not read yet", other.name())})
-        }
-    };
-    print_facts(kind, v, as_json)
+    let mut profile = Profile::open(file).map_err(failure)?;
+    let mut progress = progress_for(&profile, quiet || !records);
+    let v = profile.info(records, &mut |n| progress.update(n)).map_err(failure)?;
+    print_facts(profile.kind(), v, as_json)?;
+    // The command ends next: handing the tables back piece by piece would only cost time.
+    std::mem::forget(profile);
+    Ok(())
 }
 
 /// The detected format first, then the format's facts (sorted by name; `--json`: one object).
@@ -372,79 +350,39 @@ fn detect(file: &Path) -> Result<FileKind, Failure> {
     Ok(FileKind::detect(&prefix))
 }
 
-fn tachyon_info(file: &Path, records: bool, quiet: bool) -> Result<Value, Failure> {
-    with_reader(file, |reader| {
-        let meta = *reader.metadata();
-        let tables = reader.tables();
-        let mut v = tachyon::view::info(&meta, tables.string_count(), tables.frame_count());
-        v["byte_order"] = json!(if meta.endian == tachyon_core::RunTimeEndian::Big { "big" } else { "little" });
-        v["header_layout"] = json!(match meta.layout {
-            HeaderLayout::V3_15_2 => "3.15.2",
-            HeaderLayout::Dec2025 => "dec-2025",
-        });
-        v["file_bytes"] = json!(meta.file_len);
-        v["sample_region_bytes"] = json!(meta.header.string_table_offset - HEADER_SIZE as u64);
-        if records {
-            drain(file, reader, quiet)?;
-            let c = reader.record_counts();
-            v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
-            v["records"] = json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
-        }
-        Ok(v)
-    })
-}
-
-/// Decodes every remaining record (a REPEAT run's entries are checked and skipped when the
-/// next record is read), with a progress bar.
-fn drain(file: &Path, reader: &mut Reader<'_, FileSource>, quiet: bool) -> Result<(), Failure> {
-    let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-    while reader.next_record().map_err(|e| read_error(file, e))?.is_some() {
-        progress.set(reader.samples_decoded());
-    }
+fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
+    let mut profile = Profile::open(file).map_err(failure)?;
+    let mut progress = progress_for(&profile, quiet);
+    let verified = profile.verify(&mut |n| progress.update(n)).map_err(failure)?;
+    let details: String = verified.details.iter().map(|d| format!(", {d}")).collect();
+    println!(
+        "{}: OK, {} {}{details} ({})",
+        file.display(),
+        verified.samples,
+        verified.unit,
+        tachyon::profile::format_title(profile.kind())
+    );
+    std::mem::forget(profile);
     Ok(())
 }
 
-fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
-    with_reader(file, |reader| {
-        drain(file, reader, quiet)?;
-        println!(
-            "{}: OK, {} thread samples, {} threads",
-            file.display(),
-            reader.samples_decoded(),
-            reader.threads_seen()
-        );
-        Ok(())
-    })
+fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
+    let mut profile = Profile::open(file).map_err(failure)?;
+    let mut progress = progress_for(&profile, quiet);
+    profile.dump(&mut io::stdout().lock(), &mut |n| progress.update(n)).map_err(failure)?;
+    std::mem::forget(profile);
+    Ok(())
 }
 
-fn dump(file: &Path, quiet: bool) -> Result<(), Failure> {
-    if detect(file)? == FileKind::Mojo {
-        let src = open_file(file)?;
-        let mut out = io::stdout().lock();
-        return tachyon::mojo::dump(src, &mut out).map(drop).map_err(|e| Failure(format!("{}: {e}", file.display())));
-    }
-    with_reader(file, |reader| {
-        let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-        let io_err = |e: io::Error| Failure(format!("writing the dump: {e}"));
-        let mut progress = Progress::new(reader.metadata().header.sample_count, quiet);
-        let mut lines = tachyon::view::SampleLines::default();
-        while let Some(record) = reader.next_record().map_err(|e| read_error(file, e))? {
-            match record {
-                Record::Sample(s) => lines.write(&mut out, &s).map_err(io_err)?,
-                Record::Repeat(mut run) => {
-                    // A run's frames are rendered once for all its lines.
-                    lines.set_stack(run.tables(), run.stack).map_err(io_err)?;
-                    while let Some(e) = run.next_entry().map_err(|e| read_error(file, e))? {
-                        lines
-                            .write_line(&mut out, e.timestamp_us, run.interpreter_id, run.thread_id, e.status)
-                            .map_err(io_err)?;
-                    }
-                }
-            }
-            progress.set(reader.samples_decoded());
-        }
-        out.flush().map_err(io_err)
-    })
+/// The progress bar of a whole reading of `profile` (its total read only when it can show).
+fn progress_for(profile: &Profile, quiet: bool) -> Progress {
+    let shows = !quiet && io::stderr().is_terminal();
+    Progress::new(if shows { profile.expected_samples() } else { 0 }, !shows)
+}
+
+/// A failure of the library's, as the user reads it.
+fn failure(e: ProfileError) -> Failure {
+    Failure(e.to_string())
 }
 
 fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zstd>) -> Result<(), Failure> {
@@ -519,32 +457,24 @@ struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     shown: bool,
-    /// The bar moves when this many samples are done.
-    next: u64,
 }
 
 impl Progress {
+    /// A bar towards `total` samples, or a count when the total is unknown (0).
     fn new(total: u64, quiet: bool) -> Progress {
         let bar = (!quiet && io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-            bar.set_style(
-                ProgressStyle::with_template("{bar:30} {percent:>3}% {human_pos}/{human_len} samples, {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
+            let (len, template) = match total {
+                0 => (None, "{human_pos} samples"),
+                n => (Some(n), "{bar:30} {percent:>3}% {human_pos}/{human_len} samples, {eta}"),
+            };
+            let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
+            bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
             bar
         });
-        Progress { bar, started: Instant::now(), shown: false, next: PROGRESS_EVERY }
+        Progress { bar, started: Instant::now(), shown: false }
     }
 
-    /// `done` samples so far; the bar moves about every [`PROGRESS_EVERY`] samples.
-    #[inline]
-    fn set(&mut self, done: u64) {
-        if done >= self.next {
-            self.next = done + PROGRESS_EVERY;
-            self.update(done);
-        }
-    }
-
+    /// `done` samples so far (sources report about every 65,536 samples).
     fn update(&mut self, done: u64) {
         if let Some(bar) = &self.bar {
             if !self.shown && self.started.elapsed().as_secs_f64() >= 1.0 {

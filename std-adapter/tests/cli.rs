@@ -516,3 +516,100 @@ fn info_names_compression_mode_and_features() {
     assert_eq!(v["capture_features"], 5);
     assert_eq!(v["capture_feature_names"], serde_json::json!(["all_threads", "gc"]));
 }
+
+/// `info`, `verify` and `dump` take a real file of every format, and `verify` refuses a
+/// corrupted copy of each naming the format, the offset and the rule.
+#[test]
+fn info_verify_and_dump_take_every_format() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-every-format");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gperftools = root.join("qemu-tests/vectors/gperftools-2.10/x86_64-le64-gperftools2.10/burn-x86_64.prof");
+    // Our pprof of that profile (go pprof reads such files: qemu-tests' pprof tests).
+    let pprof = dir.join("burn.pb.gz");
+    tachyon().args(["-q", "convert", "--to", "pprof", "-o"]).arg(&pprof).arg(&gperftools).assert().success();
+    let real = [
+        ("Tachyon file", root.join("qemu-tests/fixtures/real-3.15.2/mixed_gil_raw.pyb")),
+        ("gperftools CPU profile", gperftools),
+        ("pprof profile", pprof),
+        ("MOJO file", root.join("qemu-tests/vectors/mojo-austin-3.7/a37_wall_simple_py311.mojo")),
+        ("pstats file", root.join("qemu-tests/vectors/pstats/cprofile_py311_simple.pstats")),
+    ];
+    let mut dumps = Vec::new();
+    for (title, file) in &real {
+        for args in [&["info"][..], &["info", "--json"], &["verify"], &["dump"]] {
+            let out = tachyon().args(args).arg(file).output().unwrap();
+            assert!(out.status.success(), "{args:?} {title}: {}", String::from_utf8_lossy(&out.stderr));
+            if args == ["verify"] {
+                let text = String::from_utf8(out.stdout.clone()).unwrap();
+                assert!(text.contains(": OK, ") && text.trim_end().ends_with(&format!("({title})")), "{text}");
+            }
+            if args == ["dump"] {
+                let lines: Vec<Value> =
+                    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+                assert!(!lines.is_empty(), "{title}");
+                dumps.push(lines);
+            }
+        }
+    }
+    // google-pprof's text of the gperftools profile says "Total: 296 samples"; the pprof file
+    // holds the same samples in its count type.
+    for lines in &dumps[1..3] {
+        assert_eq!(lines.iter().map(|l| l["count"].as_u64().unwrap()).sum::<u64>(), 296);
+    }
+    assert_eq!(dumps[3][0]["kind"], "metadata");
+    // The pstats file's first entry, as the format research's marshal dump shows it
+    // (core/tests/data/pstats/cprofile_py311_simple.tree.txt).
+    assert_eq!(
+        dumps[4][0],
+        serde_json::json!({"file": "../scripts/simple.py", "line": 15, "function": "main", "cc": 1, "nc": 1,
+            "tt": 0.00022641700000000002, "ct": 0.604067074,
+            "callers": [["../scripts/simple.py", 1, "<module>", [1, 1, 0.00022641700000000002, 0.604067074]]]})
+    );
+
+    // One corruption per format, each breaking a rule its reader names with the offset.
+    let read = |i: usize| std::fs::read(&real[i].1).unwrap();
+    let mut tachyon_bad = read(0);
+    tachyon_bad[64 + 12] = 9; // the first record's encoding byte (a raw sample region)
+    let mut gperftools_bad = read(1);
+    gperftools_bad[48..56].fill(0xff); // the first record's depth slot
+    let pprof_bad = {
+        let mut message = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&read(2)[..]), &mut message).unwrap();
+        let offset = message.len();
+        message.push(0x0f); // field 1, wire type 7
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &message).unwrap();
+        (gz.finish().unwrap(), offset)
+    };
+    let mojo = read(3);
+    let mojo_bad = mojo[..mojo.len() - 3].to_vec();
+    let mut pstats_bad = read(4);
+    pstats_bad[450] ^= 0xff;
+    let cases = [
+        ("Tachyon file", tachyon_bad, vec!["file offset 76".to_owned(), "Unknown stack encoding: 9".to_owned()]),
+        ("gperftools CPU profile", gperftools_bad, vec!["file offset 48".to_owned(), "depth".to_owned()]),
+        (
+            "pprof profile",
+            pprof_bad.0,
+            vec![format!("at message offset {}", pprof_bad.1), "wire type 7, which does not exist".to_owned()],
+        ),
+        (
+            "MOJO file",
+            mojo_bad,
+            vec![format!("offset {}", mojo.len() - 17), "the file ends inside an event".to_owned()],
+        ),
+        ("pstats file", pstats_bad, vec!["offset 450".to_owned(), "unknown type code".to_owned()]),
+    ];
+    for (title, bytes, wanted) in cases {
+        let bad = dir.join("corrupt");
+        std::fs::write(&bad, bytes).unwrap();
+        let out = tachyon().arg("verify").arg(&bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{title}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(&format!("not a valid {title}: ")), "{err}");
+        for w in wanted {
+            assert!(err.contains(&w), "{title}: {w:?} in {err}");
+        }
+    }
+}

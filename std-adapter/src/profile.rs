@@ -1,0 +1,436 @@
+//! One type over every input format, as `object::read::File` is over `FileKind`: a
+//! [`Profile`] is a file whose format its first bytes named, and gives what the commands
+//! `info`, `verify` and `dump` need whatever that format is, so that each takes every input
+//! and refuses only what a format cannot give, naming the format.
+//!
+//! - [`Profile::info`]: the format's facts, as one JSON object.
+//! - [`Profile::verify`]: the format's whole reader over the whole file; the first error
+//!   names the offset and the rule (for pprof, the rule and the message's field path: its
+//!   decoder does not say where).
+//! - [`Profile::dump`]: the samples as JSON lines. Tachyon keeps CPython's reader's shape
+//!   byte for byte and MOJO the shape of austin-python 2.4.0's reader; gperftools and pprof
+//!   profiles give one line per stack record in the hub's shape ([`write_dump_line`]); a
+//!   pstats file gives one line per function entry ([`crate::pstats::dump`]).
+
+use std::fmt;
+use std::io::{self, Read as _, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use tachyon_core::header::HEADER_SIZE;
+use tachyon_core::kind::{FileKind, DETECT_BYTES};
+use tachyon_core::reader::{Metadata, Record};
+use tachyon_core::{HeaderLayout, Reader, RunTimeEndian};
+
+use crate::file::FileSource;
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Source};
+use crate::open::{Limits, OwnedReaderStorage};
+use crate::sources::gperftools::GperftoolsSource;
+use crate::sources::mojo::{MojoMetric, MojoSource};
+use crate::sources::pprof::{PprofSource, SampleIndex};
+
+/// Why a profile could not be opened, read or written out.
+#[derive(Debug)]
+pub enum ProfileError {
+    /// The file could not be opened or read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        error: io::Error,
+    },
+    /// Not a format this crate reads.
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The format's reader refused the file; the error names the offset and the rule.
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Its format.
+        kind: FileKind,
+        /// The reader's error.
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Writing the output failed.
+    Write(io::Error),
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            ProfileError::UnknownFormat { path } => write!(
+                f,
+                "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, pstats)",
+                path.display()
+            ),
+            ProfileError::Invalid { path, kind, error } => {
+                write!(f, "{}: not a valid {}: {error}", path.display(), format_title(*kind))
+            }
+            ProfileError::Write(e) => write!(f, "writing the output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// What a file of the format is called in a sentence.
+pub fn format_title(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Tachyon => "Tachyon file",
+        FileKind::Gperftools => "gperftools CPU profile",
+        FileKind::Pprof { .. } => "pprof profile",
+        FileKind::Mojo => "MOJO file",
+        FileKind::Marshal => "pstats file",
+        FileKind::Unknown => "file of unknown format",
+    }
+}
+
+/// What [`Profile::verify`] read of a valid file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Samples (Tachyon thread samples, gperftools and pprof counts, MOJO STACK events); for
+    /// pstats, function entries.
+    pub samples: u64,
+    /// What the count is of, for people: `thread samples`, `samples`, `functions`.
+    pub unit: &'static str,
+    /// Further facts worth a line (threads, records, quirks readers accept).
+    pub details: Vec<String>,
+}
+
+/// A profile file, its format detected from its first bytes.
+pub struct Profile {
+    path: PathBuf,
+    kind: FileKind,
+    len: u64,
+    /// A Tachyon file's reader storage, kept for the profile's life: a command that ends
+    /// soon after may forget the profile rather than hand megabytes back piece by piece.
+    storage: Option<Box<OwnedReaderStorage>>,
+}
+
+impl Profile {
+    /// Opens `path` and detects its format (nothing more is read); an unknown format is
+    /// [`ProfileError::UnknownFormat`].
+    pub fn open(path: &Path) -> Result<Profile, ProfileError> {
+        let io = |error| ProfileError::Io { path: path.to_owned(), error };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut prefix = Vec::with_capacity(DETECT_BYTES);
+        file.take(DETECT_BYTES as u64).read_to_end(&mut prefix).map_err(io)?;
+        let kind = FileKind::detect(&prefix);
+        if kind == FileKind::Unknown {
+            return Err(ProfileError::UnknownFormat { path: path.to_owned() });
+        }
+        Ok(Profile { path: path.to_owned(), kind, len, storage: None })
+    }
+
+    /// The format.
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Samples the file says it holds (a Tachyon header's count; 0 where a format does not
+    /// say or the header cannot be read), for progress only.
+    pub fn expected_samples(&self) -> u64 {
+        let meta = match self.kind {
+            FileKind::Tachyon => self.file().ok().and_then(|mut f| Metadata::read(&mut f).ok()),
+            _ => None,
+        };
+        meta.map_or(0, |m| m.header.sample_count)
+    }
+
+    /// True for an empty file (which no format accepts).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn invalid(&self, error: impl std::error::Error + Send + Sync + 'static) -> ProfileError {
+        ProfileError::Invalid { path: self.path.clone(), kind: self.kind, error: Box::new(error) }
+    }
+
+    fn file(&self) -> Result<FileSource, ProfileError> {
+        FileSource::open(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })
+    }
+
+    /// A Tachyon file's reader (metadata checked, tables loaded into storage sized from
+    /// them).
+    pub fn tachyon_reader(&mut self) -> Result<Reader<'_, FileSource>, ProfileError> {
+        let mut src = self.file()?;
+        let meta = Metadata::read(&mut src).map_err(|e| self.invalid(e))?;
+        let storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| self.invalid(e))?;
+        let (path, kind) = (self.path.clone(), self.kind);
+        self.storage.insert(Box::new(storage)).open_file(src).map_err(|e| ProfileError::Invalid {
+            path,
+            kind,
+            error: Box::new(e),
+        })
+    }
+
+    /// A gperftools profile as a source, addresses unsymbolised.
+    pub fn gperftools_source(&self) -> Result<GperftoolsSource<FileSource>, ProfileError> {
+        GperftoolsSource::open(self.file()?).map_err(|e| self.invalid(e))
+    }
+
+    /// A pprof profile as a source, counting the value `index` names, unsymbolised.
+    pub fn pprof_source(&self, index: &SampleIndex) -> Result<PprofSource, ProfileError> {
+        let file =
+            std::fs::File::open(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
+        PprofSource::open(io::BufReader::new(file), index).map_err(|e| self.invalid(e))
+    }
+
+    /// A MOJO file as a source, weighed by `metric`.
+    pub fn mojo_source(&self, metric: MojoMetric) -> Result<MojoSource<FileSource>, ProfileError> {
+        MojoSource::open(self.file()?, metric).map_err(|e| self.invalid(e))
+    }
+
+    /// A pstats file, loaded whole.
+    pub fn pstats(&self) -> Result<crate::pstats::Stats, ProfileError> {
+        let bytes = crate::file::Contents::of(&self.path)
+            .map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
+        crate::pstats::load(&bytes).map_err(|e| self.invalid(e))
+    }
+
+    /// The format's facts as one JSON object (without the format, which [`Profile::kind`]
+    /// gives). For Tachyon, `records` also decodes every record and counts them by kind,
+    /// calling `progress` with the samples so far.
+    pub fn info(&mut self, records: bool, progress: &mut dyn FnMut(u64)) -> Result<Value, ProfileError> {
+        let len = self.len;
+        match self.kind {
+            FileKind::Tachyon => {
+                let path = self.path.clone();
+                let mut reader = self.tachyon_reader()?;
+                let meta = *reader.metadata();
+                let tables = reader.tables();
+                let mut v = crate::view::info(&meta, tables.string_count(), tables.frame_count());
+                v["byte_order"] = json!(if meta.endian == RunTimeEndian::Big { "big" } else { "little" });
+                v["header_layout"] = json!(match meta.layout {
+                    HeaderLayout::V3_15_2 => "3.15.2",
+                    HeaderLayout::Dec2025 => "dec-2025",
+                });
+                v["file_bytes"] = json!(meta.file_len);
+                v["sample_region_bytes"] = json!(meta.header.string_table_offset - HEADER_SIZE as u64);
+                if records {
+                    drain(&mut reader, progress).map_err(|error| invalid_tachyon(&path, error))?;
+                    let c = reader.record_counts();
+                    v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
+                    v["records"] =
+                        json!({"repeat": c.repeat, "full": c.full, "suffix": c.suffix, "pop_push": c.pop_push});
+                }
+                Ok(v)
+            }
+            FileKind::Gperftools => crate::gperftools::info(self.file()?, len).map_err(|e| self.invalid(e)),
+            FileKind::Pprof { .. } => Ok(self.pprof_source(&SampleIndex::Default)?.facts(len)),
+            FileKind::Mojo => crate::mojo::info(self.file()?, len).map_err(|e| self.invalid(e)),
+            FileKind::Marshal => {
+                let stats = self.pstats()?;
+                Ok(json!({
+                    "file_bytes": len,
+                    "functions": stats.entries.len(),
+                    "caller_edges": stats.entries.iter().map(|e| e.callers.len()).sum::<usize>(),
+                    "sampled_marker": stats.sampled,
+                }))
+            }
+            FileKind::Unknown => Err(ProfileError::UnknownFormat { path: self.path.clone() }),
+        }
+    }
+
+    /// Reads the whole file with the format's reader; the first error names the offset and
+    /// the rule. `progress` is called with the samples so far (Tachyon).
+    pub fn verify(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Verified, ProfileError> {
+        let len = self.len;
+        match self.kind {
+            FileKind::Tachyon => {
+                let path = self.path.clone();
+                let mut reader = self.tachyon_reader()?;
+                drain(&mut reader, progress).map_err(|error| invalid_tachyon(&path, error))?;
+                Ok(Verified {
+                    samples: reader.samples_decoded(),
+                    unit: "thread samples",
+                    details: vec![format!("{} threads", reader.threads_seen())],
+                })
+            }
+            FileKind::Gperftools => {
+                let facts = crate::gperftools::info(self.file()?, len).map_err(|e| self.invalid(e))?;
+                let mut details = vec![format!("{} records", facts["records"])];
+                let quirks: Vec<&str> =
+                    facts["quirks"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                if !quirks.is_empty() {
+                    details.push(format!("accepted as google-pprof accepts them: {}", quirks.join(", ")));
+                }
+                Ok(Verified { samples: facts["samples"].as_u64().unwrap_or(0), unit: "samples", details })
+            }
+            FileKind::Pprof { .. } => {
+                let mut source = self.pprof_source(&SampleIndex::Counts)?;
+                let samples = source.replay(&mut Discard, &mut |_| {}).map_err(|e| self.invalid(e))?;
+                let stacks = format!("{} locations", source.frames().frames.len());
+                Ok(Verified { samples, unit: "samples", details: vec![stacks] })
+            }
+            FileKind::Mojo => {
+                let samples = crate::mojo::for_each(self.file()?, |_, _| Ok::<(), std::convert::Infallible>(()))
+                    .map_err(|e| match e {
+                        crate::mojo::Either::Ours(e) => self.invalid(e),
+                        crate::mojo::Either::Theirs(never) => match never {},
+                    })?;
+                Ok(Verified { samples, unit: "samples", details: Vec::new() })
+            }
+            FileKind::Marshal => {
+                let stats = self.pstats()?;
+                let edges = stats.entries.iter().map(|e| e.callers.len()).sum::<usize>();
+                Ok(Verified {
+                    samples: stats.entries.len() as u64,
+                    unit: "functions",
+                    details: vec![format!("{edges} caller edges")],
+                })
+            }
+            FileKind::Unknown => Err(ProfileError::UnknownFormat { path: self.path.clone() }),
+        }
+    }
+
+    /// Writes the samples to `out` as JSON lines (see the module's documentation for each
+    /// format's shape); returns how many lines were samples (or pstats entries).
+    pub fn dump(&mut self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> Result<u64, ProfileError> {
+        let mut out = io::BufWriter::with_capacity(1 << 16, out);
+        let n = match self.kind {
+            FileKind::Tachyon => {
+                let path = self.path.clone();
+                let mut reader = self.tachyon_reader()?;
+                dump_tachyon(&mut reader, &mut out, progress).map_err(|e| match e {
+                    DumpError::Read(error) => invalid_tachyon(&path, error),
+                    DumpError::Write(e) => ProfileError::Write(e),
+                })?
+            }
+            FileKind::Gperftools => dump_source(&mut self.gperftools_source()?, &mut out, progress, self)?,
+            FileKind::Pprof { .. } => {
+                dump_source(&mut self.pprof_source(&SampleIndex::Counts)?, &mut out, progress, self)?
+            }
+            FileKind::Mojo => crate::mojo::dump(self.file()?, &mut out).map_err(|e| match e {
+                crate::mojo::SamplesError::Write(e) => ProfileError::Write(e),
+                e => self.invalid(e),
+            })?,
+            FileKind::Marshal => crate::pstats::dump(&self.pstats()?, &mut out).map_err(ProfileError::Write)?,
+            FileKind::Unknown => return Err(ProfileError::UnknownFormat { path: self.path.clone() }),
+        };
+        out.flush().map_err(ProfileError::Write)?;
+        Ok(n)
+    }
+}
+
+fn invalid_tachyon(path: &Path, error: tachyon_core::ReadError<io::Error>) -> ProfileError {
+    ProfileError::Invalid { path: path.to_owned(), kind: FileKind::Tachyon, error: Box::new(error) }
+}
+
+/// Decodes every remaining record (a REPEAT run's entries are checked and skipped when the
+/// next record is read).
+fn drain(
+    reader: &mut Reader<'_, FileSource>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), tachyon_core::ReadError<io::Error>> {
+    let mut ticker = crate::model::Ticker::default();
+    while reader.next_record()?.is_some() {
+        ticker.tick(reader.samples_decoded(), progress);
+    }
+    Ok(())
+}
+
+enum DumpError {
+    Read(tachyon_core::ReadError<io::Error>),
+    Write(io::Error),
+}
+
+/// CPython's reader's lines, byte for byte: one per thread sample in file order.
+fn dump_tachyon(
+    reader: &mut Reader<'_, FileSource>,
+    out: &mut impl Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, DumpError> {
+    let mut lines = crate::view::SampleLines::default();
+    let mut ticker = crate::model::Ticker::default();
+    while let Some(record) = reader.next_record().map_err(DumpError::Read)? {
+        match record {
+            Record::Sample(s) => lines.write(out, &s).map_err(DumpError::Write)?,
+            Record::Repeat(mut run) => {
+                // A run's frames are rendered once for all its lines.
+                lines.set_stack(run.tables(), run.stack).map_err(DumpError::Write)?;
+                while let Some(e) = run.next_entry().map_err(DumpError::Read)? {
+                    lines
+                        .write_line(out, e.timestamp_us, run.interpreter_id, run.thread_id, e.status)
+                        .map_err(DumpError::Write)?;
+                }
+            }
+        }
+        ticker.tick(reader.samples_decoded(), progress);
+    }
+    Ok(reader.samples_decoded())
+}
+
+/// A collector that keeps nothing (a whole reading, for `verify`).
+struct Discard;
+
+impl Collector for Discard {
+    fn collect(&mut self, _: &FrameTable, _: &Call<'_>) {}
+}
+
+/// Writes one call of the hub as a JSON line, the shape `dump` gives of gperftools and
+/// pprof profiles: `{"count", "tid", "frames"}` (`count`: samples, the value of pprof's
+/// `count` sample type where it has one), frames innermost first as
+/// `[filename, funcname, [lineno, end_lineno, col, end_col] | null, address | null]`
+/// (`filename` is the mapped binary for a native frame without line information, the
+/// address a hexadecimal string; names are not symbolised).
+pub fn write_dump_line(frames: &FrameTable, call: &Call<'_>, out: &mut impl Write) -> io::Result<()> {
+    let frame = |f: &FrameInfo| {
+        json!([
+            frames.file_of(f),
+            f.funcname,
+            f.location.map(|l| json!([l.lineno, l.end_lineno, l.col, l.end_col])),
+            f.address.map(|a| format!("{a:#x}")),
+        ])
+    };
+    let line = json!({
+        "count": call.samples(),
+        "tid": call.thread_id,
+        "frames": call.stack.iter().map(|&id| frame(frames.frame(id))).collect::<Vec<_>>(),
+    });
+    serde_json::to_writer(&mut *out, &line)?;
+    out.write_all(b"\n")
+}
+
+/// Writes every call of `source` with [`write_dump_line`]; returns the samples.
+fn dump_source<S: Source>(
+    source: &mut S,
+    out: &mut impl Write,
+    progress: &mut dyn FnMut(u64),
+    profile: &Profile,
+) -> Result<u64, ProfileError>
+where
+    S::Error: std::error::Error + Send + Sync + 'static,
+{
+    struct Lines<'w, W: Write> {
+        out: &'w mut W,
+        failed: Option<io::Error>,
+    }
+    impl<W: Write> Collector for Lines<'_, W> {
+        fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+            if self.failed.is_none() {
+                self.failed = write_dump_line(frames, call, self.out).err();
+            }
+        }
+    }
+    let mut lines = Lines { out, failed: None };
+    let n = source.replay(&mut lines, progress).map_err(|e| profile.invalid(e))?;
+    match lines.failed {
+        Some(e) => Err(ProfileError::Write(e)),
+        None => Ok(n),
+    }
+}
