@@ -63,10 +63,18 @@ impl<E: fmt::Debug> std::error::Error for SamplesError<E> {}
 /// `on` is also given the file's version. Returns the samples.
 pub fn for_each<R: embedded_io::Read, E>(
     source: R,
-    mut on: impl FnMut(u8, Item<'_, '_>) -> Result<(), E>,
+    on: impl FnMut(u8, Item<'_, '_>) -> Result<(), E>,
 ) -> Result<u64, Either<SamplesError<R::Error>, E>> {
     let mut window = vec![0u8; WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(|e| Either::Ours(SamplesError::Read(e)))?;
+    for_each_in(&mut reader, on)
+}
+
+/// [`for_each`] over the events `reader` has left.
+pub fn for_each_in<R: embedded_io::Read, E>(
+    reader: &mut Reader<'_, R>,
+    mut on: impl FnMut(u8, Item<'_, '_>) -> Result<(), E>,
+) -> Result<u64, Either<SamplesError<R::Error>, E>> {
     let version = reader.version();
     let mut samples = samples();
     let mut count = 0u64;

@@ -3,6 +3,8 @@
 //! byte for byte on every real file Austin 3.7.0 wrote (wall, full with threads, memory,
 //! GC, austinp's native and kernel frames) and on the version 1 and 2 re-encodings; the
 //! synthetic edge cases as 1.7.1 read them, or an error naming the event where it fails.
+//! Version 4 files (Austin 4) against austin-python's own `mojo2austin` snapshots, byte for
+//! byte, and through the hub to every output.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -113,4 +115,77 @@ fn truncations_and_corruptions_are_errors_or_text() {
     }
     eprintln!("{texts} variants gave text, {errors} an error; none panicked");
     assert!(errors > 0 && texts > 0);
+}
+
+/// austin-python's snapshot cases (`test/format/test_mojo.py::test_mojo_snapshot`: `test`,
+/// `mp`, `repeat`), the MOJO files Austin wrote and the text austin-python's `mojo2austin`
+/// made of each (`qemu-tests/vectors/mojo-v4/austin-python/README.md`): equal byte for byte,
+/// where austin-python's own test compares the first 128 characters. `repeat` is version 4
+/// with STACK_REPEAT events (Austin 4.0 on macOS).
+#[test]
+fn austin_pythons_snapshots_byte_for_byte() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-v4/austin-python"));
+    for case in ["test", "mp", "repeat"] {
+        let file = std::fs::read(dir.join(format!("{case}.mojo"))).unwrap();
+        let mut want = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(dir.join(format!("{case}.austin.gz"))).unwrap())
+            .read_to_string(&mut want)
+            .unwrap();
+        let got = text(&file).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let line = got.lines().zip(want.lines()).position(|(a, b)| a != b);
+        assert!(
+            got == want,
+            "{case}: differs at line {line:?} ({} vs {} lines)",
+            got.lines().count(),
+            want.lines().count()
+        );
+    }
+}
+
+/// The version 4 snapshot through the hub: every output converts, and the collapsed stacks
+/// weigh what the snapshot's lines with frames weigh.
+#[test]
+fn a_version_4_file_converts_to_every_output() {
+    use tachyon::convert::{convert, Destination, Output};
+    use tachyon::sources::mojo::{MojoMetric, MojoSource};
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-v4/austin-python"));
+    let file = std::fs::read(dir.join("repeat.mojo")).unwrap();
+    let mut want = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(dir.join("repeat.austin.gz")).unwrap())
+        .read_to_string(&mut want)
+        .unwrap();
+    // Samples without frames (`P…;T…:tid <time>`) have no collapsed line.
+    let weight: u64 = want
+        .lines()
+        .filter(|l| l.starts_with('P') && l.matches(';').count() >= 2)
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let outputs = [
+        Output::Collapsed,
+        Output::Pstats { compat: false },
+        Output::Flamegraph { title: "t".into() },
+        Output::Speedscope { name: "s".into() },
+        Output::Pprof,
+        Output::Jsonl { run_id: Some("0".repeat(32)) },
+        Output::Tachyon { big_endian: None, compression: None },
+        Output::Mojo { version: None },
+        Output::Austin,
+    ];
+    for output in outputs {
+        let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default).unwrap();
+        let mut out = Vec::new();
+        convert(&mut source, &output, Destination::Stream(&mut out), &mut |_| {})
+            .unwrap_or_else(|e| panic!("{output:?}: {e}"));
+        assert!(!out.is_empty(), "{output:?}");
+        if output == Output::Collapsed {
+            let text = String::from_utf8(out).unwrap();
+            let total: u64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+            assert_eq!(total, weight);
+        }
+    }
+    // The command's Austin-format paths (the text, and speedscope as austin2speedscope reads it).
+    let mut out = Vec::new();
+    tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&file[..]), "s", &mut out).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert!(json["profiles"].as_array().is_some_and(|p| !p.is_empty()));
 }

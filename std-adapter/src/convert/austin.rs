@@ -1,6 +1,8 @@
-//! Austin's text format from a MOJO file, as austin-python 1.7.1's `mojo2austin` writes it
-//! (the converter of the Austin 3 era, which keeps `:GC:`, `:INVALID:` and full mode's three
-//! metrics; 2.4.0's drops them).
+//! Austin's text format from a MOJO file, as `mojo2austin` writes it: austin-python 1.7.1's
+//! for versions 1 to 3 (the converter of the Austin 3 era, which keeps `:GC:`, `:INVALID:`
+//! and full mode's three metrics; 2.4.0's drops them), austin-python 2.4.0's for version 4,
+//! which 1.7.1 cannot read (Austin 4's STACK_REPEAT and task events); see
+//! [`samples_text`].
 //!
 //! `mojo2austin` turns events into text one by one, and so does this, in one pass and in
 //! memory that follows the file's definitions, not its samples:
@@ -40,6 +42,14 @@ pub enum AustinError<E> {
         /// What is wrong.
         why: Why,
     },
+    /// An event could not be part of a sample (version 4, read sample by sample).
+    Sample(tachyon_core::mojo::SampleError),
+    /// A sample came before the `mode` metadata, which says which metric the text shows
+    /// (2.4.0's `mojo2austin` asserts it has one).
+    NoMode {
+        /// File offset of the sample's STACK event.
+        offset: u64,
+    },
     /// Writing failed.
     Write(io::Error),
 }
@@ -77,6 +87,10 @@ impl<E: fmt::Debug> fmt::Display for AustinError<E> {
         match self {
             AustinError::Read(e) => write!(f, "{e}"),
             AustinError::Write(e) => write!(f, "writing the output: {e}"),
+            AustinError::Sample(e) => write!(f, "{e}"),
+            AustinError::NoMode { offset } => {
+                write!(f, "offset {offset}: a sample before the mode metadata, which says what the text shows")
+            }
             AustinError::Event { offset, why } => {
                 write!(f, "offset {offset}: ")?;
                 match why {
@@ -108,6 +122,8 @@ impl AustinError<Infallible> {
                 }
             },
             AustinError::Event { offset, why } => AustinError::Event { offset, why },
+            AustinError::Sample(e) => AustinError::Sample(e),
+            AustinError::NoMode { offset } => AustinError::NoMode { offset },
             AustinError::Write(e) => AustinError::Write(e),
         }
     }
@@ -191,11 +207,85 @@ fn python_hex(tid: &str) -> Option<String> {
 pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<u64, AustinError<R::Error>> {
     let mut window = vec![0u8; crate::mojo::WINDOW];
     let mut reader = Reader::open(source, &mut window).map_err(AustinError::Read)?;
+    if reader.version() >= 4 {
+        return samples_text(&mut reader, out);
+    }
     let mut text = AustinText::new(reader.version(), out);
     while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
         text.event(offset, &event).map_err(|e| e.map_read())?;
     }
     text.finish().map_err(|e| e.map_read())
+}
+
+/// Austin's text of a version 4 file, as austin-python 2.4.0's `mojo2austin` writes it: each
+/// metadata item as `# key: value`, each sample of its reader ([`crate::mojo::for_each`]:
+/// STACK_REPEAT's frames in place, task frames left out, INVALID and kernel markers dropped
+/// as that reader drops them) as `P<pid>;T<iid>:<tid>;<file>:<scope>:<line>… <metric>`, the
+/// tid in decimal when it is hex, no `;` without frames, and the metric the `mode`
+/// metadata names: memory in memory mode, else the time (in full mode too: its three-value
+/// tail is overwritten there), `None` when the sample has none. Compared byte for byte with
+/// austin-python's own snapshots of Austin 4 files (`qemu-tests/vectors/mojo-v4/`).
+pub fn samples_text<R: embedded_io::Read, W: Write>(
+    reader: &mut Reader<'_, R>,
+    out: W,
+) -> Result<u64, AustinError<R::Error>> {
+    use crate::mojo::{Either, Item, SamplesError};
+    let mut out = io::BufWriter::with_capacity(FLUSH_AT, out);
+    let mut memory_mode: Option<bool> = None;
+    let mut line = Vec::new();
+    let mut tids: IdMap<Box<[u8]>, Box<str>> = IdMap::default();
+    let written = crate::mojo::for_each_in(reader, |_, item| {
+        line.clear();
+        match item {
+            Item::Metadata { key, value } => {
+                if key == b"mode" {
+                    memory_mode = Some(value == b"memory");
+                }
+                line.extend_from_slice(b"# ");
+                push_text(&mut line, key);
+                line.extend_from_slice(b": ");
+                push_text(&mut line, value);
+            }
+            Item::Sample(s) => {
+                let memory = memory_mode.ok_or(AustinError::NoMode { offset: s.offset })?;
+                line.push(b'P');
+                push_decimal(&mut line, s.pid);
+                line.extend_from_slice(b";T");
+                push_decimal(&mut line, s.iid);
+                line.push(b':');
+                let tid = tids.entry(s.tid.into()).or_insert_with(|| {
+                    let text = String::from_utf8_lossy(s.tid);
+                    python_hex(&text).unwrap_or_else(|| text.into_owned()).into()
+                });
+                line.extend_from_slice(tid.as_bytes());
+                for frame in s.frames() {
+                    if let tachyon_core::mojo::Frame::Defined(f) = frame {
+                        line.push(b';');
+                        push_text(&mut line, f.filename);
+                        line.push(b':');
+                        push_text(&mut line, f.scope);
+                        line.push(b':');
+                        push_decimal(&mut line, f.def.line);
+                    }
+                }
+                line.push(b' ');
+                match if memory { s.memory } else { s.time } {
+                    Some(v) => push_i64(&mut line, v),
+                    None => line.extend_from_slice(b"None"),
+                }
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line).map_err(AustinError::Write)
+    });
+    let samples = written.map_err(|e| match e {
+        Either::Ours(SamplesError::Read(e)) => AustinError::Read(e),
+        Either::Ours(SamplesError::Sample(e)) => AustinError::Sample(e),
+        Either::Ours(SamplesError::Write(e)) => AustinError::Write(e),
+        Either::Theirs(e) => e,
+    })?;
+    out.flush()?;
+    Ok(samples)
 }
 
 /// Austin's text made from MOJO events one at a time, as `mojo2austin` makes it; memory

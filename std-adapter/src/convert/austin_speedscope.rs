@@ -760,7 +760,9 @@ impl<E: fmt::Debug> fmt::Display for MojoSpeedscopeError<E> {
 impl<E: fmt::Debug> std::error::Error for MojoSpeedscopeError<E> {}
 
 /// Writes the speedscope JSON `austin2speedscope` makes of `mojo2austin`'s text of the MOJO
-/// file `source`, titled `name`; returns the samples (STACK events) read.
+/// file `source`, titled `name`; returns the samples (STACK events) read. A version 4 file
+/// is read sample by sample into 2.4.0's text ([`super::austin::samples_text`]), which the
+/// same reading of Austin's text takes.
 pub fn from_mojo<R: embedded_io::Read, W: Write>(
     source: R,
     name: &str,
@@ -769,6 +771,12 @@ pub fn from_mojo<R: embedded_io::Read, W: Write>(
     let mut window = vec![0u8; crate::mojo::WINDOW];
     let austin = |e: AustinError<R::Error>| MojoSpeedscopeError::Austin(e);
     let mut reader = Reader::open(source, &mut window).map_err(|e| austin(AustinError::Read(e)))?;
+    if reader.version() >= 4 {
+        let mut profiles = Profiles::default();
+        let samples = super::austin::samples_text(&mut reader, &mut profiles).map_err(austin)?;
+        profiles.finish(name, out).map_err(MojoSpeedscopeError::Speedscope)?;
+        return Ok(samples);
+    }
     let mut profiles = MojoProfiles::new(reader.version());
     loop {
         // Used where it was returned: a copy first costs more than the rest of some events.
