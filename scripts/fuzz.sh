@@ -7,7 +7,7 @@
 #   bash scripts/fuzz.sh                 every target for FUZZ_SECONDS (default 15) each
 #   bash scripts/fuzz.sh --campaign N    every target for N seconds each, corpora kept in
 #                                        ~/.cache/tachyon-fuzz/corpus, a table of executions
-#                                        and coverage at the end (the README's figures)
+#                                        and coverage at the end (docs/hostile-input.md's figures)
 #   bash scripts/fuzz.sh --until N       every target until the ledger counts N executions
 #                                        of it, in runs of FUZZ_CHUNK seconds (default 600):
 #                                        stop it any time, run it again to go on

@@ -40,7 +40,7 @@ NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 BIG_ENDIAN_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 
 # Said before the first step, so a run that later stops with "No space left on device" has
-# said why first (the README's figure: target/ peaks at about 6.5 GB).
+# said why first (docs/testing.md's figure: target/ peaks at about 6.5 GB).
 if [ "$(free_kb)" -lt $((8 << 20)) ]; then
   printf 'WARNING: %s GB free on the file system of target/; a run needs about 6.5 GB there at its peak\n' \
     "$(free_kb | gigabytes)" >&2

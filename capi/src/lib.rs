@@ -20,6 +20,13 @@
 //!   library.
 //!
 //! Handles are not thread-safe: one thread at a time per handle.
+//!
+//! ## Module map (private modules; the API is the `tachyon_*` functions)
+//! * `writer`: the writer handle, placed at the start of the caller's memory with its
+//!   tables after it, by `layout`'s one plan; `sink`: the write and seek callbacks.
+//! * `reader` (host builds): files and memory buffers, samples one at a time;
+//!   `registry` (host builds): which addresses hold the handles the library allocated.
+//! * `message`: a handle's last error, kept in the handle (no allocation).
 
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]

@@ -14,9 +14,18 @@
 //! * Sinks and sources are `embedded-io` 0.7 `Write + Seek` / `Read + Seek`; [`io::Cursor`]
 //!   is a seekable in-memory one.
 //!
-//! The wire format is written down in `FORMAT.md` in this crate's folder; each module
-//! covers one part of it: [`varint`], [`header`], [`tables`], [`records`], [`writer`],
-//! [`reader`] and, with the `zstd` feature, `compression`.
+//! The wire format is written down next to the code ([`spec`], the crate's `FORMAT.md`);
+//! each module covers one part of it: [`varint`], [`header`], [`tables`], [`records`],
+//! [`writer`], [`reader`] and, with the `zstd` feature, `compression`.
+//!
+//! ## Module map
+//! * Tachyon: [`header`] (header, footer, stats trailer), [`tables`], [`records`],
+//!   [`varint`], [`writer`], [`reader`], `compression` (zstd FFI, the only `unsafe`).
+//! * Shared: [`storage`] (caller-owned tables), [`endian`] (byte order as a type),
+//!   [`io`] (a seekable in-memory cursor), [`text`] (CPython's lossy names), [`error`],
+//!   [`kind`] (which format a file holds).
+//! * Other formats, one module tree each behind a feature: `gperftools`, `mojo`, `marshal`
+//!   (pstats files), and `transport` (framed writes over links that cannot seek).
 //!
 //! ## Example
 //!
@@ -57,6 +66,10 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
+
+/// Tachyon's wire format as this crate reads and writes it (the crate's `FORMAT.md`).
+#[doc = include_str!("../FORMAT.md")]
+pub mod spec {}
 
 pub mod endian;
 pub mod error;

@@ -4,7 +4,7 @@
 //! firmware ([`StaticWriterStorage`], [`StaticReaderStorage`], whose capacity rules are
 //! checked at compile time), `Vec`s on hosts (`VecWriterStorage`, `VecReaderStorage` behind
 //! the `alloc` feature), or any slices through [`WriterBuffers`] and [`ReaderBuffers`].
-//! Memory use is therefore a formula of the chosen capacities; the README gives it.
+//! Memory use is therefore a formula of the chosen capacities; `docs/memory.md` gives it.
 
 use crate::records::{max_record_len, CPYTHON_RLE_BUDGET, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH};
 use crate::tables::FrameEntry;
@@ -1295,7 +1295,7 @@ mod vec_backed {
             rle_budget: CPYTHON_RLE_BUDGET,
         };
 
-        /// Bytes allocated up front (the README's formula; threads come on top as they
+        /// Bytes allocated up front (`docs/memory.md`'s formula; threads come on top as they
         /// appear); `None` if that exceeds `usize`.
         pub fn ram_bytes(&self) -> Option<usize> {
             let slots = |n: usize| n.checked_mul(2)?.checked_add(1)?.checked_mul(4);
@@ -1422,7 +1422,7 @@ mod vec_backed {
             read_buffer: 256 << 10,
         };
 
-        /// Bytes allocated up front (the README's formula; threads come on top as they
+        /// Bytes allocated up front (`docs/memory.md`'s formula; threads come on top as they
         /// appear); `None` if that exceeds `usize`.
         pub fn ram_bytes(&self) -> Option<usize> {
             let parts = [
@@ -1563,7 +1563,7 @@ mod tests {
         assert_eq!(s.threads.find_or_create(8, 0, 5), Err(Resource::Threads));
     }
 
-    /// The README's RAM formulas, checked against the real layout.
+    /// The RAM formulas of `docs/memory.md`, checked against the real layout.
     #[cfg(target_pointer_width = "64")]
     #[test]
     fn ram_formulas_match_layout() {
@@ -1594,7 +1594,7 @@ mod tests {
             WriterCapacity { string_bytes: 1, strings: 1, frames: 1, threads: usize::MAX, rle_budget: 16384 };
         let storage = VecWriterStorage::new(unbounded).unwrap();
         assert_eq!(storage.thread_bytes(), 0);
-        // The README's desktop figure: 16 MiB + 8·S + (2S+1)·4 + 32·F + (2F+1)·4 + 16,402.
+        // The desktop figure of `docs/memory.md`: 16 MiB + 8·S + (2S+1)·4 + 32·F + (2F+1)·4 + 16,402.
         assert_eq!(WriterCapacity::DESKTOP.ram_bytes(), Some(31_473_690));
         let huge = ReaderCapacity { string_bytes: 1, strings: usize::MAX / 2, frames: 1, threads: 1, read_buffer: 64 };
         assert_eq!(VecReaderStorage::new(huge).err(), Some(StorageError::CapacityOverflow));

@@ -1,6 +1,13 @@
 //! Shared helpers for the conformance suite: the CPython 3.15.2 vectors compiled into the
 //! test binary (so the suite runs the same under qemu-user), decoding to CPython's JSON
 //! view, and diffs that name the first differing byte or sample.
+//!
+//! ## Module map
+//! * [`gen`]: seeded writer-input documents; [`model`]: what a reader must return for one.
+//! * [`gperftools_oracle`]: what the real gperftools readers printed, parsed.
+//! * `inputs` (feature `oracle`): the files the conversion tests run over.
+//! * The test kit every crate's tests share (a memory limit for a test or a command) is the
+//!   `tachyon-test-kit` crate in `qemu-tests/kit/`.
 
 pub mod gen;
 pub mod gperftools_oracle;

@@ -7,6 +7,17 @@
 //! pipeline: inputs ([`sources`]) feed one hub ([`model`]) that every output ([`convert`])
 //! reads; facts of gperftools CPU profiles ([`gperftools`]). The `tachyon` command is a thin
 //! layer over these.
+//!
+//! ## Module map
+//! * One type over every input format: [`profile::Profile`] (info, verify, dump).
+//! * The hub: [`model`] (sources, collectors, the frame table); inputs [`sources`]; outputs
+//!   [`convert`].
+//! * Per format: [`mojo`] (MOJO's facts, dump, re-encoding), [`gperftools`] (facts),
+//!   [`pstats`] and [`dot`] (pstats files, their table and call graph).
+//! * Files and memory: [`file`](mod@file), [`open`] (storage sized from a file), [`memory`],
+//!   [`region`] and [`compress`] (zstd in a second thread), [`receive`] (the framed stream).
+//! * Names: [`symbolize`] (ELF symbols and DWARF lines), [`view`] (CPython's JSON views),
+//!   [`input`] (CPython's writer input), [`hash`].
 
 #![deny(missing_docs)]
 
