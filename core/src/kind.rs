@@ -57,6 +57,19 @@ impl FileKind {
         }
     }
 
+    /// What a file of the format is called in a sentence: `Tachyon file`, `gperftools CPU
+    /// profile`, `pprof profile`, `MOJO file`, `pstats file`.
+    pub fn title(self) -> &'static str {
+        match self {
+            FileKind::Tachyon => "Tachyon file",
+            FileKind::Gperftools => "gperftools CPU profile",
+            FileKind::Pprof { .. } => "pprof profile",
+            FileKind::Mojo => "MOJO file",
+            FileKind::Marshal => "pstats file",
+            FileKind::Unknown => "file of unknown format",
+        }
+    }
+
     /// The name `info` prints: `tachyon`, `gperftools`, `pprof`, `mojo`, `marshal`, `unknown`.
     pub fn name(self) -> &'static str {
         match self {

@@ -1,7 +1,9 @@
-//! `tachyon`: look inside, check, dump and make Tachyon profile files.
+//! `tachyon`: the command-line layer over the `tachyon` crate — arguments, progress bars,
+//! messages and exit codes. What a command does with a file of any format is the library's
+//! ([`tachyon::profile::Profile`], the conversion hub).
 //!
 //! Exit status: 0 on success, 1 on a bad or unreadable input (the message names the file,
-//! the byte offset and the rule broken), 2 on a usage error.
+//! the format, the byte offset and the rule broken), 2 on a usage error.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write as _};
@@ -15,21 +17,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{ConvertError, Destination, Output, OutputKind};
-use tachyon::file::{FileSink, FileSource};
+use tachyon::file::FileSink;
 use tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon::model::Source;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::profile::{Profile, ProfileError};
+use tachyon::profile::{AnySource, Profile, ProfileError, SourceOptions};
 use tachyon::sources::chain::Chain;
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::mojo::MojoSource;
-use tachyon::sources::pprof::{PprofSource, SampleIndex};
-use tachyon::sources::tachyon::{TachyonFile, TachyonSource};
-use tachyon::symbolize::Symbolizer;
+use tachyon::sources::pprof::SampleIndex;
+use tachyon::sources::pstats::PstatsOptions;
 use tachyon_core::gperftools::RunTimeWord;
-use tachyon_core::kind::{FileKind, DETECT_BYTES};
-use tachyon_core::reader::Metadata;
-use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian, ReadError, Reader};
+use tachyon_core::kind::FileKind;
+use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
 
 #[derive(Parser)]
 #[command(
@@ -266,37 +263,6 @@ impl From<Zstd> for Compression {
 /// An error for the user: what, where.
 struct Failure(String);
 
-fn read_error<E: std::fmt::Debug>(file: &Path, e: ReadError<E>) -> Failure {
-    Failure(format!("{}: {e}", file.display()))
-}
-
-/// A bad input names the file; a failed output says so itself.
-fn convert_error<E: std::fmt::Display>(file: &Path, e: ConvertError<E>) -> Failure {
-    match e {
-        ConvertError::Read(e) => Failure(format!("{}: {e}", file.display())),
-        e => Failure(e.to_string()),
-    }
-}
-
-/// Opens `file` (metadata checked, tables loaded into storage sized from them) and hands the
-/// reader to `f`.
-fn with_reader<T>(
-    file: &Path,
-    f: impl FnOnce(&mut Reader<'_, FileSource>) -> Result<T, Failure>,
-) -> Result<T, Failure> {
-    let mut src = open_file(file)?;
-    let meta = Metadata::read(&mut src).map_err(|e| read_error(file, e))?;
-    let storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| Failure(e.to_string()))?;
-    // The command ends soon after: returning megabytes of tables, zstd workspace and buffers
-    // to the system one by one would cost more than some whole reads (about 0.5 ms), so the
-    // storage lives until the process exits.
-    let storage = Box::leak(Box::new(storage));
-    let mut reader = storage.open_file(src).map_err(|e| read_error(file, e))?;
-    let result = f(&mut reader);
-    std::mem::forget(reader);
-    result
-}
-
 fn info(file: &Path, as_json: bool, records: bool, quiet: bool) -> Result<(), Failure> {
     let mut profile = Profile::open(file).map_err(failure)?;
     let mut progress = progress_for(&profile, quiet || !records);
@@ -340,28 +306,12 @@ fn print_facts(kind: FileKind, mut v: Value, as_json: bool) -> Result<(), Failur
 const NAMES: [(&str, &str); 3] =
     [("compression_type", "compression"), ("mode", "mode_name"), ("capture_features", "capture_feature_names")];
 
-/// The format of `file`, from its first bytes.
-fn detect(file: &Path) -> Result<FileKind, Failure> {
-    use std::io::Read as _;
-    let mut prefix = Vec::with_capacity(DETECT_BYTES);
-    File::open(file)
-        .and_then(|f| f.take(DETECT_BYTES as u64).read_to_end(&mut prefix))
-        .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    Ok(FileKind::detect(&prefix))
-}
-
 fn verify(file: &Path, quiet: bool) -> Result<(), Failure> {
     let mut profile = Profile::open(file).map_err(failure)?;
     let mut progress = progress_for(&profile, quiet);
     let verified = profile.verify(&mut |n| progress.update(n)).map_err(failure)?;
     let details: String = verified.details.iter().map(|d| format!(", {d}")).collect();
-    println!(
-        "{}: OK, {} {}{details} ({})",
-        file.display(),
-        verified.samples,
-        verified.unit,
-        tachyon::profile::format_title(profile.kind())
-    );
+    println!("{}: OK, {} {}{details} ({})", file.display(), verified.samples, verified.unit, profile.kind().title());
     std::mem::forget(profile);
     Ok(())
 }
@@ -557,304 +507,159 @@ fn output(a: &ConvertArgs, file: &Path) -> Result<Output, Failure> {
     })
 }
 
-/// A gperftools profile, its addresses and maps text read.
-fn open_gperftools(file: &Path, inputs: &InputArgs) -> Result<GperftoolsSource<FileSource>, Failure> {
-    let src = open_file(file)?;
-    let mut source = GperftoolsSource::open(src).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    if !inputs.no_symbolize {
-        let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
-        source.symbolize(&mut symbolizer);
-        warn_all(&symbolizer);
-    }
-    Ok(source)
-}
-
-/// A pprof profile, decoded, counting the sample value `--sample-index` names.
-fn open_pprof(file: &Path, inputs: &InputArgs) -> Result<PprofSource, Failure> {
+/// How the command reads an input, as the library takes it.
+fn source_options(inputs: &InputArgs, pstats: PstatsOptions) -> SourceOptions {
     let default = if inputs.counts_by_default { SampleIndex::Counts } else { SampleIndex::Default };
-    let index = inputs.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default());
-    let input = File::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    let mut source = PprofSource::open(io::BufReader::new(input), &index)
-        .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    if !inputs.no_symbolize {
-        let mut symbolizer = Symbolizer::new(inputs.binary_path.clone());
-        source.symbolize(&mut symbolizer);
-        warn_all(&symbolizer);
+    SourceOptions {
+        sample_index: inputs.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default()),
+        metric: inputs.metric.unwrap_or_default(),
+        symbolize: (!inputs.no_symbolize).then(|| inputs.binary_path.clone()),
+        pstats,
+        replayable: false,
     }
-    Ok(source)
 }
 
-/// The symboliser's warnings, on stderr.
-fn warn_all(symbolizer: &Symbolizer) {
-    for warning in symbolizer.warnings() {
+/// A conversion's failure as the user reads it: a bad input names itself (file, format,
+/// offset, rule); what the output cannot take names the input file.
+fn convert_failure(file: &Path, e: ConvertError<ProfileError>) -> Failure {
+    match e {
+        ConvertError::Read(e) => failure(e),
+        e @ (ConvertError::Unsupported { .. } | ConvertError::Encode(_)) => Failure(format!("{}: {e}", file.display())),
+        e => Failure(e.to_string()),
+    }
+}
+
+/// Opens `file` as the source its content says it is and hands it to `run`, with a
+/// progress bar and the symboliser's warnings on stderr.
+fn with_source<T>(
+    file: &Path,
+    options: &SourceOptions,
+    quiet: bool,
+    run: impl FnOnce(&mut AnySource<'_>, &mut dyn FnMut(u64)) -> Result<T, ConvertError<ProfileError>>,
+) -> Result<T, Failure> {
+    let mut profile = Profile::open(file).map_err(failure)?;
+    let mut source = profile.source(options).map_err(failure)?;
+    for warning in source.warnings() {
         eprintln!("tachyon: warning: {warning}");
     }
+    let mut progress = Progress::new(source.info().expected_samples, quiet);
+    let out = run(&mut source, &mut |n| progress.update(n)).map_err(|e| convert_failure(file, e))?;
+    drop(progress);
+    // The command ends soon after: handing megabytes of tables back piece by piece would
+    // cost more than some whole conversions.
+    std::mem::forget(source);
+    std::mem::forget(profile);
+    Ok(out)
 }
 
-/// The format of an input `convert` and `diff` cannot read yet is a plain error.
-/// `file` opened for reading, or a failure naming it.
-fn open_file(file: &Path) -> Result<FileSource, Failure> {
-    FileSource::open(file).map_err(|e| Failure(format!("{}: {e}", file.display())))
-}
-
-fn unreadable(file: &Path, kind: FileKind) -> Failure {
-    match kind {
-        FileKind::Unknown => Failure(format!(
-            "{}: not a profile format tachyon knows (Tachyon, gperftools CPU profile, pprof, MOJO, marshal)",
-            file.display()
-        )),
-        other => Failure(format!("{}: {} input is detected but not converted yet", file.display(), other.name())),
-    }
-}
-
-/// What the command does with an input, whatever its format.
-trait Job {
-    type Out;
-    fn run<S: Source>(self, source: &mut S, progress: &mut dyn FnMut(u64))
-        -> Result<Self::Out, ConvertError<S::Error>>;
-}
-
-/// Opens `file` as the source its content says it is and runs `job` on it, with a progress
-/// bar: the one place that knows which input formats the command reads.
-fn with_source<J: Job>(file: &Path, inputs: &InputArgs, quiet: bool, job: J) -> Result<J::Out, Failure> {
-    fn run<S: Source, J: Job>(file: &Path, quiet: bool, source: &mut S, job: J) -> Result<J::Out, Failure> {
-        let mut progress = Progress::new(source.info().expected_samples, quiet);
-        job.run(source, &mut |n| progress.update(n)).map_err(|e| convert_error(file, e))
-    }
-    match detect(file)? {
-        FileKind::Tachyon => with_reader(file, |reader| run(file, quiet, &mut TachyonSource::new(reader), job)),
-        FileKind::Gperftools => run(file, quiet, &mut open_gperftools(file, inputs)?, job),
-        FileKind::Pprof { .. } => run(file, quiet, &mut open_pprof(file, inputs)?, job),
-        FileKind::Mojo => {
-            let src = open_file(file)?;
-            let mut source = MojoSource::open(src, inputs.metric.unwrap_or_default())
-                .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-            run(file, quiet, &mut source, job)
-        }
-        other => Err(unreadable(file, other)),
-    }
-}
-
-/// `convert`: the output at its destination.
-struct ConvertJob<'a> {
-    output: Output,
-    dest: Destination<'a>,
-}
-
-impl Job for ConvertJob<'_> {
-    type Out = u64;
-    fn run<S: Source>(self, source: &mut S, progress: &mut dyn FnMut(u64)) -> Result<u64, ConvertError<S::Error>> {
-        tachyon::convert::convert(source, &self.output, self.dest, progress)
-    }
-}
-
-/// `diff`: a profile's collapsed lines.
-struct CollapsedLines;
-
-impl Job for CollapsedLines {
-    type Out = Vec<(String, u64)>;
-    fn run<S: Source>(
-        self,
-        source: &mut S,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<Self::Out, ConvertError<S::Error>> {
-        tachyon::convert::collapsed_lines(source, progress)
+/// What `print_stats` is given for a pstats input, from the command line.
+fn pstats_options(file: &Path, a: &ConvertArgs) -> PstatsOptions {
+    PstatsOptions {
+        print: tachyon::pstats::PrintOptions {
+            sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
+            restrictions: match a.limit {
+                Some(n) => vec![tachyon::pstats::Restriction::Count(i64::try_from(n).unwrap_or(i64::MAX))],
+                None => a.restrict.iter().map(|r| tachyon::pstats::Restriction::parse(r)).collect(),
+            },
+            strip_dirs: a.strip_dirs,
+            callers: a.callers,
+            callees: a.callees,
+            files: vec![tachyon::pstats::ctime_line(file)],
+        },
+        keep_sampled_marker: a.keep_sampled_marker,
     }
 }
 
 fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
-    if detect(file)? == FileKind::Marshal {
-        return convert_pstats(file, &a);
-    }
-    for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker", "restrict"] {
-        let given = match option {
-            "strip-dirs" => a.strip_dirs,
-            "callers" => a.callers,
-            "callees" => a.callees,
-            "restrict" => !a.restrict.is_empty(),
-            _ => a.keep_sampled_marker,
-        };
-        if given {
-            return Err(Failure(format!("--{option} applies to pstats input only")));
+    let pstats_input = Profile::open(file).map_err(failure)?.kind() == FileKind::Marshal;
+    let output = if pstats_input {
+        // The table, the file and the graph of a pstats input take pstats' own options.
+        if a.no_summary && a.to == OutputKind::PstatsText {
+            return Err(Failure("--no-summary applies to sample inputs only".into()));
         }
-    }
-    let output = output(&a, file)?;
-    if detect(file)? == FileKind::Mojo
-        && matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. })
-    {
-        return convert_mojo(file, &output, a.output.as_deref());
-    }
-    let mut stdout = io::stdout().lock();
-    let dest = match &a.output {
-        Some(p) => Destination::File(p),
-        None => Destination::Stream(&mut stdout),
+        if a.pstats_compat && a.to == OutputKind::Pstats {
+            return Err(Failure("--pstats-compat applies to sample inputs (pstats input leaves the marker out unless --keep-sampled-marker)".into()));
+        }
+        match a.to {
+            OutputKind::PstatsText => {
+                Output::PstatsText { sort: SortOrder::Nsamples, limit: a.limit, summary: !a.no_summary }
+            }
+            _ => output(&a, file)?,
+        }
+    } else {
+        for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker", "restrict"] {
+            let given = match option {
+                "strip-dirs" => a.strip_dirs,
+                "callers" => a.callers,
+                "callees" => a.callees,
+                "restrict" => !a.restrict.is_empty(),
+                _ => a.keep_sampled_marker,
+            };
+            if given {
+                return Err(Failure(format!("--{option} applies to pstats input only")));
+            }
+        }
+        output(&a, file)?
     };
     // A gperftools file re-encoded keeps its addresses: nothing to symbolise. Outputs made
     // of samples count pprof's samples unless told otherwise.
     let mut adjusted = inputs.clone();
     adjusted.no_symbolize |= a.to == OutputKind::Gperftools;
     adjusted.counts_by_default = matches!(a.to, OutputKind::Gperftools | OutputKind::Tachyon);
-    let inputs = &adjusted;
-    with_source(file, inputs, quiet, ConvertJob { output, dest }).map(drop)
-}
-
-/// MOJO input to Austin's own formats, event by event, and to speedscope as Austin's tools
-/// make it (the hub is not involved).
-fn convert_mojo(file: &Path, output: &Output, to: Option<&Path>) -> Result<(), Failure> {
-    let src = open_file(file)?;
+    let options = source_options(&adjusted, pstats_options(file, &a));
     let mut stdout = io::stdout().lock();
-    let mut created;
-    let out: &mut dyn io::Write = match to {
-        Some(p) => {
-            created = File::create(p).map_err(|e| Failure(format!("{}: {e}", p.display())))?;
-            &mut created
-        }
-        None => &mut stdout,
+    let dest = match &a.output {
+        Some(p) => Destination::File(p),
+        None => Destination::Stream(&mut stdout),
     };
-    let failed = |e: &dyn std::fmt::Display| Failure(format!("{}: {e}", file.display()));
-    match output {
-        Output::Austin => tachyon::convert::austin::austin_text(src, out).map(drop).map_err(|e| failed(&e)),
-        Output::Mojo { version } => tachyon::mojo::reencode(src, out, *version).map(drop).map_err(|e| failed(&e)),
-        Output::Speedscope { name } => {
-            tachyon::convert::austin_speedscope::from_mojo(src, name, out).map(drop).map_err(|e| failed(&e))
-        }
-        _ => unreachable!("only Austin's formats and speedscope come here"),
-    }
-}
-
-/// A pstats file: printed as `pstats.Stats` prints it, or re-encoded. Outputs made of
-/// stacks are refused: the file keeps only caller→callee edges.
-fn convert_pstats(file: &Path, a: &ConvertArgs) -> Result<(), Failure> {
-    let bytes = tachyon::file::Contents::of(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    let options = tachyon::pstats::PrintOptions {
-        sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
-        restrictions: match a.limit {
-            Some(n) => vec![tachyon::pstats::Restriction::Count(i64::try_from(n).unwrap_or(i64::MAX))],
-            None => a.restrict.iter().map(|r| tachyon::pstats::Restriction::parse(r)).collect(),
-        },
-        strip_dirs: a.strip_dirs,
-        callers: a.callers,
-        callees: a.callees,
-        files: vec![tachyon::pstats::ctime_line(file)],
-    };
-    let stats = if matches!(a.to, OutputKind::PstatsText) {
-        tachyon::pstats::load_for_print(&bytes, &options)
-    } else {
-        tachyon::pstats::load(&bytes)
-    }
-    .map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    let text = match a.to {
-        OutputKind::PstatsText => {
-            if a.no_summary {
-                return Err(Failure("--no-summary applies to sample inputs only".into()));
-            }
-            tachyon::pstats::print(&stats, &options)
-                .map_err(|e| Failure(format!("{}: {e}", file.display())))?
-                .into_bytes()
-        }
-        OutputKind::Dot => {
-            tachyon::dot::dot(&stats).map_err(|e| Failure(format!("{}: {e}", file.display())))?.into_bytes()
-        }
-        OutputKind::Pstats => {
-            if a.pstats_compat {
-                return Err(Failure("--pstats-compat applies to sample inputs (pstats input leaves the marker out unless --keep-sampled-marker)".into()));
-            }
-            let mut out = Vec::with_capacity(bytes.len());
-            tachyon::pstats::write(&stats, a.keep_sampled_marker, &mut out)
-                .map_err(|e| Failure(format!("encoding: {e}")))?;
-            out
-        }
-        other => {
-            return Err(Failure(format!(
-                "{}: cannot convert a pstats file --to {other}: pstats keeps only caller→callee edges, not the \
-                 stacks that output is made of (--to pstats-text or --to pstats read it)",
-                file.display()
-            )))
-        }
-    };
-    // The process ends next: handing a hundred thousand entries back to the allocator one by
-    // one would only cost time (a tenth of a large table's printing).
-    std::mem::forget(stats);
-    match &a.output {
-        Some(p) => std::fs::write(p, text).map_err(|e| Failure(format!("{}: {e}", p.display()))),
-        None => io::stdout().lock().write_all(&text).map_err(|e| Failure(format!("writing the output: {e}"))),
-    }
+    with_source(file, &options, quiet, |source, progress| tachyon::convert::convert(source, &output, dest, progress))
+        .map(drop)
 }
 
 /// `tachyon merge`: pstats files added as `pstats.Stats(first, *rest)` adds them; files of
 /// one sample format (Tachyon, gperftools, pprof, MOJO) made into one of that format holding
 /// every sample of each, in the order given.
 fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Failure> {
-    let kind = detect(&files[0])?;
-    for file in &files[1..] {
-        let other = detect(file)?;
-        if std::mem::discriminant(&other) != std::mem::discriminant(&kind) {
+    let mut profiles = files.iter().map(|f| Profile::open(f).map_err(failure)).collect::<Result<Vec<_>, _>>()?;
+    let kind = profiles[0].kind();
+    for p in &profiles[1..] {
+        if std::mem::discriminant(&p.kind()) != std::mem::discriminant(&kind) {
             return Err(Failure(format!(
-                "{}: a {} file; merge takes files of one format ({} first)",
-                file.display(),
-                other.name(),
-                kind.name()
+                "{}: a {}; merge takes files of one format ({} first)",
+                p.path().display(),
+                p.kind().title(),
+                kind.title()
             )));
         }
     }
-    if kind != FileKind::Marshal {
-        if keep_marker {
-            return Err(Failure("--keep-sampled-marker applies to pstats files".into()));
-        }
-        return merge_samples(files, kind, output);
+    if kind == FileKind::Marshal {
+        let loaded = profiles.iter().map(|p| p.pstats().map_err(failure)).collect::<Result<Vec<_>, _>>()?;
+        let sum = tachyon::pstats::merge(&loaded);
+        let mut out = Vec::new();
+        tachyon::pstats::write(&sum, keep_marker, &mut out).map_err(|e| Failure(format!("encoding: {e}")))?;
+        return std::fs::write(output, out).map_err(|e| Failure(format!("{}: {e}", output.display())));
     }
-    let mut loaded = Vec::with_capacity(files.len());
-    for file in files {
-        let bytes = std::fs::read(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-        loaded.push(tachyon::pstats::load(&bytes).map_err(|e| Failure(format!("{}: {e}", file.display())))?);
+    if keep_marker {
+        return Err(Failure("--keep-sampled-marker applies to pstats files".into()));
     }
-    let sum = tachyon::pstats::merge(&loaded);
-    let mut out = Vec::new();
-    tachyon::pstats::write(&sum, keep_marker, &mut out).map_err(|e| Failure(format!("encoding: {e}")))?;
-    std::fs::write(output, out).map_err(|e| Failure(format!("{}: {e}", output.display())))
-}
-
-/// Sample inputs of one format merged through the hub into that format.
-fn merge_samples(files: &[PathBuf], kind: FileKind, output: &Path) -> Result<(), Failure> {
-    fn write<S: Source>(parts: Vec<S>, out: &Output, output: &Path) -> Result<(), Failure> {
-        let mut chain = Chain::new(parts).ok_or_else(|| Failure("nothing to merge".into()))?;
-        tachyon::convert::convert(&mut chain, out, Destination::File(output), &mut |_| {})
-            .map(drop)
-            .map_err(|e| Failure(e.to_string()))
-    }
-    // A gperftools profile keeps its addresses (as `--to gperftools` does): nothing to
-    // symbolise.
-    let inputs = InputArgs { no_symbolize: kind == FileKind::Gperftools, ..InputArgs::default() };
-    match kind {
-        FileKind::Tachyon => {
-            // Writing Tachyon reads the samples twice (a census, then the records).
-            let parts = files
-                .iter()
-                .map(|f| TachyonFile::open(f).map_err(|e| read_error(f, e)))
-                .collect::<Result<Vec<_>, _>>()?;
-            write(parts, &Output::Tachyon { big_endian: None, compression: None }, output)
-        }
-        FileKind::Gperftools => {
-            let parts = files.iter().map(|f| open_gperftools(f, &inputs)).collect::<Result<Vec<_>, _>>()?;
-            write(parts, &Output::Gperftools { word: None, big_endian: None }, output)
-        }
-        FileKind::Pprof { .. } => {
-            let parts = files.iter().map(|f| open_pprof(f, &inputs)).collect::<Result<Vec<_>, _>>()?;
-            write(parts, &Output::Pprof, output)
-        }
-        FileKind::Mojo => {
-            let mut parts = Vec::with_capacity(files.len());
-            for file in files {
-                let src = open_file(file)?;
-                parts.push(
-                    MojoSource::open(src, Default::default())
-                        .map_err(|e| Failure(format!("{}: {e}", file.display())))?,
-                );
-            }
-            write(parts, &Output::Mojo { version: None }, output)
-        }
-        other => Err(unreadable(&files[0], other)),
-    }
+    let out = match kind {
+        FileKind::Tachyon => Output::Tachyon { big_endian: None, compression: None },
+        FileKind::Gperftools => Output::Gperftools { word: None, big_endian: None },
+        FileKind::Pprof { .. } => Output::Pprof,
+        _ => Output::Mojo { version: None },
+    };
+    // Tachyon is written from the hub, which reads the samples twice (a census, then the
+    // records); a gperftools profile keeps its addresses (as `--to gperftools` does).
+    let options = SourceOptions {
+        replayable: true,
+        symbolize: (kind != FileKind::Gperftools).then(Vec::new),
+        ..SourceOptions::default()
+    };
+    let parts = profiles.iter_mut().map(|p| p.source(&options).map_err(failure)).collect::<Result<Vec<_>, _>>()?;
+    let mut chain = Chain::new(parts).ok_or_else(|| Failure("nothing to merge".into()))?;
+    tachyon::convert::convert(&mut chain, &out, Destination::File(output), &mut |_| {})
+        .map(drop)
+        .map_err(|e| convert_failure(&files[0], e))
 }
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
@@ -875,8 +680,9 @@ fn diff(
     inputs: &InputArgs,
     quiet: bool,
 ) -> Result<(), Failure> {
-    let base_lines = with_source(base, inputs, quiet, CollapsedLines)?;
-    let new_lines = with_source(new, inputs, quiet, CollapsedLines)?;
+    let options = source_options(inputs, PstatsOptions::default());
+    let lines = |file| with_source(file, &options, quiet, |s, p| tachyon::convert::collapsed_lines(s, p));
+    let (base_lines, new_lines) = (lines(base)?, lines(new)?);
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
     let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
     tachyon::convert::flamegraph::write_diff(&base_lines, &new_lines, &title, &mut out)

@@ -11,6 +11,11 @@
 //!   byte for byte and MOJO the shape of austin-python 2.4.0's reader; gperftools and pprof
 //!   profiles give one line per stack record in the hub's shape ([`write_dump_line`]); a
 //!   pstats file gives one line per function entry ([`crate::pstats::dump`]).
+//! - [`Profile::source`]: the profile as the hub's [`Source`] ([`AnySource`]), which
+//!   [`crate::convert::convert`] writes into any output. Where an input writes its own format
+//!   better than the hub can (Tachyon and gperftools re-encoded byte for byte, MOJO into
+//!   Austin's formats, pstats into its table, file and graph), it does so through the one
+//!   mechanism the hub has for it, [`Source::pass_through`].
 
 use std::fmt;
 use std::io::{self, Read as _, Write};
@@ -22,12 +27,16 @@ use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{HeaderLayout, Reader, RunTimeEndian};
 
+use crate::convert::{ConvertError, Destination, Output};
 use crate::file::FileSource;
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Source};
+use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, SourceInfo};
 use crate::open::{Limits, OwnedReaderStorage};
 use crate::sources::gperftools::GperftoolsSource;
 use crate::sources::mojo::{MojoMetric, MojoSource};
 use crate::sources::pprof::{PprofSource, SampleIndex};
+use crate::sources::pstats::{PstatsOptions, PstatsSource};
+use crate::sources::tachyon::{TachyonFile, TachyonSource};
+use crate::symbolize::Symbolizer;
 
 /// Why a profile could not be opened, read or written out.
 #[derive(Debug)]
@@ -67,7 +76,7 @@ impl fmt::Display for ProfileError {
                 path.display()
             ),
             ProfileError::Invalid { path, kind, error } => {
-                write!(f, "{}: not a valid {}: {error}", path.display(), format_title(*kind))
+                write!(f, "{}: not a valid {}: {error}", path.display(), kind.title())
             }
             ProfileError::Write(e) => write!(f, "writing the output: {e}"),
         }
@@ -75,18 +84,6 @@ impl fmt::Display for ProfileError {
 }
 
 impl std::error::Error for ProfileError {}
-
-/// What a file of the format is called in a sentence.
-pub fn format_title(kind: FileKind) -> &'static str {
-    match kind {
-        FileKind::Tachyon => "Tachyon file",
-        FileKind::Gperftools => "gperftools CPU profile",
-        FileKind::Pprof { .. } => "pprof profile",
-        FileKind::Mojo => "MOJO file",
-        FileKind::Marshal => "pstats file",
-        FileKind::Unknown => "file of unknown format",
-    }
-}
 
 /// What [`Profile::verify`] read of a valid file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +95,100 @@ pub struct Verified {
     pub unit: &'static str,
     /// Further facts worth a line (threads, records, quirks readers accept).
     pub details: Vec<String>,
+}
+
+/// How [`Profile::source`] reads a profile: what each input format needs told.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// pprof: the sample value counted.
+    pub sample_index: SampleIndex,
+    /// MOJO: what a sample weighs.
+    pub metric: MojoMetric,
+    /// gperftools and pprof: symbolise native addresses from the binaries the profile's
+    /// mappings name, also looked for in these folders; `None` leaves addresses as they are.
+    pub symbolize: Option<Vec<PathBuf>>,
+    /// pstats: how the table is printed and the file written again.
+    pub pstats: PstatsOptions,
+    /// Tachyon: a source that can replay more than once (each replay opens the file again),
+    /// for the hub's Tachyon and gperftools writers and for several files in turn; a
+    /// single-pass source reads the file once.
+    pub replayable: bool,
+}
+
+/// A profile as the hub's [`Source`], whatever its format; errors name the file and the
+/// format ([`ProfileError`]).
+pub struct AnySource<'p> {
+    path: PathBuf,
+    kind: FileKind,
+    inner: Inner<'p>,
+    warnings: Vec<String>,
+}
+
+enum Inner<'p> {
+    Tachyon(TachyonSource<'p, 'p, FileSource>),
+    TachyonFile(TachyonFile),
+    Gperftools(GperftoolsSource<FileSource>),
+    Pprof(PprofSource),
+    Mojo(MojoSource<FileSource>),
+    Pstats(PstatsSource),
+}
+
+impl AnySource<'_> {
+    /// What the symboliser could not do (a binary not found, say), for the user.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+/// Runs `$body` on the source inside, as `$s`, whatever its format.
+macro_rules! each {
+    ($inner:expr, $s:ident => $body:expr) => {
+        match $inner {
+            Inner::Tachyon($s) => $body,
+            Inner::TachyonFile($s) => $body,
+            Inner::Gperftools($s) => $body,
+            Inner::Pprof($s) => $body,
+            Inner::Mojo($s) => $body,
+            Inner::Pstats($s) => $body,
+        }
+    };
+}
+
+impl Source for AnySource<'_> {
+    type Error = ProfileError;
+
+    fn info(&self) -> &SourceInfo {
+        each!(&self.inner, s => s.info())
+    }
+
+    fn frames(&self) -> &FrameTable {
+        each!(&self.inner, s => s.frames())
+    }
+
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        let (path, kind) = (&self.path, self.kind);
+        let invalid =
+            |error: Box<dyn std::error::Error + Send + Sync>| ProfileError::Invalid { path: path.clone(), kind, error };
+        each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| invalid(Box::new(e))))
+    }
+
+    fn prepare(&mut self, output: &Output) {
+        each!(&mut self.inner, s => s.prepare(output))
+    }
+
+    fn pass_through(
+        &mut self,
+        output: &Output,
+        dest: &mut Destination<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        let (path, kind) = (&self.path, self.kind);
+        let invalid =
+            |error: Box<dyn std::error::Error + Send + Sync>| ProfileError::Invalid { path: path.clone(), kind, error };
+        each!(&mut self.inner, s => s
+            .pass_through(output, dest, progress)
+            .map(|done| done.map_err(|e| e.map_read(|e| invalid(Box::new(e))))))
+    }
 }
 
 /// A profile file, its format detected from its first bytes.
@@ -193,6 +284,42 @@ impl Profile {
     /// A MOJO file as a source, weighed by `metric`.
     pub fn mojo_source(&self, metric: MojoMetric) -> Result<MojoSource<FileSource>, ProfileError> {
         MojoSource::open(self.file()?, metric).map_err(|e| self.invalid(e))
+    }
+
+    /// The profile as the hub's source, read as `options` say.
+    pub fn source(&mut self, options: &SourceOptions) -> Result<AnySource<'_>, ProfileError> {
+        let mut warnings = Vec::new();
+        let mut symbolize = |symbolize: &mut dyn FnMut(&mut Symbolizer)| {
+            if let Some(paths) = &options.symbolize {
+                let mut symbolizer = Symbolizer::new(paths.clone());
+                symbolize(&mut symbolizer);
+                warnings.extend(symbolizer.warnings().iter().cloned());
+            }
+        };
+        let (path, kind) = (self.path.clone(), self.kind);
+        let inner = match kind {
+            FileKind::Tachyon if options.replayable => {
+                Inner::TachyonFile(TachyonFile::open(&self.path).map_err(|e| self.invalid(e))?)
+            }
+            FileKind::Tachyon => Inner::Tachyon(TachyonSource::owning(self.tachyon_reader()?)),
+            FileKind::Gperftools => {
+                let mut source = self.gperftools_source()?;
+                symbolize(&mut |s| source.symbolize(s));
+                Inner::Gperftools(source)
+            }
+            FileKind::Pprof { .. } => {
+                let mut source = self.pprof_source(&options.sample_index)?;
+                symbolize(&mut |s| source.symbolize(s));
+                Inner::Pprof(source)
+            }
+            FileKind::Mojo => Inner::Mojo(self.mojo_source(options.metric)?),
+            FileKind::Marshal => Inner::Pstats(
+                PstatsSource::open(&self.path, options.pstats.clone())
+                    .map_err(|error| ProfileError::Io { path: self.path.clone(), error })?,
+            ),
+            FileKind::Unknown => return Err(ProfileError::UnknownFormat { path }),
+        };
+        Ok(AnySource { path, kind, inner, warnings })
     }
 
     /// A pstats file, loaded whole.

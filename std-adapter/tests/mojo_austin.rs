@@ -9,9 +9,9 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use tachyon::convert::austin::{austin_text, AustinError, Why};
+use tachyon::convert::austin::{austin_text, AustinError};
 use tachyon_core::io::Cursor;
-use tachyon_core::mojo::TableError;
+use tachyon_core::mojo::{Problem, SampleError, TableError};
 
 fn vectors() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-austin-3.7"))
@@ -81,14 +81,14 @@ fn edge_cases_read_as_mojo2austin_reads_them() {
     assert!(text(&edge("string_ref_event")).unwrap().ends_with("P42;T0:42fn 1\n"));
     // Where 1.7.1 fails: the event and why.
     let why = |name: &str| match text(&edge(name)) {
-        Err(AustinError::Event { offset, why }) => (offset, why),
+        Err(AustinError::Event(SampleError { offset, problem })) => (offset, problem),
         other => panic!("{name}: {other:?}"),
     };
-    assert_eq!(why("undefined_frame_ref"), (21, Why::UndefinedFrame { pid: 42, key: 9 }));
-    assert_eq!(why("cross_pid_ref"), (52, Why::UndefinedFrame { pid: 43, key: 7 }));
-    assert_eq!(why("string_before_stack"), (15, Why::NoStack));
-    assert_eq!(why("undefined_string_key0"), (28, Why::Table(TableError::UndefinedString { pid: 42, key: 0 })));
-    assert_eq!(why("event13_in_v3"), (46, Why::Version4 { id: 13 }));
+    assert_eq!(why("undefined_frame_ref"), (21, Problem::UndefinedFrame { pid: 42, key: 9 }));
+    assert_eq!(why("cross_pid_ref"), (52, Problem::UndefinedFrame { pid: 43, key: 7 }));
+    assert_eq!(why("string_before_stack"), (15, Problem::NoStack));
+    assert_eq!(why("undefined_string_key0"), (28, Problem::Table(TableError::UndefinedString { pid: 42, key: 0 })));
+    assert_eq!(why("event13_in_v3"), (46, Problem::NotInVersion { id: 13, version: 3 }));
     assert!(matches!(text(&edge("truncated_tail")), Err(AustinError::Read(_))));
     assert!(matches!(text(&edge("version0_header")), Err(AustinError::Read(_))));
 }

@@ -312,6 +312,16 @@ pub enum Problem {
     Table(TableError),
     /// The sample storage is full.
     Capacity(SampleResource),
+    /// An event of a later version than the file's, which a reader of the file's version
+    /// cannot follow (austin-python 1.7.1 reading event 13 in a version 3 file). The samples
+    /// here follow austin-python 2.4.0, which takes every event in any version, so they never
+    /// give this; Austin 3's text does.
+    NotInVersion {
+        /// The event id.
+        id: u8,
+        /// The file's version.
+        version: u8,
+    },
 }
 
 /// The event at `offset` could not be made part of a sample.
@@ -332,6 +342,9 @@ impl core::fmt::Display for Problem {
             Problem::UndefinedString { pid, key } => write!(f, "undefined string key {key} (pid {pid})"),
             Problem::Table(e) => write!(f, "{e}"),
             Problem::Capacity(r) => write!(f, "no room for more {r:?} in the sample storage"),
+            Problem::NotInVersion { id, version } => {
+                write!(f, "event {id} does not exist in MOJO version {version} (it came in version 4)")
+            }
         }
     }
 }

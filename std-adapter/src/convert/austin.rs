@@ -28,22 +28,17 @@ use std::io::{self, Write};
 
 use super::collapsed::push_decimal;
 use crate::hash::IdMap;
-use tachyon_core::mojo::{Event, ReadError, Reader, TableError, Tables};
+use tachyon_core::mojo::{Event, Problem, ReadError, Reader, SampleError, Tables};
 
 /// Why a MOJO file could not be written as Austin text.
 #[derive(Debug)]
 pub enum AustinError<E> {
     /// The file broke a rule of the format, or reading it failed.
     Read(ReadError<E>),
-    /// The event at `offset` is not one the text can follow.
-    Event {
-        /// File offset of the event.
-        offset: u64,
-        /// What is wrong.
-        why: Why,
-    },
-    /// An event could not be part of a sample (version 4, read sample by sample).
-    Sample(tachyon_core::mojo::SampleError),
+    /// An event the text cannot follow: it broke a rule of the samples (both versions of
+    /// `mojo2austin` fail there), or, before version 4, it is of version 4, which 1.7.1 does
+    /// not know ([`Problem::NotInVersion`]).
+    Event(SampleError),
     /// A sample came before the `mode` metadata, which says which metric the text shows
     /// (2.4.0's `mojo2austin` asserts it has one).
     NoMode {
@@ -54,53 +49,15 @@ pub enum AustinError<E> {
     Write(io::Error),
 }
 
-/// What is wrong with an event, for [`AustinError::Event`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Why {
-    /// A definition or reference before any STACK (keys belong to the last STACK's pid).
-    NoStack,
-    /// A frame reference to a key its process has not defined.
-    UndefinedFrame {
-        /// Process id.
-        pid: u64,
-        /// Frame key.
-        key: u64,
-    },
-    /// A string reference to a key its process has not defined.
-    UndefinedString {
-        /// Process id.
-        pid: u64,
-        /// String key.
-        key: u64,
-    },
-    /// The tables could not take a definition.
-    Table(TableError),
-    /// A version 4 event (STACK_REPEAT, a task event), which Austin 3's text has no form for.
-    Version4 {
-        /// The event id.
-        id: u8,
-    },
-}
-
 impl<E: fmt::Debug> fmt::Display for AustinError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AustinError::Read(e) => write!(f, "{e}"),
             AustinError::Write(e) => write!(f, "writing the output: {e}"),
-            AustinError::Sample(e) => write!(f, "{e}"),
             AustinError::NoMode { offset } => {
                 write!(f, "offset {offset}: a sample before the mode metadata, which says what the text shows")
             }
-            AustinError::Event { offset, why } => {
-                write!(f, "offset {offset}: ")?;
-                match why {
-                    Why::NoStack => f.write_str("a definition or reference before any STACK event"),
-                    Why::UndefinedFrame { pid, key } => write!(f, "undefined frame key {key} (pid {pid})"),
-                    Why::UndefinedString { pid, key } => write!(f, "undefined string key {key} (pid {pid})"),
-                    Why::Table(e) => write!(f, "{e}"),
-                    Why::Version4 { id } => write!(f, "event {id} of MOJO version 4 has no form in Austin's text"),
-                }
-            }
+            AustinError::Event(e) => write!(f, "{e}"),
         }
     }
 }
@@ -121,8 +78,7 @@ impl AustinError<Infallible> {
                     AustinError::Read(ReadError::WindowTooSmall { len, needed })
                 }
             },
-            AustinError::Event { offset, why } => AustinError::Event { offset, why },
-            AustinError::Sample(e) => AustinError::Sample(e),
+            AustinError::Event(e) => AustinError::Event(e),
             AustinError::NoMode { offset } => AustinError::NoMode { offset },
             AustinError::Write(e) => AustinError::Write(e),
         }
@@ -280,7 +236,7 @@ pub fn samples_text<R: embedded_io::Read, W: Write>(
     });
     let samples = written.map_err(|e| match e {
         Either::Ours(SamplesError::Read(e)) => AustinError::Read(e),
-        Either::Ours(SamplesError::Sample(e)) => AustinError::Sample(e),
+        Either::Ours(SamplesError::Sample(e)) => AustinError::Event(e),
         Either::Ours(SamplesError::Write(e)) => AustinError::Write(e),
         Either::Theirs(e) => e,
     })?;
@@ -371,8 +327,8 @@ impl<W: Write> AustinText<W> {
 
     /// Appends what `event` adds to the text to `buf`, which is left to the caller to empty.
     pub(super) fn render(&mut self, offset: u64, event: &Event<&[u8]>) -> Result<(), AustinError<Infallible>> {
-        let fail = |why| AustinError::Event { offset, why };
-        let current = || self.pid.ok_or(fail(Why::NoStack));
+        let fail = |problem| AustinError::Event(SampleError { offset, problem });
+        let current = || self.pid.ok_or(fail(Problem::NoStack));
         let out = &mut self.buf;
         match *event {
             Event::Metadata { key, value } => {
@@ -419,11 +375,11 @@ impl<W: Write> AustinText<W> {
                 out.extend_from_slice(self.tid_shown[shown].1.as_bytes());
             }
             Event::String { key, value } => {
-                self.tables.define_string(current()?, key, value).map_err(|e| fail(Why::Table(e)))?
+                self.tables.define_string(current()?, key, value).map_err(|e| fail(Problem::Table(e)))?
             }
             Event::Frame(def) => {
                 let pid = current()?;
-                self.tables.define_frame(pid, def).map_err(|e| fail(Why::Table(e)))?;
+                self.tables.define_frame(pid, def).map_err(|e| fail(Problem::Table(e)))?;
                 // A redefinition changes the text (last wins).
                 if let Some(old) = self.rendered.remove(&(pid, def.key)) {
                     self.rendered_bytes -= old.len();
@@ -434,7 +390,7 @@ impl<W: Write> AustinText<W> {
                 if let Some(text) = self.rendered.get(&(pid, key)) {
                     out.extend_from_slice(text);
                 } else {
-                    let f = self.tables.frame(pid, key).ok_or(fail(Why::UndefinedFrame { pid, key }))?;
+                    let f = self.tables.frame(pid, key).ok_or(fail(Problem::UndefinedFrame { pid, key }))?;
                     let start = out.len();
                     out.push(b';');
                     push_text(out, f.filename);
@@ -451,7 +407,7 @@ impl<W: Write> AustinText<W> {
             }
             Event::StringRef { key } => {
                 let pid = current()?;
-                let s = self.tables.string(pid, key).ok_or(fail(Why::UndefinedString { pid, key }))?;
+                let s = self.tables.string(pid, key).ok_or(fail(Problem::UndefinedString { pid, key }))?;
                 push_text(out, s);
             }
             Event::FrameKernel { symbol } => {
@@ -470,7 +426,7 @@ impl<W: Write> AustinText<W> {
                 out.push(b'\n');
             }
             Event::StackRepeat | Event::TaskStack { .. } | Event::TaskWaiter { .. } | Event::TaskRunning { .. } => {
-                return Err(fail(Why::Version4 { id: event.id() }))
+                return Err(fail(Problem::NotInVersion { id: event.id(), version: self.version }))
             }
         }
         Ok(())

@@ -102,7 +102,7 @@ impl<E: fmt::Display> fmt::Display for ConvertError<E> {
             ConvertError::Write(e) => write!(f, "writing the output: {e}"),
             ConvertError::Encode(e) => write!(f, "encoding: {e}"),
             ConvertError::Unsupported { output, input, why } => {
-                write!(f, "cannot convert a {} profile --to {output}: {why}", input.name())
+                write!(f, "cannot convert a {} --to {output}: {why}", input.title())
             }
         }
     }
@@ -271,6 +271,23 @@ pub enum Destination<'a> {
     File(&'a Path),
     /// A stream (a Tachyon output is made in memory first: the stream cannot seek).
     Stream(&'a mut dyn io::Write),
+}
+
+impl Destination<'_> {
+    /// Runs `write` over the destination as a stream: the file, created, or the stream
+    /// itself. Outputs that need to seek (Tachyon) do not come here.
+    pub fn write_with<T, E>(
+        &mut self,
+        write: impl FnOnce(&mut dyn io::Write) -> Result<T, ConvertError<E>>,
+    ) -> Result<T, ConvertError<E>> {
+        match self {
+            Destination::File(p) => {
+                let mut file = std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e)))?;
+                write(&mut file)
+            }
+            Destination::Stream(w) => write(&mut **w),
+        }
+    }
 }
 
 /// [`tachyon::write_from_hub`] in the byte order asked for.

@@ -5,4 +5,5 @@ pub mod chain;
 pub mod gperftools;
 pub mod mojo;
 pub mod pprof;
+pub mod pstats;
 pub mod tachyon;

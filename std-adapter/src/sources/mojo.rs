@@ -36,7 +36,7 @@ use tachyon_core::kind::FileKind;
 use tachyon_core::mojo::{Frame, FrameDef, Sample};
 use tachyon_core::tables::Location;
 
-use crate::convert::{Output, OutputKind};
+use crate::convert::{ConvertError, Destination, Output, OutputKind};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times};
 use crate::mojo::{for_each, Either, Item, SamplesError};
@@ -219,6 +219,50 @@ impl<R: Read + Seek> Source for MojoSource<R> {
 
     fn frames(&self) -> &FrameTable {
         &self.frames
+    }
+
+    /// Austin's own formats come from the file's events, not the hub: the text as
+    /// `mojo2austin` writes it ([`crate::convert::austin`]), MOJO re-encoded event by event
+    /// ([`crate::mojo::reencode`]), speedscope as `austin2speedscope` makes it of that text
+    /// ([`crate::convert::austin_speedscope`]).
+    fn pass_through(
+        &mut self,
+        output: &Output,
+        dest: &mut Destination<'_>,
+        _progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        use crate::convert::austin::AustinError;
+        use crate::convert::austin_speedscope::MojoSpeedscopeError;
+        if !matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. }) {
+            return None;
+        }
+        let austin = |e: AustinError<R::Error>| match e {
+            AustinError::Read(e) => ConvertError::Read(SamplesError::Read(e)),
+            AustinError::Event(e) => ConvertError::Read(SamplesError::Sample(e)),
+            AustinError::Write(e) => ConvertError::Write(e),
+            e @ AustinError::NoMode { .. } => ConvertError::Encode(e.to_string()),
+        };
+        let source = &mut self.source;
+        if let Err(error) = source.seek(SeekFrom::Start(0)) {
+            return Some(Err(ConvertError::Read(SamplesError::Read(tachyon_core::mojo::ReadError::Io {
+                offset: 0,
+                error,
+            }))));
+        }
+        Some(dest.write_with(|out| match output {
+            Output::Austin => crate::convert::austin::austin_text(source, out).map_err(austin),
+            Output::Mojo { version } => crate::mojo::reencode(source, out, *version).map_err(|e| match e {
+                crate::mojo::ReencodeError::Read(e) => ConvertError::Read(SamplesError::Read(e)),
+                e => ConvertError::Encode(e.to_string()),
+            }),
+            Output::Speedscope { name } => {
+                crate::convert::austin_speedscope::from_mojo(source, name, out).map_err(|e| match e {
+                    MojoSpeedscopeError::Austin(e) => austin(e),
+                    MojoSpeedscopeError::Speedscope(e) => ConvertError::Encode(e.to_string()),
+                })
+            }
+            _ => unreachable!("Austin's formats and speedscope only"),
+        }))
     }
 
     fn prepare(&mut self, output: &Output) {

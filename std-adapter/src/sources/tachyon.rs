@@ -51,16 +51,46 @@ pub fn frame_table(tables: &Tables<'_>) -> FrameTable {
     table
 }
 
-/// A Tachyon file as a [`Source`]: CPython's replay over a [`Reader`].
+/// A Tachyon file as a [`Source`]: CPython's replay over a [`Reader`], borrowed
+/// ([`TachyonSource::new`]) or owned ([`TachyonSource::owning`]).
 pub struct TachyonSource<'a, 's, R: Read + Seek> {
-    reader: &'a mut Reader<'s, R>,
+    reader: HeldReader<'a, 's, R>,
     info: SourceInfo,
     frames: FrameTable,
+}
+
+/// The reader a [`TachyonSource`] replays.
+enum HeldReader<'a, 's, R: Read + Seek> {
+    Borrowed(&'a mut Reader<'s, R>),
+    Owned(Box<Reader<'s, R>>),
+}
+
+impl<'s, R: Read + Seek> HeldReader<'_, 's, R> {
+    fn get(&mut self) -> &mut Reader<'s, R> {
+        match self {
+            HeldReader::Borrowed(r) => r,
+            HeldReader::Owned(r) => r,
+        }
+    }
+}
+
+impl<'s, R: Read + Seek> TachyonSource<'s, 's, R> {
+    /// The source of the samples `reader` has left, holding the reader.
+    pub fn owning(reader: Reader<'s, R>) -> Self {
+        let (info, frames) = Self::facts(&reader);
+        TachyonSource { reader: HeldReader::Owned(Box::new(reader)), info, frames }
+    }
 }
 
 impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
     /// The source of `reader`'s remaining samples.
     pub fn new(reader: &'a mut Reader<'s, R>) -> Self {
+        let (info, frames) = Self::facts(reader);
+        TachyonSource { reader: HeldReader::Borrowed(reader), info, frames }
+    }
+
+    /// The profile's facts and frame table, from the reader's metadata and tables.
+    fn facts(reader: &Reader<'s, R>) -> (SourceInfo, FrameTable) {
         let header = reader.metadata().header;
         let cpython_mode = header.config.mode;
         let info = SourceInfo {
@@ -74,8 +104,7 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
             threads: true,
             naming: Naming::Python,
         };
-        let frames = frame_table(reader.tables());
-        TachyonSource { reader, info, frames }
+        (info, frame_table(reader.tables()))
     }
 
     /// Re-encodes into `sink`, big- or little-endian.
@@ -91,9 +120,9 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
         W::Error: std::fmt::Debug,
     {
         if big {
-            reencode(self.reader, sink, BigEndian, compression, progress)
+            reencode(self.reader.get(), sink, BigEndian, compression, progress)
         } else {
-            reencode(self.reader, sink, LittleEndian, compression, progress)
+            reencode(self.reader.get(), sink, LittleEndian, compression, progress)
         }
     }
 }
@@ -110,7 +139,7 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
-        replay(self.reader, &self.frames, collector, progress)
+        replay(self.reader.get(), &self.frames, collector, progress)
     }
 
     /// `--to tachyon` re-encodes record for record ([`reencode`]), so that CPython's files
@@ -123,7 +152,7 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
         progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         let Output::Tachyon { big_endian, compression } = *output else { return None };
-        let big = big_endian.unwrap_or(self.reader.metadata().endian == RunTimeEndian::Big);
+        let big = big_endian.unwrap_or(self.reader.get().metadata().endian == RunTimeEndian::Big);
         let written = match dest {
             Destination::File(p) => {
                 crate::file::create(p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|sink| {
@@ -135,7 +164,7 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
                 .reencode_into(crate::memory::VecSink::default(), big, compression, progress)
                 .and_then(|sink| Ok(w.write_all(&sink.into_inner())?)),
         };
-        Some(written.map(|()| self.reader.samples_decoded()))
+        Some(written.map(|()| self.reader.get().samples_decoded()))
     }
 }
 
