@@ -23,7 +23,7 @@ use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location;
 
-use crate::convert::{ConvertError, Destination, Output};
+use crate::output::{ConvertError, Destination, Output};
 
 /// Replays report progress every this many samples.
 pub const PROGRESS_EVERY: u64 = 65_536;

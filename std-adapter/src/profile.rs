@@ -27,10 +27,10 @@ use tachyon_core::kind::{FileKind, DETECT_BYTES};
 use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{HeaderLayout, Reader, RunTimeEndian};
 
-use crate::convert::{ConvertError, Destination, Output};
 use crate::file::FileSource;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, SourceInfo};
 use crate::open::{Limits, OwnedReaderStorage};
+use crate::output::{ConvertError, Destination, Output};
 use crate::sources::gperftools::GperftoolsSource;
 use crate::sources::mojo::{MojoMetric, MojoSource};
 use crate::sources::pprof::{PprofSource, SampleIndex};
@@ -340,7 +340,12 @@ impl Profile {
                 let mut reader = self.tachyon_reader()?;
                 let meta = *reader.metadata();
                 let tables = reader.tables();
+                // CPython's get_info(), exactly; then what this command adds.
                 let mut v = crate::view::info(&meta, tables.string_count(), tables.frame_count());
+                let (h, config) = (&meta.header, meta.header.config);
+                v["compression"] = json!(h.compression.name());
+                v["mode_name"] = json!(config.mode.map(|m| m.name()));
+                v["capture_feature_names"] = json!(config.capture_features.map(|c| c.names().collect::<Vec<_>>()));
                 v["byte_order"] = json!(if meta.endian == RunTimeEndian::Big { "big" } else { "little" });
                 v["header_layout"] = json!(match meta.layout {
                     HeaderLayout::V3_15_2 => "3.15.2",

@@ -7,6 +7,8 @@ use std::io;
 use serde_json::{json, Value};
 use tachyon_core::reader::{Metadata, ResolvedFrame, Sample, Tables};
 
+use crate::pyfmt::write_json_str;
+
 /// `get_info()` of a file.
 pub fn info(meta: &Metadata, string_count: usize, frame_count: usize) -> Value {
     let h = &meta.header;
@@ -27,10 +29,6 @@ pub fn info(meta: &Metadata, string_count: usize, frame_count: usize) -> Value {
         "missed_samples": stats.and_then(|s| s.missed_samples),
         "mode": h.config.mode.map(|m| m.value()),
         "capture_features": h.config.capture_features.map(|c| c.bits()),
-        // CPython's get_info() gives the numbers above; people read the names.
-        "compression": h.compression.name(),
-        "mode_name": h.config.mode.map(|m| m.name()),
-        "capture_feature_names": h.config.capture_features.map(|c| c.names().collect::<Vec<_>>()),
     })
 }
 
@@ -53,40 +51,6 @@ pub fn sample(s: &Sample<'_>) -> Value {
         "status": s.status,
         "frames": s.frames().map(|f| frame(&f)).collect::<Vec<_>>(),
     })
-}
-
-/// Writes `text` as Python's `json.dumps` does by default (`ensure_ascii`): printable ASCII
-/// as is, `"` `\\` and the usual control characters as short escapes, everything else as
-/// lowercase `\\uXXXX` (UTF-16 surrogate pairs beyond the BMP).
-pub fn write_py_str(out: &mut impl io::Write, text: &str) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        let short: Option<&[u8]> = match c {
-            '"' => Some(b"\\\""),
-            '\\' => Some(b"\\\\"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            '\u{8}' => Some(b"\\b"),
-            '\u{c}' => Some(b"\\f"),
-            ' '..='~' => continue,
-            _ => None,
-        };
-        out.write_all(&text.as_bytes()[start..i])?;
-        start = i + c.len_utf8();
-        match short {
-            Some(s) => out.write_all(s)?,
-            None => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    write!(out, "\\u{u:04x}")?;
-                }
-            }
-        }
-    }
-    out.write_all(&text.as_bytes()[start..])?;
-    out.write_all(b"\"")
 }
 
 /// Writes one thread sample as the exact line CPython's reader gives through
@@ -203,9 +167,9 @@ impl Digits {
 /// `[filename, funcname, [lineno, end_lineno, col, end_col] | null, opcode | null]`.
 fn write_frame(out: &mut impl io::Write, f: &ResolvedFrame<'_>) -> io::Result<()> {
     out.write_all(b"[")?;
-    write_py_str(out, &String::from_utf8_lossy(f.filename))?;
+    write_json_str(out, &String::from_utf8_lossy(f.filename))?;
     out.write_all(b",")?;
-    write_py_str(out, &String::from_utf8_lossy(f.funcname))?;
+    write_json_str(out, &String::from_utf8_lossy(f.funcname))?;
     match f.location {
         Some(l) => write!(out, ",[{},{},{},{}]", l.lineno, l.end_lineno, l.col, l.end_col)?,
         None => out.write_all(b",null")?,
@@ -213,25 +177,5 @@ fn write_frame(out: &mut impl io::Write, f: &ResolvedFrame<'_>) -> io::Result<()
     match f.opcode {
         Some(o) => write!(out, ",{o}]"),
         None => out.write_all(b",null]"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::write_py_str;
-
-    fn py(s: &str) -> String {
-        let mut v = Vec::new();
-        write_py_str(&mut v, s).unwrap();
-        String::from_utf8(v).unwrap()
-    }
-
-    /// Expected strings are what Python's `json.dumps` printed for the same input.
-    #[test]
-    fn escapes_like_python_json_dumps() {
-        assert_eq!(py("plain /x.py"), r#""plain /x.py""#);
-        assert_eq!(py("q\"b\\n\nr\rt\tb\u{8}f\u{c}"), r#""q\"b\\n\nr\rt\tb\bf\f""#);
-        assert_eq!(py("\u{1}\u{7f}é€\u{fffd}"), r#""\u0001\u007f\u00e9\u20ac\ufffd""#);
-        assert_eq!(py("日\u{1f600}"), r#""\u65e5\ud83d\ude00""#);
     }
 }

@@ -26,8 +26,9 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 
-use super::collapsed::push_decimal;
 use crate::hash::IdMap;
+use crate::pyfmt::push_decimal;
+use crate::pyfmt::push_i64;
 use tachyon_core::mojo::{Event, Problem, ReadError, Reader, SampleError, Tables};
 
 /// Why a MOJO file could not be written as Austin text.
@@ -120,14 +121,6 @@ impl Pending {
         }
         *self = Pending::default();
     }
-}
-
-/// Appends `v` in decimal.
-fn push_i64(out: &mut Vec<u8>, v: i64) {
-    if v < 0 {
-        out.push(b'-');
-    }
-    push_decimal(out, v.unsigned_abs());
 }
 
 /// Appends `b` as text: as it is when it is UTF-8 (checked, not copied), else with U+FFFD

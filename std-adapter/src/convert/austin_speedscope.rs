@@ -34,9 +34,9 @@ use std::fmt;
 use std::io::{self, Write};
 
 use super::austin::{AustinError, AustinText};
-use super::collapsed::push_decimal;
 use crate::hash::IdMap;
-use crate::view::write_py_str;
+use crate::pyfmt::push_decimal;
+use crate::pyfmt::write_json_str;
 use tachyon_core::mojo::{Event, Reader};
 
 /// The `exporter` austin2speedscope 0.2.1 writes.
@@ -608,9 +608,9 @@ impl Profiles {
                 out.write_all(b", ")?;
             }
             out.write_all(b"{\"name\": ")?;
-            write_py_str(&mut out, function)?;
+            write_json_str(&mut out, function)?;
             out.write_all(b", \"file\": ")?;
-            write_py_str(&mut out, file)?;
+            write_json_str(&mut out, file)?;
             write!(out, ", \"line\": {line}}}")?;
         }
         out.write_all(b"]}, \"profiles\": [")?;
@@ -641,7 +641,7 @@ impl Profiles {
                 out.write_all(b", ")?;
             }
             out.write_all(b"{\"name\": ")?;
-            write_py_str(&mut out, &p.name)?;
+            write_json_str(&mut out, &p.name)?;
             write!(out, ", \"unit\": \"{}\", \"startValue\": 0, \"endValue\": {}, \"samples\": [", p.unit, p.end)?;
             for (j, &stack) in p.stacks.iter().enumerate() {
                 if j > 0 {
@@ -669,7 +669,7 @@ impl Profiles {
             buf.clear();
         }
         out.write_all(b"], \"name\": ")?;
-        write_py_str(&mut out, name)?;
+        write_json_str(&mut out, name)?;
         write!(out, ", \"exporter\": \"{EXPORTER}\"}}")?;
         out.flush()
     }

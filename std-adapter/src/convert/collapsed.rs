@@ -17,6 +17,7 @@ use std::io::{self, Write};
 
 use crate::hash::IdMap;
 use crate::model::{basename, Call, Collector, FrameTable, Naming};
+use crate::pyfmt::push_decimal;
 
 /// Byte length of the thread id at the front of a key.
 const TID: usize = 8;
@@ -190,22 +191,6 @@ impl CollapsedCollector {
         }
         Ok(())
     }
-}
-
-/// Appends `v` in decimal (the formatting machinery costs more than the digits, paid once
-/// per line or frame).
-pub(crate) fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 fn thread_of(key: &[u8]) -> u64 {

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 
 use super::StringIndex;
 use crate::model::{basename, Call, Collector, FrameTable};
-use crate::view::write_py_str;
+use crate::pyfmt::write_json_str;
 
 const HAS_GIL: u8 = 1;
 const ON_CPU: u8 = 1 << 1;
@@ -453,7 +453,7 @@ impl GeckoCollector {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            write_py_str(out, s)?;
+            write_json_str(out, s)?;
         }
         out.write_all(b"],\"sources\":{\"length\":0,\"uuid\":[],\"filename\":[]}}}")
     }

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use super::StringIndex;
 use crate::model::{Call, Collector, FrameTable};
-use crate::view::write_py_str;
+use crate::pyfmt::write_json_str;
 
 const CHUNK: usize = 256;
 
@@ -99,7 +99,7 @@ impl JsonlCollector {
             for (i, s) in chunk.iter().enumerate() {
                 let comma = if i > 0 { "," } else { "" };
                 write!(out, "{comma}{{\"str_id\":{},\"value\":", c * CHUNK + i)?;
-                write_py_str(out, s)?;
+                write_json_str(out, s)?;
                 out.write_all(b"}")?;
             }
             out.write_all(b"]}\n")?;

@@ -19,6 +19,7 @@ use tachyon_core::header::ProfilingMode;
 use tachyon_core::marshal::{EncodeError, Encoder};
 
 use crate::model::{basename, Call, Collector, FrameTable, FunctionKey};
+pub use crate::output::SortOrder;
 
 /// Aggregates samples per function key.
 #[derive(Debug, Default)]
@@ -149,25 +150,6 @@ pub fn write_marshal(rows: &[StatRow], compat: bool, out: &mut impl Write) -> io
     };
     body().map_err(|_| io::Error::other("a string of 4 GiB or more"))?;
     out.write_all(&bytes)
-}
-
-/// Sort orders of the printed table (CPython's `--sort`, same names on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SortOrder {
-    /// Direct samples, descending (the default).
-    Nsamples,
-    /// Direct time, descending.
-    Tottime,
-    /// Cumulative time, descending.
-    Cumtime,
-    /// Direct share, descending.
-    SamplePct,
-    /// Cumulative share, descending.
-    CumulPct,
-    /// Cumulative samples, descending.
-    NsamplesCumul,
-    /// Python's `str()` of the key, ascending.
-    Name,
 }
 
 /// Prints the table CPython's `replay` prints (without colour): rows merged by base file
@@ -385,32 +367,5 @@ fn write_summary(rows: &[Row], total: u64, out: &mut impl Write) -> io::Result<(
 
 /// Python's `str()` of a `(filename, lineno, funcname)` tuple, the key of `--sort name`.
 fn py_repr_key(k: &FunctionKey) -> String {
-    format!("({}, {}, {})", py_repr_str(&k.filename), k.lineno, py_repr_str(&k.funcname))
-}
-
-/// Python's `repr()` of a string: single quotes unless the text has `'` and no `"`,
-/// backslash escapes for the quote, `\\`, `\t` `\n` `\r` and other control characters.
-/// Non-ASCII characters are kept (Python escapes the non-printable ones among them too;
-/// that only changes the order of names holding such characters).
-pub(crate) fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (0x80..0xa0).contains(&(c as u32)) => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+    format!("({}, {}, {})", crate::pyfmt::str_repr(&k.filename), k.lineno, crate::pyfmt::str_repr(&k.funcname))
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::model::{Call, Collector, FrameTable};
-use crate::view::write_py_str;
+use crate::pyfmt::write_json_str;
 
 #[derive(Debug, Default)]
 struct Thread {
@@ -66,14 +66,14 @@ impl SpeedscopeCollector {
         let (unit, interval_us) = if interval_us == 0 { ("none", 1) } else { ("microseconds", interval_us) };
         let many_interpreters = self.threads.iter().any(|t| t.interpreter_id != 0);
         out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"name\":")?;
-        write_py_str(out, name)?;
+        write_json_str(out, name)?;
         write!(out, ",\"exporter\":\"tachyon {}\",\"activeProfileIndex\":0", env!("CARGO_PKG_VERSION"))?;
         out.write_all(b",\"shared\":{\"frames\":[")?;
         for (i, f) in frames.functions.iter().enumerate() {
             out.write_all(if i > 0 { b",{\"name\":" } else { b"{\"name\":" })?;
-            write_py_str(out, &f.funcname)?;
+            write_json_str(out, &f.funcname)?;
             out.write_all(b",\"file\":")?;
-            write_py_str(out, &f.filename)?;
+            write_json_str(out, &f.filename)?;
             if f.lineno > 0 {
                 write!(out, ",\"line\":{}", f.lineno)?;
             }
@@ -92,7 +92,7 @@ impl SpeedscopeCollector {
                 format!("Thread {}", t.thread_id)
             };
             out.write_all(b"{\"type\":\"sampled\",\"name\":")?;
-            write_py_str(out, &title)?;
+            write_json_str(out, &title)?;
             write!(out, ",\"unit\":\"{unit}\",\"startValue\":0,\"endValue\":{total},\"samples\":[")?;
             for (j, (stack, _)) in t.runs.iter().enumerate() {
                 out.write_all(if j > 0 { b",[" } else { b"[" })?;

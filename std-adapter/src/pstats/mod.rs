@@ -22,6 +22,7 @@ use std::fmt::{self, Write as _};
 use tachyon_core::marshal::{Decoder, EncodeError, Encoder, Kind, MarshalError, Open, Value};
 
 use crate::hash::{IdHash, IdMap};
+use crate::pyfmt::{f8, f8_into, float_repr, push_int};
 
 mod shape;
 
@@ -133,7 +134,7 @@ impl Num {
         match self.value() {
             NumValue::Int(i) => i.to_string(),
             NumValue::Float(f) if f.is_finite() => format!("{}", f.trunc() as i128),
-            NumValue::Float(f) => py_float_repr(f),
+            NumValue::Float(f) => float_repr(f),
         }
     }
 
@@ -151,7 +152,7 @@ impl Num {
             (None, NumValue::Int(i)) => {
                 let _ = write!(out, "{i}");
             }
-            (None, NumValue::Float(f)) => out.push_str(&py_float_repr(f)),
+            (None, NumValue::Float(f)) => out.push_str(&float_repr(f)),
         }
     }
 
@@ -203,41 +204,6 @@ fn int_float_cmp(a: i128, b: f64) -> Option<Ordering> {
 enum NumKey {
     Int(i128),
     Float(u64),
-}
-
-/// Python's `repr(float)`: the shortest digits that read back, in exponent form below 1e-4
-/// or from 1e16.
-pub fn py_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
-    }
-    // Rust's `{:e}` gives the shortest round-trip digits: d.ddddde±x.
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    if !(-4..16).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        return format!("{sign}{first}{frac}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    }
-    let point = exp + 1; // digits before the decimal point
-    if point <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
-    } else if point as usize >= digits.len() {
-        format!("{sign}{digits}{}.0", "0".repeat(point as usize - digits.len()))
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{sign}{int}.{frac}")
-    }
 }
 
 /// A code object, as far as pstats shows it (`python -m profile` puts one in a key).
@@ -793,9 +759,9 @@ fn py_repr(tree: &Tree, names: &Names, id: u32) -> String {
         Node::Bool(b) => if b { "True" } else { "False" }.into(),
         Node::Int(i) => i.to_string(),
         Node::Big(b) => tree.big[b as usize].to_string(),
-        Node::Float(f) => py_float_repr(f),
+        Node::Float(f) => float_repr(f),
         Node::Name(n) => match &names.names[n.0 as usize] {
-            Name::Str(s) => crate::convert::pstats::py_repr_str(s),
+            Name::Str(s) => crate::pyfmt::str_repr(s),
             code => code.to_string(),
         },
         Node::Seq { start, len, tuple } => {
@@ -990,7 +956,7 @@ pub fn dump(stats: &Stats, out: &mut impl std::io::Write) -> std::io::Result<u64
     let number = |n: Num| match n.value() {
         NumValue::Int(i) => i64::try_from(i).map_or_else(|_| serde_json::Value::from(i.to_string()), Into::into),
         NumValue::Float(f) if f.is_finite() => serde_json::Value::from(f),
-        NumValue::Float(f) => serde_json::Value::from(py_float_repr(f)),
+        NumValue::Float(f) => serde_json::Value::from(float_repr(f)),
     };
     for e in &stats.entries {
         let callers: Vec<serde_json::Value> = e
@@ -1094,8 +1060,8 @@ impl Restriction {
     fn py_repr(&self) -> String {
         match self {
             Restriction::Count(n) => n.to_string(),
-            Restriction::Fraction(f) => py_float_repr(*f),
-            Restriction::Pattern(p) => crate::convert::pstats::py_repr_str(p),
+            Restriction::Fraction(f) => float_repr(*f),
+            Restriction::Pattern(p) => crate::pyfmt::str_repr(p),
         }
     }
 }
@@ -1608,13 +1574,6 @@ fn pad_right(s: &str, width: usize) -> String {
     }
 }
 
-/// `pstats.f8`: `"%8.3f" % x`.
-fn f8(x: f64) -> String {
-    let mut s = String::with_capacity(8);
-    f8_into(&mut s, x);
-    s
-}
-
 /// A time column and its per-call column (`%8.3f ` each; blank, nine spaces, for no calls).
 fn time_and_per_call(out: &mut String, time: Num, calls: Num) {
     f8_into(out, time.to_f64());
@@ -1625,74 +1584,6 @@ fn time_and_per_call(out: &mut String, time: Num, calls: Num) {
         f8_into(out, time.div(calls));
         out.push(' ');
     }
-}
-
-fn f8_into(out: &mut String, x: f64) {
-    // Most times of a large profile are below half a millisecond: they all print as 0.000
-    // (the double nearest 0.0005 is above it, so anything below that double is below
-    // 0.0005 itself and rounds down), sign kept as `%f` keeps it.
-    if x.abs() < 0.0005 {
-        out.push_str(if x.is_sign_negative() { "  -0.000" } else { "   0.000" });
-    } else if let Some(thousandths) = round_thousandths(x.abs()) {
-        // `%8.3f` of a value whose rounding the product decides (below).
-        let mut digits = String::with_capacity(24);
-        if x < 0.0 {
-            digits.push('-');
-        }
-        push_int(&mut digits, (thousandths / 1000) as i64);
-        digits.push('.');
-        let frac = thousandths % 1000;
-        digits.extend(
-            [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8].map(char::from),
-        );
-        for _ in digits.len()..8 {
-            out.push(' ');
-        }
-        out.push_str(&digits);
-    } else if x.is_finite() {
-        let _ = write!(out, "{x:8.3}");
-    } else {
-        let _ = write!(out, "{:>8}", py_float_repr(x));
-    }
-}
-
-/// `x` (positive, finite) to the nearest thousandth, in thousandths, where `x * 1000.0`
-/// decides it: that product is within 2^-13 of the exact one below 2^40, so a fraction more
-/// than 2^-10 from one half rounds as the exact value does. `None` near a tie or for large
-/// values, which the exact formatter takes.
-fn round_thousandths(x: f64) -> Option<u64> {
-    let y = x * 1000.0;
-    // (NaN fails the comparison too.)
-    if y.partial_cmp(&((1u64 << 40) as f64)) != Some(std::cmp::Ordering::Less) {
-        return None;
-    }
-    let whole = y.floor();
-    let frac = y - whole;
-    if (frac - 0.5).abs() <= 1.0 / 1024.0 {
-        return None;
-    }
-    Some(whole as u64 + u64::from(frac > 0.5))
-}
-
-/// `i` in decimal, appended to `out` (without the formatting machinery: a large table
-/// prints hundreds of thousands).
-fn push_int(out: &mut String, i: i64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    let mut n = i.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        out.push('-');
-    }
-    // Only ASCII digits were written.
-    out.extend(buf[at..].iter().map(|&b| char::from(b)));
 }
 
 /// `Stats.strip_dirs`: keys by base file name; entries that then collide are added

@@ -2,8 +2,8 @@
 //! merge`): their frame tables laid end to end (each part's frame ids and mappings shifted
 //! past the earlier parts'), their samples replayed in the order of the inputs.
 
-use crate::convert::Output;
 use crate::model::{Call, Collector, FrameTable, Source, SourceInfo};
+use crate::output::Output;
 
 /// The parts, as one source.
 pub struct Chain<S> {

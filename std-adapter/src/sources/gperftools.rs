@@ -29,11 +29,11 @@ use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
 
 use crate::convert::gperftools::{reencode, IoSink};
-use crate::convert::{at, ConvertError, Destination, Output};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
 };
+use crate::output::{at, ConvertError, Destination, Output};
 use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
 
 /// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.

@@ -36,10 +36,10 @@ use tachyon_core::kind::FileKind;
 use tachyon_core::mojo::{Frame, FrameDef, Sample};
 use tachyon_core::tables::Location;
 
-use crate::convert::{ConvertError, Destination, Output, OutputKind};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times};
 use crate::mojo::{for_each, Either, Item, SamplesError};
+use crate::output::{ConvertError, Destination, Output, OutputKind};
 
 /// THREAD_STATUS_ON_CPU.
 const ON_CPU: u8 = 2;

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use tachyon_core::kind::FileKind;
 
-use crate::convert::{ConvertError, Destination, Output};
 use crate::file::Contents;
 use crate::model::{Collector, FrameTable, Naming, Source, SourceInfo};
+use crate::output::{ConvertError, Destination, Output};
 use crate::pstats::{PrintOptions, PstatsError};
 
 /// How a pstats file is printed and written again.

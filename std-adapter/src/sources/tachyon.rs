@@ -23,8 +23,8 @@ use tachyon_core::tables::Location;
 use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
 use crate::convert::tachyon::reencode;
-use crate::convert::{at, ConvertError, Destination, Output};
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
+use crate::output::{at, ConvertError, Destination, Output};
 
 /// Where CPython's profiler leaves its own frames; they are never shown.
 const INTERNAL_FRAME_SUFFIXES: [&[u8]; 1] = [b"_sync_coordinator.py"];

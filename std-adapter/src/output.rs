@@ -1,0 +1,265 @@
+//! What a conversion is asked for and what it can fail with: the outputs with their options
+//! ([`Output`], listed in [`OutputKind`]), where an output goes ([`Destination`]) and why a
+//! conversion failed ([`ConvertError`]). Inputs ([`crate::sources`]) and outputs
+//! ([`crate::convert`]) both depend on this module and it on neither, so the hub's types have
+//! one home and the modules no cycle.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+use clap::ValueEnum;
+use tachyon_core::gperftools::RunTimeWord;
+use tachyon_core::kind::FileKind;
+use tachyon_core::Compression;
+
+/// Why a conversion failed; `E` is what reading the input fails with.
+#[derive(Debug)]
+pub enum ConvertError<E> {
+    /// The input is bad or unreadable.
+    Read(E),
+    /// Writing the output failed.
+    Write(io::Error),
+    /// The writer refused a sample or its storage could not be sized (re-encoding).
+    Encode(String),
+    /// The output needs what the input does not have.
+    Unsupported {
+        /// The output.
+        output: OutputKind,
+        /// The input's format.
+        input: FileKind,
+        /// What is missing.
+        why: &'static str,
+    },
+}
+
+impl<E> ConvertError<E> {
+    /// The same error with the input's error made another type.
+    pub fn map_read<F>(self, f: impl FnOnce(E) -> F) -> ConvertError<F> {
+        match self {
+            ConvertError::Read(e) => ConvertError::Read(f(e)),
+            ConvertError::Write(e) => ConvertError::Write(e),
+            ConvertError::Encode(e) => ConvertError::Encode(e),
+            ConvertError::Unsupported { output, input, why } => ConvertError::Unsupported { output, input, why },
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for ConvertError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConvertError::Read(e) => write!(f, "{e}"),
+            ConvertError::Write(e) => write!(f, "writing the output: {e}"),
+            ConvertError::Encode(e) => write!(f, "encoding: {e}"),
+            ConvertError::Unsupported { output, input, why } => {
+                write!(f, "cannot convert a {} --to {output}: {why}", input.title())
+            }
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for ConvertError<E> {}
+
+impl<E> From<io::Error> for ConvertError<E> {
+    fn from(e: io::Error) -> Self {
+        ConvertError::Write(e)
+    }
+}
+
+/// Every output format: the one list the command, its help and its checks are made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputKind {
+    /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
+    Collapsed,
+    /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
+    Pstats,
+    /// The table CPython's `replay` prints.
+    PstatsText,
+    /// An SVG flame graph.
+    Flamegraph,
+    /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
+    Gecko,
+    /// speedscope JSON, one sampled profile per thread.
+    Speedscope,
+    /// Gzipped pprof profile.proto (go tool pprof).
+    Pprof,
+    /// CPython's `replay --jsonl` aggregate records.
+    Jsonl,
+    /// Tachyon again, in another byte order or compression.
+    Tachyon,
+    /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
+    /// another slot width or byte order is asked for).
+    Gperftools,
+    /// Austin's text format, as austin-python's `mojo2austin` writes it (of a MOJO input, or
+    /// of the MOJO file `--to mojo` makes).
+    Austin,
+    /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
+    /// asked for; from any other: what Austin would have written for its samples).
+    Mojo,
+    /// Graphviz DOT: the call graph gprof2dot draws with `-f pstats` (of a pstats input, or
+    /// of the pstats file `--to pstats` makes).
+    Dot,
+}
+
+impl OutputKind {
+    /// The command-line options (long names) that belong to this output alone.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            OutputKind::Pstats => &["pstats-compat", "keep-sampled-marker"],
+            OutputKind::PstatsText => &["sort", "limit", "no-summary", "strip-dirs", "callers", "callees"],
+            OutputKind::Flamegraph => &["title"],
+            OutputKind::Tachyon => &["byte-order", "compression"],
+            OutputKind::Gperftools => &["byte-order", "word-size"],
+            OutputKind::Mojo => &["mojo-version"],
+            _ => &[],
+        }
+    }
+
+    /// The outputs an option belongs to.
+    pub fn owning(option: &str) -> impl Iterator<Item = OutputKind> + '_ {
+        OutputKind::value_variants().iter().copied().filter(move |k| k.options().contains(&option))
+    }
+}
+
+/// The name `--to` takes (clap's, from the variant's name).
+impl fmt::Display for OutputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_possible_value() {
+            Some(v) => f.write_str(v.get_name()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An output with its options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Collapsed stacks, as `replay --collapsed`.
+    Collapsed,
+    /// The marshal file of `replay --pstats -o`; `compat` leaves out 3.15's marker key.
+    Pstats {
+        /// Loadable by Pythons before 3.15.
+        compat: bool,
+    },
+    /// The table `replay` prints.
+    PstatsText {
+        /// Row order.
+        sort: SortOrder,
+        /// Most rows (CPython's default is 15).
+        limit: Option<usize>,
+        /// With the "interesting functions" summary.
+        summary: bool,
+    },
+    /// An SVG flame graph titled `title`.
+    Flamegraph {
+        /// Title.
+        title: String,
+    },
+    /// Firefox Profiler JSON, as `replay --gecko`.
+    Gecko,
+    /// speedscope JSON, one sampled profile per thread; `name` titles it.
+    Speedscope {
+        /// Title (usually the input's file name).
+        name: String,
+    },
+    /// Gzipped pprof `profile.proto`.
+    Pprof,
+    /// `replay --jsonl`; `run_id` defaults to a random UUID.
+    Jsonl {
+        /// Tag of every line.
+        run_id: Option<String>,
+    },
+    /// Tachyon.
+    Tachyon {
+        /// Big-endian output; default: the input's byte order.
+        big_endian: Option<bool>,
+        /// Default: the input's compression.
+        compression: Option<Compression>,
+    },
+    /// A gperftools CPU profile.
+    Gperftools {
+        /// Slot width; default: the input's.
+        word: Option<RunTimeWord>,
+        /// Big-endian slots; default: the input's byte order.
+        big_endian: Option<bool>,
+    },
+    /// Austin's text format.
+    Austin,
+    /// MOJO.
+    Mojo {
+        /// Version 1 to 4; default: the input's.
+        version: Option<u8>,
+    },
+    /// The call graph gprof2dot draws of the profile's pstats file.
+    Dot,
+}
+
+impl Output {
+    /// Which output this is.
+    pub fn kind(&self) -> OutputKind {
+        match self {
+            Output::Collapsed => OutputKind::Collapsed,
+            Output::Pstats { .. } => OutputKind::Pstats,
+            Output::PstatsText { .. } => OutputKind::PstatsText,
+            Output::Flamegraph { .. } => OutputKind::Flamegraph,
+            Output::Gecko => OutputKind::Gecko,
+            Output::Speedscope { .. } => OutputKind::Speedscope,
+            Output::Pprof => OutputKind::Pprof,
+            Output::Jsonl { .. } => OutputKind::Jsonl,
+            Output::Tachyon { .. } => OutputKind::Tachyon,
+            Output::Gperftools { .. } => OutputKind::Gperftools,
+            Output::Austin => OutputKind::Austin,
+            Output::Mojo { .. } => OutputKind::Mojo,
+            Output::Dot => OutputKind::Dot,
+        }
+    }
+}
+
+/// Sort orders of the printed table (CPython's `--sort`, same names on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortOrder {
+    /// Direct samples, descending (the default).
+    Nsamples,
+    /// Direct time, descending.
+    Tottime,
+    /// Cumulative time, descending.
+    Cumtime,
+    /// Direct share, descending.
+    SamplePct,
+    /// Cumulative share, descending.
+    CumulPct,
+    /// Cumulative samples, descending.
+    NsamplesCumul,
+    /// Python's `str()` of the key, ascending.
+    Name,
+}
+
+/// Where an output goes.
+pub enum Destination<'a> {
+    /// A file, created (a Tachyon output is written in place: its header comes last).
+    File(&'a Path),
+    /// A stream (a Tachyon output is made in memory first: the stream cannot seek).
+    Stream(&'a mut dyn io::Write),
+}
+
+impl Destination<'_> {
+    /// Runs `write` over the destination as a stream: the file, created, or the stream
+    /// itself. Outputs that need to seek (Tachyon) do not come here.
+    pub fn write_with<T, E>(
+        &mut self,
+        write: impl FnOnce(&mut dyn io::Write) -> Result<T, ConvertError<E>>,
+    ) -> Result<T, ConvertError<E>> {
+        match self {
+            Destination::File(p) => {
+                let mut file = std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e)))?;
+                write(&mut file)
+            }
+            Destination::Stream(w) => write(&mut **w),
+        }
+    }
+}
+
+/// `e`, naming the file it happened to.
+pub fn at(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
