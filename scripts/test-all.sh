@@ -14,12 +14,29 @@ START=$(date +%s)
 # should show where it grew.
 gigabytes() { awk '{ printf "%.1f", $1 / 1048576 }'; }
 free_kb() { df -Pk . | awk 'NR == 2 { print $4 }'; }
+STEP_NAMES=()
+STEP_STARTS=()
 step() {
   local t=$(($(date +%s) - START)) held free
   held=$({ du -sk target 2>/dev/null || echo 0; } | cut -f1 | gigabytes)
   free=$(free_kb | gigabytes)
   printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
+  STEP_NAMES+=("$*")
+  STEP_STARTS+=("$t")
 }
+# At the end, passed or not: each step's time, so a run that grew slower shows where.
+time_table() {
+  local status=$? end i next
+  end=$(($(date +%s) - START))
+  printf '\nTime per step (%s):\n' "$([ "$status" = 0 ] && echo "passed" || echo "stopped at the last step listed")"
+  for i in "${!STEP_NAMES[@]}"; do
+    next=${STEP_STARTS[$((i + 1))]:-$end}
+    printf '  %4dm%02ds  %s\n' $(((next - STEP_STARTS[i]) / 60)) $(((next - STEP_STARTS[i]) % 60)) \
+      "$(cut -c1-100 <<<"${STEP_NAMES[$i]}")"
+  done
+  printf '  %4dm%02ds  in all\n' $((end / 60)) $((end % 60))
+}
+trap time_table EXIT
 # What no later step reads is removed as soon as the step that made it has passed: the builds
 # for one target, the tests' scratch files. Without this a run held about 23 GB at its end, and
 # CI once stopped at 27 minutes with "No space left on device". A failing step stops the run
@@ -111,6 +128,7 @@ step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thum
 export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
 
+step "static checks: format, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
 bash scripts/static-checks.sh
 
 step "tests: core without features (no alloc, no zstd)"
