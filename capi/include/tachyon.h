@@ -107,32 +107,6 @@ typedef struct tachyon_reader tachyon_reader;
 // A writer (opaque to C).
 typedef struct tachyon_writer tachyon_writer;
 
-// How a writer is made: the `BinaryWriter` arguments, the byte order, the compression and
-// the capacities of its tables (which fix its memory). `tachyon_writer_options_init` fills
-// in defaults.
-typedef struct tachyon_writer_options {
-  // Start of profiling, µs; each thread's first timestamp is a delta from it.
-  uint64_t start_time_us;
-  // Sampling interval, µs (stored in the header).
-  uint64_t sample_interval_us;
-  // `TACHYON_BYTE_ORDER_NATIVE`, `_LITTLE` or `_BIG`.
-  uint32_t byte_order;
-  // `TACHYON_COMPRESSION_NONE` or `_ZSTD`.
-  uint32_t compression;
-  // Bytes of all distinct file and function names.
-  size_t string_bytes;
-  // Distinct names (at least 1).
-  size_t strings;
-  // Distinct frames (at least 1).
-  size_t frames;
-  // Distinct (interpreter, thread) pairs (at least 1).
-  size_t threads;
-  // Bytes of buffered REPEAT entries per thread: 0 for CPython's 16384, which makes files
-  // byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
-  // shorter REPEAT records.
-  size_t rle_budget;
-} tachyon_writer_options;
-
 // The statistics trailer CPython's sampler writes (`set_stats`).
 typedef struct tachyon_stats {
   // Profiling duration, seconds (finite, ≥ 0).
@@ -227,6 +201,32 @@ typedef struct tachyon_frame {
   int32_t opcode;
 } tachyon_frame;
 
+// How a writer is made: the `BinaryWriter` arguments, the byte order, the compression and
+// the capacities of its tables (which fix its memory). `tachyon_writer_options_init` fills
+// in defaults.
+typedef struct tachyon_writer_options {
+  // Start of profiling, µs; each thread's first timestamp is a delta from it.
+  uint64_t start_time_us;
+  // Sampling interval, µs (stored in the header).
+  uint64_t sample_interval_us;
+  // `TACHYON_BYTE_ORDER_NATIVE`, `_LITTLE` or `_BIG`.
+  uint32_t byte_order;
+  // `TACHYON_COMPRESSION_NONE` or `_ZSTD`.
+  uint32_t compression;
+  // Bytes of all distinct file and function names.
+  size_t string_bytes;
+  // Distinct names (at least 1).
+  size_t strings;
+  // Distinct frames (at least 1).
+  size_t frames;
+  // Distinct (interpreter, thread) pairs (at least 1).
+  size_t threads;
+  // Bytes of buffered REPEAT entries per thread: 0 for CPython's 16384, which makes files
+  // byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
+  // shorter REPEAT records.
+  size_t rle_budget;
+} tachyon_writer_options;
+
 // Where the writer's bytes go.
 typedef struct tachyon_sink {
   // Passed back to every callback.
@@ -268,13 +268,6 @@ const char *tachyon_status_message(int32_t status);
 
 // The library's version, `"MAJOR.MINOR.PATCH"` (static, NUL-terminated).
 const char *tachyon_version(void);
-
-// Bytes of memory a writer with these options needs: the handle, every table, the zstd
-// workspace when compressing, and slack to align any start address.
-//
-// # Safety
-// `options` and `bytes` must be NULL or valid pointers.
-int32_t tachyon_writer_memory_size(const struct tachyon_writer_options *options, size_t *bytes);
 
 #if defined(TACHYON_STD)
 // Opens the file at `path` (NUL-terminated) and stores a reader in `*reader` (NULL on
@@ -348,6 +341,13 @@ int32_t tachyon_reader_close(struct tachyon_reader *reader);
 // `tachyon_reader_open_*` or `tachyon_writer_open_file` are. Host builds only.
 const char *tachyon_last_error(void);
 #endif
+
+// Bytes of memory a writer with these options needs: the handle, every table, the zstd
+// workspace when compressing, and slack to align any start address.
+//
+// # Safety
+// `options` and `bytes` must be NULL or valid pointers.
+int32_t tachyon_writer_memory_size(const struct tachyon_writer_options *options, size_t *bytes);
 
 // Fills `options` with defaults: start time 0, interval 1000 µs, native byte order, no
 // compression, 64 KiB of names, 4096 names and frames, 16 threads, CPython's REPEAT budget.

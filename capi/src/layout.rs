@@ -10,9 +10,36 @@ use tachyon_core::records::{max_record_len, CPYTHON_RLE_BUDGET, MAX_RLE_ENTRY_LE
 use tachyon_core::storage::{Span, WriterThread};
 use tachyon_core::tables::FrameEntry;
 
-use crate::writer::{tachyon_writer, tachyon_writer_options};
-use crate::{guard, TACHYON_COMPRESSION_NONE, TACHYON_COMPRESSION_ZSTD, TACHYON_E_ARGUMENT, TACHYON_E_NULL};
-use crate::{TACHYON_E_UNSUPPORTED, TACHYON_OK};
+use crate::TACHYON_E_UNSUPPORTED;
+use crate::{TACHYON_COMPRESSION_NONE, TACHYON_COMPRESSION_ZSTD, TACHYON_E_ARGUMENT};
+
+/// How a writer is made: the `BinaryWriter` arguments, the byte order, the compression and
+/// the capacities of its tables (which fix its memory). `tachyon_writer_options_init` fills
+/// in defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tachyon_writer_options {
+    /// Start of profiling, µs; each thread's first timestamp is a delta from it.
+    pub start_time_us: u64,
+    /// Sampling interval, µs (stored in the header).
+    pub sample_interval_us: u64,
+    /// `TACHYON_BYTE_ORDER_NATIVE`, `_LITTLE` or `_BIG`.
+    pub byte_order: u32,
+    /// `TACHYON_COMPRESSION_NONE` or `_ZSTD`.
+    pub compression: u32,
+    /// Bytes of all distinct file and function names.
+    pub string_bytes: usize,
+    /// Distinct names (at least 1).
+    pub strings: usize,
+    /// Distinct frames (at least 1).
+    pub frames: usize,
+    /// Distinct (interpreter, thread) pairs (at least 1).
+    pub threads: usize,
+    /// Bytes of buffered REPEAT entries per thread: 0 for CPython's 16384, which makes files
+    /// byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
+    /// shorter REPEAT records.
+    pub rle_budget: usize,
+}
 
 /// Bytes of the compressor's output buffer (as the std layer's).
 #[cfg(feature = "zstd")]
@@ -48,14 +75,14 @@ pub(crate) struct Plan {
     pub end: usize,
 }
 
-/// Alignment of the start: the strictest of the handle and the tables.
-pub(crate) const ALIGN: usize = {
-    let mut a = align_of::<tachyon_writer>();
+/// Alignment of the start for a handle `H`: the strictest of the handle's and the tables'.
+pub(crate) const fn align<H>() -> usize {
+    let mut a = align_of::<H>();
     if align_of::<u64>() > a {
         a = align_of::<u64>();
     }
     a
-};
+}
 
 struct Builder {
     layout: Layout,
@@ -76,7 +103,7 @@ fn slots(n: usize) -> Result<usize, i32> {
 }
 
 /// The plan for `o`, or the status of what is wrong with the options.
-pub(crate) fn plan(o: &tachyon_writer_options) -> Result<Plan, i32> {
+pub(crate) fn plan<H>(o: &tachyon_writer_options) -> Result<Plan, i32> {
     if o.strings == 0 || o.frames == 0 || o.threads == 0 {
         return Err(TACHYON_E_ARGUMENT);
     }
@@ -90,7 +117,7 @@ pub(crate) fn plan(o: &tachyon_writer_options) -> Result<Plan, i32> {
         TACHYON_COMPRESSION_ZSTD => return Err(TACHYON_E_UNSUPPORTED),
         _ => return Err(TACHYON_E_ARGUMENT),
     };
-    let mut b = Builder { layout: Layout::new::<tachyon_writer>() };
+    let mut b = Builder { layout: Layout::new::<H>() };
     let mut p = Plan { rle_budget, ..Plan::default() };
     p.string_bytes = b.part::<u8>(o.string_bytes)?;
     p.string_spans = b.part::<Span>(o.strings)?;
@@ -115,26 +142,8 @@ pub(crate) fn plan(o: &tachyon_writer_options) -> Result<Plan, i32> {
     Ok(p)
 }
 
-/// Bytes of memory a writer with these options needs: the handle, every table, the zstd
-/// workspace when compressing, and slack to align any start address.
-///
-/// # Safety
-/// `options` and `bytes` must be NULL or valid pointers.
-#[no_mangle]
-pub unsafe extern "C" fn tachyon_writer_memory_size(options: *const tachyon_writer_options, bytes: *mut usize) -> i32 {
-    guard(|| {
-        if options.is_null() || bytes.is_null() {
-            return TACHYON_E_NULL;
-        }
-        // SAFETY: checked non-null; the caller promises a valid struct.
-        let o = unsafe { &*options };
-        match plan(o).and_then(|p| p.end.checked_add(ALIGN - 1).ok_or(TACHYON_E_ARGUMENT)) {
-            Ok(n) => {
-                // SAFETY: checked non-null.
-                unsafe { bytes.write(n) };
-                TACHYON_OK
-            }
-            Err(status) => status,
-        }
-    })
+/// Bytes of memory a writer with handle `H` and these options needs: the handle, every
+/// table, the zstd workspace when compressing, and slack to align any start address.
+pub(crate) fn memory_size<H>(o: &tachyon_writer_options) -> Result<usize, i32> {
+    plan::<H>(o).and_then(|p| p.end.checked_add(align::<H>() - 1).ok_or(TACHYON_E_ARGUMENT))
 }

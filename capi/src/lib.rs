@@ -43,7 +43,7 @@ mod writer;
 
 use core::ffi::c_char;
 
-pub use layout::tachyon_writer_memory_size;
+pub use layout::tachyon_writer_options;
 #[cfg(feature = "std")]
 pub use reader::*;
 pub use sink::tachyon_sink;

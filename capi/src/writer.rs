@@ -13,41 +13,16 @@ use tachyon_core::storage::{Span, WriterBuffers, WriterStorage, WriterThread};
 use tachyon_core::tables::FrameEntry;
 use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, WriteError, Writer, WriterConfig};
 
-use crate::layout::{plan, Part, Plan, ALIGN};
+use crate::layout::{memory_size, plan, tachyon_writer_options, Part, Plan};
 use crate::message::Message;
 use crate::sink::{tachyon_sink, CallbackSink, SinkError};
 use crate::*;
 
+/// Alignment of a writer's start: the strictest of the handle's and the tables'.
+const ALIGN: usize = crate::layout::align::<tachyon_writer>();
+
 const LIVE: u64 = 0x5441_4348_5752_4954; // "TACHWRIT"
 const CLOSED: u64 = 0x5441_4348_434c_4f53; // "TACHCLOS"
-
-/// How a writer is made: the `BinaryWriter` arguments, the byte order, the compression and
-/// the capacities of its tables (which fix its memory). `tachyon_writer_options_init` fills
-/// in defaults.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct tachyon_writer_options {
-    /// Start of profiling, µs; each thread's first timestamp is a delta from it.
-    pub start_time_us: u64,
-    /// Sampling interval, µs (stored in the header).
-    pub sample_interval_us: u64,
-    /// `TACHYON_BYTE_ORDER_NATIVE`, `_LITTLE` or `_BIG`.
-    pub byte_order: u32,
-    /// `TACHYON_COMPRESSION_NONE` or `_ZSTD`.
-    pub compression: u32,
-    /// Bytes of all distinct file and function names.
-    pub string_bytes: usize,
-    /// Distinct names (at least 1).
-    pub strings: usize,
-    /// Distinct frames (at least 1).
-    pub frames: usize,
-    /// Distinct (interpreter, thread) pairs (at least 1).
-    pub threads: usize,
-    /// Bytes of buffered REPEAT entries per thread: 0 for CPython's 16384, which makes files
-    /// byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
-    /// shorter REPEAT records.
-    pub rle_budget: usize,
-}
 
 /// One frame: names as pointer and length (`TACHYON_NUL_TERMINATED` for C strings), a
 /// location whose parts are -1 when unknown (all four -1 is "no location"), and an opcode
@@ -192,6 +167,30 @@ unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_writer, i32
     }
 }
 
+/// Bytes of memory a writer with these options needs: the handle, every table, the zstd
+/// workspace when compressing, and slack to align any start address.
+///
+/// # Safety
+/// `options` and `bytes` must be NULL or valid pointers.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_memory_size(options: *const tachyon_writer_options, bytes: *mut usize) -> i32 {
+    guard(|| {
+        if options.is_null() || bytes.is_null() {
+            return TACHYON_E_NULL;
+        }
+        // SAFETY: checked non-null; the caller promises a valid struct.
+        let o = unsafe { &*options };
+        match memory_size::<tachyon_writer>(o) {
+            Ok(n) => {
+                // SAFETY: checked non-null.
+                unsafe { bytes.write(n) };
+                TACHYON_OK
+            }
+            Err(status) => status,
+        }
+    })
+}
+
 /// Fills `options` with defaults: start time 0, interval 1000 µs, native byte order, no
 /// compression, 64 KiB of names, 4096 names and frames, 16 threads, CPython's REPEAT budget.
 ///
@@ -277,7 +276,7 @@ pub unsafe extern "C" fn tachyon_writer_init(
             Ok(e) => e,
             Err(status) => return status,
         };
-        let plan = match plan(&options) {
+        let plan = match plan::<tachyon_writer>(&options) {
             Ok(p) => p,
             Err(status) => return status,
         };
