@@ -1,0 +1,346 @@
+//! The decoder (spec section 9): byte order and layout from the header, every count checked
+//! before it is trusted, then the records streamed in file order through a window in the
+//! caller's storage (a zstd region is decompressed through the same bounded window, here or
+//! by a [`RegionSource`] of the caller's).
+//!
+//! A REPEAT record comes out as one [`Run`]: the stack once, then its timestamps and statuses
+//! decoded on demand, so a consumer pays per run what it pays per stack
+//! ([`Reader::next_record`]); [`Reader::next_sample`] gives the same samples one by one.
+//! Records are decoded from the window in one piece whenever it holds the largest possible
+//! record, with a single bounds check per field rather than a refill check per byte.
+//!
+//! Replay follows CPython 3.15.2 exactly, quirks included (spec 9.3): a POP_PUSH popping more
+//! frames than the stack has keeps nothing, a SUFFIX pushing nothing keeps the innermost
+//! `shared` frames, a REPEAT with count 0 creates its thread. Unlike CPython, nothing is
+//! buffered whole: memory stays what the caller lent, time is linear in the file size.
+//!
+//! One module per part: `metadata` (header, footer, stats), `window` (the byte streams and
+//! the caller's window), `records` (a record's bytes, samples and runs), `tables` (strings
+//! and frames); the [`Reader`] that walks them is here.
+
+use embedded_io::{Read, Seek, SeekFrom};
+
+use crate::endian::RunTimeEndian;
+use crate::error::{FormatRule, Position, ReadError};
+use crate::header::{
+    decode_stats, stats_prefix_len, Compression, Footer, Header, HeaderError, HeaderLayout, Stats, StatsTail,
+    FOOTER_SIZE, HEADER_SIZE, STATS_VERSION,
+};
+use crate::records::{Encoding, Prefix, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH, PREFIX_LEN};
+use crate::storage::{Keep, ReaderStorage, ReaderThreads, Resource, StringTable};
+use crate::tables::{frame_from_fields, FrameEntry, FrameField, Location};
+use crate::varint::{self, VarintError, MAX_VARINT_LEN};
+
+#[cfg(feature = "zstd")]
+use crate::compression::Decompressor;
+
+mod metadata;
+mod records;
+mod tables;
+mod window;
+
+pub use metadata::*;
+pub use records::*;
+pub use tables::*;
+pub use window::*;
+
+type Res<T, E> = Result<T, ReadError<E>>;
+
+/// Streams the samples of a Tachyon file.
+pub struct Reader<'s, R: Read + Seek> {
+    meta: Metadata,
+    tables: Tables<'s>,
+    threads: ReaderThreads<'s>,
+    stream: Stream<'s, R>,
+}
+
+/// CPython's cap on a decompressed sample region: 1 GiB. Decoding time is linear in the
+/// decompressed size, which zstd lets grow about 30,000-fold over the file size; the cap
+/// keeps a small hostile file from keeping a reader busy.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
+
+impl<'s, R: Read + Seek> Reader<'s, R> {
+    /// Opens a file: metadata checks, then the string and frame tables into `storage`. A
+    /// compressed file opens, but its samples need `Reader::open_zstd` (feature `zstd`) or
+    /// [`Reader::open_with_region`].
+    pub fn open(source: R, storage: ReaderStorage<'s>) -> Res<Self, R::Error> {
+        Self::open_inner(source, storage, |meta| if meta.is_compressed() { Region::Unavailable } else { Region::Raw })
+    }
+
+    /// Opens a file whose sample region may be zstd-compressed, decoding it through
+    /// `decompressor` (its window limit bounds the memory a hostile frame can ask for).
+    #[cfg(feature = "zstd")]
+    pub fn open_zstd(source: R, storage: ReaderStorage<'s>, decompressor: Decompressor<'s>) -> Res<Self, R::Error> {
+        Self::open_inner(source, storage, |meta| {
+            if meta.is_compressed() {
+                Region::Zstd(ZstdState { dec: decompressor, produced: 0, limit: DEFAULT_MAX_DECOMPRESSED })
+            } else {
+                Region::Raw
+            }
+        })
+    }
+
+    /// Opens a file whose sample region comes from `region`: its bytes as the reader would
+    /// read them (decompressed, for a compressed file), from another thread, say. The source
+    /// is then only read for the metadata and the tables.
+    pub fn open_with_region(
+        source: R,
+        storage: ReaderStorage<'s>,
+        region: &'s mut dyn RegionSource<R::Error>,
+    ) -> Res<Self, R::Error> {
+        Self::open_inner(source, storage, |_| Region::External(region))
+    }
+
+    fn open_inner(
+        mut source: R,
+        storage: ReaderStorage<'s>,
+        region: impl FnOnce(&Metadata) -> Region<'s, R::Error>,
+    ) -> Res<Self, R::Error> {
+        let meta = Metadata::read(&mut source)?;
+        let ReaderStorage { strings, frames, threads, read_buffer } = storage;
+        let mut window = Window { buf: read_buffer, start: 0, end: 0, pos: 0 };
+        let mut tables = Tables { strings, frames, frame_count: 0, frames_valid: false };
+        load_strings(&mut source, &meta, &mut window, &mut tables)?;
+        load_frames(&mut source, &meta, &mut window, &mut tables)?;
+        let strings = tables.strings.len() as u64;
+        tables.frames_valid = tables.frames[..tables.frame_count]
+            .iter()
+            .all(|f| u64::from(f.filename) < strings && u64::from(f.funcname) < strings);
+        let region = region(&meta);
+        let start = HEADER_SIZE as u64;
+        if !matches!(region, Region::External(_)) {
+            source.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
+        }
+        let decompressed = meta.is_compressed();
+        window.reset(if decompressed { 0 } else { start });
+        let input =
+            Input { source, window, file_pos: start, file_end: meta.header.string_table_offset, region, decompressed };
+        let stream = Stream {
+            input,
+            run: Pending { thread: 0, remaining: 0 },
+            done: false,
+            decoded: 0,
+            counts: RecordCounts::default(),
+        };
+        Ok(Reader { meta, tables, threads, stream })
+    }
+
+    /// Sets the largest decompressed sample region accepted (default
+    /// [`DEFAULT_MAX_DECOMPRESSED`], CPython's 1 GiB) when this reader decompresses; beyond
+    /// it, reading fails with [`FormatRule::ZstdTooLarge`].
+    #[cfg(feature = "zstd")]
+    pub fn set_max_decompressed(&mut self, bytes: u64) {
+        if let Region::Zstd(state) = &mut self.stream.input.region {
+            state.limit = bytes;
+        }
+    }
+
+    /// Header, footer and stats.
+    pub fn metadata(&self) -> &Metadata {
+        &self.meta
+    }
+
+    /// String and frame tables.
+    pub fn tables(&self) -> &Tables<'s> {
+        &self.tables
+    }
+
+    /// Records of each kind read so far.
+    pub fn record_counts(&self) -> RecordCounts {
+        self.stream.counts
+    }
+
+    /// Bytes of the (decompressed) sample region consumed so far; after the last sample, its
+    /// whole size.
+    pub fn sample_region_bytes(&self) -> u64 {
+        let start = if self.meta.is_compressed() { 0 } else { HEADER_SIZE as u64 };
+        self.stream.input.window.pos.saturating_sub(start)
+    }
+
+    /// Thread samples decoded so far.
+    pub fn samples_decoded(&self) -> u64 {
+        self.stream.decoded
+    }
+
+    /// Distinct threads seen so far.
+    pub fn threads_seen(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Gives the source back.
+    pub fn into_inner(self) -> R {
+        self.stream.input.source
+    }
+
+    /// The next record in file order, `Ok(None)` at the end: a sample with a new stack, or a
+    /// REPEAT run whose samples share one stack (so a consumer can pay per run what it pays
+    /// per stack). Entries of a previous run left unread are decoded first. At the end the
+    /// decoded count is checked against the header (CPython's check after replay). After an
+    /// error the stream is over.
+    pub fn next_record(&mut self) -> Res<Option<Record<'_, 's, R>>, R::Error> {
+        if self.stream.done {
+            return Ok(None);
+        }
+        let decoded = self.finish_run().and_then(|()| self.decode_record());
+        match decoded {
+            Ok(Decoded::Sample { thread, status, encoding }) => {
+                Ok(Some(Record::Sample(self.sample(thread, status, encoding))))
+            }
+            Ok(Decoded::Run { thread, count }) => {
+                let record = self.stream.counts.total() - 1;
+                let (stack, entry) = self.threads.stack_and_entry(thread);
+                Ok(Some(Record::Repeat(Run {
+                    interpreter_id: entry.interpreter_id,
+                    thread_id: entry.thread_id,
+                    stack,
+                    count,
+                    record,
+                    tables: &self.tables,
+                    prev_ts: &mut entry.prev_ts,
+                    stream: &mut self.stream,
+                })))
+            }
+            Ok(Decoded::End) => {
+                self.stream.done = true;
+                Ok(None)
+            }
+            Err(e) => Err(self.stream.fail(e)),
+        }
+    }
+
+    /// The next thread sample in file order, `Ok(None)` at the end; REPEAT runs come one
+    /// sample at a time. Same checks as [`Self::next_record`].
+    pub fn next_sample(&mut self) -> Res<Option<Sample<'_>>, R::Error> {
+        loop {
+            if self.stream.done {
+                return Ok(None);
+            }
+            if self.stream.run.remaining > 0 {
+                let thread = self.stream.run.thread;
+                let (_, entry) = self.threads.stack_and_entry(thread);
+                let mut status = 0;
+                if let Err(e) = self.stream.entries(1, &mut entry.prev_ts, |_, s| status = s) {
+                    return Err(self.stream.fail(e));
+                }
+                return Ok(Some(self.sample(thread, status, Encoding::Repeat)));
+            }
+            match self.decode_record() {
+                Ok(Decoded::Sample { thread, status, encoding }) => {
+                    return Ok(Some(self.sample(thread, status, encoding)));
+                }
+                Ok(Decoded::Run { .. }) => {}
+                Ok(Decoded::End) => {
+                    self.stream.done = true;
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.stream.fail(e)),
+            }
+        }
+    }
+
+    fn sample(&self, thread: usize, status: u8, encoding: Encoding) -> Sample<'_> {
+        let t = self.threads.get(thread);
+        Sample {
+            timestamp_us: t.prev_ts,
+            interpreter_id: t.interpreter_id,
+            thread_id: t.thread_id,
+            status,
+            stack: self.threads.stack(thread),
+            encoding,
+            record: self.stream.counts.total() - 1,
+            tables: &self.tables,
+        }
+    }
+
+    /// Decodes what is left of the pending run, advancing its thread's clock.
+    fn finish_run(&mut self) -> Res<(), R::Error> {
+        if self.stream.run.remaining == 0 {
+            return Ok(());
+        }
+        let (_, entry) = self.threads.stack_and_entry(self.stream.run.thread);
+        self.stream.entries(u32::MAX, &mut entry.prev_ts, |_, _| {}).map(drop)
+    }
+
+    /// Decodes the next record (the pending run is finished): a stack record into its
+    /// thread's stack, or a REPEAT record's count.
+    fn decode_record(&mut self) -> Res<Decoded, R::Error> {
+        let input = &mut self.stream.input;
+        let record_at = input.window.pos;
+        let whole = input.ensure_record()?;
+        // Short of a prefix only at the region's end: a window that cannot hold the largest
+        // record still holds more than a prefix.
+        if input.window.available().len() < PREFIX_LEN {
+            let trailing = input.window.available().len() as u64;
+            if trailing != 0 {
+                return Err(ReadError::format(input.at(record_at), FormatRule::TruncatedRecord { trailing }));
+            }
+            let declared = self.meta.header.sample_count;
+            if self.stream.decoded != declared {
+                let rule = FormatRule::SampleCountMismatch { declared, decoded: self.stream.decoded };
+                return Err(ReadError::format(input.at(record_at), rule));
+            }
+            return Ok(Decoded::End);
+        }
+        let mut pb = [0u8; PREFIX_LEN];
+        pb.copy_from_slice(&input.window.available()[..PREFIX_LEN]);
+        let prefix = Prefix::decode(&pb, self.meta.endian);
+        input.window.consume(PREFIX_LEN);
+        let thread = self.thread(prefix, record_at)?;
+        let input = &mut self.stream.input;
+        let encoding = Encoding::from_byte(prefix.encoding).ok_or_else(|| {
+            let rule = FormatRule::UnknownEncoding { encoding: prefix.encoding };
+            ReadError::format(input.at(record_at + 12), rule)
+        })?;
+        let decompressed = input.decompressed;
+        let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
+        let (meta, tables, threads) = (&self.meta, &self.tables, &mut self.threads);
+        let body = if whole {
+            let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
+            let body = record_body(&mut held, at, meta, tables, threads, thread, encoding);
+            let used = held.used;
+            input.window.consume(used);
+            body?
+        } else {
+            record_body(&mut Streamed { input }, at, meta, tables, threads, thread, encoding)?
+        };
+        let stream = &mut self.stream;
+        match body {
+            Body::Run { count } => {
+                stream.counts.repeat += 1;
+                stream.run = Pending { thread, remaining: count };
+                Ok(Decoded::Run { thread, count })
+            }
+            Body::Stack { delta, status } => {
+                match encoding {
+                    Encoding::Full => stream.counts.full += 1,
+                    Encoding::Suffix => stream.counts.suffix += 1,
+                    _ => stream.counts.pop_push += 1,
+                }
+                stream.decoded += 1;
+                let (_, entry) = self.threads.stack_and_entry(thread);
+                entry.prev_ts = entry.prev_ts.wrapping_add(delta);
+                Ok(Decoded::Sample { thread, status, encoding })
+            }
+        }
+    }
+
+    /// The thread of a record, created on first sight within the header's thread count.
+    fn thread(&mut self, p: Prefix, record_at: u64) -> Res<usize, R::Error> {
+        match self.threads.find(p.thread_id, p.interpreter_id) {
+            Ok(i) => Ok(i),
+            Err(slot) => {
+                let pos = self.stream.input.at(record_at);
+                let declared = self.meta.header.thread_count;
+                let found = self.threads.len() as u64 + 1;
+                if found > u64::from(declared) {
+                    return Err(ReadError::format(pos, FormatRule::TooManyThreads { declared, found }));
+                }
+                let start = self.meta.header.start_time_us;
+                let capacity = self.threads.capacity();
+                self.threads
+                    .create(slot, p.thread_id, p.interpreter_id, start)
+                    .map_err(|resource| ReadError::Capacity { position: pos, resource, capacity })
+            }
+        }
+    }
+}

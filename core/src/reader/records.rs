@@ -1,0 +1,568 @@
+//! Records (spec sections 5 and 9): the bytes of one record, held in the window or streamed
+//! through it, the samples and REPEAT runs they become, and the record rules written once
+//! over both.
+
+use super::*;
+
+/// Continuation bits of four REPEAT entries of three bytes (a two-byte delta and the status):
+/// set in each entry's first byte, clear in its second.
+pub(super) const THREE_BYTE_CONTINUED: u128 = 0x80 | 0x80 << 24 | 0x80 << 48 | 0x80 << 72;
+pub(super) const THREE_BYTE_ENDED: u128 = THREE_BYTE_CONTINUED << 8;
+
+/// Four REPEAT entries `(delta, status)` if `bytes` starts with four of three bytes each:
+/// sampling intervals of 128 µs to 16 ms give two-byte deltas, so this is what real runs
+/// are made of. One 16-byte load, a check of the continuation bits, fixed shifts.
+#[inline(always)]
+pub(super) fn four_three_byte_entries(bytes: &[u8]) -> Option<[(u64, u8); 4]> {
+    let mut c = [0u8; 16];
+    c.copy_from_slice(bytes.get(..16)?);
+    let x = u128::from_le_bytes(c);
+    if x & THREE_BYTE_CONTINUED != THREE_BYTE_CONTINUED || x & THREE_BYTE_ENDED != 0 {
+        return None;
+    }
+    Some(core::array::from_fn(|k| {
+        let e = (x >> (24 * k)) as u32;
+        (u64::from(e & 0x7f) | u64::from((e >> 8) & 0x7f) << 7, (e >> 16) as u8)
+    }))
+}
+
+/// Two REPEAT entries and their length in bytes if `bytes` starts with two whose deltas take
+/// one or two bytes: decoded from one 8-byte word with shifts and masks, without a branch on
+/// the lengths (which the data decides, so they predict badly).
+#[inline(always)]
+pub(super) fn two_short_entries(bytes: &[u8]) -> Option<([(u64, u8); 2], usize)> {
+    let mut c = [0u8; 8];
+    c.copy_from_slice(bytes.get(..8)?);
+    let w = u64::from_le_bytes(c);
+    let two_a = (w >> 7) & 1;
+    let w_b = w >> (8 * (2 + two_a));
+    let two_b = (w_b >> 7) & 1;
+    if two_a & (w >> 15) != 0 || two_b & (w_b >> 15) != 0 {
+        return None;
+    }
+    let entry = |w: u64, two: u64| ((w & 0x7f) | (((w >> 8) & 0x7f) * two) << 7, (w >> (8 * (1 + two))) as u8);
+    Some(([entry(w, two_a), entry(w_b, two_b)], (4 + two_a + two_b) as usize))
+}
+
+/// The largest record a reader accepts: the prefix, a 10-byte delta, the status, two 10-byte
+/// counts and 256 indices of 10 bytes each (CPython reads non-minimal varints).
+pub(super) const LARGEST_RECORD: usize =
+    PREFIX_LEN + MAX_VARINT_LEN + 1 + 2 * MAX_VARINT_LEN + MAX_STACK_DEPTH * MAX_VARINT_LEN;
+
+/// The bytes of one record after its prefix, seen either in the window, which holds all of
+/// it (or all the region has left), or through the window with refills, for windows smaller
+/// than the largest record. The record rules are written once over this.
+pub(super) trait RecordBytes<E> {
+    /// Stream offset of the next byte.
+    fn offset(&self) -> u64;
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, E>;
+    fn byte(&mut self) -> Res<Option<u8>, E>;
+
+    #[inline]
+    fn varint32(&mut self) -> Res<Result<u32, VarintError>, E> {
+        Ok(self.varint()?.and_then(|v| u32::try_from(v).map_err(|_| VarintError::Exceeds32Bits)))
+    }
+
+    /// Fills `slots` with frame indices (spec 2: `uvarint32` each, checked against the
+    /// tables as CPython checks them), positioned by `at`.
+    #[inline]
+    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
+        for entry in slots {
+            let pos = self.offset();
+            let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+            *entry = index;
+        }
+        Ok(())
+    }
+}
+
+/// A record held in the window: decoding needs no bounds check beyond the slice's own.
+pub(super) struct Held<'b> {
+    pub(super) bytes: &'b [u8],
+    pub(super) used: usize,
+    pub(super) base: u64,
+}
+
+impl<E> RecordBytes<E> for Held<'_> {
+    #[inline]
+    fn offset(&self) -> u64 {
+        self.base + self.used as u64
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, E> {
+        let rest = self.bytes.get(self.used..).unwrap_or_default();
+        Ok(varint::decode_u64(rest).map(|(v, n)| {
+            self.used += n;
+            v
+        }))
+    }
+
+    #[inline]
+    fn byte(&mut self) -> Res<Option<u8>, E> {
+        let b = self.bytes.get(self.used).copied();
+        self.used += usize::from(b.is_some());
+        Ok(b)
+    }
+
+    /// The common case in a tight loop: a one- or two-byte index below the frame count of
+    /// tables whose frames are all valid. Anything else (a longer or malformed varint, an
+    /// index out of range, a table with a bad frame) goes through the general path for that
+    /// one index, which reports the error.
+    #[inline]
+    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
+        let limit = tables.trusted_index_limit();
+        let bytes = self.bytes;
+        // Frame tables of real profiles put the frames met first, the hot ones, first: most
+        // records list one-byte indices only. Then one pass finds the largest and one copies
+        // them out, both over plain bytes (the compiler vectorises them).
+        if let Some(run) = bytes.get(self.used..self.used + slots.len()) {
+            let max = run.iter().fold(0u8, |m, &b| m.max(b));
+            if max < 0x80 && u32::from(max) < limit {
+                for (slot, &b) in slots.iter_mut().zip(run) {
+                    *slot = u32::from(b);
+                }
+                self.used += run.len();
+                return Ok(());
+            }
+        }
+        let mut used = self.used;
+        for slot in slots {
+            match bytes.get(used..used + 2) {
+                Some(&[b0, _]) if b0 < 0x80 && u32::from(b0) < limit => {
+                    *slot = u32::from(b0);
+                    used += 1;
+                    continue;
+                }
+                Some(&[b0, b1]) if b1 < 0x80 => {
+                    let index = u32::from(b0 & 0x7f) | u32::from(b1) << 7;
+                    if index < limit {
+                        *slot = index;
+                        used += 2;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            self.used = used;
+            let pos = self.base + used as u64;
+            let index = RecordBytes::<E>::varint32(self)?
+                .map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+            *slot = index;
+            used = self.used;
+        }
+        self.used = used;
+        Ok(())
+    }
+}
+
+/// A record read through a window smaller than the largest record.
+pub(super) struct Streamed<'a, 's, R: Read + Seek> {
+    pub(super) input: &'a mut Input<'s, R>,
+}
+
+impl<R: Read + Seek> RecordBytes<R::Error> for Streamed<'_, '_, R> {
+    fn offset(&self) -> u64 {
+        self.input.window.pos
+    }
+
+    fn varint(&mut self) -> Res<Result<u64, VarintError>, R::Error> {
+        self.input.ensure(MAX_VARINT_LEN)?;
+        let w = &mut self.input.window;
+        Ok(varint::decode_u64(w.available()).map(|(v, n)| {
+            w.consume(n);
+            v
+        }))
+    }
+
+    fn byte(&mut self) -> Res<Option<u8>, R::Error> {
+        if !self.input.ensure(1)? {
+            return Ok(None);
+        }
+        let w = &mut self.input.window;
+        let b = w.available().first().copied();
+        w.consume(usize::from(b.is_some()));
+        Ok(b)
+    }
+}
+
+/// One thread sample, in file order.
+#[derive(Clone, Copy)]
+pub struct Sample<'r> {
+    /// Timestamp, µs (deltas summed modulo 2^64 from the header's start time).
+    pub timestamp_us: u64,
+    /// Interpreter id.
+    pub interpreter_id: u32,
+    /// Thread id.
+    pub thread_id: u64,
+    /// Status byte (bit flags, spec 2.1).
+    pub status: u8,
+    /// Frame ids, innermost first.
+    pub stack: &'r [u32],
+    /// Kind of record the sample came from.
+    pub encoding: Encoding,
+    /// Ordinal of that record in the sample region (0-based). Samples of one REPEAT record
+    /// share it, which is how CPython's replay batches them (spec 9.4).
+    pub record: u64,
+    pub(super) tables: &'r Tables<'r>,
+}
+
+impl<'r> Sample<'r> {
+    /// The stack resolved to names and locations, innermost first.
+    pub fn frames(&self) -> impl Iterator<Item = ResolvedFrame<'r>> + 'r {
+        let tables = self.tables;
+        self.stack.iter().filter_map(move |&id| tables.frame(id))
+    }
+
+    /// The tables the ids refer to.
+    pub fn tables(&self) -> &'r Tables<'r> {
+        self.tables
+    }
+}
+
+impl core::fmt::Debug for Sample<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Sample")
+            .field("timestamp_us", &self.timestamp_us)
+            .field("interpreter_id", &self.interpreter_id)
+            .field("thread_id", &self.thread_id)
+            .field("status", &self.status)
+            .field("stack", &self.stack)
+            .field("encoding", &self.encoding)
+            .field("record", &self.record)
+            .finish()
+    }
+}
+
+/// One record of the sample region, as [`Reader::next_record`] yields it.
+pub enum Record<'r, 's, R: Read + Seek> {
+    /// A FULL, SUFFIX or POP_PUSH record: one sample with a new stack.
+    Sample(Sample<'r>),
+    /// A REPEAT record: samples of one thread with its current stack, whose timestamps and
+    /// statuses the [`Run`] decodes on demand.
+    Repeat(Run<'r, 's, R>),
+}
+
+/// The samples of one REPEAT record: one thread, one stack, `count` (timestamp, status)
+/// entries decoded one by one as they are asked for. Entries left unread when the run is
+/// dropped are still decoded and checked (and the thread's clock advanced) by the reader's
+/// next call; [`Reader::next_sample`] would yield them one by one.
+pub struct Run<'r, 's, R: Read + Seek> {
+    /// Interpreter id.
+    pub interpreter_id: u32,
+    /// Thread id.
+    pub thread_id: u64,
+    /// The stack of every sample of the run: frame ids, innermost first.
+    pub stack: &'r [u32],
+    /// Samples in the run, as the record declares.
+    pub count: u32,
+    /// Ordinal of the record in the sample region (0-based).
+    pub record: u64,
+    pub(super) tables: &'r Tables<'r>,
+    pub(super) prev_ts: &'r mut u64,
+    pub(super) stream: &'r mut Stream<'s, R>,
+}
+
+/// One sample of a [`Run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEntry {
+    /// Timestamp, µs.
+    pub timestamp_us: u64,
+    /// Status byte.
+    pub status: u8,
+}
+
+impl<'r, R: Read + Seek> Run<'r, '_, R> {
+    /// Entries not read yet.
+    pub fn remaining(&self) -> u32 {
+        self.stream.run.remaining
+    }
+
+    /// The next sample of the run, `Ok(None)` after the last. After an error the reader's
+    /// stream is over.
+    #[inline]
+    pub fn next_entry(&mut self) -> Res<Option<RunEntry>, R::Error> {
+        let mut next = None;
+        match self
+            .stream
+            .entries(1, self.prev_ts, |timestamp_us, status| next = Some(RunEntry { timestamp_us, status }))
+        {
+            Ok(_) => Ok(next),
+            Err(e) => Err(self.stream.fail(e)),
+        }
+    }
+
+    /// Decodes the next entries into `out`, as many as fit and the run has; returns how many
+    /// (0 after the last). Faster than [`Self::next_entry`] for long runs.
+    pub fn read_entries(&mut self, out: &mut [RunEntry]) -> Res<usize, R::Error> {
+        let max = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        let mut slots = out.iter_mut();
+        let filled = self.stream.entries(max, self.prev_ts, |timestamp_us, status| {
+            if let Some(slot) = slots.next() {
+                *slot = RunEntry { timestamp_us, status };
+            }
+        });
+        filled.map(|n| n as usize).map_err(|e| self.stream.fail(e))
+    }
+
+    /// Decodes and checks the entries left; returns how many there were.
+    pub fn skip(&mut self) -> Res<u32, R::Error> {
+        self.stream.entries(u32::MAX, self.prev_ts, |_, _| {}).map_err(|e| self.stream.fail(e))
+    }
+
+    /// The stack resolved to names and locations, innermost first.
+    pub fn frames(&self) -> impl Iterator<Item = ResolvedFrame<'r>> + 'r {
+        let tables = self.tables;
+        self.stack.iter().filter_map(move |&id| tables.frame(id))
+    }
+
+    /// The tables the ids refer to.
+    pub fn tables(&self) -> &'r Tables<'r> {
+        self.tables
+    }
+}
+
+impl<R: Read + Seek> Iterator for Run<'_, '_, R> {
+    type Item = Res<RunEntry, R::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().transpose()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.remaining() as usize;
+        (0, Some(n))
+    }
+}
+
+impl<R: Read + Seek> core::fmt::Debug for Run<'_, '_, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Run")
+            .field("interpreter_id", &self.interpreter_id)
+            .field("thread_id", &self.thread_id)
+            .field("stack", &self.stack)
+            .field("count", &self.count)
+            .field("remaining", &self.remaining())
+            .field("record", &self.record)
+            .finish()
+    }
+}
+
+/// Records of each kind seen so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordCounts {
+    /// REPEAT records.
+    pub repeat: u64,
+    /// FULL records.
+    pub full: u64,
+    /// SUFFIX records.
+    pub suffix: u64,
+    /// POP_PUSH records.
+    pub pop_push: u64,
+}
+
+impl RecordCounts {
+    /// Records of all kinds.
+    pub fn total(&self) -> u64 {
+        self.repeat + self.full + self.suffix + self.pop_push
+    }
+}
+
+/// The REPEAT record being read: its thread and the entries left (0: none).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pending {
+    pub(super) thread: usize,
+    pub(super) remaining: u32,
+}
+
+/// Decoding state of the sample region, apart from the threads.
+pub(super) struct Stream<'s, R: Read + Seek> {
+    pub(super) input: Input<'s, R>,
+    pub(super) run: Pending,
+    /// The region ended, or an error ended it.
+    pub(super) done: bool,
+    pub(super) decoded: u64,
+    pub(super) counts: RecordCounts,
+}
+
+/// What a record decoded to.
+pub(super) enum Decoded {
+    /// A sample of `thread` with its new stack.
+    Sample { thread: usize, status: u8, encoding: Encoding },
+    /// A REPEAT record of `thread` with `count` entries to read.
+    Run { thread: usize, count: u32 },
+    /// The region is over and its sample count checked.
+    End,
+}
+
+/// The body of a record after its prefix.
+pub(super) enum Body {
+    Stack { delta: u64, status: u8 },
+    Run { count: u32 },
+}
+
+impl<R: Read + Seek> Stream<'_, R> {
+    /// Ends the stream on `e` and hands it back.
+    #[cold]
+    pub(super) fn fail(&mut self, e: ReadError<R::Error>) -> ReadError<R::Error> {
+        self.done = true;
+        self.run.remaining = 0;
+        e
+    }
+
+    /// Decodes up to `max` entries of the pending run (fewer if it has fewer left), adding
+    /// each delta to `prev_ts` and handing each timestamp and status to `each`; returns how
+    /// many. Entries are decoded straight from the window in a tight loop while it holds at
+    /// least the longest entry (11 bytes), so there is one length check per entry and a
+    /// refill only per window.
+    #[inline]
+    pub(super) fn entries(&mut self, max: u32, prev_ts: &mut u64, mut each: impl FnMut(u64, u8)) -> Res<u32, R::Error> {
+        let want = max.min(self.run.remaining);
+        let mut done = 0;
+        let mut ts = *prev_ts;
+        let result = loop {
+            if done == want {
+                break Ok(());
+            }
+            let input = &mut self.input;
+            if input.window.end - input.window.start < MAX_RLE_ENTRY_LEN {
+                if let Err(e) = input.fill(MAX_RLE_ENTRY_LEN) {
+                    break Err(e);
+                }
+            }
+            let at = input.window.pos;
+            let bytes = input.window.available();
+            let mut used = 0;
+            let mut failed = None;
+            // Fewer than 11 bytes after a refill means the region ends within them: one
+            // entry, whose varint or status may then be cut off.
+            let short = bytes.len() < MAX_RLE_ENTRY_LEN;
+            while done < want {
+                let rest = bytes.get(used..).unwrap_or_default();
+                if rest.len() < MAX_RLE_ENTRY_LEN && !(short && used == 0) {
+                    break;
+                }
+                if want - done >= 4 {
+                    if let Some(four) = four_three_byte_entries(rest) {
+                        for (delta, status) in four {
+                            ts = ts.wrapping_add(delta);
+                            each(ts, status);
+                        }
+                        used += 12;
+                        done += 4;
+                        continue;
+                    }
+                }
+                if want - done >= 2 {
+                    if let Some((two, len)) = two_short_entries(rest) {
+                        for (delta, status) in two {
+                            ts = ts.wrapping_add(delta);
+                            each(ts, status);
+                        }
+                        used += len;
+                        done += 2;
+                        continue;
+                    }
+                }
+                let Ok((delta, n)) = varint::decode_u64(rest) else {
+                    failed = Some(ReadError::format(input.at(at + used as u64), FormatRule::MalformedRleDelta));
+                    break;
+                };
+                let Some(&status) = rest.get(n) else {
+                    failed = Some(ReadError::format(input.at(at + (used + n) as u64), FormatRule::TruncatedRle));
+                    break;
+                };
+                ts = ts.wrapping_add(delta);
+                each(ts, status);
+                used += n + 1;
+                done += 1;
+            }
+            input.window.consume(used);
+            if let Some(e) = failed {
+                break Err(e);
+            }
+        };
+        *prev_ts = ts;
+        self.run.remaining -= done;
+        self.decoded += u64::from(done);
+        result.map(|()| done)
+    }
+}
+
+/// Reads a record body through `b`: a REPEAT count, or a stack record into the thread's
+/// stack (spec 2 and the checks of 9.3, CPython's quirks included).
+pub(super) fn record_body<E, B: RecordBytes<E>>(
+    b: &mut B,
+    at: impl Fn(u64) -> Position,
+    meta: &Metadata,
+    tables: &Tables<'_>,
+    threads: &mut ReaderThreads<'_>,
+    thread: usize,
+    encoding: Encoding,
+) -> Res<Body, E> {
+    if encoding == Encoding::Repeat {
+        let pos = b.offset();
+        let count = b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedRleCount))?;
+        // Where the region's length is known, reject counts it cannot hold, as CPython.
+        if !meta.is_compressed() {
+            let left = meta.header.string_table_offset.saturating_sub(b.offset());
+            if u64::from(count) > left / 2 {
+                return Err(ReadError::format(at(pos), FormatRule::RleCountTooLarge { count, max: left / 2 }));
+            }
+        }
+        return Ok(Body::Run { count });
+    }
+    let pos = b.offset();
+    let delta = b.varint()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedDelta))?;
+    let status = b.byte()?.ok_or_else(|| ReadError::format(at(b.offset()), FormatRule::TruncatedStatus))?;
+    let count = |b: &mut B| -> Res<u32, E> {
+        let pos = b.offset();
+        b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))
+    };
+    let first = count(b)?;
+    let second = if encoding == Encoding::Full { 0 } else { count(b)? };
+    let depth = threads.stack(thread).len();
+    let counts_at = at(b.offset());
+    let too_deep = |total: u64| ReadError::format(counts_at, FormatRule::FinalStackTooDeep { depth: total });
+    // Which old frames survive, and how many new ones follow.
+    let (keep, push) = match encoding {
+        Encoding::Full => {
+            if first as usize > MAX_STACK_DEPTH {
+                return Err(ReadError::format(counts_at, FormatRule::StackTooDeep { depth: first }));
+            }
+            (Keep::Bottom(0), first as usize)
+        }
+        Encoding::Suffix => {
+            let (shared, push) = (first as usize, second as usize);
+            if shared > depth {
+                let rule = FormatRule::SharedExceedsDepth { shared: first, depth: depth as u32 };
+                return Err(ReadError::format(counts_at, rule));
+            }
+            let total = shared as u64 + u64::from(second);
+            if total > MAX_STACK_DEPTH as u64 {
+                return Err(too_deep(total));
+            }
+            // CPython quirk: with nothing pushed the innermost `shared` frames stay.
+            (if push == 0 { Keep::Innermost(shared) } else { Keep::Bottom(shared) }, push)
+        }
+        Encoding::PopPush | Encoding::Repeat => {
+            // CPython quirk: popping more than the depth leaves an empty stack.
+            let kept = depth.saturating_sub(first as usize);
+            let total = kept as u64 + u64::from(second);
+            if total > MAX_STACK_DEPTH as u64 {
+                return Err(too_deep(total));
+            }
+            (Keep::Bottom(kept), second as usize)
+        }
+    };
+    let capacity = threads.capacity();
+    let slots = threads.reshape(thread, keep, push).map_err(|resource| ReadError::Capacity {
+        position: counts_at,
+        resource,
+        capacity,
+    })?;
+    b.frame_indices(slots, tables, &at)?;
+    Ok(Body::Stack { delta, status })
+}
