@@ -4,8 +4,7 @@
 //! totals and go pprof's samples; every file re-encodes to the same bytes; every truncation
 //! is an error or a result, never a panic.
 
-mod broken;
-use broken::Broken;
+use tachyon_test_kit::Broken;
 
 use std::collections::BTreeMap;
 

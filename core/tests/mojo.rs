@@ -4,8 +4,7 @@
 //! every file re-encodes to its own bytes (older versions too); bad files give the rule and
 //! the offset, never a panic.
 
-mod broken;
-use broken::Broken;
+use tachyon_test_kit::Broken;
 
 use tachyon_core::io::{Cursor, CursorError};
 use tachyon_core::mojo::varint;

@@ -10,6 +10,7 @@ use tachyon_core::records::PREFIX_LEN;
 use tachyon_core::storage::{Resource, StaticWriterStorage};
 use tachyon_core::varint;
 use tachyon_core::{Frame, FrameId, LittleEndian, WriteError, Writer, WriterConfig};
+use tachyon_test_kit::Broken;
 
 const MAIN: Frame<'static> = Frame { filename: b"/app/main.py", funcname: b"main", location: None, opcode: None };
 const WORK: Frame<'static> = Frame { filename: b"/app/work.py", funcname: b"work", location: None, opcode: None };
@@ -105,21 +106,6 @@ struct TestSink<'a> {
 impl<'a> TestSink<'a> {
     fn new(buf: &'a mut [u8]) -> Self {
         TestSink { inner: Cursor::new(buf), broken: false, writes_left: usize::MAX, failures: 0 }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Broken;
-
-impl core::fmt::Display for Broken {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("broken sink")
-    }
-}
-impl core::error::Error for Broken {}
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::Other
     }
 }
 

@@ -7,8 +7,9 @@
 //! reader too (feature `oracle`).
 
 use std::collections::BTreeMap;
+use tachyon_test_kit::Broken;
 
-use embedded_io::{ErrorKind, ErrorType, Seek, SeekFrom, Write};
+use embedded_io::{ErrorType, Seek, SeekFrom, Write};
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor};
 use tachyon_core::gperftools as gp;
 use tachyon_core::marshal::Encoder;
@@ -23,23 +24,6 @@ enum Fault {
     Error,
     /// A write takes half its bytes (a seek or flush fails), and the next call fails.
     Short,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Broken;
-
-impl std::fmt::Display for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("broken sink")
-    }
-}
-
-impl std::error::Error for Broken {}
-
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> ErrorKind {
-        ErrorKind::Other
-    }
 }
 
 /// A file in memory whose `fail_at`-th call (counting writes, seeks and flushes) fails.

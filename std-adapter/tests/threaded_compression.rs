@@ -8,6 +8,7 @@ use tachyon::memory::VecSink;
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{Compression, Frame, LittleEndian, Location, WriteError, Writer, WriterConfig};
+use tachyon_test_kit::Broken;
 
 const CAP: WriterCapacity =
     WriterCapacity { string_bytes: 1 << 16, strings: 512, frames: 4096, threads: 8, rle_budget: 16384 };
@@ -105,23 +106,6 @@ struct Flaky {
     inner: VecSink,
     broken: bool,
     failures: usize,
-}
-
-#[derive(Debug)]
-struct Broken;
-
-impl std::fmt::Display for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("broken sink")
-    }
-}
-
-impl std::error::Error for Broken {}
-
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::Other
-    }
 }
 
 impl ErrorType for Flaky {

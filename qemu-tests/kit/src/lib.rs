@@ -5,6 +5,8 @@
 //!   where the kernel would only reserve the pages (a zeroed `Vec` of 1 GiB costs nothing on
 //!   an ordinary Linux machine until touched, and aborts the process in a container);
 //!   [`limit_memory`] does the same for a command the test runs.
+//! - [`Broken`]: the error of the failing sinks the writer tests build (a sink that fails
+//!   on a schedule, to show a writer reports it and still finalizes what it accepted).
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -48,6 +50,24 @@ pub fn set_address_space_limit(bytes: u64) {
     // SAFETY: setrlimit reads the struct it is given and changes only this process's limits.
     let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
     assert_eq!(rc, 0, "setrlimit(RLIMIT_AS, {bytes}): {}", std::io::Error::last_os_error());
+}
+
+/// The error a test's failing sink returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Broken;
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("broken sink")
+    }
+}
+
+impl std::error::Error for Broken {}
+
+impl embedded_io::Error for Broken {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::Other
+    }
 }
 
 /// Makes `command` run with its address space limited to `bytes`.
