@@ -770,7 +770,7 @@ fn mojo_profiles(runner: &mut Runner, work: &Path, samples: u64, runs: usize) {
 fn big_pstats(real: &Path, out: &Path, functions: usize) -> usize {
     use tachyon::pstats::{load, write, Entry, Key, Name, NameId, Stats};
     let stats = load(&std::fs::read(real).unwrap()).unwrap();
-    let mut big = Stats { names: Vec::new(), entries: Vec::new(), sampled: false };
+    let mut big = Stats { names: Vec::new(), entries: Vec::new(), sampled: false, total_tt: None };
     let mut ids: std::collections::HashMap<String, NameId> = std::collections::HashMap::new();
     let mut intern = |names: &mut Vec<Name>, text: String| {
         *ids.entry(text.clone()).or_insert_with(|| {

@@ -341,9 +341,20 @@ pub struct Stats {
     pub entries: Vec<Entry>,
     /// The file had 3.15's `("__sampled__",)` key (dropped from the entries).
     pub sampled: bool,
+    /// `pstats.Stats.total_tt` where it is not the entries' own times summed in order: after
+    /// `add`, which sums the files' totals, and `strip_dirs`, which keeps the total it had.
+    /// Floats summed in another order can differ in the last place, and the table prints the
+    /// total to three decimals. `None`: the entries' sum ([`Stats::total_tt`]).
+    pub total_tt: Option<Num>,
 }
 
 impl Stats {
+    /// Own time of the whole profile as `pstats.Stats` holds it: the running total where
+    /// one is kept, else the entries' times summed in order (as loading a file sums them).
+    pub fn total_tt(&self) -> Num {
+        self.total_tt.unwrap_or_else(|| self.entries.iter().fold(Num::small(0), |sum, e| sum.add(e.tt)))
+    }
+
     /// Adds `entry` as a dict assignment does: a repeated key replaces the value where the
     /// first one stands (`index` maps keys to their place in [`Stats::entries`]).
     fn set_entry(&mut self, index: &mut IdMap<Key, usize>, entry: Entry) {
@@ -989,6 +1000,8 @@ pub fn dump(stats: &Stats, out: &mut impl std::io::Write) -> std::io::Result<u64
 pub fn merge(files: &[Stats]) -> Stats {
     let Some((first, rest)) = files.split_first() else { return Stats::default() };
     let mut sum = first.clone();
+    // `self.total_tt += item.total_tt`, in the order `add` takes the items.
+    sum.total_tt = Some(rest.iter().rev().fold(first.total_tt(), |total, item| total.add(item.total_tt())));
     let mut names = Names::from(std::mem::take(&mut sum.names));
     let mut index: IdMap<Key, usize> = sum.entries.iter().enumerate().map(|(i, e)| (e.key, i)).collect();
     for item in rest.iter().rev() {
@@ -1351,12 +1364,11 @@ impl<'a> Printer<'a> {
         }
         let mut total_calls = Num::small(0);
         let mut prim_calls = Num::small(0);
-        let mut total_tt = Num::small(0);
         for e in self.entries() {
             total_calls = total_calls.add(e.nc);
             prim_calls = prim_calls.add(e.cc);
-            total_tt = total_tt.add(e.tt);
         }
+        let total_tt = self.stats.total_tt();
         for e in self.entries() {
             if e.callers.iter().any(|(k, _)| is_jprofile(&self.stats.names, k)) {
                 let _ = writeln!(out, "         {}", self.stats.name(e.key.name));
@@ -1638,7 +1650,7 @@ fn strip_dirs(stats: &Stats) -> Stats {
             }
         }
     }
-    Stats { names: names.names, entries: out, sampled: stats.sampled }
+    Stats { names: names.names, entries: out, sampled: stats.sampled, total_tt: Some(stats.total_tt()) }
 }
 
 /// Prints `stats` as `pstats.Stats(path).sort_stats(...).print_stats(*restrictions)` (or
