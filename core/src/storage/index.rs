@@ -1,5 +1,7 @@
 //! Hashing and the open-addressing slot index every interner and thread table uses.
 
+use super::{Resource, Table};
+
 pub(super) const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A finalising mix so that nearby keys spread over the whole table.
@@ -86,6 +88,26 @@ pub(super) fn hash_thread(seed: u64, thread_id: u64, interpreter_id: u32) -> u64
     // Keyed before the mix: `mix` alone can be inverted, so without a secret seed a file can
     // hold thread ids that all land in one slot (quadratic reading; see `with_seed`).
     mix(thread_id ^ u64::from(interpreter_id).wrapping_mul(K) ^ seed)
+}
+
+/// Makes a growable thread index ready for entry number `count`: past half full it grows to
+/// four slots an entry and is refilled from `pairs` (the entries so far, in order), so
+/// probes stay short. True if it was rebuilt (a free slot found before has moved); fixed
+/// indexes are left as they are.
+pub(super) fn make_room(
+    slots: &mut Table<'_, u32>,
+    count: usize,
+    pairs: impl Iterator<Item = (u64, u32)>,
+    seed: u64,
+) -> Result<bool, Resource> {
+    if !slots.is_growable() || 2 * (count + 1) < slots.as_slice().len() {
+        return Ok(false);
+    }
+    if !slots.grow(4 * (count + 1), 0) {
+        return Err(Resource::Threads);
+    }
+    rebuild_index(slots.as_mut_slice(), pairs, seed);
+    Ok(true)
 }
 
 /// Refills an emptied index with `pairs` in entry order (entry `i` at its probe's end).

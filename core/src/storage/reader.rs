@@ -128,9 +128,8 @@ impl<'a> ReaderThreads<'a> {
         if self.count >= self.capacity || !self.entries.grow(self.count + 1, ReaderThread::EMPTY) {
             return Err(Resource::Threads);
         }
-        // Growable slots stay at most half full, so probes stay short.
-        if self.slots.is_growable() && 2 * (self.count + 1) >= self.slots.as_slice().len() {
-            self.rehash(4 * (self.count + 1))?;
+        let pairs = self.entries.as_slice()[..self.count].iter().map(|t| (t.thread_id, t.interpreter_id));
+        if make_room(&mut self.slots, self.count, pairs, self.seed)? {
             slot = match self.find(thread_id, interpreter_id) {
                 Err(slot) => slot,
                 Ok(_) => unreachable!("the pair was missing before the rehash"),
@@ -148,16 +147,6 @@ impl<'a> ReaderThreads<'a> {
         self.count += 1;
         self.slots.as_mut_slice()[slot] = i as u32 + 1;
         Ok(i)
-    }
-
-    /// Rebuilds the growable index with `len` slots.
-    pub(super) fn rehash(&mut self, len: usize) -> Result<(), Resource> {
-        if !self.slots.grow(len, 0) {
-            return Err(Resource::Threads);
-        }
-        let entries = &self.entries.as_slice()[..self.count];
-        rebuild_index(self.slots.as_mut_slice(), entries.iter().map(|t| (t.thread_id, t.interpreter_id)), self.seed);
-        Ok(())
     }
 
     pub(crate) fn get(&self, i: usize) -> &ReaderThread {

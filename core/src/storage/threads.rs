@@ -159,23 +159,14 @@ impl<'a> WriterThreads<'a> {
             if !self.chunks.grow(self.count + 1, ThreadChunks::EMPTY) {
                 return Err(Resource::Threads);
             }
-            // Growable slots stay at most half full, so probes stay short.
-            if 2 * (self.count + 1) >= self.slots.as_slice().len() {
-                if !self.slots.grow(4 * (self.count + 1), 0) {
-                    return Err(Resource::Threads);
-                }
-                let entries = &self.entries.as_slice()[..self.count];
-                rebuild_index(
-                    self.slots.as_mut_slice(),
-                    entries.iter().map(|t| (t.thread_id, t.interpreter_id)),
-                    self.seed,
-                );
-                slot = match self.lookup(thread_id, interpreter_id) {
-                    Err(slot) => slot,
-                    Ok(_) => unreachable!("the pair was missing before the rehash"),
-                };
-            }
             self.chunks.as_mut_slice()[self.count] = ThreadChunks::EMPTY;
+        }
+        let pairs = self.entries.as_slice()[..self.count].iter().map(|t| (t.thread_id, t.interpreter_id));
+        if make_room(&mut self.slots, self.count, pairs, self.seed)? {
+            slot = match self.lookup(thread_id, interpreter_id) {
+                Err(slot) => slot,
+                Ok(_) => unreachable!("the pair was missing before the rehash"),
+            };
         }
         let i = self.count;
         self.entries.as_mut_slice()[i] =
