@@ -628,14 +628,14 @@ impl<'s> Samples<'s> {
             self.history_lost = true;
             return;
         };
-        let depth = self.store.items.get(..self.items).unwrap_or_default().iter();
-        let depth = depth.filter(|slot| matches!(slot.0, Item::Frame(_))).count();
         let (mut chunk, mut chunk_len) = match self.store.threads[i].entry {
             Some(t) => (t.chunk, t.chunk_len),
             None => self.store.first_chunk(i),
         };
-        if depth > chunk_len {
-            if let Some(grown) = self.store.grow_chunk(depth, chunk_len) {
+        // Room for the sample's items, frames being nearly all of them (a marker is rare), so
+        // the keys are copied in the one pass below.
+        if self.items > chunk_len {
+            if let Some(grown) = self.store.grow_chunk(self.items, chunk_len) {
                 (chunk, chunk_len) = grown;
             }
         }
