@@ -151,6 +151,49 @@ fn python_hex(tid: &str) -> Option<String> {
     Some(if negative && value != 0 { format!("-{value}") } else { value.to_string() })
 }
 
+/// Each thread id's text as `mojo2austin` prints it (decimal when it is hex), worked out
+/// once per distinct thread id: most samples are of the thread before.
+#[derive(Default)]
+struct TidText {
+    index: IdMap<Box<[u8]>, usize>,
+    shown: Vec<(Box<[u8]>, Box<str>)>,
+    last: Option<usize>,
+}
+
+impl TidText {
+    fn of(&mut self, tid: &[u8]) -> &str {
+        let i = match self.last {
+            Some(i) if *self.shown[i].0 == *tid => i,
+            _ => {
+                let i = match self.index.get(tid) {
+                    Some(&i) => i,
+                    None => {
+                        let text = String::from_utf8_lossy(tid);
+                        let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
+                        // One entry per distinct thread id: as many as the file has threads.
+                        self.shown.push((tid.into(), shown.into()));
+                        self.index.insert(tid.into(), self.shown.len() - 1);
+                        self.shown.len() - 1
+                    }
+                };
+                self.last = Some(i);
+                i
+            }
+        };
+        &self.shown[i].1
+    }
+}
+
+/// Appends a frame as the text has it: `;<file>:<scope>:<line>`.
+fn push_frame(out: &mut Vec<u8>, filename: &[u8], scope: &[u8], line: u64) {
+    out.push(b';');
+    push_text(out, filename);
+    out.push(b':');
+    push_text(out, scope);
+    out.push(b':');
+    push_decimal(out, line);
+}
+
 /// Writes Austin's text for the MOJO file `source` to `out`; returns the samples (STACK
 /// events) written.
 pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<u64, AustinError<R::Error>> {
@@ -182,7 +225,7 @@ pub fn samples_text<R: embedded_io::Read, W: Write>(
     let mut out = io::BufWriter::with_capacity(FLUSH_AT, out);
     let mut memory_mode: Option<bool> = None;
     let mut line = Vec::new();
-    let mut tids: IdMap<Box<[u8]>, Box<str>> = IdMap::default();
+    let mut tids = TidText::default();
     let written = crate::mojo::for_each_in(reader, |_, item| {
         line.clear();
         match item {
@@ -202,19 +245,10 @@ pub fn samples_text<R: embedded_io::Read, W: Write>(
                 line.extend_from_slice(b";T");
                 push_decimal(&mut line, s.iid);
                 line.push(b':');
-                let tid = tids.entry(s.tid.into()).or_insert_with(|| {
-                    let text = String::from_utf8_lossy(s.tid);
-                    python_hex(&text).unwrap_or_else(|| text.into_owned()).into()
-                });
-                line.extend_from_slice(tid.as_bytes());
+                line.extend_from_slice(tids.of(s.tid).as_bytes());
                 for frame in s.frames() {
                     if let tachyon_core::mojo::Frame::Defined(f) = frame {
-                        line.push(b';');
-                        push_text(&mut line, f.filename);
-                        line.push(b':');
-                        push_text(&mut line, f.scope);
-                        line.push(b':');
-                        push_decimal(&mut line, f.def.line);
+                        push_frame(&mut line, f.filename, f.scope, f.def.line);
                     }
                 }
                 line.push(b' ');
@@ -245,12 +279,8 @@ pub struct AustinText<W: Write> {
     pub(super) buf: Vec<u8>,
     version: u8,
     tables: Tables<'static>,
-    /// Each thread id (by its index in `tid_shown`) and its text as `mojo2austin` prints
-    /// it (decimal when it is hex).
-    tids: IdMap<Box<[u8]>, usize>,
-    tid_shown: Vec<(Box<[u8]>, Box<str>)>,
-    /// The last STACK's thread, in `tid_shown`.
-    last_tid: Option<usize>,
+    /// Each thread id's text.
+    tids: TidText,
     /// `;file:scope:line` of frames referred to, by `(pid, key)`: written again as it is
     /// (a frame's names are fixed when it is defined), at most [`RENDERED_BYTES`] in all.
     rendered: IdMap<(u64, u64), Box<[u8]>>,
@@ -280,9 +310,7 @@ impl<W: Write> AustinText<W> {
             buf: Vec::with_capacity(2 * FLUSH_AT),
             version,
             tables,
-            tids: IdMap::default(),
-            tid_shown: Vec::new(),
-            last_tid: None,
+            tids: TidText::default(),
             rendered: IdMap::default(),
             rendered_bytes: 0,
             pid: None,
@@ -346,26 +374,7 @@ impl<W: Write> AustinText<W> {
                     push_decimal(out, iid);
                     out.push(b':');
                 }
-                // Most samples are of the thread before.
-                let shown = match self.last_tid {
-                    Some(i) if *self.tid_shown[i].0 == *tid => i,
-                    _ => {
-                        let i = match self.tids.get(tid) {
-                            Some(&i) => i,
-                            None => {
-                                let text = String::from_utf8_lossy(tid);
-                                let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
-                                // One entry per distinct thread id: as many as the file has threads.
-                                self.tid_shown.push((tid.into(), shown.into()));
-                                self.tids.insert(tid.into(), self.tid_shown.len() - 1);
-                                self.tid_shown.len() - 1
-                            }
-                        };
-                        self.last_tid = Some(i);
-                        i
-                    }
-                };
-                out.extend_from_slice(self.tid_shown[shown].1.as_bytes());
+                out.extend_from_slice(self.tids.of(tid).as_bytes());
             }
             Event::String { key, value } => {
                 self.tables.define_string(current()?, key, value).map_err(|e| fail(Problem::Table(e)))?
@@ -385,12 +394,7 @@ impl<W: Write> AustinText<W> {
                 } else {
                     let f = self.tables.frame(pid, key).ok_or(fail(Problem::UndefinedFrame { pid, key }))?;
                     let start = out.len();
-                    out.push(b';');
-                    push_text(out, f.filename);
-                    out.push(b':');
-                    push_text(out, f.scope);
-                    out.push(b':');
-                    push_decimal(out, f.def.line);
+                    push_frame(out, f.filename, f.scope, f.def.line);
                     let text = &out[start..];
                     if self.rendered_bytes + text.len() <= RENDERED_BYTES {
                         self.rendered_bytes += text.len();
