@@ -138,14 +138,17 @@ pub fn convert<S: Source>(
         }
         _ => {}
     }
-    let mut file;
-    let out: &mut dyn io::Write = match dest {
-        Destination::File(p) => {
-            file = std::fs::File::create(p).map_err(|e| ConvertError::Write(at(p, e)))?;
-            &mut file
-        }
-        Destination::Stream(w) => w,
-    };
+    dest.write_with(|out| write_streamed(source, output, &info, out, progress))
+}
+
+/// Writes every output that is written front to back (all but Tachyon and gperftools).
+fn write_streamed<S: Source>(
+    source: &mut S,
+    output: &Output,
+    info: &crate::model::SourceInfo,
+    out: &mut dyn io::Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, ConvertError<S::Error>> {
     // Austin's formats buffer their own output.
     match output {
         Output::Mojo { version } => return mojo::write_from_hub(source, out, *version, progress),
@@ -210,7 +213,7 @@ pub fn convert<S: Source>(
         Output::Pprof => {
             let mut c = pprof::PprofCollector::default();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            let profile = c.profile(source.frames(), &info);
+            let profile = c.profile(source.frames(), info);
             pprof::write_gzipped(&profile, &mut out)?;
             n
         }
