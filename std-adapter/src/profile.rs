@@ -85,6 +85,13 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
+impl ProfileError {
+    /// The reader of `kind` refused the file at `path` with `error`.
+    pub fn invalid(path: &Path, kind: FileKind, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ProfileError::Invalid { path: path.to_owned(), kind, error: Box::new(error) }
+    }
+}
+
 /// What [`Profile::verify`] read of a valid file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
@@ -167,9 +174,7 @@ impl Source for AnySource<'_> {
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
         let (path, kind) = (&self.path, self.kind);
-        let invalid =
-            |error: Box<dyn std::error::Error + Send + Sync>| ProfileError::Invalid { path: path.clone(), kind, error };
-        each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| invalid(Box::new(e))))
+        each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| ProfileError::invalid(path, kind, e)))
     }
 
     fn prepare(&mut self, output: &Output) {
@@ -183,11 +188,9 @@ impl Source for AnySource<'_> {
         progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         let (path, kind) = (&self.path, self.kind);
-        let invalid =
-            |error: Box<dyn std::error::Error + Send + Sync>| ProfileError::Invalid { path: path.clone(), kind, error };
         each!(&mut self.inner, s => s
             .pass_through(output, dest, progress)
-            .map(|done| done.map_err(|e| e.map_read(|e| invalid(Box::new(e))))))
+            .map(|done| done.map_err(|e| e.map_read(|e| ProfileError::invalid(path, kind, e)))))
     }
 }
 
@@ -227,11 +230,6 @@ impl Profile {
         &self.path
     }
 
-    /// The file's size in bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
     /// Samples the file says it holds (a Tachyon header's count; 0 where a format does not
     /// say or the header cannot be read), for progress only.
     pub fn expected_samples(&self) -> u64 {
@@ -242,13 +240,8 @@ impl Profile {
         meta.map_or(0, |m| m.header.sample_count)
     }
 
-    /// True for an empty file (which no format accepts).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     fn invalid(&self, error: impl std::error::Error + Send + Sync + 'static) -> ProfileError {
-        ProfileError::Invalid { path: self.path.clone(), kind: self.kind, error: Box::new(error) }
+        ProfileError::invalid(&self.path, self.kind, error)
     }
 
     fn file(&self) -> Result<FileSource, ProfileError> {
@@ -261,12 +254,8 @@ impl Profile {
         let mut src = self.file()?;
         let meta = Metadata::read(&mut src).map_err(|e| self.invalid(e))?;
         let storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| self.invalid(e))?;
-        let (path, kind) = (self.path.clone(), self.kind);
-        self.storage.insert(Box::new(storage)).open_file(src).map_err(|e| ProfileError::Invalid {
-            path,
-            kind,
-            error: Box::new(e),
-        })
+        let (path, kind) = (&self.path, self.kind);
+        self.storage.insert(Box::new(storage)).open_file(src).map_err(|e| ProfileError::invalid(path, kind, e))
     }
 
     /// A gperftools profile as a source, addresses unsymbolised.
@@ -354,7 +343,8 @@ impl Profile {
                 v["file_bytes"] = json!(meta.file_len);
                 v["sample_region_bytes"] = json!(meta.header.string_table_offset - HEADER_SIZE as u64);
                 if records {
-                    drain(&mut reader, progress).map_err(|error| invalid_tachyon(&path, error))?;
+                    drain(&mut reader, progress)
+                        .map_err(|error| ProfileError::invalid(&path, FileKind::Tachyon, error))?;
                     let c = reader.record_counts();
                     v["decompressed_sample_region_bytes"] = json!(reader.sample_region_bytes());
                     v["records"] =
@@ -386,7 +376,7 @@ impl Profile {
             FileKind::Tachyon => {
                 let path = self.path.clone();
                 let mut reader = self.tachyon_reader()?;
-                drain(&mut reader, progress).map_err(|error| invalid_tachyon(&path, error))?;
+                drain(&mut reader, progress).map_err(|error| ProfileError::invalid(&path, FileKind::Tachyon, error))?;
                 Ok(Verified {
                     samples: reader.samples_decoded(),
                     unit: "thread samples",
@@ -439,7 +429,7 @@ impl Profile {
                 let path = self.path.clone();
                 let mut reader = self.tachyon_reader()?;
                 dump_tachyon(&mut reader, &mut out, progress).map_err(|e| match e {
-                    DumpError::Read(error) => invalid_tachyon(&path, error),
+                    DumpError::Read(error) => ProfileError::invalid(&path, FileKind::Tachyon, error),
                     DumpError::Write(e) => ProfileError::Write(e),
                 })?
             }
@@ -457,10 +447,6 @@ impl Profile {
         out.flush().map_err(ProfileError::Write)?;
         Ok(n)
     }
-}
-
-fn invalid_tachyon(path: &Path, error: tachyon_core::ReadError<io::Error>) -> ProfileError {
-    ProfileError::Invalid { path: path.to_owned(), kind: FileKind::Tachyon, error: Box::new(error) }
 }
 
 /// Decodes every remaining record (a REPEAT run's entries are checked and skipped when the
