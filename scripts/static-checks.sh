@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The checks that need no oracle and no test run: formatting, clippy on every target kind,
+# The checks that need no oracle and no test run: formatting, import cycles, clippy on every target kind,
 # the no_std builds, every documentation build and the MSRV check. The test command runs
 # them; run them alone before committing (a few minutes warm). Needs the rustup targets and
 # the 1.81 toolchain (installs them when missing). The MSRV check copies the files git knows:
@@ -23,6 +23,9 @@ step "format"
 cargo fmt --all -- --check
 # The fuzz targets are their own workspace.
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+
+step "module structure: no import cycle between the modules of any crate"
+python3 scripts/module-cycles.py
 
 step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings

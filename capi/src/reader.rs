@@ -7,7 +7,7 @@ use core::ffi::c_char;
 use std::fmt;
 
 use tachyon::file::FileSource;
-use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::{Metadata, ReadError, Reader};
 

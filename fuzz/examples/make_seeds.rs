@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::memory::VecSink;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::tachyon::source::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::transport::FramedSink;

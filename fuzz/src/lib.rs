@@ -9,11 +9,11 @@
 use std::io::Cursor as StdCursor;
 
 use tachyon::convert::{convert, Destination, Output};
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::mojo::{MojoMetric, MojoSource};
-use tachyon::sources::pprof::{PprofSource, SampleIndex};
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::mojo::source::{MojoMetric, MojoSource};
+use tachyon::pprof::source::{PprofSource, SampleIndex};
+use tachyon::tachyon::source::TachyonSource;
 use tachyon_core::io::Cursor;
 use tachyon_core::marshal::{Decoder, Open};
 use tachyon_core::reader::Metadata;
@@ -34,10 +34,10 @@ pub fn tachyon_metadata(data: &[u8]) {
     let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, limits()) else { return };
     let Ok(reader) = storage.open(Cursor::new(data)) else { return };
     let tables = reader.tables();
-    let _ = tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count());
+    let _ = tachyon::tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count());
     for i in 0..tables.frame_count() as u32 {
         if let Some(f) = tables.frame(i) {
-            let _ = tachyon::view::frame(&f);
+            let _ = tachyon::tachyon::view::frame(&f);
         }
     }
 }
@@ -55,7 +55,7 @@ pub fn tachyon_replay(data: &[u8]) {
         let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
     }
     if let Ok(mut reader) = storage.open(Cursor::new(data)) {
-        let _ = tachyon::convert::tachyon::reencode(
+        let _ = tachyon::tachyon::write::reencode(
             &mut reader,
             tachyon::memory::VecSink::default(),
             tachyon_core::LittleEndian,
@@ -78,7 +78,7 @@ pub fn gperftools(data: &[u8]) {
 
 /// A MOJO file: Austin's text, re-encoding, and a conversion through the hub.
 pub fn mojo(data: &[u8]) {
-    let _ = tachyon::convert::austin::austin_text(Cursor::new(data), Vec::new());
+    let _ = tachyon::mojo::austin::austin_text(Cursor::new(data), Vec::new());
     let _ = tachyon::mojo::reencode(Cursor::new(data), &mut Vec::new(), None);
     let _ = tachyon::mojo::info(Cursor::new(data), data.len() as u64);
     if let Ok(mut source) = MojoSource::open(Cursor::new(data), MojoMetric::Default) {
@@ -114,7 +114,7 @@ pub fn pstats(data: &[u8]) {
         };
         let _ = print(&stats, &options);
     }
-    let _ = tachyon::dot::dot(&stats);
+    let _ = tachyon::pstats::dot::dot(&stats);
     let _ = tachyon::pstats::write(&stats, true, &mut Vec::new());
 }
 
@@ -136,8 +136,8 @@ pub fn pprof(data: &[u8]) {
 /// as a Tachyon file in both byte orders.
 pub fn json_encode(data: &[u8]) {
     let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else { return };
-    let _ = tachyon::input::encode_document(&doc, tachyon_core::LittleEndian, None);
-    let _ = tachyon::input::encode_document(&doc, tachyon_core::BigEndian, None);
+    let _ = tachyon::tachyon::input::encode_document(&doc, tachyon_core::LittleEndian, None);
+    let _ = tachyon::tachyon::input::encode_document(&doc, tachyon_core::BigEndian, None);
 }
 
 /// Format detection by magic: any prefix, and the name of what it finds.
@@ -163,7 +163,7 @@ pub fn elf_symbols(data: &[u8]) {
 
 /// A capture of the framed transport, reassembled as `tachyon receive` does.
 pub fn transport_receiver(data: &[u8]) {
-    if let Ok(file) = tachyon::receive::reassemble(data) {
+    if let Ok(file) = tachyon::tachyon::receive::reassemble(data) {
         // Every byte of the file came in a frame.
         assert!(file.len() <= data.len(), "{} bytes from a capture of {}", file.len(), data.len());
     }

@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use tachyon::convert::pstats::SortOrder;
-use tachyon::convert::tachyon::reencode;
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
-use tachyon::input::encode_document;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::pstats::replay::SortOrder;
+use tachyon::tachyon::input::encode_document;
+use tachyon::tachyon::source::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon::tachyon::write::reencode;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;

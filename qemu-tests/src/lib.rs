@@ -16,7 +16,7 @@ pub mod inputs;
 pub mod model;
 
 use serde_json::Value;
-use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 
@@ -86,9 +86,9 @@ pub fn decode_to_json(file: &[u8]) -> Result<Vec<Value>, String> {
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
     let mut reader = storage.open(Cursor::new(file)).map_err(|e| e.to_string())?;
     let tables = reader.tables();
-    let mut out = vec![tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count())];
+    let mut out = vec![tachyon::tachyon::view::info(reader.metadata(), tables.string_count(), tables.frame_count())];
     while let Some(s) = reader.next_sample().map_err(|e| e.to_string())? {
-        out.push(tachyon::view::sample(&s));
+        out.push(tachyon::tachyon::view::sample(&s));
     }
     Ok(out)
 }

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use qemu_tests::model::{model, per_thread};
 use qemu_tests::{compare_bytes, compare_views, decode_to_json, gen, parse_jsonl, VECTORS};
-use tachyon::input::encode_document;
+use tachyon::tachyon::input::encode_document;
 use tachyon_core::{BigEndian, LittleEndian};
 
 const SEED: u64 = 0x7ac4_2026;

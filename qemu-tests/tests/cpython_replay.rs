@@ -227,7 +227,11 @@ fn long_real_profiles_match_cpython() {
 fn starts_a_thread_with_a_run(file: &[u8]) -> bool {
     use tachyon_core::reader::Record;
     let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(file)).unwrap();
-    let mut storage = tachyon::open::OwnedReaderStorage::for_metadata(&meta, tachyon::open::Limits::default()).unwrap();
+    let mut storage = tachyon::tachyon::storage::OwnedReaderStorage::for_metadata(
+        &meta,
+        tachyon::tachyon::storage::Limits::default(),
+    )
+    .unwrap();
     let mut reader = storage.open(tachyon_core::io::Cursor::new(file)).unwrap();
     let mut seen = std::collections::HashSet::new();
     while let Some(record) = reader.next_record().unwrap() {

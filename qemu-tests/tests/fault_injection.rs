@@ -304,7 +304,7 @@ fn a_failing_link_gives_the_accepted_samples_or_a_named_refusal() {
         }
         // A frame cut short is refused by name; otherwise the file is exactly what was
         // accepted, never a file that silently differs.
-        match tachyon::receive::reassemble(&link.data) {
+        match tachyon::tachyon::receive::reassemble(&link.data) {
             Ok(file) => {
                 assert_eq!(read_view(&file).unwrap_or_else(|e| panic!("{what}: {e}")), view_of(&accepted), "{what}");
                 exact += 1;

@@ -53,7 +53,7 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
     for target in ["thumbv7em-none-eabihf", "thumbv6m-none-eabi"] {
         let ram = std::fs::read(dir.join(format!("{target}.ram.pyb"))).unwrap();
         let capture = std::fs::read(dir.join(format!("{target}.uart.bin"))).unwrap();
-        assert!(tachyon::receive::reassemble(&capture).unwrap() == ram, "{target}: UART and RAM differ");
+        assert!(tachyon::tachyon::receive::reassemble(&capture).unwrap() == ram, "{target}: UART and RAM differ");
         let log = std::fs::read_to_string(dir.join(format!("{target}.log"))).unwrap();
         let (taken, written) = (logged(&log, "taken"), logged(&log, "written"));
         assert_eq!(logged(&log, "dropped"), 0, "{target}: {log}");
@@ -115,7 +115,7 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
             let mut flipped = capture.clone();
             flipped[at] ^= 0x20;
             for damaged in [cut, flipped] {
-                if let Ok(file) = tachyon::receive::reassemble(&damaged) {
+                if let Ok(file) = tachyon::tachyon::receive::reassemble(&damaged) {
                     assert!(file == ram, "{target}: damage at {at} gave another file");
                 }
             }

@@ -12,11 +12,11 @@ use std::io::Read as _;
 
 use prost::Message;
 use qemu_tests::gperftools_oracle::{go_samples, perl_total};
-use tachyon::convert::pprof::Profile;
-use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{convert, ConvertError, Destination, Output};
+use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::model::Source;
-use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::pprof::proto::Profile;
+use tachyon::pstats::replay::SortOrder;
 use tachyon_core::gperftools::{RunTimeWord, Word};
 use tachyon_core::io::Cursor;
 use tachyon_core::kind::FileKind;

@@ -21,10 +21,10 @@ use std::process::Command;
 
 use prost::Message;
 use qemu_tests::gperftools_oracle::go_samples;
-use tachyon::convert::pprof::Profile;
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
-use tachyon::sources::gperftools::GperftoolsSource;
+use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::pprof::proto::Profile;
 use tachyon::symbolize::Symbolizer;
 
 use qemu_tests::gperftools_oracle::RECORDED_ARCHES as ARCHES;

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use tachyon::convert::austin::austin_text;
+use tachyon::mojo::austin::austin_text;
 use tachyon_core::io::Cursor;
 use tachyon_core::mojo::{Event, Reader};
 
@@ -215,7 +215,7 @@ fn speedscope_is_austin2speedscopes() {
         let file = std::fs::read(&mojo).unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
         let want = std::fs::read(&json).unwrap_or_else(|e| panic!("{}: {e}", json.display()));
         let mut got = Vec::new();
-        tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&file[..]), &title, &mut got)
+        tachyon::mojo::speedscope::from_mojo(Cursor::new(&file[..]), &title, &mut got)
             .unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
         qemu_tests::compare_bytes(&format!("{}: speedscope", mojo.display()), &got, &want)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -2,7 +2,7 @@
 //! records (`TACHYON_MOJO_PROFILES`) and every committed real one, `tachyon convert --to
 //! tachyon` writes a file CPython's `BinaryReader` reads, and it yields the samples
 //! austin-python 2.4.0's reader yields for the MOJO file (dumped by `record.sh`), mapped as
-//! `std-adapter/src/sources/mojo.rs` documents: the tid read as hex into the thread id, the
+//! `std-adapter/src/mojo/source.rs` documents: the tid read as hex into the thread id, the
 //! iid into the interpreter id, frames innermost first with CPython's spans (Austin's
 //! columns count from 1, 0 unknown; an unknown last line is the first), a `~:<GC>` frame innermost in a collection, status on
 //! CPU in cpu mode and in full mode unless idle, and each sample at its thread's clock: the
@@ -17,7 +17,7 @@ use qemu_tests::inputs::{cpython_dump, oracle_ready, root};
 use serde_json::{json, Value};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
-use tachyon::sources::mojo::{MojoMetric, MojoSource};
+use tachyon::mojo::source::{MojoMetric, MojoSource};
 
 /// `(MOJO file, 2.4.0's samples of it)`: the recorded files and the committed real ones.
 fn files() -> Vec<(PathBuf, PathBuf)> {

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use tachyon::convert::{convert, ConvertError, Destination, Output};
+use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::model::Source;
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::io::Cursor;
 use tachyon_core::kind::FileKind;

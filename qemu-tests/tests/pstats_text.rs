@@ -382,7 +382,7 @@ fn dot_is_gprof2dots() {
     for (i, file) in files().iter().enumerate() {
         let bytes = std::fs::read(file).unwrap();
         let Ok(stats) = load(&bytes) else { continue };
-        let ours = tachyon::dot::dot(&stats);
+        let ours = tachyon::pstats::dot::dot(&stats);
         let theirs = work.join(format!("{i}.gprof2dot.dot"));
         let mut cmd = if stats.sampled {
             let mut c = Command::new(root().join("scripts/oracle-python.sh"));
@@ -497,8 +497,8 @@ fn merged_tachyon_files_replay_in_cpython_as_the_sum() {
     }
     let merged = work.join("merged.pyb");
     // What `tachyon merge` does with Tachyon files.
-    let loaded: Vec<_> = inputs.iter().map(|f| tachyon::sources::tachyon::TachyonFile::open(f).unwrap()).collect();
-    let mut chain = tachyon::sources::chain::Chain::new(loaded).unwrap();
+    let loaded: Vec<_> = inputs.iter().map(|f| tachyon::tachyon::source::TachyonFile::open(f).unwrap()).collect();
+    let mut chain = tachyon::model::chain::Chain::new(loaded).unwrap();
     tachyon::convert::convert(
         &mut chain,
         &tachyon::convert::Output::Tachyon { big_endian: None, compression: None },

@@ -13,9 +13,9 @@ use std::process::Command;
 
 use qemu_tests::inputs::{cpython_replay, jsonl_run_id, oracle_ready, replay_table, root, TEXT_VARIANTS};
 use tachyon::convert::{convert, ConvertError, Destination, Output};
+use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::model::Source;
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::io::Cursor;
 

@@ -3,7 +3,7 @@
 //! in both byte orders, the committed and freshly recorded real profiles, seeded generated
 //! streams), `tachyon convert --to mojo` writes a file 2.4.0's `MojoStreamReader` reads, and
 //! it yields the samples CPython's own reader yields for the Tachyon file, mapped as
-//! `std-adapter/src/convert/mojo.rs` documents; `--to austin` is austin-python 1.7.1's
+//! `std-adapter/src/mojo/write.rs` documents; `--to austin` is austin-python 1.7.1's
 //! `mojo2austin` text of that MOJO file; and the MOJO file converted back to Tachyon holds,
 //! for CPython, every sample and frame the mapping keeps.
 //!
@@ -18,7 +18,7 @@ use qemu_tests::inputs::{convert_file, cpython_dump, inputs, oracle_ready, root}
 use serde_json::{json, Value};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
-use tachyon::sources::mojo::{MojoMetric, MojoSource};
+use tachyon::mojo::source::{MojoMetric, MojoSource};
 
 /// The frames CPython's tools hide (the profiler's own), which every output leaves out.
 fn hidden(frame: &Value) -> bool {

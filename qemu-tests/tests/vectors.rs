@@ -2,7 +2,7 @@
 //! byte orders, compressed and not.
 
 use qemu_tests::{compare_bytes, compare_views, decode_to_json, parse_jsonl, VECTORS};
-use tachyon::input::encode_document;
+use tachyon::tachyon::input::encode_document;
 use tachyon_core::{BigEndian, Compression, LittleEndian};
 
 fn doc(v: &qemu_tests::Vector) -> serde_json::Value {
@@ -41,7 +41,7 @@ fn big_endian_writes_equal_cpython_s390x() {
 #[test]
 fn native_writes_equal_cpython_of_the_same_byte_order() {
     for v in VECTORS {
-        let got = tachyon::input::encode_document_native(&doc(v), None).unwrap();
+        let got = tachyon::tachyon::input::encode_document_native(&doc(v), None).unwrap();
         let want = if cfg!(target_endian = "big") { v.s390x } else { v.x86_64 };
         compare_bytes(v.name, &got, want).unwrap();
     }

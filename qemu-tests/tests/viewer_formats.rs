@@ -13,9 +13,9 @@ use std::process::Command;
 use qemu_tests::inputs::{convert_file, inputs, root, viewer_tools};
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::file::FileSource;
+use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::model::Source;
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::pprof::{PprofSource, SampleIndex};
+use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon_core::io::Cursor;
 
 const SEED: u64 = 0x71e_e4e5;
@@ -252,7 +252,7 @@ fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
 /// totals its own time to the weights.
 #[test]
 fn mojo_inputs_reach_the_viewers() {
-    use tachyon::sources::mojo::{MojoMetric, MojoSource};
+    use tachyon::mojo::source::{MojoMetric, MojoSource};
     let tools = viewer_tools();
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-formats-mojo");
     let _ = std::fs::remove_dir_all(&work);
@@ -284,7 +284,7 @@ fn mojo_inputs_reach_the_viewers() {
             manifest += &format!("{kind}\t{}\n", path.display());
         }
         let mut austin_json = Vec::new();
-        tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&bytes[..]), &name, &mut austin_json)
+        tachyon::mojo::speedscope::from_mojo(Cursor::new(&bytes[..]), &name, &mut austin_json)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let path = work.join(format!("{i}.austin.speedscope.json"));
         std::fs::write(&path, austin_json).unwrap();

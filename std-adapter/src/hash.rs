@@ -3,6 +3,7 @@
 //! fixed fast hash would let a crafted file choose colliding keys. The key is random, so
 //! colliding keys cannot be chosen without it.
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// Builds [`IdHasher`]s with this process's key.
@@ -82,3 +83,34 @@ impl Hasher for IdHasher {
 
 /// A `HashMap` with [`IdHash`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHash>;
+
+/// Strings numbered in the order first met, as the string tables of the jsonl, Firefox
+/// profiler and pprof formats are.
+#[derive(Debug, Default, Clone)]
+pub struct StringIndex {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl StringIndex {
+    /// The id of `s`, numbering it if it is new.
+    pub fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(s.to_owned());
+        self.ids.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The strings, by id.
+    pub fn strings(&self) -> &[String] {
+        &self.list
+    }
+
+    /// The strings, by id, owned.
+    pub fn into_strings(self) -> Vec<String> {
+        self.list
+    }
+}

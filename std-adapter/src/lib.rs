@@ -1,45 +1,43 @@
 //! # tachyon
 //!
-//! The std layer over [`tachyon_core`]: files (positioned reads), a growable
-//! in-memory sink, storage sized from a file's validated metadata, CPython's JSON writer-input
-//! documents, the JSON view CPython's own reader gives of a file, a replay that feeds samples
-//! to collectors the way CPython's `replay` does ([`sources::tachyon`]), and the conversion
-//! pipeline: inputs ([`sources`]) feed one hub ([`model`]) that every output ([`convert`])
-//! reads; facts of gperftools CPU profiles ([`gperftools`]). The `tachyon` command is a thin
-//! layer over these.
+//! The std layer over [`tachyon_core`]: every format the project reads opened through one
+//! type ([`profile::Profile`]), the conversion pipeline (each format's input feeds one hub,
+//! [`model`], that every output reads), files, symbolisation, and the `tachyon` command, a
+//! thin layer over these.
 //!
 //! ## Module map
-//! * One type over every input format: [`profile::Profile`] (info, verify, dump).
-//! * The hub: [`model`] (sources, collectors, the frame table); inputs [`sources`]; outputs
-//!   [`convert`].
-//! * Per format: [`mojo`] (MOJO's facts, dump, re-encoding), [`gperftools`] (facts),
-//!   [`pstats`] and [`dot`] (pstats files, their table and call graph).
-//! * Files and memory: [`file`](mod@file), [`open`] (storage sized from a file), [`memory`],
-//!   [`region`] and [`compress`] (zstd in a second thread), [`receive`] (the framed stream).
-//! * Names: [`symbolize`] (ELF symbols and DWARF lines), [`view`] (CPython's JSON views),
-//!   [`input`] (CPython's writer input), [`hash`].
+//! * Any input: [`profile`] (detect, open, info, verify, dump, a source for the hub).
+//! * The pipeline: [`model`] (the hub: sources, collectors, the frame table, [`model::chain`]
+//!   for merging); [`output`] (the outputs' registry, options, destinations, errors);
+//!   [`convert`] (the dispatch, and the outputs no input format shares: collapsed stacks,
+//!   flame graph, Firefox profiler, speedscope, jsonl).
+//! * One folder per format, each with its input (`source`) and what writes it (`write`, or
+//!   `replay` for pstats): [`tachyon`] (also CPython's views and writer input, storage, zstd
+//!   threads, the framed stream), [`gperftools`], [`pprof`] (also the protobuf schema),
+//!   [`mojo`] (also Austin's text and speedscope as Austin makes it), [`pstats`] (also its
+//!   table, dump, merge and gprof2dot's graph).
+//! * Shared: [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
+//!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
+//!   [`hash`] (keyed fast hashing, string tables).
+//!
+//! Dependencies point one way: `profile` → `convert` → the format folders → `model`,
+//! `output` and the shared modules.
 
 #![deny(missing_docs)]
 
-pub mod compress;
 pub mod convert;
-pub mod dot;
 pub mod file;
 pub mod gperftools;
 pub mod hash;
-pub mod input;
 pub mod memory;
 pub mod model;
 pub mod mojo;
-pub mod open;
 pub mod output;
+pub mod pprof;
 pub mod profile;
 pub mod pstats;
 pub mod pyfmt;
-pub mod receive;
-pub mod region;
-pub mod sources;
 pub mod symbolize;
-pub mod view;
+pub mod tachyon;
 
 pub use tachyon_core as core;

@@ -15,15 +15,15 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{ConvertError, Destination, Output, OutputKind};
 use tachyon::file::FileSink;
-use tachyon::input::{encode_stream, CapacityCount, InputError};
+use tachyon::model::chain::Chain;
 use tachyon::model::Source;
+use tachyon::pprof::source::SampleIndex;
 use tachyon::profile::{AnySource, Profile, ProfileError, SourceOptions};
-use tachyon::sources::chain::Chain;
-use tachyon::sources::pprof::SampleIndex;
-use tachyon::sources::pstats::PstatsOptions;
+use tachyon::pstats::replay::SortOrder;
+use tachyon::pstats::source::PstatsOptions;
+use tachyon::tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
@@ -170,7 +170,7 @@ struct InputArgs {
     /// default: time, or allocations for a memory profile (as Austin's tools). speedscope gets
     /// every metric of the file's mode, as austin2speedscope makes it.
     #[arg(long, value_enum, value_name = "METRIC")]
-    metric: Option<tachyon::sources::mojo::MojoMetric>,
+    metric: Option<tachyon::mojo::source::MojoMetric>,
     /// Without `--sample-index`, count pprof's first `count` type (outputs made of samples).
     #[arg(skip)]
     counts_by_default: bool,
@@ -664,7 +664,8 @@ fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Fail
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
-    let file = tachyon::receive::reassemble(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+    let file =
+        tachyon::tachyon::receive::reassemble(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     std::fs::write(output, file).map_err(|e| Failure(format!("{}: {e}", output.display())))
 }
 

@@ -1,6 +1,6 @@
 //! What a conversion is asked for and what it can fail with: the outputs with their options
 //! ([`Output`], listed in [`OutputKind`]), where an output goes ([`Destination`]) and why a
-//! conversion failed ([`ConvertError`]). Inputs ([`crate::sources`]) and outputs
+//! conversion failed ([`ConvertError`]). Inputs (each format's `source` module) and outputs
 //! ([`crate::convert`]) both depend on this module and it on neither, so the hub's types have
 //! one home and the modules no cycle.
 

@@ -28,15 +28,15 @@ use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{HeaderLayout, Reader, RunTimeEndian};
 
 use crate::file::FileSource;
+use crate::gperftools::source::GperftoolsSource;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, SourceInfo};
-use crate::open::{Limits, OwnedReaderStorage};
+use crate::mojo::source::{MojoMetric, MojoSource};
 use crate::output::{ConvertError, Destination, Output};
-use crate::sources::gperftools::GperftoolsSource;
-use crate::sources::mojo::{MojoMetric, MojoSource};
-use crate::sources::pprof::{PprofSource, SampleIndex};
-use crate::sources::pstats::{PstatsOptions, PstatsSource};
-use crate::sources::tachyon::{TachyonFile, TachyonSource};
+use crate::pprof::source::{PprofSource, SampleIndex};
+use crate::pstats::source::{PstatsOptions, PstatsSource};
 use crate::symbolize::Symbolizer;
+use crate::tachyon::source::{TachyonFile, TachyonSource};
+use crate::tachyon::storage::{Limits, OwnedReaderStorage};
 
 /// Why a profile could not be opened, read or written out.
 #[derive(Debug)]
@@ -330,7 +330,7 @@ impl Profile {
                 let meta = *reader.metadata();
                 let tables = reader.tables();
                 // CPython's get_info(), exactly; then what this command adds.
-                let mut v = crate::view::info(&meta, tables.string_count(), tables.frame_count());
+                let mut v = crate::tachyon::view::info(&meta, tables.string_count(), tables.frame_count());
                 let (h, config) = (&meta.header, meta.header.config);
                 v["compression"] = json!(h.compression.name());
                 v["mode_name"] = json!(config.mode.map(|m| m.name()));
@@ -473,7 +473,7 @@ fn dump_tachyon(
     out: &mut impl Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, DumpError> {
-    let mut lines = crate::view::SampleLines::default();
+    let mut lines = crate::tachyon::view::SampleLines::default();
     let mut ticker = crate::model::Ticker::default();
     while let Some(record) = reader.next_record().map_err(DumpError::Read)? {
         match record {

@@ -203,7 +203,7 @@ pub fn write_json_str(out: &mut impl io::Write, text: &str) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::write_json_str;
+    use super::{f8, push_int, write_json_str};
 
     fn py(s: &str) -> String {
         let mut v = Vec::new();
@@ -218,5 +218,43 @@ mod tests {
         assert_eq!(py("q\"b\\n\nr\rt\tb\u{8}f\u{c}"), r#""q\"b\\n\nr\rt\tb\bf\f""#);
         assert_eq!(py("\u{1}\u{7f}é€\u{fffd}"), r#""\u0001\u007f\u00e9\u20ac\ufffd""#);
         assert_eq!(py("日\u{1f600}"), r#""\u65e5\ud83d\ude00""#);
+    }
+
+    /// `%8.3f` is printed as Rust's exact formatter prints `{:8.3}` (correctly rounded, ties
+    /// to even on the exact binary value, as C's printf and so Python's `%` do), whichever
+    /// path a value takes.
+    #[test]
+    fn times_print_as_the_exact_formatter_prints_them() {
+        let mut values = vec![0.0, 0.0004999, 0.0005, 0.0015, 0.0025, 0.9995, 2.5, 1e9, 1.0995e9, 1.2e9, 1e300];
+        let (up, down) = (|x: f64| f64::from_bits(x.to_bits() + 1), |x: f64| f64::from_bits(x.to_bits() - 1));
+        // Halfway between thousandths, and the doubles on either side: where the product can
+        // round the wrong way.
+        for k in (0..200_000u64).chain((1u64 << 40) - 2_000..(1u64 << 40) + 2_000) {
+            let tie = (k as f64 + 0.5) / 1000.0;
+            values.extend([tie, up(tie), down(tie), up(up(tie)), down(down(tie))]);
+        }
+        // Doubles of every magnitude from 1e-5 to 1e13, their bits from a xorshift.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..300_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let exponent = (state >> 52) % 60; // 2^-17 .. 2^43
+            values.push(f64::from_bits(((1006 + exponent) << 52) | (state & ((1 << 52) - 1))));
+        }
+        for v in values {
+            for x in [v, -v] {
+                assert_eq!(f8(x), format!("{x:8.3}"), "{x:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn ints_print_as_display_prints_them() {
+        for i in [0, 1, -1, 9, 10, 99, 100, -100, 123_456_789, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut s = String::new();
+            push_int(&mut s, i);
+            assert_eq!(s, i.to_string());
+        }
     }
 }

@@ -8,8 +8,8 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use tachyon::convert::austin::austin_text;
-use tachyon::convert::austin_speedscope::{from_mojo, FinishError, Profiles, SpeedscopeError};
+use tachyon::mojo::austin::austin_text;
+use tachyon::mojo::speedscope::{from_mojo, FinishError, Profiles, SpeedscopeError};
 use tachyon_core::mojo::{Event, FrameDef};
 
 fn golden() -> &'static Path {

@@ -7,13 +7,13 @@
 
 use std::path::Path;
 
-use tachyon::convert::pstats::SortOrder;
 use tachyon::convert::{convert, Destination, Output};
+use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::memory::VecSink;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::gperftools::GperftoolsSource;
-use tachyon::sources::mojo::{MojoMetric, MojoSource};
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::mojo::source::{MojoMetric, MojoSource};
+use tachyon::pstats::replay::SortOrder;
+use tachyon::tachyon::source::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;
@@ -51,8 +51,7 @@ fn run_all(bytes: &[u8]) -> usize {
         errors += usize::from(convert(&mut source, &format, Destination::Stream(&mut out), &mut |_| {}).is_err());
     }
     if let Ok(mut reader) = storage.open(Cursor::new(bytes)) {
-        let again =
-            tachyon::convert::tachyon::reencode(&mut reader, VecSink::default(), LittleEndian, None, &mut |_| {});
+        let again = tachyon::tachyon::write::reencode(&mut reader, VecSink::default(), LittleEndian, None, &mut |_| {});
         errors += usize::from(again.is_err());
     }
     errors
@@ -189,9 +188,9 @@ fn counts_of_2_to_the_32_and_beyond() {
 #[test]
 fn pprof_values_adding_past_2_to_the_53_are_refused() {
     use prost::Message;
-    use tachyon::convert::pprof::{Profile, Sample, ValueType};
     use tachyon::model::Source;
-    use tachyon::sources::pprof::{PprofSource, SampleIndex};
+    use tachyon::pprof::proto::{Profile, Sample, ValueType};
+    use tachyon::pprof::source::{PprofSource, SampleIndex};
     let profile = |values: &[i64]| Profile {
         sample_type: vec![ValueType { r#type: 1, unit: 2 }],
         sample: values.iter().map(|&v| Sample { location_id: vec![], value: vec![v], label: vec![] }).collect(),
@@ -227,8 +226,8 @@ fn run_mojo(bytes: &[u8]) -> usize {
         Err(_) => errors += 1,
     }
     let mut out = Vec::new();
-    errors += usize::from(tachyon::convert::austin::austin_text(Cursor::new(bytes), &mut out).is_err());
-    errors += usize::from(tachyon::convert::austin_speedscope::from_mojo(Cursor::new(bytes), "s", Vec::new()).is_err());
+    errors += usize::from(tachyon::mojo::austin::austin_text(Cursor::new(bytes), &mut out).is_err());
+    errors += usize::from(tachyon::mojo::speedscope::from_mojo(Cursor::new(bytes), "s", Vec::new()).is_err());
     errors += usize::from(tachyon::mojo::reencode(Cursor::new(bytes), &mut Vec::new(), Some(1)).is_err());
     errors += usize::from(tachyon::mojo::dump(Cursor::new(bytes), &mut Vec::new()).is_err());
     errors += usize::from(tachyon::mojo::info(Cursor::new(bytes), bytes.len() as u64).is_err());
@@ -324,7 +323,7 @@ fn mojo_key_floods_deep_and_empty_stacks() {
     let file = mojo_file(&events);
 
     let mut text = Vec::new();
-    let samples = tachyon::convert::austin::austin_text(Cursor::new(&file[..]), &mut text).unwrap();
+    let samples = tachyon::mojo::austin::austin_text(Cursor::new(&file[..]), &mut text).unwrap();
     assert_eq!(samples, 1_000_002);
     let text = String::from_utf8(text).unwrap();
     let lines: Vec<&str> = text.lines().collect();

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::memory::VecSink;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::tachyon::TachyonSource;
+use tachyon::tachyon::source::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};

@@ -9,7 +9,7 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use tachyon::convert::austin::{austin_text, AustinError};
+use tachyon::mojo::austin::{austin_text, AustinError};
 use tachyon_core::io::Cursor;
 use tachyon_core::mojo::{Problem, SampleError, TableError};
 
@@ -147,7 +147,7 @@ fn austin_pythons_snapshots_byte_for_byte() {
 #[test]
 fn a_version_4_file_converts_to_every_output() {
     use tachyon::convert::{convert, Destination, Output};
-    use tachyon::sources::mojo::{MojoMetric, MojoSource};
+    use tachyon::mojo::source::{MojoMetric, MojoSource};
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-v4/austin-python"));
     let file = std::fs::read(dir.join("repeat.mojo")).unwrap();
     let mut want = String::new();
@@ -185,7 +185,7 @@ fn a_version_4_file_converts_to_every_output() {
     }
     // The command's Austin-format paths (the text, and speedscope as austin2speedscope reads it).
     let mut out = Vec::new();
-    tachyon::convert::austin_speedscope::from_mojo(Cursor::new(&file[..]), "s", &mut out).unwrap();
+    tachyon::mojo::speedscope::from_mojo(Cursor::new(&file[..]), "s", &mut out).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert!(json["profiles"].as_array().is_some_and(|p| !p.is_empty()));
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use tachyon::file::FileSource;
-use tachyon::open::{Limits, OwnedReaderStorage};
-use tachyon::sources::tachyon::samples;
+use tachyon::tachyon::source::samples;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::reader::Metadata;
 
 #[test]

@@ -3,8 +3,8 @@
 //! batches, and heals after sink errors as the in-thread path does.
 
 use embedded_io::{ErrorType, Seek, SeekFrom, Write};
-use tachyon::compress::ThreadedCompressor;
 use tachyon::memory::VecSink;
+use tachyon::tachyon::compress::ThreadedCompressor;
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{Compression, Frame, LittleEndian, Location, WriteError, Writer, WriterConfig};
@@ -96,7 +96,7 @@ fn same_bytes_as_compressing_in_the_writers_thread() {
         write_all(&mut w, &names, |_, _| false);
         w.finalize().unwrap() as usize
     };
-    assert!(raw > 4 * tachyon::compress::BATCH_BYTES, "a region of many batches ({raw} bytes raw)");
+    assert!(raw > 4 * tachyon::tachyon::compress::BATCH_BYTES, "a region of many batches ({raw} bytes raw)");
     assert!(got == want, "{} bytes, want {}", got.len(), want.len());
 }
 
@@ -174,7 +174,7 @@ fn reencoding_keeps_full_runs_in_place() {
     // Thread 1 idles (one stack, ~6,000 samples a run before its buffer fills) while thread 2
     // changes stack every sample, raw and zstd.
     for compression in [Compression::None, Compression::Zstd] {
-        let mut storage = tachyon::open::OwnedWriterStorage::new(CAP, compression).unwrap();
+        let mut storage = tachyon::tachyon::storage::OwnedWriterStorage::new(CAP, compression).unwrap();
         let config = WriterConfig { compression, ..WriterConfig::new(1_000_000, 100) };
         let mut w = storage.writer(VecSink::default(), config, LittleEndian).unwrap();
         let idle = [Frame::new(b"pool.py", b"wait")];
@@ -189,12 +189,14 @@ fn reencoding_keeps_full_runs_in_place() {
         w.finalize().unwrap();
         let file = w.into_inner().into_inner();
         let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(&file[..])).unwrap();
-        let mut rstorage =
-            tachyon::open::OwnedReaderStorage::for_metadata(&meta, tachyon::open::Limits::default()).unwrap();
+        let mut rstorage = tachyon::tachyon::storage::OwnedReaderStorage::for_metadata(
+            &meta,
+            tachyon::tachyon::storage::Limits::default(),
+        )
+        .unwrap();
         let mut reader = rstorage.open(tachyon_core::io::Cursor::new(&file[..])).unwrap();
-        let again =
-            tachyon::convert::tachyon::reencode(&mut reader, VecSink::default(), LittleEndian, None, &mut |_| {})
-                .unwrap();
+        let again = tachyon::tachyon::write::reencode(&mut reader, VecSink::default(), LittleEndian, None, &mut |_| {})
+            .unwrap();
         assert!(again.into_inner() == file, "{compression:?}: re-encoded bytes differ");
     }
 }

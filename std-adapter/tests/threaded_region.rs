@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use tachyon::file::FileSource;
-use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::{Metadata, Record};
 use tachyon_core::{ReadError, Reader};

@@ -1,5 +1,6 @@
 //! Frames: the writer's frame interner and the recent-frame cache.
 
+use super::index::*;
 use super::*;
 
 #[inline]

@@ -79,7 +79,6 @@ mod vec;
 mod writer;
 
 pub(crate) use frames::*;
-use index::*;
 pub use reader::*;
 pub use strings::*;
 pub use threads::*;
@@ -146,6 +145,7 @@ impl<T: Copy> Table<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::index::hash_thread;
     use super::*;
 
     /// Growing a thread's chunks keeps what they hold: a sample refused after its room was

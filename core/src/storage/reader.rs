@@ -2,6 +2,7 @@
 //! slices ([`ReaderBuffers`]) checked into [`ReaderStorage`]; fixed arrays for a `static`
 //! ([`StaticReaderStorage`]).
 
+use super::index::*;
 use super::*;
 
 /// One reader thread: its pair, its timestamp and its current stack, which lives end-aligned

@@ -1,5 +1,6 @@
 //! Strings: the table in index order over one arena, and the writer's interner.
 
+use super::index::*;
 use super::*;
 
 /// Where a string lives in the arena.

@@ -1,6 +1,7 @@
 //! The writer's thread table: each thread's previous stack and pending REPEAT run, fixed
 //! or grown by use.
 
+use super::index::*;
 use super::*;
 
 /// One writer thread: `(thread_id, interpreter_id)`, timestamp of its last sample, depth of

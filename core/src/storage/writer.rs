@@ -1,6 +1,7 @@
 //! What a writer works in: the caller's slices ([`WriterBuffers`]), checked into
 //! [`WriterStorage`]; fixed arrays for a `static` ([`StaticWriterStorage`]).
 
+use super::index::*;
 use super::*;
 
 /// The slices a writer works in. Capacities follow from the lengths: strings =

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use qemu_tests::model::{model, per_thread};
 use qemu_tests::{compare_bytes, decode_to_json, gen, parse_jsonl};
 use serde_json::Value;
-use tachyon::input::encode_document_native;
+use tachyon::tachyon::input::encode_document_native;
 use tachyon_core::Compression;
 
 const SEED: u64 = 0x7ac4_2026;

@@ -40,9 +40,9 @@ use std::time::Instant;
 
 use qemu_tests::gen::Rng;
 use serde_json::{json, Value};
-use tachyon::compress::ThreadedCompressor;
 use tachyon::file::FileSource;
-use tachyon::open::{Limits, OwnedReaderStorage};
+use tachyon::tachyon::compress::ThreadedCompressor;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;

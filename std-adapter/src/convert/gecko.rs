@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::StringIndex;
+use crate::hash::StringIndex;
 use crate::model::{basename, Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 

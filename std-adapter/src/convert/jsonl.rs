@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::StringIndex;
+use crate::hash::StringIndex;
 use crate::model::{Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 

@@ -6,58 +6,24 @@
 //! speedscope). An input may also pass itself through to its own format without the hub
 //! (Tachyon re-encoding, which keeps CPython's records byte for byte).
 
-pub mod austin;
-pub mod austin_speedscope;
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;
-pub mod gperftools;
 pub mod jsonl;
-pub mod mojo;
-pub mod pprof;
-pub mod pstats;
 pub mod speedscope;
-pub mod tachyon;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io;
 
 use tachyon_core::Compression;
 
+use crate::gperftools::write as gperftools;
 use crate::model::Source;
+use crate::mojo::write as mojo;
 pub use crate::output::{at, ConvertError, Destination, Output, OutputKind};
-
-/// Strings numbered in the order first met, as the string tables of the jsonl, Firefox
-/// profiler and pprof formats are.
-#[derive(Debug, Default, Clone)]
-pub struct StringIndex {
-    list: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl StringIndex {
-    /// The id of `s`, numbering it if it is new.
-    pub fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.list.len() as u32;
-        self.list.push(s.to_owned());
-        self.ids.insert(s.to_owned(), i);
-        i
-    }
-
-    /// The strings, by id.
-    pub fn strings(&self) -> &[String] {
-        &self.list
-    }
-
-    /// The strings, by id, owned.
-    pub fn into_strings(self) -> Vec<String> {
-        self.list
-    }
-}
+use crate::pprof::write as pprof;
+use crate::pstats::replay as pstats;
+use crate::tachyon::write as tachyon;
 
 /// [`tachyon::write_from_hub`] in the byte order asked for.
 fn tachyon_from_hub<S: Source, W>(
@@ -182,7 +148,7 @@ fn write_streamed<S: Source>(
             let stats = crate::pstats::load(&file).map_err(|_| {
                 io::Error::other("no samples: pstats cannot load an empty profile, nor gprof2dot draw it")
             })?;
-            io::Write::write_all(&mut out, crate::dot::dot(&stats).map_err(io::Error::other)?.as_bytes())?;
+            io::Write::write_all(&mut out, crate::pstats::dot::dot(&stats).map_err(io::Error::other)?.as_bytes())?;
             n
         }
         Output::PstatsText { sort, limit, summary } => {

@@ -11,7 +11,7 @@
 
 use tachyon_core::marshal::{Decoder, Item, Kind, Open, Value};
 
-use super::{is_jprofile, long_value, Calls, Entry, Key, Name, NameId, Num, Stats, MAX_DEPTH};
+use super::stats::{is_jprofile, long_value, Calls, Entry, Key, Name, NameId, Num, Stats, MAX_DEPTH};
 use crate::hash::{IdHash, IdMap};
 
 /// What a flagged object stands for when a reference names it again.

@@ -1,4 +1,8 @@
-//! gperftools CPU profiles on std: a file's facts for `tachyon info`.
+//! gperftools CPU profiles on std: a file's facts for `tachyon info` (here), the file as an
+//! input of the hub ([`source`]), and the file re-encoded or the hub written as one ([`write`](mod@write)).
+
+pub mod source;
+pub mod write;
 
 use std::collections::HashSet;
 use std::io;

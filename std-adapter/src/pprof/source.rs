@@ -16,7 +16,7 @@ use prost::Message;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location as Span;
 
-use crate::convert::pprof::{Location, Profile};
+use super::proto::{malformed, Location, Profile};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
@@ -191,7 +191,7 @@ impl PprofSource {
         }
         mappings.sort_by_key(|(_, m)| m.start);
         let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
-        let functions: IdMap<u64, &crate::convert::pprof::Function> =
+        let functions: IdMap<u64, &crate::pprof::proto::Function> =
             profile.function.iter().map(|f| (f.id, f)).collect();
 
         let mut frames = FrameTable::default();
@@ -302,7 +302,7 @@ impl PprofSource {
 fn push_location<'p>(
     location: &Location,
     mapping_of: &IdMap<u64, u32>,
-    functions: &IdMap<u64, &'p crate::convert::pprof::Function>,
+    functions: &IdMap<u64, &'p crate::pprof::proto::Function>,
     string: &impl Fn(i64) -> Result<&'p str, PprofError>,
     frames: &mut FrameTable,
 ) -> Result<(), PprofError> {
@@ -360,159 +360,6 @@ impl<R: std::io::BufRead> std::io::BufRead for Consumed<R> {
         self.consumed += n as u64;
         self.inner.consume(n);
     }
-}
-
-/// What a field of `profile.proto` holds, for [`malformed`].
-#[derive(Clone, Copy, PartialEq)]
-enum Field {
-    /// An integer or bool: a varint, or a packed run of them for a repeated one.
-    Number,
-    /// UTF-8 text.
-    Text,
-    /// A nested message of the schema numbered so.
-    Message(usize),
-}
-
-/// A field of the schema: its number, its name, what it holds.
-type FieldDef = (u32, &'static str, Field);
-
-/// The schema of `perftools.profiles` (profile.proto): per message, its fields by number.
-/// Messages: 0 Profile, 1 ValueType, 2 Sample, 3 Label, 4 Mapping, 5 Location, 6 Line,
-/// 7 Function.
-const SCHEMA: [(&str, &[FieldDef]); 8] = {
-    use Field::{Message as M, Number as N, Text as T};
-    [
-        (
-            "Profile",
-            &[
-                (1, "sample_type", M(1)),
-                (2, "sample", M(2)),
-                (3, "mapping", M(4)),
-                (4, "location", M(5)),
-                (5, "function", M(7)),
-                (6, "string_table", T),
-                (7, "drop_frames", N),
-                (8, "keep_frames", N),
-                (9, "time_nanos", N),
-                (10, "duration_nanos", N),
-                (11, "period_type", M(1)),
-                (12, "period", N),
-                (13, "comment", N),
-                (14, "default_sample_type", N),
-                (15, "doc_url", N),
-            ],
-        ),
-        ("ValueType", &[(1, "type", N), (2, "unit", N)]),
-        ("Sample", &[(1, "location_id", N), (2, "value", N), (3, "label", M(3))]),
-        ("Label", &[(1, "key", N), (2, "str", N), (3, "num", N), (4, "num_unit", N)]),
-        (
-            "Mapping",
-            &[
-                (1, "id", N),
-                (2, "memory_start", N),
-                (3, "memory_limit", N),
-                (4, "file_offset", N),
-                (5, "filename", N),
-                (6, "build_id", N),
-                (7, "has_functions", N),
-                (8, "has_filenames", N),
-                (9, "has_line_numbers", N),
-                (10, "has_inline_frames", N),
-            ],
-        ),
-        ("Location", &[(1, "id", N), (2, "mapping_id", N), (3, "address", N), (4, "line", M(6)), (5, "is_folded", N)]),
-        ("Line", &[(1, "function_id", N), (2, "line", N), (3, "column", N)]),
-        ("Function", &[(1, "id", N), (2, "name", N), (3, "system_name", N), (4, "filename", N), (5, "start_line", N)]),
-    ]
-};
-
-/// Where `message` first breaks the protobuf wire format or profile.proto's schema: its
-/// offset and the rule, naming the fields it is in (`Profile.sample[3].value`); `None`
-/// when the walk finds nothing (the decoder's own error then stands alone). Nested messages
-/// are walked with an explicit stack, never deeper than the schema's three levels.
-pub fn malformed(message: &[u8]) -> Option<(u64, String)> {
-    // Per open message: its type, where it ends, its path, and how many of each nested
-    // message type it has held so far (for the path's indexes).
-    let mut stack: Vec<(usize, usize, String, [u64; 8])> = vec![(0, message.len(), "Profile".to_owned(), [0; 8])];
-    let mut at = 0usize;
-    let varint = |at: &mut usize, end: usize| -> Option<u64> {
-        let mut value = 0u64;
-        for shift in 0..10 {
-            let b = *message.get(*at).filter(|_| *at < end)?;
-            *at += 1;
-            value |= u64::from(b & 0x7f) << (7 * shift);
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    };
-    while let Some((ty, end, path, _)) = stack.last().cloned() {
-        if at >= end {
-            stack.pop();
-            continue;
-        }
-        let start = at;
-        let Some(key) = varint(&mut at, end) else {
-            return Some((start as u64, format!("{path}: a field key that is not a whole varint")));
-        };
-        let (number, wire) = ((key >> 3) as u32, key & 7);
-        let (name, field) = match SCHEMA[ty].1.iter().find(|f| f.0 == number) {
-            Some(&(_, name, field)) => (name, Some(field)),
-            None => ("", None),
-        };
-        let here = if name.is_empty() { format!("{path}.{number}") } else { format!("{path}.{name}") };
-        match (wire, field) {
-            (0, Some(Field::Number) | None) => {
-                if varint(&mut at, end).is_none() {
-                    return Some((start as u64, format!("{here}: a varint that does not end")));
-                }
-            }
-            (1, None) => at += 8,
-            (5, None) => at += 4,
-            (2, _) => {
-                let Some(len) = varint(&mut at, end) else {
-                    return Some((start as u64, format!("{here}: a length that is not a whole varint")));
-                };
-                if len > (end - at) as u64 {
-                    return Some((start as u64, format!("{here}: {len} bytes declared, {} left in {path}", end - at)));
-                }
-                let (body, next) = (at, at + len as usize);
-                at = next;
-                match field {
-                    Some(Field::Text) if std::str::from_utf8(&message[body..next]).is_err() => {
-                        return Some((body as u64, format!("{here}: a string that is not UTF-8")));
-                    }
-                    Some(Field::Number) => {
-                        let mut p = body;
-                        while p < next {
-                            let value = p;
-                            if varint(&mut p, next).is_none() {
-                                return Some((value as u64, format!("{here}: a packed varint that does not end")));
-                            }
-                        }
-                    }
-                    Some(Field::Message(inner)) => {
-                        let counts = stack.last_mut().map(|frame| &mut frame.3[inner]);
-                        let i = counts.map_or(0, |n| std::mem::replace(n, *n + 1));
-                        stack.push((inner, next, format!("{here}[{i}]"), [0; 8]));
-                        at = body;
-                    }
-                    _ => {}
-                }
-            }
-            (3 | 4, _) => return Some((start as u64, format!("{here}: a group, which proto3 does not have"))),
-            (6.., _) => return Some((start as u64, format!("{here}: wire type {wire}, which does not exist"))),
-            (_, Some(f)) => {
-                let want = if f == Field::Number { "a varint" } else { "length-delimited" };
-                return Some((start as u64, format!("{here}: wire type {wire} where the schema has {want}")));
-            }
-        }
-        if at > end {
-            return Some((start as u64, format!("{here}: a fixed-width value past the end of {path}")));
-        }
-    }
-    None
 }
 
 fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, PprofError> {
@@ -618,7 +465,7 @@ mod tests {
 
     /// A small valid message: two samples over one location and function.
     fn message() -> Vec<u8> {
-        use crate::convert::pprof::{Function, Line, Sample, ValueType};
+        use crate::pprof::proto::{Function, Line, Sample, ValueType};
         let profile = Profile {
             sample_type: vec![ValueType { r#type: 1, unit: 2 }],
             sample: vec![Sample { location_id: vec![1], value: vec![5], label: vec![] }; 2],

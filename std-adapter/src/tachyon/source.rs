@@ -22,9 +22,9 @@ use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
-use crate::convert::tachyon::reencode;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
 use crate::output::{at, ConvertError, Destination, Output};
+use crate::tachyon::write::reencode;
 
 /// Where CPython's profiler leaves its own frames; they are never shown.
 const INTERNAL_FRAME_SUFFIXES: [&[u8]; 1] = [b"_sync_coordinator.py"];
@@ -316,7 +316,7 @@ impl<R: Read + Seek> Iterator for Samples<'_, '_, R> {
 
 /// A Tachyon file by its path, replayable any number of times (each replay opens it again):
 /// for outputs that read the samples twice, where a [`TachyonSource`] reads them once, and
-/// for several files replayed in turn ([`crate::sources::chain::Chain`], `tachyon merge`).
+/// for several files replayed in turn ([`crate::model::chain::Chain`], `tachyon merge`).
 pub struct TachyonFile {
     path: std::path::PathBuf,
     info: SourceInfo,
@@ -326,13 +326,14 @@ pub struct TachyonFile {
 /// The reader of the file at `path`, over `storage` (sized from its metadata).
 fn open_path<'s>(
     path: &std::path::Path,
-    storage: &'s mut Option<crate::open::OwnedReaderStorage>,
+    storage: &'s mut Option<crate::tachyon::storage::OwnedReaderStorage>,
 ) -> Result<Reader<'s, crate::file::FileSource>, ReadError<std::io::Error>> {
     let io = |error| ReadError::Io { position: tachyon_core::Position::File(0), error };
     let mut src = crate::file::FileSource::open(path).map_err(io)?;
     let meta = tachyon_core::Metadata::read(&mut src)?;
-    let owned = crate::open::OwnedReaderStorage::for_metadata(&meta, crate::open::Limits::default())
-        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let owned =
+        crate::tachyon::storage::OwnedReaderStorage::for_metadata(&meta, crate::tachyon::storage::Limits::default())
+            .map_err(|e| io(std::io::Error::other(e.to_string())))?;
     storage.insert(owned).open_file(src)
 }
 

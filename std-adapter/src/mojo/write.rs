@@ -34,10 +34,10 @@ use std::io;
 use tachyon_core::mojo::{Event, FrameDef, WriteError, Writer, AUSTIN_VERSION};
 
 use super::austin::{AustinError, AustinText};
-use super::ConvertError;
 use crate::hash::IdMap;
 use crate::memory::IoSink;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, Times};
+use crate::output::ConvertError;
 
 /// Where [`HubEvents`] puts its events.
 pub trait EventSink {

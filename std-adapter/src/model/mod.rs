@@ -1,5 +1,6 @@
-//! The hub every conversion goes through: inputs ([`crate::sources`]) feed it, outputs
-//! ([`crate::convert`]) read it, so adding a format is one module, never one per pair.
+//! The hub every conversion goes through: each format's input (its `source` module) feeds it,
+//! outputs read it, so adding a format is one module, never one per pair. Several inputs of
+//! one format replay as one profile through [`chain`].
 //!
 //! It has two tiers, as google/pprof's `Profile` and inferno's folded lines have one each:
 //!
@@ -16,6 +17,8 @@
 //! A frame carries what any input has: names, file, a line span with columns, an opcode, and
 //! for native profiles an address and its mapping. Outputs that need something an input
 //! lacks say so ([`SourceInfo::timestamps`] and the output registry).
+
+pub mod chain;
 
 use std::collections::HashMap;
 

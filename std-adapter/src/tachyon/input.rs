@@ -13,7 +13,7 @@ use embedded_io::{Seek, Write};
 use serde_json::Value;
 
 use crate::memory::VecSink;
-use crate::open::OwnedWriterStorage;
+use crate::tachyon::storage::OwnedWriterStorage;
 use tachyon_core::storage::{WriterCapacity, WriterStorage};
 use tachyon_core::{
     CaptureFeatures, Compression, Endianity, Frame, Location, ProfilingConfig, ProfilingMode, Stats, WriteError,

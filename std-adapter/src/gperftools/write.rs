@@ -12,8 +12,8 @@ use embedded_io::{Read, Write};
 use tachyon_core::gperftools::{End, Header, Item, ReadError, Reader, RunTimeWord, Word, Writer, MAX_DEPTH};
 use tachyon_core::RunTimeEndian;
 
-use super::ConvertError;
 use crate::model::{Call, Collector, FrameTable, Source, Ticker};
+use crate::output::ConvertError;
 
 pub use crate::memory::IoSink;
 
@@ -115,7 +115,7 @@ where
     let word = word.unwrap_or(if wide { RunTimeWord::Eight } else { RunTimeWord::default() });
     if let Some(f) = frames.frames.iter().find(|f| f.address.is_none()) {
         return Err(ConvertError::Unsupported {
-            output: super::OutputKind::Gperftools,
+            output: crate::output::OutputKind::Gperftools,
             input: source.info().kind,
             why: if f.funcname.is_empty() {
                 "a gperftools profile holds addresses, and a frame of this input has none"

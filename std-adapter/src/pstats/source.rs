@@ -95,7 +95,9 @@ impl PstatsSource {
             }
             Output::Dot => {
                 let stats = crate::pstats::load(&self.bytes).map_err(load)?;
-                crate::dot::dot(&stats).map_err(|e| ConvertError::Read(PstatsSourceError::Print(e)))?.into_bytes()
+                crate::pstats::dot::dot(&stats)
+                    .map_err(|e| ConvertError::Read(PstatsSourceError::Print(e)))?
+                    .into_bytes()
             }
             _ => {
                 let stats = crate::pstats::load(&self.bytes).map_err(load)?;

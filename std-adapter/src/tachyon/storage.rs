@@ -22,9 +22,9 @@ use tachyon_core::{
     Compression, Endianity, Position, ReadError, Reader, WriteError, Writer, WriterConfig, WriterStorage,
 };
 
-use crate::compress::ThreadedCompressor;
 use crate::file::FileSource;
-use crate::region::ThreadedRegion;
+use crate::tachyon::compress::ThreadedCompressor;
+use crate::tachyon::region::ThreadedRegion;
 
 /// Limits on what a file can make the reader allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl OwnedReaderStorage {
 
 /// Storage owned for one writer: tables of the given capacities, and for a compressed file a
 /// compressor: in a second thread when the machine has a second core (the same bytes, see
-/// [`crate::compress`]), else a workspace and output buffer for one in the writer's thread.
+/// [`crate::tachyon::compress`]), else a workspace and output buffer for one in the writer's thread.
 pub struct OwnedWriterStorage {
     /// Tables, thread state and staging.
     pub tables: VecWriterStorage,

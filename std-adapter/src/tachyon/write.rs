@@ -18,9 +18,9 @@ use tachyon_core::{Compression, Endianity, ReadError, Reader, WriteError};
 use tachyon_core::header::ProfilingConfig;
 use tachyon_core::writer::Writer;
 
-use super::ConvertError;
 use crate::model::{Call, Collector, FrameTable, Source, Ticker, Times};
-use crate::open::OwnedWriterStorage;
+use crate::output::ConvertError;
+use crate::tachyon::storage::OwnedWriterStorage;
 
 /// Writes every sample of `reader` into `sink` in byte order `endian`, with `compression`
 /// (default: the input's); returns the sink.

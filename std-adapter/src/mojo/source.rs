@@ -222,17 +222,17 @@ impl<R: Read + Seek> Source for MojoSource<R> {
     }
 
     /// Austin's own formats come from the file's events, not the hub: the text as
-    /// `mojo2austin` writes it ([`crate::convert::austin`]), MOJO re-encoded event by event
+    /// `mojo2austin` writes it ([`crate::mojo::austin`]), MOJO re-encoded event by event
     /// ([`crate::mojo::reencode`]), speedscope as `austin2speedscope` makes it of that text
-    /// ([`crate::convert::austin_speedscope`]).
+    /// ([`crate::mojo::speedscope`]).
     fn pass_through(
         &mut self,
         output: &Output,
         dest: &mut Destination<'_>,
         _progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
-        use crate::convert::austin::AustinError;
-        use crate::convert::austin_speedscope::MojoSpeedscopeError;
+        use crate::mojo::austin::AustinError;
+        use crate::mojo::speedscope::MojoSpeedscopeError;
         if !matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. }) {
             return None;
         }
@@ -250,17 +250,15 @@ impl<R: Read + Seek> Source for MojoSource<R> {
             }))));
         }
         Some(dest.write_with(|out| match output {
-            Output::Austin => crate::convert::austin::austin_text(source, out).map_err(austin),
+            Output::Austin => crate::mojo::austin::austin_text(source, out).map_err(austin),
             Output::Mojo { version } => crate::mojo::reencode(source, out, *version).map_err(|e| match e {
                 crate::mojo::ReencodeError::Read(e) => ConvertError::Read(SamplesError::Read(e)),
                 e => ConvertError::Encode(e.to_string()),
             }),
-            Output::Speedscope { name } => {
-                crate::convert::austin_speedscope::from_mojo(source, name, out).map_err(|e| match e {
-                    MojoSpeedscopeError::Austin(e) => austin(e),
-                    MojoSpeedscopeError::Speedscope(e) => ConvertError::Encode(e.to_string()),
-                })
-            }
+            Output::Speedscope { name } => crate::mojo::speedscope::from_mojo(source, name, out).map_err(|e| match e {
+                MojoSpeedscopeError::Austin(e) => austin(e),
+                MojoSpeedscopeError::Speedscope(e) => ConvertError::Encode(e.to_string()),
+            }),
             _ => unreachable!("Austin's formats and speedscope only"),
         }))
     }

@@ -1,6 +1,13 @@
 //! Austin's MOJO files on std: a file's facts for `tachyon info`, its samples for `tachyon
-//! dump`, and re-encoding (`--to mojo`). Austin's text (`--to austin`) is
-//! [`crate::convert::austin`].
+//! dump`, and re-encoding (`--to mojo`) (here); the file as an input of the hub
+//! ([`source`]); Austin's text written from MOJO events ([`austin`]); the hub's samples as
+//! MOJO events, into a file or into Austin's text ([`write`](mod@write)); and speedscope JSON as Austin's
+//! own pipeline makes it, which reads Austin's text ([`speedscope`]).
+
+pub mod austin;
+pub mod source;
+pub mod speedscope;
+pub mod write;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;

@@ -28,7 +28,7 @@ use embedded_io::{Read, Seek, SeekFrom};
 use tachyon_core::gperftools::{Item, ReadError, Reader, LARGEST_RECORD_WINDOW};
 use tachyon_core::kind::FileKind;
 
-use crate::convert::gperftools::{reencode, IoSink};
+use crate::gperftools::write::{reencode, IoSink};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Finds import cycles between the modules of the workspace's crates; exits 1 if any.
+
+A module is a file (`mod.rs` and `lib.rs` stand for their folder). Module `a` depends on
+`b` when `a`'s code names `b` by `crate::b`, `super::…` or a relative path to a child
+(`child::item`, `self::child`). Not counted: comments, inline test modules (their `super` is
+the file itself, and tests may use anything), and a parent's `pub use child::…` re-exports,
+which are the parent's public face rather than code of its own that needs the child. A cycle
+is a strongly connected set of two or more modules; each is printed with the edges that
+close it.
+
+Usage: module-cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the workspace)
+"""
+
+import os
+import re
+import sys
+
+DEFAULT_ROOTS = ["core/src", "std-adapter/src", "capi/src", "qemu-tests/src", "qemu-tests/kit/src", "fuzz/src"]
+
+
+def module_name(root, path):
+    parts = os.path.relpath(path, root)[:-3].split("/")
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return "::".join(parts) or "crate"
+
+
+def code_of(path):
+    src = open(path, encoding="utf-8").read()
+    cut = re.search(r"#\[cfg\(test\)\]\s*mod \w+\s*\{", src)
+    if cut:
+        src = src[: cut.start()]
+    src = re.sub(r"//[^\n]*", "", src)
+    src = re.sub(r'"(?:\\.|[^"\\])*"', '""', src)
+    return src
+
+
+def edges_of(name, src, modules):
+    deps = set()
+    parent = "::".join(name.split("::")[:-1]) or "crate"
+    if name == "crate":
+        parent = None
+
+    def longest_module(segments):
+        for i in range(len(segments), 0, -1):
+            candidate = "::".join(segments[:i])
+            if candidate in modules:
+                return candidate
+        return None
+
+    for m in re.finditer(r"\bcrate::((?:\w+::)*)(\{[^}]*\}|\w+)", src):
+        base = [s for s in m.group(1).split("::") if s]
+        tail = m.group(2)
+        items = [t.strip().split("::")[0] for t in tail[1:-1].split(",")] if tail.startswith("{") else [tail]
+        for item in items:
+            target = longest_module(base + [item]) if item else longest_module(base)
+            if target:
+                deps.add(target)
+        if not base and not tail.startswith("{"):
+            pass
+    if parent is not None:
+        for m in re.finditer(r"\bsuper::(\{|\w+)", src):
+            sibling = (parent + "::" + m.group(1)) if parent != "crate" else m.group(1)
+            deps.add(sibling if sibling in modules else parent)
+    body = re.sub(r"(?m)^\s*pub(?:\([^)]*\))? use [^;]*;", "", src)
+    prefix = "" if name == "crate" else name + "::"
+    for child in modules:
+        rest = child[len(prefix):]
+        if child.startswith(prefix) and child != name and rest and "::" not in rest:
+            if re.search(r"(?<![:\w])(?:self::)?" + re.escape(rest) + r"::", body):
+                deps.add(child)
+    deps.discard(name)
+    deps.discard(None)
+    return deps
+
+
+def cycles(root):
+    modules = {}
+    for folder, _, files in os.walk(root):
+        if os.sep + "bin" in folder[len(root):]:
+            continue
+        for f in files:
+            if f.endswith(".rs") and not (f == "main.rs" and folder == root):
+                path = os.path.join(folder, f)
+                modules[module_name(root, path)] = path
+    edges = {name: edges_of(name, code_of(path), modules) for name, path in modules.items()}
+    # Tarjan's strongly connected components, iteratively.
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]
+                    counter[0] += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return [(c, [(a, b) for a in c for b in sorted(edges[a]) if b in c]) for c in found]
+
+
+def main():
+    roots = sys.argv[1:] or DEFAULT_ROOTS
+    bad = 0
+    for root in roots:
+        for members, links in cycles(root):
+            bad += 1
+            print(f"{root}: import cycle between {', '.join(members)}:")
+            for a, b in links:
+                print(f"  {a} -> {b}")
+    if bad:
+        print(f"{bad} import cycle(s)")
+        return 1
+    print(f"no import cycles in {', '.join(roots)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,6 @@
+//! pprof's `profile.proto` on std: the messages and their schema ([`proto`]), a file as an
+//! input of the hub ([`source`]), and the hub written as one ([`write`](mod@write)).
+
+pub mod proto;
+pub mod source;
+pub mod write;
