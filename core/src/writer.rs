@@ -512,15 +512,12 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             self.flush_run(thread)?;
         }
         let t = *self.store.threads.get(thread);
-        let mut entry = [0u8; MAX_RLE_ENTRY_LEN];
-        let mut delta_bytes = [0u8; MAX_VARINT_LEN];
-        let n = varint::encode_u64(ts.wrapping_sub(t.prev_ts), &mut delta_bytes);
-        entry[..n].copy_from_slice(&delta_bytes[..n]);
-        entry[n] = status;
+        let mut delta = [0u8; MAX_VARINT_LEN];
+        let n = varint::encode_u64(ts.wrapping_sub(t.prev_ts), &mut delta);
         if let Err(resource) = self.store.threads.reserve_rle(thread, n + 1) {
             return self.limit(WriteError::Capacity { resource });
         }
-        self.store.threads.push_rle(thread, &entry[..=n]);
+        self.store.threads.push_rle(thread, &delta[..n], status);
         self.store.threads.get_mut(thread).prev_ts = ts;
         self.sample_count += 1;
         Ok(())

@@ -160,7 +160,7 @@ mod tests {
         t.reserve_stack(a, 3).unwrap();
         t.set_prev_stack(a, &[1, 2, 3]);
         t.reserve_rle(a, 2).unwrap();
-        t.push_rle(a, &[9, 0]);
+        t.push_rle(a, &[9], 0);
         t.reserve_stack(b, 1).unwrap();
         t.set_prev_stack(b, &[5]);
         t.reserve_stack(a, 200).unwrap();
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn ram_formulas_match_layout() {
         fn writer(b: usize, s: usize, f: usize, t: usize, r: usize, st: usize) -> usize {
-            (b + 16 * s + 40 * f + (1064 + r) * t + st).next_multiple_of(8)
+            (b + 16 * s + 40 * f + (1088 + r) * t + st).next_multiple_of(8)
         }
         fn reader(b: usize, s: usize, f: usize, t: usize, rb: usize) -> usize {
             (b + 8 * s + 28 * f + 1064 * t + rb).next_multiple_of(8)

@@ -4,36 +4,42 @@
 use super::index::*;
 use super::*;
 
-/// One writer thread: `(thread_id, interpreter_id)`, timestamp of its last sample, depth of
-/// its previous stack and its pending REPEAT run.
+/// One writer thread: `(thread_id, interpreter_id)`, timestamp of its last sample, its
+/// previous stack and its pending REPEAT run, and where in the two arenas those are kept.
+/// The places are in the entry itself, so the per-sample path reads one entry whether the
+/// storage is fixed or grown by use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriterThread {
     pub(crate) thread_id: u64,
     pub(crate) prev_ts: u64,
+    /// Where the previous stack starts in the stack arena.
+    pub(super) stack_start: usize,
+    /// Where the REPEAT bytes start in the REPEAT arena.
+    pub(super) rle_start: usize,
     pub(crate) interpreter_id: u32,
     pub(crate) rle_len: u32,
     pub(crate) rle_count: u32,
+    /// REPEAT bytes the thread has room for at `rle_start`.
+    pub(super) rle_room: u32,
     pub(crate) depth: u16,
+    /// Stack ids the thread has room for at `stack_start`.
+    pub(super) stack_room: u16,
 }
 
 impl WriterThread {
     /// An unused entry, for initialising storage.
-    pub const EMPTY: WriterThread =
-        WriterThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, rle_len: 0, rle_count: 0, depth: 0 };
-}
-
-/// Where a thread of growable writer storage keeps its previous stack and its REPEAT bytes:
-/// a chunk of each of two arenas (see [`WriterThreads`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ThreadChunks {
-    pub(super) stack: usize,
-    pub(super) stack_len: usize,
-    pub(super) rle: usize,
-    pub(super) rle_len: usize,
-}
-
-impl ThreadChunks {
-    pub(super) const EMPTY: ThreadChunks = ThreadChunks { stack: 0, stack_len: 0, rle: 0, rle_len: 0 };
+    pub const EMPTY: WriterThread = WriterThread {
+        thread_id: 0,
+        prev_ts: 0,
+        stack_start: 0,
+        rle_start: 0,
+        interpreter_id: 0,
+        rle_len: 0,
+        rle_count: 0,
+        rle_room: 0,
+        depth: 0,
+        stack_room: 0,
+    };
 }
 
 /// Smallest REPEAT chunk on growable storage: a run of one short entry.
@@ -59,8 +65,6 @@ pub(crate) struct WriterThreads<'a> {
     pub(super) seed: u64,
     pub(super) stacks: Table<'a, u32>,
     pub(super) rle: Table<'a, u8>,
-    /// Growable storage only (empty on fixed): each thread's chunks of `stacks` and `rle`.
-    pub(super) chunks: Table<'a, ThreadChunks>,
     pub(super) stacks_used: usize,
     pub(super) rle_used: usize,
     pub(super) rle_budget: usize,
@@ -90,7 +94,6 @@ impl<'a> WriterThreads<'a> {
             seed: 0,
             stacks: Table::Fixed(stacks),
             rle: Table::Fixed(rle),
-            chunks: Table::Fixed(&mut []),
             stacks_used: 0,
             rle_used: 0,
             rle_budget,
@@ -109,7 +112,6 @@ impl<'a> WriterThreads<'a> {
             seed: 0,
             stacks: Table::Growable(&mut v.stacks),
             rle: Table::Growable(&mut v.rle),
-            chunks: Table::Growable(&mut v.chunks),
             stacks_used: 0,
             rle_used: 0,
             rle_budget,
@@ -156,12 +158,6 @@ impl<'a> WriterThreads<'a> {
         if self.count >= self.capacity || !self.entries.grow(self.count + 1, WriterThread::EMPTY) {
             return Err(Resource::Threads);
         }
-        if self.chunks.is_growable() {
-            if !self.chunks.grow(self.count + 1, ThreadChunks::EMPTY) {
-                return Err(Resource::Threads);
-            }
-            self.chunks.as_mut_slice()[self.count] = ThreadChunks::EMPTY;
-        }
         let pairs = self.entries.as_slice()[..self.count].iter().map(|t| (t.thread_id, t.interpreter_id));
         if make_room(&mut self.slots, self.count, pairs, self.seed)? {
             slot = match self.lookup(thread_id, interpreter_id) {
@@ -170,8 +166,23 @@ impl<'a> WriterThreads<'a> {
             };
         }
         let i = self.count;
-        self.entries.as_mut_slice()[i] =
-            WriterThread { thread_id, interpreter_id, prev_ts: start, ..WriterThread::EMPTY };
+        // Fixed storage gives each thread its whole share now; growable storage, nothing
+        // until it is needed.
+        let (stack_start, stack_room, rle_start, rle_room) = if self.stacks.is_growable() {
+            (0, 0, 0, 0)
+        } else {
+            (i * MAX_STACK_DEPTH, MAX_STACK_DEPTH as u16, i * self.rle_budget, u32::try_from(self.rle_budget).unwrap_or(u32::MAX))
+        };
+        self.entries.as_mut_slice()[i] = WriterThread {
+            thread_id,
+            interpreter_id,
+            prev_ts: start,
+            stack_start,
+            stack_room,
+            rle_start,
+            rle_room,
+            ..WriterThread::EMPTY
+        };
         self.count += 1;
         self.slots.as_mut_slice()[slot] = i as u32 + 1;
         Ok(i)
@@ -185,27 +196,28 @@ impl<'a> WriterThreads<'a> {
         &mut self.entries.as_mut_slice()[i]
     }
 
-    /// Where thread `i`'s stack and REPEAT bytes start: its chunks, or its fixed share.
-    #[inline]
-    pub(super) fn starts(&self, i: usize) -> (usize, usize) {
-        match self.chunks.as_slice().get(i) {
-            Some(c) => (c.stack, c.rle),
-            None => (i * MAX_STACK_DEPTH, i * self.rle_budget),
-        }
-    }
-
     /// The thread's previous stack, innermost first.
     pub(crate) fn prev_stack(&self, i: usize) -> &[u32] {
-        let depth = usize::from(self.entries.as_slice()[i].depth);
-        let start = self.starts(i).0;
-        &self.stacks.as_slice()[start..start + depth]
+        let t = &self.entries.as_slice()[i];
+        &self.stacks.as_slice()[t.stack_start..t.stack_start + usize::from(t.depth)]
     }
 
     /// Makes room for a previous stack of `depth` ids (at most 256), keeping the current one.
+    /// Only growable storage ever grows: fixed storage gave every thread room for 256.
+    #[inline]
     pub(crate) fn reserve_stack(&mut self, i: usize, depth: usize) -> Result<(), Resource> {
-        let Some(&c) = self.chunks.as_slice().get(i) else { return Ok(()) };
-        if depth <= c.stack_len {
+        let t = self.entries.as_slice()[i];
+        if depth <= usize::from(t.stack_room) {
             return Ok(());
+        }
+        self.move_stack(i, t, depth)
+    }
+
+    #[cold]
+    fn move_stack(&mut self, i: usize, t: WriterThread, depth: usize) -> Result<(), Resource> {
+        // A fixed arena is shared out between threads: nothing moves in it.
+        if !self.stacks.is_growable() {
+            return Err(Resource::Stacks);
         }
         let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
         let start = self.stacks_used;
@@ -213,54 +225,75 @@ impl<'a> WriterThreads<'a> {
         if !self.stacks.grow(end, 0) {
             return Err(Resource::Stacks);
         }
-        let kept = usize::from(self.entries.as_slice()[i].depth);
-        self.stacks.as_mut_slice().copy_within(c.stack..c.stack + kept, start);
+        let kept = usize::from(t.depth);
+        self.stacks.as_mut_slice().copy_within(t.stack_start..t.stack_start + kept, start);
         self.stacks_used = end;
-        self.chunks.as_mut_slice()[i] = ThreadChunks { stack: start, stack_len: len, ..c };
+        let e = &mut self.entries.as_mut_slice()[i];
+        e.stack_start = start;
+        // `len` is at most MAX_STACK_DEPTH (256).
+        e.stack_room = len as u16;
         Ok(())
     }
 
     /// Sets the previous stack; [`Self::reserve_stack`] made room for it.
     pub(crate) fn set_prev_stack(&mut self, i: usize, stack: &[u32]) {
-        let start = self.starts(i).0;
+        let t = &mut self.entries.as_mut_slice()[i];
+        t.depth = stack.len() as u16;
+        let start = t.stack_start;
         self.stacks.as_mut_slice()[start..start + stack.len()].copy_from_slice(stack);
-        self.entries.as_mut_slice()[i].depth = stack.len() as u16;
     }
 
     /// The thread's pending run bytes.
     pub(crate) fn rle(&self, i: usize) -> &[u8] {
-        let len = self.entries.as_slice()[i].rle_len as usize;
-        let start = self.starts(i).1;
-        &self.rle.as_slice()[start..start + len]
+        let t = &self.entries.as_slice()[i];
+        &self.rle.as_slice()[t.rle_start..t.rle_start + t.rle_len as usize]
     }
 
     /// Makes room for `extra` more run bytes, keeping the pending ones; the caller checked
     /// the budget.
+    #[inline]
     pub(crate) fn reserve_rle(&mut self, i: usize, extra: usize) -> Result<(), Resource> {
-        let Some(&c) = self.chunks.as_slice().get(i) else { return Ok(()) };
-        let kept = self.entries.as_slice()[i].rle_len as usize;
-        let need = kept + extra;
-        if need <= c.rle_len {
+        let t = self.entries.as_slice()[i];
+        let need = t.rle_len as usize + extra;
+        if need <= t.rle_room as usize {
             return Ok(());
         }
+        self.move_rle(i, t, need)
+    }
+
+    #[cold]
+    fn move_rle(&mut self, i: usize, t: WriterThread, need: usize) -> Result<(), Resource> {
+        if !self.rle.is_growable() {
+            return Err(Resource::Threads);
+        }
+        let kept = t.rle_len as usize;
         let len = need.next_power_of_two().max(MIN_RLE_CHUNK).min(self.rle_budget).max(need);
+        // The budget bounds a REPEAT record, whose lengths are u32.
+        let room = u32::try_from(len).map_err(|_| Resource::Threads)?;
         let start = self.rle_used;
         let end = start.checked_add(len).ok_or(Resource::Threads)?;
         if !self.rle.grow(end, 0) {
             return Err(Resource::Threads);
         }
-        self.rle.as_mut_slice().copy_within(c.rle..c.rle + kept, start);
+        self.rle.as_mut_slice().copy_within(t.rle_start..t.rle_start + kept, start);
         self.rle_used = end;
-        self.chunks.as_mut_slice()[i] = ThreadChunks { rle: start, rle_len: len, ..c };
+        let e = &mut self.entries.as_mut_slice()[i];
+        e.rle_start = start;
+        e.rle_room = room;
         Ok(())
     }
 
-    /// Appends one REPEAT entry; [`Self::reserve_rle`] made room for it.
-    pub(crate) fn push_rle(&mut self, i: usize, entry: &[u8]) {
-        let start = self.starts(i).1 + self.entries.as_slice()[i].rle_len as usize;
-        self.rle.as_mut_slice()[start..start + entry.len()].copy_from_slice(entry);
+    /// Appends one REPEAT entry, its timestamp delta (a varint) and status byte, straight
+    /// into the thread's bytes; [`Self::reserve_rle`] made room for it.
+    #[inline]
+    pub(crate) fn push_rle(&mut self, i: usize, delta: &[u8], status: u8) {
         let t = &mut self.entries.as_mut_slice()[i];
-        t.rle_len += entry.len() as u32;
+        let start = t.rle_start + t.rle_len as usize;
+        t.rle_len += delta.len() as u32 + 1;
         t.rle_count += 1;
+        let end = start + delta.len();
+        let rle = self.rle.as_mut_slice();
+        rle[start..end].copy_from_slice(delta);
+        rle[end] = status;
     }
 }

@@ -55,7 +55,6 @@ pub(crate) struct GrowableThreads {
     pub(crate) slots: Vec<u32>,
     pub(crate) stacks: Vec<u32>,
     pub(crate) rle: Vec<u8>,
-    pub(crate) chunks: Vec<ThreadChunks>,
 }
 
 /// Writer storage in `Vec`s: string and frame tables of the given capacities, allocated
@@ -126,7 +125,6 @@ impl VecWriterStorage {
     pub fn thread_bytes(&self) -> usize {
         let t = &self.threads;
         t.entries.capacity() * core::mem::size_of::<WriterThread>()
-            + t.chunks.capacity() * core::mem::size_of::<ThreadChunks>()
             + (t.slots.capacity() + t.stacks.capacity()) * 4
             + t.rle.capacity()
     }

@@ -119,7 +119,7 @@ impl<'a> WriterStorage<'a> {
 /// Writer storage in fixed arrays, for a `static` on firmware. Hash slots are twice each
 /// capacity. Compile-time checks: `STAGING >= records::max_record_len(RLE)`, `RLE >= 11`.
 ///
-/// RAM: `STRING_BYTES + 16·STRINGS + 40·FRAMES + (1064 + RLE)·THREADS + STAGING` bytes
+/// RAM: `STRING_BYTES + 16·STRINGS + 40·FRAMES + (1088 + RLE)·THREADS + STAGING` bytes
 /// rounded up to 8 (on 64-bit targets; a test checks the formula against the compiler's
 /// layout).
 pub struct StaticWriterStorage<
