@@ -117,7 +117,7 @@ mapfile -t prof < <(find "$V/gperftools-2.10" -name '*.prof')
 seed gperftools "${prof[@]}"
 mapfile -t mojo < <(find "$V" -name '*.mojo')
 seed mojo "${mojo[@]}"
-mapfile -t pst < <(find "$V/pstats" "$ROOT/core/tests/data/pstats" -name '*.pstats')
+mapfile -t pst < <(find "$V/pstats" -name '*.pstats')
 seed pstats "${pst[@]}"
 seed marshal "${pst[@]}"
 mapfile -t json < <(find "$V/cpython-3.15.2" -name '*.input.json')

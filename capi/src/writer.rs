@@ -123,13 +123,13 @@ impl tachyon_writer {
 
     fn write_error(&mut self, e: WriteError<SinkError>) -> i32 {
         let status = match e {
-            WriteError::Io { .. } | WriteError::SinkStalled { .. } => TACHYON_E_IO,
+            WriteError::Sink { .. } | WriteError::SinkWroteZero { .. } => TACHYON_E_IO,
             WriteError::Capacity { .. } => TACHYON_E_CAPACITY,
             WriteError::Limit(_) => TACHYON_E_LIMIT,
             WriteError::InvalidStats => TACHYON_E_ARGUMENT,
             WriteError::UnknownFrameId { .. } => TACHYON_E_UNKNOWN_FRAME,
             WriteError::Zstd { .. } | WriteError::CompressorMissing => TACHYON_E_ZSTD,
-            WriteError::Closed => TACHYON_E_FINALIZED,
+            WriteError::Finished => TACHYON_E_FINALIZED,
         };
         self.fail(status, format_args!("{e}"))
     }
@@ -595,7 +595,7 @@ pub unsafe extern "C" fn tachyon_writer_finalize(writer: *mut tachyon_writer, fi
         if let Err(status) = w.open() {
             return status;
         }
-        match w.writer.finalize() {
+        match w.writer.finish() {
             Ok(size) => {
                 w.state = State::Finalized;
                 w.message.clear();

@@ -107,7 +107,7 @@ fn encode(
             w.write_thread_sample(ts, 0, *tid, *status, stack.iter().map(|&i| frame(s, i))).unwrap();
         }
     }
-    w.finalize().unwrap() as usize
+    w.finish().unwrap() as usize
 }
 
 fn decode(file: &[u8], storage: &mut VecReaderStorage, zstd: Option<(&mut [u64], &mut [u8])>) -> u64 {

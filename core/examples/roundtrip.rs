@@ -36,7 +36,7 @@ fn write<E: Endianity>(endian: E, out: &mut [u8]) -> usize {
     }
     w.set_stats(Stats { duration_sec: 1.0, sample_rate: 1000.0, error_rate: Some(0.0), missed_samples: None })
         .expect("stats");
-    w.finalize().expect("finalize") as usize
+    w.finish().expect("finish") as usize
 }
 
 fn read(file: &[u8]) -> (u64, usize, String) {

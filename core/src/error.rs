@@ -1,7 +1,7 @@
 //! Typed errors: [`WriteError`] for the writer, [`ReadError`] for the reader.
 //!
 //! Every reader error names where it happened ([`Position`]) and which rule was broken
-//! ([`FormatRule`]), with the values involved. `Display` uses CPython 3.15.2's wording where
+//! ([`Rule`]), with the values involved. `Display` uses CPython 3.15.2's wording where
 //! CPython has a message for the same condition.
 
 use core::fmt;
@@ -31,7 +31,7 @@ impl fmt::Display for Position {
 /// The format rule a file broke.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum FormatRule {
+pub enum Rule {
     /// Shorter than the 64-byte header.
     FileTooSmall {
         /// File length.
@@ -208,9 +208,9 @@ pub enum FormatRule {
     },
 }
 
-impl fmt::Display for FormatRule {
+impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use FormatRule::*;
+        use Rule::*;
         match *self {
             FileTooSmall { len } => write!(f, "File too small for header ({len} bytes)"),
             BadMagic { magic } => write!(f, "Invalid magic number: 0x{:08x}", magic),
@@ -292,7 +292,7 @@ pub enum ReadError<E> {
         /// Where.
         position: Position,
         /// Which rule, with the values.
-        rule: FormatRule,
+        rule: Rule,
     },
     /// The file is valid so far but needs more than the caller's storage.
     Capacity {
@@ -306,12 +306,12 @@ pub enum ReadError<E> {
 }
 
 impl<E> ReadError<E> {
-    pub(crate) fn format(position: Position, rule: FormatRule) -> Self {
+    pub(crate) fn format(position: Position, rule: Rule) -> Self {
         ReadError::Format { position, rule }
     }
 
     /// The rule broken, for `Format` errors.
-    pub fn rule(&self) -> Option<FormatRule> {
+    pub fn rule(&self) -> Option<Rule> {
         match self {
             ReadError::Format { rule, .. } => Some(*rule),
             _ => None,
@@ -365,15 +365,15 @@ pub enum FormatLimit {
 pub enum WriteError<E> {
     /// The sink failed at this file offset. Nothing of the failed call was accepted; the
     /// writer stays usable, rewrites from its last good position on the next call, and
-    /// `finalize` can be retried.
-    Io {
+    /// `finish` can be retried.
+    Sink {
         /// File offset of the failed write or seek.
         offset: u64,
         /// The sink's error.
         error: E,
     },
     /// The sink's `write` returned 0 for a non-empty buffer (treated like an I/O error).
-    SinkStalled {
+    SinkWroteZero {
         /// File offset.
         offset: u64,
     },
@@ -399,12 +399,12 @@ pub enum WriteError<E> {
     /// The configuration asks for zstd but the storage holds no compressor
     /// (`WriterStorage::with_zstd`, feature `zstd`).
     CompressorMissing,
-    /// The writer was already finalized.
-    Closed,
+    /// The writer was already finished.
+    Finished,
 }
 
 impl<E> WriteError<E> {
-    /// True for capacity and format limits: the file is still finalizable with everything
+    /// True for capacity and format limits: the file is still finishable with everything
     /// accepted so far (CPython's `limit_reached`).
     pub fn is_limit(&self) -> bool {
         matches!(self, WriteError::Capacity { .. } | WriteError::Limit(_))
@@ -414,15 +414,15 @@ impl<E> WriteError<E> {
 impl<E: fmt::Debug> fmt::Display for WriteError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WriteError::Io { offset, error } => write!(f, "sink error at file offset {offset}: {error:?}"),
-            WriteError::SinkStalled { offset } => write!(f, "sink accepted no bytes at file offset {offset}"),
+            WriteError::Sink { offset, error } => write!(f, "sink error at file offset {offset}: {error:?}"),
+            WriteError::SinkWroteZero { offset } => write!(f, "sink accepted no bytes at file offset {offset}"),
             WriteError::Capacity { resource } => write!(f, "writer storage full: {resource:?}"),
             WriteError::Limit(l) => write!(f, "format limit reached: {l:?}"),
             WriteError::InvalidStats => f.write_str("invalid profiling statistics"),
             WriteError::UnknownFrameId { id } => write!(f, "frame id {id} was not interned by this writer"),
             WriteError::Zstd { code } => write!(f, "zstd compression error (ZSTD_ErrorCode {code})"),
             WriteError::CompressorMissing => f.write_str("zstd compression requested without a compressor"),
-            WriteError::Closed => f.write_str("writer is already finalized"),
+            WriteError::Finished => f.write_str("writer is already finished"),
         }
     }
 }

@@ -25,7 +25,11 @@
 //!   [`io`] (a seekable in-memory cursor), [`text`] (CPython's lossy names), [`error`],
 //!   [`kind`] (which format a file holds).
 //! * Other formats, one module tree each behind a feature: `gperftools`, `mojo`, `marshal`
-//!   (pstats files), and `transport` (framed writes over links that cannot seek).
+//!   (pstats files), and `transport` (framed writes over links that cannot seek);
+//!   gperftools and MOJO share a windowed reader (`inbox`) and a staged writer (`outbox`).
+//! * One vocabulary: every reader yields its file's units with `next_item`, every writer
+//!   ends with `finish`; the same failure is the same variant in each codec's errors
+//!   (`Sink`, `SinkWroteZero`, `Finished`, `TooLarge`, `Format { rule: Rule, .. }`).
 //!
 //! ## Example
 //!
@@ -39,7 +43,7 @@
 //! let mut w = Writer::new(Cursor::new(&mut file[..]), storage.storage(), WriterConfig::new(0, 1000))?;
 //! w.write_thread_sample(1000, 0, 1, 0, [Frame::new(b"work.py", b"work"), Frame::new(b"main.py", b"main")])?;
 //! w.write_thread_sample(2000, 0, 1, 0, [Frame::new(b"main.py", b"main")])?;
-//! let size = w.finalize()? as usize;
+//! let size = w.finish()? as usize;
 //!
 //! let mut rstorage = StaticReaderStorage::<4096, 64, 64, 4>::new();
 //! let mut reader = Reader::open(Cursor::new(&file[..size]), rstorage.storage())?;
@@ -90,6 +94,8 @@ pub mod compression;
 
 #[cfg(feature = "gperftools")]
 pub mod gperftools;
+#[cfg(any(feature = "gperftools", feature = "mojo"))]
+mod inbox;
 #[cfg(feature = "marshal")]
 pub mod marshal;
 #[cfg(feature = "mojo")]
@@ -100,7 +106,7 @@ mod outbox;
 pub mod transport;
 
 pub use endian::{BigEndian, Endianity, LittleEndian, NativeEndian, RunTimeEndian};
-pub use error::{FormatLimit, FormatRule, Position, ReadError, WriteError};
+pub use error::{FormatLimit, Position, ReadError, Rule, WriteError};
 pub use header::{CaptureFeatures, Compression, Header, HeaderLayout, ProfilingConfig, ProfilingMode, Stats};
 pub use kind::FileKind;
 pub use reader::{Metadata, Reader, Record, RegionSource, ResolvedFrame, Run, RunEntry, Sample};

@@ -137,7 +137,7 @@ pub const fn chunk_for(scratch: usize) -> usize {
 
 /// A `Write + Seek` sink for the Tachyon writer over a link that can only write: every
 /// write goes out as a [`Record::Write`] frame with its offset (split to fit `scratch`), a
-/// seek only moves the offset. [`FramedSink::new`] sends `Begin`, [`FramedSink::end`] `End`.
+/// seek only moves the offset. [`FramedSink::new`] sends `Begin`, [`FramedSink::finish`] `End`.
 ///
 /// A frame is sent whole or the write fails; the sequence number moves on only when it was
 /// sent, so a write the Tachyon writer retries after a link error goes out with the number
@@ -148,7 +148,7 @@ pub struct FramedSink<'b, L: Write> {
     seq: u32,
     position: u64,
     length: u64,
-    /// `End` went out (a retried [`FramedSink::end`] then only flushes: a second `End`
+    /// `End` went out (a retried [`FramedSink::finish`] then only flushes: a second `End`
     /// would make the receiver refuse the stream).
     ended: bool,
 }
@@ -204,7 +204,7 @@ impl<'b, L: Write> FramedSink<'b, L> {
 
     /// Sends `End` with the file's length (one past the highest byte written) and flushes;
     /// after a failure it can be called again (`End` goes out once).
-    pub fn end(&mut self) -> Result<u64, SinkError<L::Error>> {
+    pub fn finish(&mut self) -> Result<u64, SinkError<L::Error>> {
         if !self.ended {
             self.send(&Record::End { length: self.length })?;
             self.ended = true;

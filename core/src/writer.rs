@@ -1,5 +1,5 @@
 //! The encoder (spec section 5): interning, encoding choice, per-thread REPEAT buffering,
-//! finalize order and the header written last with one seek.
+//! finish order and the header written last with one seek.
 //!
 //! # What the sink holds after an error
 //!
@@ -8,7 +8,7 @@
 //! view: it counts as done only when the sink accepted every byte. After a sink error the
 //! file holds 64 zero bytes, the sample bytes accepted so far and possibly part of the failed
 //! write; the writer keeps the unwritten bytes, seeks back to its last good position on the
-//! next call and rewrites them. So after a transient error `finalize` (itself retryable)
+//! next call and rewrites them. So after a transient error `finish` (itself retryable)
 //! still yields a valid file with every sample that was accepted. A capacity or format limit
 //! refuses only the sample that hit it.
 
@@ -112,11 +112,11 @@ pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
     committed: u64,
     /// False after a failed write: the next write seeks back to `committed` first.
     positioned: bool,
-    /// Set once the sample region is complete, so a failed finalize restarts the tables here.
+    /// Set once the sample region is complete, so a failed finish restarts the tables here.
     tables_start: Option<u64>,
-    /// Set by the first `finalize` call: from then on only `finalize` may be called.
-    finalizing: bool,
-    finalized: bool,
+    /// Set by the first `finish` call: from then on only `finish` may be called.
+    finishing: bool,
+    finished: bool,
     limit_reached: bool,
     scratch: [u32; MAX_STACK_DEPTH],
     #[cfg(feature = "zstd")]
@@ -187,8 +187,8 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             committed: 0,
             positioned: false,
             tables_start: None,
-            finalizing: false,
-            finalized: false,
+            finishing: false,
+            finished: false,
             limit_reached: false,
             scratch: [0; MAX_STACK_DEPTH],
             #[cfg(feature = "zstd")]
@@ -305,13 +305,13 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// Flushes pending REPEAT runs in thread-creation order, ends the sample region, writes
     /// the tables, the stats trailer and the footer, then seeks to 0 for the header. Returns
     /// the file size. After an error it can be called again (and nothing else can: samples
-    /// and stats are refused with [`WriteError::Closed`] from the first call on); after
-    /// success it returns [`WriteError::Closed`].
-    pub fn finalize(&mut self) -> Result<u64, WriteError<W::Error>> {
-        if self.finalized {
-            return Err(WriteError::Closed);
+    /// and stats are refused with [`WriteError::Finished`] from the first call on); after
+    /// success it returns [`WriteError::Finished`].
+    pub fn finish(&mut self) -> Result<u64, WriteError<W::Error>> {
+        if self.finished {
+            return Err(WriteError::Finished);
         }
-        self.finalizing = true;
+        self.finishing = true;
         let tables_start = match self.tables_start {
             Some(start) => start,
             None => {
@@ -332,8 +332,8 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         let header = self.header(tables_start, frame_table_offset).encode(self.endian);
         self.positioned = false;
         write_at(&mut self.sink, &mut self.positioned, 0, &header)?;
-        self.sink.flush().map_err(|error| WriteError::Io { offset: file_size, error })?;
-        self.finalized = true;
+        self.sink.flush().map_err(|error| WriteError::Sink { offset: file_size, error })?;
+        self.finished = true;
         Ok(file_size)
     }
 
@@ -374,18 +374,18 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         &mut self.sink
     }
 
-    /// Gives the sink back (finalize first for a valid file).
+    /// Gives the sink back (finish first for a valid file).
     pub fn into_inner(self) -> W {
         self.sink
     }
 
     // ------------------------------------------------------------------ sample path
 
-    /// Samples, frames and stats are accepted only before `finalize` is first called, even if
+    /// Samples, frames and stats are accepted only before `finish` is first called, even if
     /// that call failed: the sample region may already be closed.
     fn check_open(&self) -> Result<(), WriteError<W::Error>> {
-        if self.finalizing {
-            Err(WriteError::Closed)
+        if self.finishing {
+            Err(WriteError::Finished)
         } else {
             Ok(())
         }
@@ -637,7 +637,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         Ok(())
     }
 
-    // ------------------------------------------------------------------ finalize parts
+    // ------------------------------------------------------------------ finish parts
 
     /// Writes string table, frame table, trailer and footer from `start`; returns the file
     /// size. The staging buffer (empty now) batches the small writes. Returns the frame
@@ -731,7 +731,7 @@ fn write_at<W: Write + Seek>(
     bytes: &[u8],
 ) -> Result<(), WriteError<W::Error>> {
     if !*positioned {
-        sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Io { offset, error })?;
+        sink.seek(SeekFrom::Start(offset)).map_err(|error| WriteError::Sink { offset, error })?;
         *positioned = true;
     }
     write_fully(sink, bytes, offset).inspect_err(|_| *positioned = false)
@@ -741,12 +741,12 @@ fn write_at<W: Write + Seek>(
 fn write_fully<W: Write>(sink: &mut W, mut bytes: &[u8], mut offset: u64) -> Result<(), WriteError<W::Error>> {
     while !bytes.is_empty() {
         match sink.write(bytes) {
-            Ok(0) => return Err(WriteError::SinkStalled { offset }),
+            Ok(0) => return Err(WriteError::SinkWroteZero { offset }),
             Ok(n) => {
                 bytes = &bytes[n.min(bytes.len())..];
                 offset += n as u64;
             }
-            Err(error) => return Err(WriteError::Io { offset, error }),
+            Err(error) => return Err(WriteError::Sink { offset, error }),
         }
     }
     Ok(())

@@ -298,7 +298,7 @@ fn truncations_and_small_windows_never_panic() {
         for window in [64, 65, 70, 100] {
             match parse(file, window) {
                 Ok(p) => assert_eq!(p.samples, whole, "{name} window {window}"),
-                Err(ReadError::RecordTooLarge { window: w, .. }) => assert_eq!(w, window),
+                Err(ReadError::TooLarge { window: w, .. }) => assert_eq!(w, window),
                 Err(e) => panic!("{name} window {window}: {e}"),
             }
         }
@@ -324,7 +324,7 @@ fn hostile_headers_and_depths_are_named() {
     // A depth of 2^16 that the file does not have: refused by a small window, read (cut)
     // by one that could hold it, without reserving anything for the depth.
     let lying = slots64(&[0, 3, 0, 100, 0, 1, 1 << 16, 5]);
-    assert!(matches!(parse(&lying, 4096), Err(ReadError::RecordTooLarge { depth: 65536, .. })));
+    assert!(matches!(parse(&lying, 4096), Err(ReadError::TooLarge { depth: 65536, .. })));
     let p = parse(&lying, LARGEST_RECORD_WINDOW).unwrap();
     assert_eq!(p.records, [(1, Some(1 << 16), vec![5])]);
     assert!(p.quirks.cut_record && p.quirks.no_trailer);

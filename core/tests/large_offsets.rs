@@ -9,7 +9,7 @@ use embedded_io::{ErrorType, Read, Seek, SeekFrom};
 use tachyon_core::header::{Footer, Header};
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::StaticReaderStorage;
-use tachyon_core::{BigEndian, FormatRule, Position, ReadError, Reader};
+use tachyon_core::{BigEndian, Position, ReadError, Reader, Rule};
 
 struct VirtualFile {
     len: u64,
@@ -102,7 +102,7 @@ fn tables_past_four_gib() {
     // The zero padding after it reads as a REPEAT record of a second thread, which the header
     // does not declare: the error names its exact 64-bit offset.
     match r.next_sample() {
-        Err(ReadError::Format { position: Position::File(at), rule: FormatRule::TooManyThreads { .. } }) => {
+        Err(ReadError::Format { position: Position::File(at), rule: Rule::TooManyThreads { .. } }) => {
             assert_eq!(at, first_record_end)
         }
         other => panic!("{other:?}"),
@@ -128,7 +128,7 @@ fn rle_count_bound_uses_64_bit_distances() {
     let max = (FAR - after_count) / 2;
     let mut storage = StaticReaderStorage::<64, 4, 4, 2, 64>::new();
     let mut r = Reader::open(repeat_file(u64::from(u32::MAX)), storage.storage()).unwrap();
-    assert_eq!(r.next_sample().unwrap_err().rule(), Some(FormatRule::RleCountTooLarge { count: u32::MAX, max }));
+    assert_eq!(r.next_sample().unwrap_err().rule(), Some(Rule::RleCountTooLarge { count: u32::MAX, max }));
 
     // A count above 2^31 but within the bound is accepted; the zero bytes that follow read
     // as entries with delta 0 and status 0.

@@ -1,17 +1,18 @@
 //! The marshal decoder on real pstats files and on hostile input.
 //!
-//! `data/pstats/*.pstats` were written by Python 3.11.7 (cProfile, profile) and CPython
-//! 3.15.2 (profiling.tracing, profiling.sampling); `*.tree.txt` beside them list every marshal
-//! token with its offset, type code, FLAG_REF and reference index as an independent walker
-//! over the same bytes saw them (the project's shared pstats vectors).
+//! The files are the shared pstats set's (`qemu-tests/vectors/pstats`): written by Python
+//! 3.11.7 (cProfile, profile) and CPython 3.15.2 (profiling.tracing, profiling.sampling);
+//! `*.tree.txt` beside them list every marshal token with its offset, type code, FLAG_REF and
+//! reference index as an independent walker over the same bytes saw them.
 
 use tachyon_core::marshal::{Decoder, Encoder, Item, Kind, MarshalError, Open, Rule, Value, FLAG_REF};
+use tachyon_test_kit::fixtures;
 
 const FILES: [&str; 4] =
     ["cprofile_py311_simple", "profile_py311_workload", "sampling_py315_workload", "tracing_py315_workload"];
 
 fn data(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/tests/data/pstats/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    fixtures::read(&fixtures::vectors("pstats").join(name))
 }
 
 fn items(bytes: &[u8], depth: usize) -> Result<Vec<Item<'_>>, MarshalError> {

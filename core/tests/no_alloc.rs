@@ -55,7 +55,7 @@ fn write_and_read_round_trip_without_allocating() {
         written += 1;
     }
     w.set_stats(Stats { duration_sec: 1.0, sample_rate: 1000.0, error_rate: None, missed_samples: Some(0.5) }).unwrap();
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     let _ = w.into_inner();
 
     let mut r = Reader::open(Cursor::new(&file[..size]), rstore.storage()).unwrap();

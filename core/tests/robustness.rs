@@ -8,9 +8,10 @@ use tachyon_core::header::Footer;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{ReaderCapacity, Resource, StaticReaderStorage};
-use tachyon_core::{BigEndian, Endianity, FormatRule, LittleEndian, ReadError, Reader};
+use tachyon_core::{BigEndian, Endianity, LittleEndian, ReadError, Reader, Rule};
+use tachyon_test_kit::fixtures;
 
-fn rule(file: &[u8]) -> FormatRule {
+fn rule(file: &[u8]) -> Rule {
     match decode_all(file, SMALL_READER) {
         Err(ReadError::Format { rule, .. }) => rule,
         other => panic!("expected a format error, got {other:?}"),
@@ -27,12 +28,12 @@ fn huge_declared_table_counts_in_a_tiny_file() {
         let footer = Footer { string_count: u32::MAX, frame_count: u32::MAX, file_size: n as u64 };
         let bytes = if e { footer.encode(LittleEndian) } else { footer.encode(BigEndian) };
         file[n - 32..].copy_from_slice(&bytes);
-        assert!(matches!(rule(&file), FormatRule::StringCountTooLarge { count: u32::MAX, .. }));
+        assert!(matches!(rule(&file), Rule::StringCountTooLarge { count: u32::MAX, .. }));
         // With a sane string count the frame count is caught the same way.
         let footer = Footer { string_count: 2, frame_count: u32::MAX, file_size: n as u64 };
         let bytes = if e { footer.encode(LittleEndian) } else { footer.encode(BigEndian) };
         file[n - 32..].copy_from_slice(&bytes);
-        assert!(matches!(rule(&file), FormatRule::FrameCountTooLarge { count: u32::MAX, .. }));
+        assert!(matches!(rule(&file), Rule::FrameCountTooLarge { count: u32::MAX, .. }));
     }
 }
 
@@ -56,7 +57,7 @@ fn millions_of_thread_ids_stay_within_storage() {
     }
     // And by the header's declared count, as CPython checks.
     let file = many_threads(100, 10);
-    assert_eq!(rule(&file), FormatRule::TooManyThreads { declared: 10, found: 11 });
+    assert_eq!(rule(&file), Rule::TooManyThreads { declared: 10, found: 11 });
     // Within both limits, they decode (no samples, all threads seen).
     let file = many_threads(50, 50);
     assert_eq!(decode_all(&file, SMALL_READER).unwrap().len(), 0);
@@ -87,7 +88,7 @@ fn out_of_range_frame_and_string_indices() {
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 1).varint(0).bytes(&[0]).varint(1).varint(4); // frame 4 of 4
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::InvalidFrameIndex { index: 4 });
+    assert_eq!(rule(&b.build()), Rule::InvalidFrameIndex { index: 4 });
 
     let mut b = FileBuilder::new(LittleEndian);
     b.frames[2].funcname = 9;
@@ -97,7 +98,7 @@ fn out_of_range_frame_and_string_indices() {
     assert_eq!(decode_all(&b.build(), SMALL_READER).unwrap().len(), 1);
     b.prefix(1, 0, 3).varint(0).bytes(&[0]).varint(1).varint(1).varint(2);
     b.sample_count = 2;
-    assert_eq!(rule(&b.build()), FormatRule::InvalidStringIndex { frame: 2 });
+    assert_eq!(rule(&b.build()), Rule::InvalidStringIndex { frame: 2 });
 }
 
 #[test]
@@ -105,30 +106,30 @@ fn varint_overflow_and_truncation() {
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 1).bytes(&[0x80; 11]).bytes(&[0, 0]);
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::MalformedDelta);
+    assert_eq!(rule(&b.build()), Rule::MalformedDelta);
 
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 1).varint(0).bytes(&[0]).varint(u64::from(u32::MAX) + 1);
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::MalformedStackVarint);
+    assert_eq!(rule(&b.build()), Rule::MalformedStackVarint);
 
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 0).varint(1).bytes(&[0x80]);
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::RleCountTooLarge { count: 1, max: 0 });
+    assert_eq!(rule(&b.build()), Rule::RleCountTooLarge { count: 1, max: 0 });
 
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 1).varint(0);
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::TruncatedStatus);
+    assert_eq!(rule(&b.build()), Rule::TruncatedStatus);
 
     let mut b = FileBuilder::new(LittleEndian);
     b.bytes(&[1, 2, 3]);
-    assert_eq!(rule(&b.build()), FormatRule::TruncatedRecord { trailing: 3 });
+    assert_eq!(rule(&b.build()), Rule::TruncatedRecord { trailing: 3 });
 
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 9);
-    assert_eq!(rule(&b.build()), FormatRule::UnknownEncoding { encoding: 9 });
+    assert_eq!(rule(&b.build()), Rule::UnknownEncoding { encoding: 9 });
 }
 
 #[test]
@@ -160,47 +161,47 @@ fn stack_rules_and_cpython_quirks() {
     full(&mut b, &[0]);
     b.prefix(1, 0, 2).varint(0).bytes(&[0]).varint(2).varint(1).varint(0);
     b.sample_count = 2;
-    assert_eq!(rule(&b.build()), FormatRule::SharedExceedsDepth { shared: 2, depth: 1 });
+    assert_eq!(rule(&b.build()), Rule::SharedExceedsDepth { shared: 2, depth: 1 });
 
     let mut b = FileBuilder::new(LittleEndian);
     b.prefix(1, 0, 1).varint(0).bytes(&[0]).varint(257);
     b.sample_count = 1;
-    assert_eq!(rule(&b.build()), FormatRule::StackTooDeep { depth: 257 });
+    assert_eq!(rule(&b.build()), Rule::StackTooDeep { depth: 257 });
 
     let mut b = FileBuilder::new(LittleEndian);
     full(&mut b, &[0; 200]);
     b.prefix(1, 0, 2).varint(0).bytes(&[0]).varint(200).varint(57);
     b.sample_count = 2;
-    assert_eq!(rule(&b.build()), FormatRule::FinalStackTooDeep { depth: 257 });
+    assert_eq!(rule(&b.build()), Rule::FinalStackTooDeep { depth: 257 });
 
     // A wrong header sample count is reported after the last sample.
     let mut b = FileBuilder::new(LittleEndian);
     full(&mut b, &[0]);
     b.sample_count = 5;
-    assert_eq!(rule(&b.build()), FormatRule::SampleCountMismatch { declared: 5, decoded: 1 });
+    assert_eq!(rule(&b.build()), Rule::SampleCountMismatch { declared: 5, decoded: 1 });
 }
 
 #[test]
 fn header_and_offset_checks_in_cpythons_order() {
-    assert_eq!(rule(&[0u8; 10]), FormatRule::FileTooSmall { len: 10 });
-    assert!(matches!(rule(&[b'X'; 96]), FormatRule::BadMagic { .. }));
+    assert_eq!(rule(&[0u8; 10]), Rule::FileTooSmall { len: 10 });
+    assert!(matches!(rule(&[b'X'; 96]), Rule::BadMagic { .. }));
     let good = FileBuilder::new(BigEndian).build();
     let mut f = good.clone();
     f[7] = 2;
-    assert!(matches!(rule(&f), FormatRule::UnsupportedVersion { version: 2, .. }));
+    assert!(matches!(rule(&f), Rule::UnsupportedVersion { version: 2, .. }));
     let mut f = good.clone();
     f[63] = 6;
-    assert_eq!(rule(&f), FormatRule::InvalidMode { mode: 6 });
+    assert_eq!(rule(&f), Rule::InvalidMode { mode: 6 });
     let mut f = good.clone();
     f[40..48].copy_from_slice(&BigEndian.u64_bytes(10_000));
-    assert!(matches!(rule(&f), FormatRule::StringTableOffsetPastEnd { offset: 10_000, .. }));
+    assert!(matches!(rule(&f), Rule::StringTableOffsetPastEnd { offset: 10_000, .. }));
     let mut f = good.clone();
     f[40..48].copy_from_slice(&BigEndian.u64_bytes(8));
-    assert_eq!(rule(&f), FormatRule::StringTableOffsetInHeader { offset: 8 });
+    assert_eq!(rule(&f), Rule::StringTableOffsetInHeader { offset: 8 });
     let mut f = good;
     let fto = BigEndian.read_u64(f[48..56].try_into().unwrap());
     f[40..48].copy_from_slice(&BigEndian.u64_bytes(fto + 1));
-    assert!(matches!(rule(&f), FormatRule::TablesOutOfOrder { .. }));
+    assert!(matches!(rule(&f), Rule::TablesOutOfOrder { .. }));
 }
 
 /// Reads a whole file through the smallest static storage; returns normally or with an
@@ -256,15 +257,9 @@ impl ZstdBuffers {
 }
 
 fn vectors() -> Vec<Vec<u8>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/cpython-3.15.2");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    files.sort();
+    let files = fixtures::files(&fixtures::vectors("cpython-3.15.2"), ".bin");
     assert_eq!(files.len(), 28);
-    files.into_iter().map(|p| std::fs::read(p).unwrap()).collect()
+    files.iter().map(|p| fixtures::read(p)).collect()
 }
 
 #[test]

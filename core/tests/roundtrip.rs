@@ -5,14 +5,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use proptest::prelude::*;
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
 use tachyon_core::{BigEndian, Compression, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
-
-type FrameView = (Vec<u8>, Vec<u8>, Option<(i32, i32, i32, i32)>, Option<u8>);
+use tachyon_test_kit::roundtrip::{model, read_back, PerThread, Written};
 
 #[derive(Debug, Clone)]
 struct In {
@@ -31,23 +28,10 @@ struct PoolFrame {
     op: Option<u8>,
 }
 
-/// What a reader must report for a frame (spec 4): no location iff the line is unknown,
-/// an unknown end takes the start (delta 0), an unknown column hides the end column,
-/// opcode 255 is none.
-fn expected(f: &PoolFrame) -> FrameView {
-    let loc = f.loc.unwrap_or(Location::NONE);
-    let end = |start: i32, end: i32| {
-        if start == -1 {
-            -1
-        } else if end == -1 {
-            start
-        } else {
-            end
-        }
-    };
-    let view =
-        (loc.lineno != -1).then(|| (loc.lineno, end(loc.lineno, loc.end_lineno), loc.col, end(loc.col, loc.end_col)));
-    (f.file.clone(), f.func.clone(), view, f.op.filter(|&o| o != 255))
+impl PoolFrame {
+    fn frame(&self) -> Frame<'_> {
+        Frame { filename: &self.file, funcname: &self.func, location: self.loc, opcode: self.op }
+    }
 }
 
 fn edge_int() -> impl Strategy<Value = i32> {
@@ -107,17 +91,7 @@ fn write<E: Endianity>(pool: &[PoolFrame], samples: &[In], e: E, zstd: bool) -> 
     let mut storage = VecWriterStorage::new(cap).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let cfg = WriterConfig::new(12_345, 1000);
-    let frames = |f: &In| -> Vec<Frame<'_>> {
-        f.frames
-            .iter()
-            .map(|&i| Frame {
-                filename: &pool[i].file,
-                funcname: &pool[i].func,
-                location: pool[i].loc,
-                opcode: pool[i].op,
-            })
-            .collect()
-    };
+    let frames = |f: &In| -> Vec<Frame<'_>> { f.frames.iter().map(|&i| pool[i].frame()).collect() };
     let sink = Cursor::new(&mut buf[..]);
     #[cfg(feature = "zstd")]
     let (mut ws, mut out) = (
@@ -139,12 +113,10 @@ fn write<E: Endianity>(pool: &[PoolFrame], samples: &[In], e: E, zstd: bool) -> 
     for s in samples {
         w.write_thread_sample(s.ts, s.iid, s.tid, s.status, frames(s)).unwrap();
     }
-    let n = w.finalize().unwrap() as usize;
+    let n = w.finish().unwrap() as usize;
     buf.truncate(n);
     buf
 }
-
-type PerThread = BTreeMap<(u64, u32), Vec<(u64, u8, Vec<FrameView>)>>;
 
 fn read(file: &[u8], zstd: bool) -> PerThread {
     let cap = ReaderCapacity { string_bytes: 1 << 16, strings: 64, frames: 64, threads: 16, read_buffer: 128 };
@@ -168,31 +140,17 @@ fn read(file: &[u8], zstd: bool) -> PerThread {
     } else {
         Reader::open(Cursor::new(file), storage.storage()).unwrap()
     };
-    let mut got = PerThread::new();
-    while let Some(s) = r.next_sample().unwrap() {
-        let frames = s
-            .frames()
-            .map(|f| {
-                (
-                    f.filename.to_vec(),
-                    f.funcname.to_vec(),
-                    f.location.map(|l| (l.lineno, l.end_lineno, l.col, l.end_col)),
-                    f.opcode,
-                )
-            })
-            .collect();
-        got.entry((s.thread_id, s.interpreter_id)).or_default().push((s.timestamp_us, s.status, frames));
-    }
-    got
+    read_back(&mut r).unwrap()
 }
 
-fn model(pool: &[PoolFrame], samples: &[In]) -> PerThread {
-    let mut want = PerThread::new();
-    for s in samples {
-        let frames = s.frames.iter().take(256).map(|&i| expected(&pool[i])).collect();
-        want.entry((s.tid, s.iid)).or_default().push((s.ts, s.status, frames));
-    }
-    want
+fn model_of(pool: &[PoolFrame], samples: &[In]) -> PerThread {
+    model(samples.iter().map(|s| Written {
+        thread_id: s.tid,
+        interpreter_id: s.iid,
+        timestamp_us: s.ts,
+        status: s.status,
+        frames: s.frames.iter().map(|&i| pool[i].frame()),
+    }))
 }
 
 fn modes() -> Vec<bool> {
@@ -208,7 +166,7 @@ proptest! {
 
     #[test]
     fn round_trips_in_both_orders((pool, samples) in stream()) {
-        let want = model(&pool, &samples);
+        let want = model_of(&pool, &samples);
         for zstd in modes() {
             let le = write(&pool, &samples, LittleEndian, zstd);
             let be = write(&pool, &samples, BigEndian, zstd);

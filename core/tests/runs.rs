@@ -1,4 +1,4 @@
-//! Records and runs: `Reader::next_record` yields the samples `next_sample` yields (which the
+//! Records and runs: `Reader::next_item` yields the samples `next_sample` yields (which the
 //! vector and CPython tests check against CPython), whatever the window size and however a
 //! run is consumed, with the same first error on every truncated or corrupted vector; a
 //! caller's region source gives what the built-in decompression gives; thread storage
@@ -11,6 +11,7 @@ use tachyon_core::io::Cursor;
 use tachyon_core::reader::Record;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage};
 use tachyon_core::{LittleEndian, ReadError, Reader};
+use tachyon_test_kit::fixtures;
 
 /// What a decoding saw: every sample (timestamp, interpreter, thread, status, stack) in the
 /// order it came, and how it ended.
@@ -25,11 +26,11 @@ struct Trace {
 enum Walk {
     /// `next_sample` only.
     Samples,
-    /// `next_record`, every run read to its end.
+    /// `next_item`, every run read to its end.
     Records,
-    /// `next_record`, one entry of each run read, the rest through `next_sample`.
+    /// `next_item`, one entry of each run read, the rest through `next_sample`.
     Mixed,
-    /// `next_record`, runs dropped unread (their samples are then missing from the trace,
+    /// `next_item`, runs dropped unread (their samples are then missing from the trace,
     /// but the decoded count and the first error must not change).
     DropRuns,
 }
@@ -85,7 +86,7 @@ fn walk_all<R: embedded_io::Read + embedded_io::Seek>(
     }
     loop {
         let mut left = 0;
-        match reader.next_record()? {
+        match reader.next_item()? {
             None => return Ok(reader.samples_decoded()),
             Some(Record::Sample(s)) => {
                 out.push((s.timestamp_us, s.interpreter_id, s.thread_id, s.status, s.stack.to_vec()))
@@ -116,18 +117,9 @@ fn walk_all<R: embedded_io::Read + embedded_io::Seek>(
 }
 
 fn vectors() -> Vec<(String, Vec<u8>)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/cpython-3.15.2");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    files.sort();
+    let files = fixtures::files(&fixtures::vectors("cpython-3.15.2"), ".bin");
     assert_eq!(files.len(), 28);
-    files
-        .into_iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(p).unwrap()))
-        .collect()
+    files.iter().map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fixtures::read(p))).collect()
 }
 
 /// Two decodings of a compressed file through different windows agree: the same samples if
@@ -219,7 +211,7 @@ fn a_million_threads_decode_in_memory_that_follows_their_stacks() {
     {
         let mut reader = Reader::open(Cursor::new(&file[..]), storage.storage()).unwrap();
         let mut n = 0u64;
-        while let Some(Record::Sample(s)) = reader.next_record().unwrap() {
+        while let Some(Record::Sample(s)) = reader.next_item().unwrap() {
             assert_eq!((s.thread_id, s.stack), (n, &[(n % 4) as u32, 0][..]));
             n += 1;
         }
@@ -234,7 +226,7 @@ fn a_million_threads_decode_in_memory_that_follows_their_stacks() {
     let mut small = VecReaderStorage::new(ReaderCapacity { threads: 1000, ..SMALL_READER }).unwrap();
     let mut reader = Reader::open(Cursor::new(&file[..]), small.storage()).unwrap();
     let err = loop {
-        match reader.next_record() {
+        match reader.next_item() {
             Ok(Some(_)) => {}
             Ok(None) => panic!("more threads than the storage allows"),
             Err(e) => break e,
@@ -322,7 +314,7 @@ fn repeat_entries_of_every_length_and_status() {
         let mut reader = Reader::open(Cursor::new(&file[..]), storage.storage()).unwrap();
         let mut got = Vec::new();
         let mut buf = vec![tachyon_core::RunEntry { timestamp_us: 0, status: 0 }; batch];
-        while let Some(record) = reader.next_record().unwrap() {
+        while let Some(record) = reader.next_item().unwrap() {
             let Record::Repeat(mut run) = record else { panic!("only REPEAT records") };
             loop {
                 let n = run.read_entries(&mut buf).unwrap();

@@ -51,7 +51,7 @@ fn in_ram<E: Endianity>(endian: E, n: u64) -> Vec<u8> {
         Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), WriterConfig::new(1_000_000, 1000), endian)
             .unwrap();
     samples(&mut w, n);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let len = w.into_inner().written_len();
     buf.truncate(len);
     buf
@@ -63,9 +63,9 @@ fn streamed<E: Endianity>(endian: E, n: u64, scratch_len: usize) -> (Vec<u8>, u6
     let mut storage = writer_storage();
     let mut w = Writer::with_endian(sink, storage.storage(), WriterConfig::new(1_000_000, 1000), endian).unwrap();
     samples(&mut w, n);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let mut sink = w.into_inner();
-    let length = sink.end().unwrap();
+    let length = sink.finish().unwrap();
     (sink.into_inner().0, length)
 }
 

@@ -1,5 +1,5 @@
 //! Writer behaviour the vectors do not cover: REPEAT splitting at CPython's byte budget,
-//! limits that keep the file finalizable, sink errors that heal, the frame-id API.
+//! limits that keep the file finishable, sink errors that heal, the frame-id API.
 
 mod common;
 
@@ -44,7 +44,7 @@ fn run_same_stack(samples: u64, step: u64) -> Vec<u8> {
     for i in 0..samples {
         w.write_thread_sample(1_000_000 + (i + 1) * step, 0, 1, 0, [MAIN]).unwrap();
     }
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     buf.truncate(size);
     buf
 }
@@ -71,9 +71,9 @@ fn capacity_limit_keeps_everything_accepted() {
     let err = w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap_err();
     assert_eq!(err, WriteError::Capacity { resource: Resource::Strings });
     assert!(err.is_limit() && w.limit_reached());
-    // Still usable for what fits, and finalizable.
+    // Still usable for what fits, and finishable.
     w.write_thread_sample(1_003_000, 0, 1, 2, [MAIN]).unwrap();
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     let samples = decode_all(&buf[..size], SMALL_READER).unwrap();
     let got: Vec<(u64, u8)> = samples.iter().map(|s| (s.ts, s.status)).collect();
     assert_eq!(got, vec![(1_001_000, 1), (1_003_000, 2)]);
@@ -90,7 +90,7 @@ fn thread_capacity_limit() {
         w.write_thread_sample(1_001_000, 0, 3, 0, [MAIN]),
         Err(WriteError::Capacity { resource: Resource::Threads })
     );
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     assert_eq!(decode_all(&buf[..size], SMALL_READER).unwrap().len(), 2);
 }
 
@@ -155,7 +155,7 @@ fn reference() -> Vec<u8> {
     let mut want = vec![0u8; 1 << 16];
     let mut w = Writer::with_endian(Cursor::new(&mut want[..]), storage.storage(), config(), LittleEndian).unwrap();
     write_stream(&mut w);
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     want.truncate(size);
     want
 }
@@ -173,16 +173,16 @@ fn sink_errors_heal_to_identical_bytes() {
         // Every 25th sample meets a broken sink; a refused sample is retried once repaired.
         w.get_mut().broken = i % 25 == 0;
         while let Err(e) = w.write_thread_sample(ts, 0, tid, 1, st.iter().copied()) {
-            assert!(matches!(e, WriteError::Io { error: Broken, .. }), "{e:?}");
+            assert!(matches!(e, WriteError::Sink { error: Broken, .. }), "{e:?}");
             refused += 1;
             w.get_mut().broken = false;
         }
     }
-    // finalize fails on a broken sink, then succeeds once it is repaired.
+    // finish fails on a broken sink, then succeeds once it is repaired.
     w.get_mut().broken = true;
-    assert!(matches!(w.finalize(), Err(WriteError::Io { .. })));
+    assert!(matches!(w.finish(), Err(WriteError::Sink { .. })));
     w.get_mut().broken = false;
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     let failures = w.get_ref().failures;
     assert!(
         refused > 3 && failures > refused,
@@ -192,7 +192,7 @@ fn sink_errors_heal_to_identical_bytes() {
 }
 
 #[test]
-fn finalize_fails_part_way_and_retries() {
+fn finish_fails_part_way_and_retries() {
     // Break the sink after the tables started: the retry must rewrite them from their offset.
     let want = reference();
     for budget in [0usize, 1, 2] {
@@ -202,21 +202,21 @@ fn finalize_fails_part_way_and_retries() {
         let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
         write_stream(&mut w);
         w.get_mut().writes_left = budget;
-        assert!(w.finalize().is_err(), "budget {budget} must not be enough");
+        assert!(w.finish().is_err(), "budget {budget} must not be enough");
         w.get_mut().writes_left = usize::MAX;
-        let size = w.finalize().unwrap() as usize;
+        let size = w.finish().unwrap() as usize;
         assert_eq!(&got[..size], &want[..], "budget {budget}");
     }
 }
 
 #[test]
-fn finalize_twice_and_write_after_are_closed() {
+fn finish_twice_and_write_after_are_closed() {
     let mut storage = writer_storage();
     let mut buf = vec![0u8; 4096];
     let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
-    w.finalize().unwrap();
-    assert_eq!(w.finalize(), Err(WriteError::Closed));
-    assert_eq!(w.write_thread_sample(1, 0, 1, 0, [MAIN]), Err(WriteError::Closed));
+    w.finish().unwrap();
+    assert_eq!(w.finish(), Err(WriteError::Finished));
+    assert_eq!(w.write_thread_sample(1, 0, 1, 0, [MAIN]), Err(WriteError::Finished));
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn frame_id_api_matches_string_api() {
     for (i, st) in [[WORK, MAIN].as_slice(), &[MAIN], &[WORK, MAIN], &[WORK, MAIN]].iter().enumerate() {
         w.write_thread_sample(1_001_000 + i as u64, 0, 9, 3, st.iter().copied()).unwrap();
     }
-    let n = w.finalize().unwrap() as usize;
+    let n = w.finish().unwrap() as usize;
 
     let mut storage = writer_storage();
     let mut b = vec![0u8; 4096];
@@ -238,7 +238,7 @@ fn frame_id_api_matches_string_api() {
         w.write_thread_sample_ids(1_001_000 + i as u64, 0, 9, 3, st).unwrap();
     }
     assert_eq!(w.write_thread_sample_ids(5, 0, 9, 3, &[FrameId(7)]), Err(WriteError::UnknownFrameId { id: 7 }));
-    let m = w.finalize().unwrap() as usize;
+    let m = w.finish().unwrap() as usize;
     assert_eq!(&a[..n], &b[..m]);
 }
 
@@ -251,13 +251,13 @@ fn full_sink_is_an_error_not_a_panic() {
     for i in 0..200u64 {
         let st: &[Frame<'static>] = if i % 2 == 0 { &[MAIN] } else { &[WORK, MAIN] };
         if let Err(e) = w.write_thread_sample(i, 0, 1, 0, st.iter().copied()) {
-            assert!(matches!(e, WriteError::Io { .. }), "{e:?}");
+            assert!(matches!(e, WriteError::Sink { .. }), "{e:?}");
             saw_error = true;
             break;
         }
     }
     assert!(saw_error);
-    assert!(matches!(w.finalize(), Err(WriteError::Io { .. })));
+    assert!(matches!(w.finish(), Err(WriteError::Sink { .. })));
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn reused_name_buffer_never_returns_a_stale_frame() {
     w.write_thread_sample(1_001_000, 0, 1, 0, [Frame::new(b"f.py", &name)]).unwrap();
     name.copy_from_slice(b"other");
     w.write_thread_sample(1_002_000, 0, 1, 0, [Frame::new(b"f.py", &name)]).unwrap();
-    let n = w.finalize().unwrap() as usize;
+    let n = w.finish().unwrap() as usize;
     let got: Vec<Vec<u8>> =
         decode_all(&buf[..n], SMALL_READER).unwrap().into_iter().map(|s| s.frames[0].1.clone()).collect();
     assert_eq!(got, vec![b"first".to_vec(), b"other".to_vec()]);
@@ -279,8 +279,8 @@ fn reused_name_buffer_never_returns_a_stale_frame() {
 
 #[test]
 fn samples_are_refused_once_finalize_has_started() {
-    // A finalize that fails part-way must not let later samples slip in after the sample
-    // region; only finalize may be called again, and the file holds what came before.
+    // A finish that fails part-way must not let later samples slip in after the sample
+    // region; only finish may be called again, and the file holds what came before.
     let want = reference();
     let mut storage = Small::new();
     let mut got = vec![0u8; 1 << 16];
@@ -288,10 +288,10 @@ fn samples_are_refused_once_finalize_has_started() {
     let mut w = Writer::with_endian(sink, storage.storage(), config(), LittleEndian).unwrap();
     write_stream(&mut w);
     w.get_mut().writes_left = 1;
-    assert!(w.finalize().is_err());
-    assert_eq!(w.write_thread_sample(9_999_999, 0, 0, 1, [MAIN]), Err(WriteError::Closed));
+    assert!(w.finish().is_err());
+    assert_eq!(w.write_thread_sample(9_999_999, 0, 0, 1, [MAIN]), Err(WriteError::Finished));
     w.get_mut().writes_left = usize::MAX;
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     assert_eq!(&got[..size], &want[..]);
 }
 
@@ -306,7 +306,7 @@ fn append_frame_keeps_equal_frames_apart() {
     assert_eq!(w.intern_frame(MAIN).unwrap(), first, "lookups find the first");
     assert_eq!((w.frame_count(), w.string_count()), (2, 2), "names are still interned once");
     w.write_thread_sample_ids(1_001_000, 0, 1, 0, &[second, first]).unwrap();
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     let samples = decode_all(&buf[..size], SMALL_READER).unwrap();
     assert_eq!(samples.len(), 1);
     assert_eq!(samples[0].frames.len(), 2);
@@ -341,7 +341,7 @@ fn small_zstd_regions_have_no_content_size() {
         Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage().with_zstd(z), cfg, LittleEndian).unwrap();
     w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
     w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap();
-    let size = w.finalize().unwrap() as usize;
+    let size = w.finish().unwrap() as usize;
     assert_eq!(&buf[64..70], &[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]);
     let meta = tachyon_core::Metadata::read(&mut Cursor::new(&buf[..size])).unwrap();
     assert_eq!(meta.header.sample_count, 2);
@@ -380,7 +380,7 @@ fn a_compressor_is_unused_unless_the_configuration_says_zstd() {
             let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), store, cfg, LittleEndian).unwrap();
             w.write_thread_sample(1_001_000, 0, 1, 1, [MAIN]).unwrap();
             w.write_thread_sample(1_002_000, 0, 1, 1, [WORK, MAIN]).unwrap();
-            let size = w.finalize().unwrap() as usize;
+            let size = w.finish().unwrap() as usize;
             buf.truncate(size);
             buf
         };
@@ -424,7 +424,7 @@ fn storage_that_grows_by_use_writes_what_fixed_storage_writes() {
             })
             .collect();
         varied_threads(&mut w, &ids);
-        let size = w.finalize().unwrap() as usize;
+        let size = w.finish().unwrap() as usize;
         buf.truncate(size);
         buf
     };
@@ -454,7 +454,7 @@ fn a_million_threads_are_written_in_memory_that_follows_their_use() {
             w.write_thread_sample(1_002_000, 0, tid, 0, [WORK, MAIN]).unwrap();
         }
         assert_eq!(w.thread_count(), THREADS as usize);
-        w.finalize().unwrap() as usize
+        w.finish().unwrap() as usize
     };
     let per_thread = storage.thread_bytes() as f64 / THREADS as f64;
     eprintln!("thread table: {} bytes, {per_thread:.0} per thread", storage.thread_bytes());
@@ -464,7 +464,7 @@ fn a_million_threads_are_written_in_memory_that_follows_their_use() {
     let reader = tachyon_core::storage::ReaderCapacity { threads: usize::MAX, ..SMALL_READER };
     let samples = decode_all(&buf[..size], reader).unwrap();
     assert_eq!(samples.len(), 2 * THREADS as usize);
-    // Runs are flushed at finalize in thread-creation order, after every first sample.
+    // Runs are flushed at finish in thread-creation order, after every first sample.
     assert_eq!((samples[1].tid, samples[1].ts), (1, 1_001_000));
     assert_eq!((samples[THREADS as usize].tid, samples[THREADS as usize].ts), (0, 1_002_000));
 }

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use tachyon::convert::{convert, Destination, Output};
-use tachyon::memory::VecSink;
-use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::memory::VecSink;
 use tachyon::tachyon::source::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::transport::FramedSink;
@@ -21,7 +21,7 @@ fn capture(file: &[u8]) -> Vec<u8> {
     for piece in file.chunks(64) {
         embedded_io::Write::write_all(&mut sink, piece).unwrap();
     }
-    sink.end().unwrap();
+    sink.finish().unwrap();
     sink.into_inner().into_inner()
 }
 

@@ -9,11 +9,11 @@
 use std::io::Cursor as StdCursor;
 
 use tachyon::convert::{convert, Destination, Output};
-use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::mojo::source::{MojoMetric, MojoSource};
 use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon::tachyon::source::TachyonSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 use tachyon_core::io::Cursor;
 use tachyon_core::marshal::{Decoder, Open};
 use tachyon_core::reader::Metadata;

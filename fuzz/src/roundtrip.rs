@@ -3,8 +3,6 @@
 //! specification (section 4), per thread (REPEAT runs are deferred, so file order is not time
 //! order across threads).
 
-use std::collections::BTreeMap;
-
 use arbitrary::Arbitrary;
 use tachyon_core::compression::{
     compressor_workspace_bytes, decompressor_workspace_bytes, workspace_words, Compressor, Decompressor,
@@ -12,6 +10,7 @@ use tachyon_core::compression::{
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
 use tachyon_core::{BigEndian, Compression, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
+use tachyon_test_kit::roundtrip::{model, read_back, PerThread, Written};
 
 /// A frame of the stream's pool.
 #[derive(Debug, Clone, Arbitrary)]
@@ -20,6 +19,15 @@ pub struct PoolFrame {
     func: Vec<u8>,
     location: Option<(i32, i32, i32, i32)>,
     opcode: Option<u8>,
+}
+
+impl PoolFrame {
+    /// The frame as the writer is given it.
+    fn frame(&self) -> Frame<'_> {
+        let location =
+            self.location.map(|(lineno, end_lineno, col, end_col)| Location { lineno, end_lineno, col, end_col });
+        Frame { filename: &self.file, funcname: &self.func, location, opcode: self.opcode }
+    }
 }
 
 /// One sample, `repeat` times (so that REPEAT records appear).
@@ -48,9 +56,6 @@ const MAX_NAME: usize = 48;
 const MAX_POOL: usize = 16;
 const MAX_SAMPLES: usize = 400;
 const MAX_DEPTH: usize = 300;
-
-type FrameView = (Vec<u8>, Vec<u8>, Option<(i32, i32, i32, i32)>, Option<u8>);
-type PerThread = BTreeMap<(u64, u32), Vec<(u64, u8, Vec<FrameView>)>>;
 
 /// One written sample: timestamp, interpreter, thread, status, pool indices.
 type Flat = (u64, u32, u64, u8, Vec<usize>);
@@ -93,31 +98,15 @@ impl Stream {
     }
 }
 
-/// What a reader must report for a frame (spec 4): no location iff the line is unknown, an
-/// unknown end takes the start, an unknown column hides the end column, opcode 255 is none.
-fn expected(f: &PoolFrame) -> FrameView {
-    let (line, end_line, col, end_col) = f.location.unwrap_or((-1, -1, -1, -1));
-    let end = |start: i32, end: i32| {
-        if start == -1 {
-            -1
-        } else if end == -1 {
-            start
-        } else {
-            end
-        }
-    };
-    let view = (line != -1).then(|| (line, end(line, end_line), col, end(col, end_col)));
-    (f.file.clone(), f.func.clone(), view, f.opcode.filter(|&o| o != 255))
-}
-
-fn model(pool: &[PoolFrame], samples: &[Flat]) -> PerThread {
-    let mut want = PerThread::new();
-    for (ts, iid, tid, status, frames) in samples {
-        // Only the innermost 256 frames are kept (spec 1, rule 5).
-        let frames = frames.iter().take(256).map(|&i| expected(&pool[i])).collect();
-        want.entry((*tid, *iid)).or_default().push((*ts, *status, frames));
-    }
-    want
+/// The samples a reader must report for `samples` (the kit's model, from the input alone).
+fn model_of(pool: &[PoolFrame], samples: &[Flat]) -> PerThread {
+    model(samples.iter().map(|(ts, iid, tid, status, frames)| Written {
+        thread_id: *tid,
+        interpreter_id: *iid,
+        timestamp_us: *ts,
+        status: *status,
+        frames: frames.iter().map(|&i| pool[i].frame()),
+    }))
 }
 
 const WRITER: WriterCapacity =
@@ -140,23 +129,10 @@ fn write<E: Endianity>(pool: &[PoolFrame], samples: &[Flat], endian: E, zstd: bo
     }
     .unwrap();
     for (ts, iid, tid, status, frames) in samples {
-        let stack = frames.iter().map(|&i| {
-            let f = &pool[i];
-            Frame {
-                filename: &f.file,
-                funcname: &f.func,
-                location: f.location.map(|(lineno, end_lineno, col, end_col)| Location {
-                    lineno,
-                    end_lineno,
-                    col,
-                    end_col,
-                }),
-                opcode: f.opcode,
-            }
-        });
+        let stack = frames.iter().map(|&i| pool[i].frame());
         w.write_thread_sample(*ts, *iid, *tid, *status, stack).unwrap();
     }
-    let n = w.finalize().unwrap() as usize;
+    let n = w.finish().unwrap() as usize;
     buf.truncate(n);
     buf
 }
@@ -172,22 +148,7 @@ fn read(file: &[u8], zstd: bool) -> PerThread {
         Reader::open(Cursor::new(file), storage.storage())
     }
     .unwrap();
-    let mut got = PerThread::new();
-    while let Some(s) = r.next_sample().unwrap() {
-        let frames = s
-            .frames()
-            .map(|f| {
-                (
-                    f.filename.to_vec(),
-                    f.funcname.to_vec(),
-                    f.location.map(|l| (l.lineno, l.end_lineno, l.col, l.end_col)),
-                    f.opcode,
-                )
-            })
-            .collect();
-        got.entry((s.thread_id, s.interpreter_id)).or_default().push((s.timestamp_us, s.status, frames));
-    }
-    got
+    read_back(&mut r).unwrap()
 }
 
 /// Writes the stream and reads it back; panics when the two differ.
@@ -199,5 +160,5 @@ pub fn run(stream: &Stream) {
     } else {
         write(&pool, &samples, LittleEndian, stream.zstd)
     };
-    assert_eq!(read(&file, stream.zstd), model(&pool, &samples));
+    assert_eq!(read(&file, stream.zstd), model_of(&pool, &samples));
 }

@@ -6,9 +6,10 @@
 //! even where the kernel would only reserve the pages.
 
 use std::path::{Path, PathBuf};
+use tachyon_test_kit::fixtures;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    fixtures::root()
 }
 
 fn files(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
@@ -93,7 +94,7 @@ fn every_seed_runs_through_its_target() {
         ("gperftools", files(&v.join("gperftools-2.10"), &["prof"])),
         ("mojo", files(&v, &["mojo"])),
         ("pstats", files(&v.join("pstats"), &["pstats"])),
-        ("marshal", files(&root().join("core/tests/data/pstats"), &["pstats"])),
+        ("marshal", files(&v.join("pstats"), &["pstats"])),
         ("json_encode", files(&v.join("cpython-3.15.2"), &["json"])),
     ];
     for (name, seeds) in sets {

@@ -15,21 +15,11 @@ use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::LittleEndian;
 
-/// The repository root.
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+pub use tachyon_test_kit::fixtures::root;
 
 /// Files ending in `.ext` in `dir`, sorted; panics if there are none.
 pub fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect();
-    assert!(!found.is_empty(), "no .{ext} files in {}", dir.display());
-    found.sort();
-    found
+    tachyon_test_kit::fixtures::files(dir, &format!(".{ext}"))
 }
 
 /// Every input; generated streams from `seed` are encoded into `work`.

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tachyon_test_kit::fixtures;
 
 use qemu_tests::model::{model, per_thread};
 use qemu_tests::{compare_bytes, compare_views, decode_to_json, gen, parse_jsonl, VECTORS};
@@ -19,7 +20,7 @@ const SEED: u64 = 0x7ac4_2026;
 const ARCHES: [&str; 2] = ["amd64", "s390x"];
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    fixtures::root()
 }
 
 fn oracle_ready() {

@@ -234,7 +234,7 @@ fn starts_a_thread_with_a_run(file: &[u8]) -> bool {
     .unwrap();
     let mut reader = storage.open(tachyon_core::io::Cursor::new(file)).unwrap();
     let mut seen = std::collections::HashSet::new();
-    while let Some(record) = reader.next_record().unwrap() {
+    while let Some(record) = reader.next_item().unwrap() {
         let (key, run) = match record {
             Record::Sample(s) => ((s.thread_id, s.interpreter_id), false),
             Record::Repeat(r) => ((r.thread_id, r.interpreter_id), true),

@@ -1,7 +1,7 @@
 //! Fault injection at every I/O call of every writer (issue 15): a sink that fails its k-th
 //! call — write, seek or flush — for every k of a realistic stream, in two ways: an error
 //! with nothing taken, or a short write (half the bytes taken) followed by an error on the
-//! next call. After each, the writer has reported the error, and the file finalized
+//! next call. After each, the writer has reported the error, and the file finished
 //! afterwards (once the sink works again) holds exactly the samples the writer accepted:
 //! checked by our readers against the stream itself, and for Tachyon by CPython 3.15.2's
 //! reader too (feature `oracle`).
@@ -169,7 +169,7 @@ fn read_view(file: &[u8]) -> Result<View, String> {
 const CAP: WriterCapacity =
     WriterCapacity { string_bytes: 1 << 12, strings: 64, frames: 64, threads: 8, rle_budget: 64 };
 
-/// Writes the stream through `sink`, retrying a failed finalize; returns the sink and what
+/// Writes the stream through `sink`, retrying a failed finish; returns the sink and what
 /// was accepted (`None`: the constructor failed, nothing to finish).
 fn write_tachyon<W: Write + Seek>(sink: W, zstd: bool) -> Option<(W, Samples)>
 where
@@ -192,7 +192,7 @@ where
     };
     let mut w = match made {
         Ok(w) => w,
-        Err(WriteError::Io { .. }) => return None,
+        Err(WriteError::Sink { .. }) => return None,
         Err(e) => panic!("{e:?}"),
     };
     let mut accepted = Vec::new();
@@ -202,15 +202,15 @@ where
         });
         match w.write_thread_sample(ts, 0, tid, 0, frames) {
             Ok(()) => accepted.push((ts, tid, stack)),
-            Err(WriteError::Io { .. }) => {}
+            Err(WriteError::Sink { .. }) => {}
             Err(e) => panic!("{e:?}"),
         }
     }
     let mut tries = 0;
-    while let Err(e) = w.finalize() {
-        assert!(matches!(e, WriteError::Io { .. }), "{e:?}");
+    while let Err(e) = w.finish() {
+        assert!(matches!(e, WriteError::Sink { .. }), "{e:?}");
         tries += 1;
-        assert!(tries < 4, "finalize keeps failing");
+        assert!(tries < 4, "finish keeps failing");
     }
     Some((w.into_inner(), accepted))
 }
@@ -294,7 +294,7 @@ fn a_failing_link_gives_the_accepted_samples_or_a_named_refusal() {
         let Ok(sink) = FramedSink::new(Link(link), &mut scratch) else { return 1 };
         let Some((mut sink, accepted)) = write_tachyon(sink, false) else { return 1 };
         let mut tries = 0;
-        while sink.end().is_err() {
+        while sink.finish().is_err() {
             tries += 1;
             assert!(tries < 4, "{what}: end keeps failing");
         }
@@ -411,7 +411,7 @@ fn mojo_files_hold_exactly_the_accepted_events() {
         let mut r = mojo::Reader::open(tachyon_core::io::Cursor::new(&sink.data[..]), &mut window)
             .unwrap_or_else(|e| panic!("{what}: {e:?}"));
         let mut got = Vec::new();
-        while let Some((_, e)) = r.next_event().unwrap_or_else(|e| panic!("{what}: {e:?}")) {
+        while let Some((_, e)) = r.next_item().unwrap_or_else(|e| panic!("{what}: {e:?}")) {
             got.push(e.map(<[u8]>::to_vec));
         }
         assert_eq!(got, accepted, "{what}");
@@ -421,7 +421,7 @@ fn mojo_files_hold_exactly_the_accepted_events() {
 
 // --- pstats marshal -------------------------------------------------------------------------
 
-/// The marshal encoder has no finalize: a sink error is reported at the call it happens in,
+/// The marshal encoder has no finish: a sink error is reported at the call it happens in,
 /// and what reached the sink is a prefix of the whole file.
 #[test]
 fn marshal_errors_are_reported_and_leave_a_prefix() {

@@ -104,7 +104,7 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
             samples += 1;
         }
         assert_eq!(samples, written, "{target}");
-        host.finalize().unwrap();
+        host.finish().unwrap();
         assert!(host.into_inner().into_inner() == ram, "{target}: the host's writer makes other bytes");
         // The real capture, damaged: refused, or (the values of every frame unchanged) the
         // same file.

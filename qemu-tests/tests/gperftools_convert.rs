@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
+use tachyon_test_kit::fixtures;
 
 use prost::Message;
 use qemu_tests::gperftools_oracle::{go_samples, perl_total};
@@ -24,7 +25,7 @@ use tachyon_core::kind::FileKind;
 const DIRS: [&str; 3] = ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "s390x-be64-gperftools2.10-qemu"];
 
 fn dir(d: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10").join(d)
+    fixtures::vectors("gperftools-2.10").join(d)
 }
 
 /// The profile, go pprof's raw text and google-pprof's text of each real file.

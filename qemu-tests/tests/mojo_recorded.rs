@@ -8,6 +8,7 @@
 //! `oracle/austin/samples.py` during the recording.
 
 use std::path::PathBuf;
+use tachyon_test_kit::fixtures;
 
 use tachyon::mojo::austin::austin_text;
 use tachyon_core::io::Cursor;
@@ -31,7 +32,7 @@ fn events(file: &[u8]) -> Vec<Event<Vec<u8>>> {
     let mut window = vec![0u8; 1 << 16];
     let mut reader = Reader::open(Cursor::new(file), &mut window).unwrap();
     let mut out = Vec::new();
-    while let Some((_, e)) = reader.next_event().unwrap() {
+    while let Some((_, e)) = reader.next_item().unwrap() {
         out.push(e.map(<[u8]>::to_vec));
     }
     out
@@ -136,7 +137,7 @@ fn null_as_false(mut line: serde_json::Value) -> serde_json::Value {
 #[test]
 fn samples_are_austin_python_2_4s() {
     let dir = recorded();
-    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors");
+    let vectors = fixtures::root().join("qemu-tests/vectors");
     let mut pairs: Vec<(PathBuf, PathBuf)> =
         recorded_names().map(|n| (dir.join(format!("{n}.mojo")), dir.join(format!("{n}.samples.jsonl")))).collect();
     let mut committed: Vec<_> = std::fs::read_dir(dir.join("vectors"))
@@ -189,7 +190,7 @@ fn samples_are_austin_python_2_4s() {
 #[test]
 fn speedscope_is_austin2speedscopes() {
     let dir = recorded();
-    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors/mojo-austin-3.7");
+    let vectors = fixtures::vectors("mojo-austin-3.7");
     let mut cases: Vec<(PathBuf, String, PathBuf)> = recorded_names()
         .map(|n| (dir.join(format!("{n}.mojo")), format!("{n}.austin"), dir.join(format!("{n}.speedscope.json"))))
         .collect();

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use tachyon_test_kit::fixtures;
 
 use tachyon::convert::{convert, ConvertError, Destination, Output};
 use tachyon::gperftools::source::GperftoolsSource;
@@ -98,7 +99,7 @@ fn our_pprof_reads_back_to_the_stacks_it_was_made_from() {
     let dir = recorded();
     let prof = std::fs::read(dir.join("workload.prof")).unwrap();
     let mut files = vec![("recorded, symbolised".to_string(), prof.clone(), Some(dir.join("bins")))];
-    let vectors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    let vectors = fixtures::vectors("gperftools-2.10");
     for d in ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "s390x-be64-gperftools2.10-qemu"] {
         let path = std::fs::read_dir(vectors.join(d))
             .unwrap()

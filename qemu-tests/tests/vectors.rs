@@ -161,7 +161,7 @@ fn decompressed_size_is_capped() {
         if ok {
             assert_eq!(result, Ok(()));
         } else {
-            assert_eq!(result, Err(Some(tachyon_core::FormatRule::ZstdTooLarge { limit })));
+            assert_eq!(result, Err(Some(tachyon_core::Rule::ZstdTooLarge { limit })));
         }
     }
 }

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use tachyon_test_kit::fixtures;
 
 use qemu_tests::inputs::{convert_file, inputs, root, viewer_tools};
 use tachyon::convert::{convert, Destination, Output};
@@ -146,7 +147,7 @@ fn thousands(n: u64) -> String {
 #[test]
 fn go_pprof_shows_our_pprof_of_a_gperftools_profile_as_the_original() {
     let _ = viewer_tools();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    let root = fixtures::vectors("gperftools-2.10");
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gperftools-pprof");
     std::fs::create_dir_all(&work).unwrap();
     for dir in ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "s390x-be64-gperftools2.10-qemu"] {
@@ -196,7 +197,7 @@ fn native_inputs_reach_the_viewers() {
         let bytes = convert_to(&Output::Flamegraph { title: name.to_owned() });
         failures.extend(flamegraph_failure(name, &work.join(format!("{checked}.svg")), &bytes, total));
     };
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/gperftools-2.10");
+    let vectors = fixtures::vectors("gperftools-2.10");
     let mut profiles: Vec<_> = std::fs::read_dir(&vectors)
         .unwrap()
         .map(|d| d.unwrap().path())

@@ -56,7 +56,7 @@ pub type FileSink = StdIo<BufWriter<File>>;
 /// let sink = tachyon::file::create("profile.bin".as_ref()).unwrap();
 /// let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
 /// w.write_thread_sample(1_001_000, 0, 1, 0, [Frame::new(b"app.py", b"main")]).unwrap();
-/// w.finalize().unwrap();
+/// w.finish().unwrap();
 /// // Flush the buffer; dropping the sink would too, but would swallow an error.
 /// w.into_inner().0.into_inner().unwrap();
 /// ```

@@ -456,7 +456,7 @@ fn drain(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), tachyon_core::ReadError<io::Error>> {
     let mut ticker = crate::model::Ticker::default();
-    while reader.next_record()?.is_some() {
+    while reader.next_item()?.is_some() {
         ticker.tick(reader.samples_decoded(), progress);
     }
     Ok(())
@@ -475,7 +475,7 @@ fn dump_tachyon(
 ) -> Result<u64, DumpError> {
     let mut lines = crate::tachyon::view::SampleLines::default();
     let mut ticker = crate::model::Ticker::default();
-    while let Some(record) = reader.next_record().map_err(DumpError::Read)? {
+    while let Some(record) = reader.next_item().map_err(DumpError::Read)? {
         match record {
             Record::Sample(s) => lines.write(out, &s).map_err(DumpError::Write)?,
             Record::Repeat(mut run) => {

@@ -6,14 +6,15 @@
 //! as events (the fast way) gives the same bytes as its text read line by line.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
+use tachyon_test_kit::fixtures;
 
 use tachyon::mojo::austin::austin_text;
 use tachyon::mojo::speedscope::{from_mojo, FinishError, Profiles, SpeedscopeError};
 use tachyon_core::mojo::{Event, FrameDef};
 
-fn golden() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/austin2speedscope"))
+fn golden() -> PathBuf {
+    fixtures::vectors("austin2speedscope")
 }
 
 /// Our JSON of `text`, written into the reader in pieces of `chunk` bytes.
@@ -122,7 +123,7 @@ fn frame(key: u64, filename: u64, scope: u64, line: u64) -> Event<&'static [u8]>
 
 #[test]
 fn every_committed_mojo_file_reads_the_same_as_events_and_as_text() {
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors");
+    let vectors = fixtures::root().join("qemu-tests/vectors");
     let mut files: Vec<_> = [
         "mojo-austin-3.7",
         "mojo-austin-3.7/derived",

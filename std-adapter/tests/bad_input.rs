@@ -6,6 +6,7 @@
 //! the pages.
 
 use std::path::Path;
+use tachyon_test_kit::fixtures;
 
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::gperftools::source::GperftoolsSource;
@@ -62,7 +63,7 @@ fn corrupt_and_truncated_files_never_panic_a_conversion() {
     if under_memory_limit("corrupt_and_truncated_files_never_panic_a_conversion", LIMIT) {
         return;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2");
+    let dir = fixtures::vectors("cpython-3.15.2");
     let mut variants = 0;
     let mut failed = 0;
     for name in
@@ -84,7 +85,7 @@ fn corrupt_and_truncated_files_never_panic_a_conversion() {
         }
     }
     // A real profile: corruptions spread over the file, every 211th byte.
-    let real = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb")).unwrap();
+    let real = std::fs::read(fixtures::root().join("examples/stdlib_work.pyb")).unwrap();
     assert_eq!(run_all(&real), 0, "the example converts cleanly");
     for at in (0..real.len()).step_by(211) {
         let mut bad = real.clone();
@@ -119,7 +120,7 @@ fn corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion() {
     if under_memory_limit("corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion", LIMIT) {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
+    let root = fixtures::vectors("gperftools-2.10");
     let mut files: Vec<_> = ["x86_64-le64-gperftools2.10", "i386-le32-gperftools2.10", "edge-synthetic"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
@@ -247,7 +248,7 @@ fn corrupt_and_truncated_mojo_files_never_panic_a_conversion() {
     if under_memory_limit("corrupt_and_truncated_mojo_files_never_panic_a_conversion", LIMIT) {
         return;
     }
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors");
+    let vectors = fixtures::root().join("qemu-tests/vectors");
     let mut files: Vec<_> = ["mojo-austin-3.7", "mojo-austin-3.7/derived", "mojo-austin-3.7/synthetic_edge", "mojo-v4"]
         .iter()
         .flat_map(|d| std::fs::read_dir(vectors.join(d)).unwrap().map(|e| e.unwrap().path()))
@@ -350,7 +351,7 @@ const COMMAND_LIMIT: u64 = 400 << 20;
 /// One real file of each input format, named by format. The pprof file is our writer's
 /// output for the gperftools profile (go pprof reads such files: `qemu-tests`' pprof tests).
 fn one_of_each_format(scratch: &Path) -> Vec<(&'static str, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = fixtures::root();
     let read = |p: &str| std::fs::read(root.join(p)).unwrap();
     let gperftools = read("qemu-tests/vectors/gperftools-2.10/x86_64-le64-gperftools2.10/burn-x86_64.prof");
     std::fs::write(scratch.join("for-pprof.prof"), &gperftools).unwrap();
@@ -438,8 +439,7 @@ fn every_command_on_every_format_under_a_memory_limit() {
 /// threads grow with use and the command ends in the file's real fault, a zstd error.
 #[test]
 fn a_197_byte_file_claiming_two_million_threads_gives_its_zstd_error() {
-    let input =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/tachyon_replay/oom-2097192-threads-claimed");
+    let input = fixtures::root().join("fuzz/regressions/tachyon_replay/oom-2097192-threads-claimed");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("oom-claimed.pyb");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
     command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(&input);
@@ -467,7 +467,7 @@ fn a_million_real_threads_convert_to_tachyon_under_a_memory_limit() {
     for tid in 0..THREADS {
         w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
     }
-    w.finalize().unwrap();
+    w.finish().unwrap();
     drop(w);
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
     command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(&input);

@@ -2,12 +2,13 @@
 //! output byte for byte, encodes equal CPython's writer output byte for byte.
 
 use std::path::{Path, PathBuf};
+use tachyon_test_kit::fixtures;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2")
+    fixtures::vectors("cpython-3.15.2")
 }
 
 fn names() -> Vec<String> {
@@ -128,7 +129,7 @@ fn verify_and_exit_codes() {
 }
 
 fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb")
+    fixtures::root().join("examples/stdlib_work.pyb")
 }
 
 /// The golden files next to the example are CPython 3.15.2's own `replay` output.
@@ -204,7 +205,7 @@ fn reencoding_changes_byte_order_and_back() {
 fn reencoding_real_profiles_gives_them_back() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-reencode-real");
     std::fs::create_dir_all(&tmp).unwrap();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2");
+    let dir = fixtures::root().join("qemu-tests/fixtures/real-3.15.2");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.retain(|p| p.extension().is_some_and(|x| x == "pyb"));
     files.push(example());
@@ -220,7 +221,7 @@ fn reencoding_real_profiles_gives_them_back() {
 fn diff_draws_a_differential_flame_graph() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-diff");
     std::fs::create_dir_all(&tmp).unwrap();
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2/threads_wall_zstd.pyb");
+    let base = fixtures::root().join("qemu-tests/fixtures/real-3.15.2/threads_wall_zstd.pyb");
     let out = tmp.join("diff.svg");
     tachyon().arg("diff").arg(&base).arg(example()).arg("-o").arg(&out).assert().success();
     let svg = String::from_utf8(std::fs::read(&out).unwrap()).unwrap();
@@ -279,7 +280,7 @@ fn encode_input_nested_deeper_than_json_allows_is_an_error_not_a_crash() {
 
 #[test]
 fn info_names_the_format_first_from_the_content() {
-    let gperf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/gperftools-2.10");
+    let gperf = fixtures::vectors("gperftools-2.10");
     // (file, google-pprof 2.10's "Total: N samples" for it, slot bytes, byte order)
     let real = [
         ("x86_64-le64-gperftools2.10/burn-x86_64.prof", 296, 8, "little"),
@@ -404,7 +405,7 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
     let out = tachyon().args(["convert", "--to", "collapsed"]).arg(&back).output().unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
     // A Python profile has no addresses to write.
-    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let pyb = fixtures::root().join("examples/stdlib_work.pyb");
     let out = tachyon().args(["convert", "--to", "gperftools"]).arg(&pyb).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("without addresses"));
@@ -418,7 +419,7 @@ fn convert_reads_a_gperftools_profile_by_its_content() {
 #[test]
 fn mojo_input_to_austins_formats() {
     use std::io::Read as _;
-    let mojo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/mojo-austin-3.7");
+    let mojo = fixtures::vectors("mojo-austin-3.7");
     let file = mojo.join("a37_wall_simple_py311.mojo");
     let v: Value =
         serde_json::from_slice(&tachyon().args(["info", "--json"]).arg(&file).output().unwrap().stdout).unwrap();
@@ -501,7 +502,7 @@ fn mojo_input_to_austins_formats() {
 /// sampler in exception mode with all threads (`-a`: GC frames on), compressed with zstd.
 #[test]
 fn info_names_compression_mode_and_features() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/fixtures/real-3.15.2/tiny_exception_zstd.pyb");
+    let file = fixtures::root().join("qemu-tests/fixtures/real-3.15.2/tiny_exception_zstd.pyb");
     let out = tachyon().arg("info").arg(&file).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -521,7 +522,7 @@ fn info_names_compression_mode_and_features() {
 /// corrupted copy of each naming the format, the offset and the rule.
 #[test]
 fn info_verify_and_dump_take_every_format() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = fixtures::root();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-every-format");
     std::fs::create_dir_all(&dir).unwrap();
     let gperftools = root.join("qemu-tests/vectors/gperftools-2.10/x86_64-le64-gperftools2.10/burn-x86_64.prof");
@@ -559,7 +560,7 @@ fn info_verify_and_dump_take_every_format() {
     }
     assert_eq!(dumps[3][0]["kind"], "metadata");
     // The pstats file's first entry, as the format research's marshal dump shows it
-    // (core/tests/data/pstats/cprofile_py311_simple.tree.txt).
+    // (qemu-tests/vectors/pstats/cprofile_py311_simple.tree.txt).
     assert_eq!(
         dumps[4][0],
         serde_json::json!({"file": "../scripts/simple.py", "line": 15, "function": "main", "cc": 1, "nc": 1,

@@ -40,7 +40,7 @@ fn case(samples: &[(u64, Vec<(Frame<'static>, Key)>)]) -> (Vec<u8>, String) {
         let next = counts.len();
         counts.entry(key).or_insert((0, next)).0 += 1;
     }
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let file = w.into_inner().into_inner();
     let mut lines: Vec<(String, u64, usize)> = counts
         .into_iter()

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use tachyon_test_kit::fixtures;
 
 use assert_cmd::Command;
 
 fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors")
+    fixtures::root().join("qemu-tests/vectors")
 }
 
 fn tachyon() -> Command {
@@ -48,7 +49,7 @@ fn each_sample_format_merges_into_itself() {
     let v = vectors();
     merged_is_the_sum(
         &[
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb"),
+            fixtures::root().join("examples/stdlib_work.pyb"),
             v.join("cpython-3.15.2/05_two_threads.x86_64.bin"),
             v.join("cpython-3.15.2/09_zstd.s390x.bin"),
         ],

@@ -7,14 +7,15 @@
 //! byte, and through the hub to every output.
 
 use std::io::Read as _;
-use std::path::Path;
+use std::path::PathBuf;
+use tachyon_test_kit::fixtures;
 
 use tachyon::mojo::austin::{austin_text, AustinError};
 use tachyon_core::io::Cursor;
 use tachyon_core::mojo::{Problem, SampleError, TableError};
 
-fn vectors() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-austin-3.7"))
+fn vectors() -> PathBuf {
+    fixtures::vectors("mojo-austin-3.7")
 }
 
 fn text(file: &[u8]) -> Result<String, AustinError<tachyon_core::io::CursorError>> {
@@ -124,7 +125,7 @@ fn truncations_and_corruptions_are_errors_or_text() {
 /// with STACK_REPEAT events (Austin 4.0 on macOS).
 #[test]
 fn austin_pythons_snapshots_byte_for_byte() {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-v4/austin-python"));
+    let dir = fixtures::vectors("mojo-v4/austin-python");
     for case in ["test", "mp", "repeat"] {
         let file = std::fs::read(dir.join(format!("{case}.mojo"))).unwrap();
         let mut want = String::new();
@@ -148,7 +149,7 @@ fn austin_pythons_snapshots_byte_for_byte() {
 fn a_version_4_file_converts_to_every_output() {
     use tachyon::convert::{convert, Destination, Output};
     use tachyon::mojo::source::{MojoMetric, MojoSource};
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/vectors/mojo-v4/austin-python"));
+    let dir = fixtures::vectors("mojo-v4/austin-python");
     let file = std::fs::read(dir.join("repeat.mojo")).unwrap();
     let mut want = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(dir.join("repeat.austin.gz")).unwrap())

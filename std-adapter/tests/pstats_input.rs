@@ -3,24 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tachyon_test_kit::fixtures;
 
 use assert_cmd::Command;
 use tachyon::pstats::{load, PstatsError};
 
 fn vectors() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/pstats");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pstats"))
-        .collect();
-    files.sort();
+    let files = fixtures::files(&fixtures::vectors("pstats"), ".pstats");
     assert!(files.len() >= 20);
     files
 }
 
 fn vector(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/pstats").join(name)
+    fixtures::vectors("pstats").join(name)
 }
 
 fn tachyon() -> Command {
@@ -70,7 +65,7 @@ fn options_of_the_other_inputs_are_refused() {
     let out = tachyon().args(["convert", "--to", "pstats-text", "--sort", "nosuchkey"]).arg(&pstats).assert().failure();
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("not a sort key"));
     tachyon().args(["convert", "--to", "pstats-text", "--no-summary"]).arg(&pstats).assert().failure();
-    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let pyb = fixtures::root().join("examples/stdlib_work.pyb");
     let out = tachyon().args(["convert", "--to", "pstats-text", "--strip-dirs"]).arg(&pyb).assert().failure();
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("pstats input only"));
     let out = tachyon().args(["convert", "--to", "pstats-text", "--sort", "calls"]).arg(&pyb).assert().failure();
@@ -179,7 +174,7 @@ fn merge_adds_pstats_files_and_refuses_others() {
         // The same file twice: every count doubled.
         assert_eq!(format!("{:?}", (s.nc, s.cc)), format!("{:?}", (o.nc.py_double(), o.cc.py_double())));
     }
-    let pyb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stdlib_work.pyb");
+    let pyb = fixtures::root().join("examples/stdlib_work.pyb");
     let failed = tachyon().arg("merge").arg(&a).arg(&pyb).arg("-o").arg(&out).assert().failure();
     assert!(String::from_utf8_lossy(&failed.get_output().stderr).contains("one format"));
     tachyon().arg("merge").arg(&a).arg("-o").arg(&out).assert().failure();

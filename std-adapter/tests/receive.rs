@@ -56,16 +56,16 @@ fn ram_and_capture() -> (Vec<u8>, Vec<u8>) {
     let mut s = storage();
     let mut w = Writer::new(VecSink::default(), s.storage(), WriterConfig::new(1_000, 100)).unwrap();
     samples(&mut w);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let ram = w.into_inner().into_inner();
     let mut scratch = vec![0u8; 128];
     let mut s = storage();
     let sink = FramedSink::new(Capture::default(), &mut scratch).unwrap();
     let mut w = Writer::new(sink, s.storage(), WriterConfig::new(1_000, 100)).unwrap();
     samples(&mut w);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let mut sink = w.into_inner();
-    sink.end().unwrap();
+    sink.finish().unwrap();
     (ram, sink.into_inner().0)
 }
 

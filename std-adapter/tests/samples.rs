@@ -2,6 +2,7 @@
 //! vectors, with names and locations, equals the lines of CPython's expected view.
 
 use std::path::Path;
+use tachyon_test_kit::fixtures;
 
 use serde_json::{json, Value};
 use tachyon::file::FileSource;
@@ -11,7 +12,7 @@ use tachyon_core::reader::Metadata;
 
 #[test]
 fn resolved_samples_match_cpythons_view() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2");
+    let dir = fixtures::vectors("cpython-3.15.2");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -47,8 +48,7 @@ fn resolved_samples_match_cpythons_view() {
 
 #[test]
 fn iteration_ends_after_an_error() {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2/04_pop_push.x86_64.bin");
+    let file = fixtures::vectors("cpython-3.15.2/04_pop_push.x86_64.bin");
     let mut bytes = std::fs::read(file).unwrap();
     bytes[64 + 12] = 9; // encoding byte of the first record
     let mut src = tachyon_core::io::Cursor::new(&bytes[..]);

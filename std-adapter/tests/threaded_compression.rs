@@ -72,7 +72,7 @@ fn in_thread() -> Vec<u8> {
     let mut w =
         Writer::with_endian(VecSink::default(), storage.storage().with_zstd(c), config(), LittleEndian).unwrap();
     write_all(&mut w, &names, |_, _| false);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     w.into_inner().into_inner()
 }
 
@@ -87,14 +87,14 @@ fn same_bytes_as_compressing_in_the_writers_thread() {
         Writer::with_endian(VecSink::default(), storage.storage().with_zstd(compressor), config(), LittleEndian)
             .unwrap();
     write_all(&mut w, &names, |_, _| false);
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let got = w.into_inner().into_inner();
     let raw = {
         let mut storage = VecWriterStorage::new(CAP).unwrap();
         let raw_config = WriterConfig::new(1_000_000, 100);
         let mut w = Writer::with_endian(VecSink::default(), storage.storage(), raw_config, LittleEndian).unwrap();
         write_all(&mut w, &names, |_, _| false);
-        w.finalize().unwrap() as usize
+        w.finish().unwrap() as usize
     };
     assert!(raw > 4 * tachyon::tachyon::compress::BATCH_BYTES, "a region of many batches ({raw} bytes raw)");
     assert!(got == want, "{} bytes, want {}", got.len(), want.len());
@@ -149,15 +149,15 @@ fn sink_errors_heal_to_the_same_bytes() {
         let (ts, tid, frames) = sample(i, names_ref);
         w.get_mut().broken = i % 20_000 < 2_000;
         while let Err(e) = w.write_thread_sample(ts, 0, tid, (i % 3) as u8, frames.iter().copied()) {
-            assert!(matches!(e, WriteError::Io { error: Broken, .. }), "{e:?}");
+            assert!(matches!(e, WriteError::Sink { error: Broken, .. }), "{e:?}");
             refused += 1;
             w.get_mut().broken = false;
         }
     }
     w.get_mut().broken = true;
-    assert!(w.finalize().is_err());
+    assert!(w.finish().is_err());
     w.get_mut().broken = false;
-    w.finalize().unwrap();
+    w.finish().unwrap();
     let failures = w.get_ref().failures;
     let got = w.into_inner().inner.into_inner();
     assert!(
@@ -186,7 +186,7 @@ fn reencoding_keeps_full_runs_in_place() {
             let work = [Frame::new(b"app.py", b"step").at(here), idle[0]];
             w.write_thread_sample(ts, 0, 2, 1, work).unwrap();
         }
-        w.finalize().unwrap();
+        w.finish().unwrap();
         let file = w.into_inner().into_inner();
         let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(&file[..])).unwrap();
         let mut rstorage = tachyon::tachyon::storage::OwnedReaderStorage::for_metadata(

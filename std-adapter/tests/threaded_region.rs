@@ -3,6 +3,7 @@
 //! box, and the same first error from their truncations and corruptions.
 
 use std::path::Path;
+use tachyon_test_kit::fixtures;
 
 use tachyon::file::FileSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
@@ -23,7 +24,7 @@ where
         Err(e) => return (samples, format!("{e:?}")),
     };
     loop {
-        match reader.next_record() {
+        match reader.next_item() {
             Ok(None) => return (samples, format!("end after {}", reader.samples_decoded())),
             Ok(Some(Record::Sample(s))) => samples.push((s.thread_id, s.timestamp_us, s.status, s.stack.len())),
             Ok(Some(Record::Repeat(mut run))) => loop {
@@ -51,7 +52,7 @@ fn both_ways(bytes: &[u8], scratch: &Path) -> Option<String> {
 
 #[test]
 fn threaded_decompression_reads_like_the_readers_own() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = fixtures::root();
     let vectors = root.join("qemu-tests/vectors/cpython-3.15.2");
     let mut files: Vec<(String, Vec<u8>, usize)> = Vec::new();
     for name in ["09_zstd.x86_64", "09_zstd.s390x", "14_zstd_empty.x86_64", "14_zstd_empty.s390x"] {

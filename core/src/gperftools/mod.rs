@@ -195,7 +195,7 @@ pub enum ReadError<E> {
         rule: Rule,
     },
     /// A record longer than the caller's window (a capacity, not a format, limit).
-    RecordTooLarge {
+    TooLarge {
         /// File offset of the record.
         offset: u64,
         /// Its depth.
@@ -212,12 +212,18 @@ pub enum ReadError<E> {
     },
 }
 
+impl<E> From<crate::inbox::SourceError<E>> for ReadError<E> {
+    fn from(e: crate::inbox::SourceError<E>) -> Self {
+        ReadError::Io { offset: e.offset, error: e.error }
+    }
+}
+
 impl<E: core::fmt::Debug> core::fmt::Display for ReadError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ReadError::Io { offset, error } => write!(f, "read error at file offset {offset}: {error:?}"),
             ReadError::Format { offset, rule } => write!(f, "at file offset {offset}: {rule}"),
-            ReadError::RecordTooLarge { offset, depth, window } => {
+            ReadError::TooLarge { offset, depth, window } => {
                 write!(f, "at file offset {offset}: a record of depth {depth} does not fit the {window}-byte window")
             }
             ReadError::WindowTooSmall { len, needed } => write!(f, "a window of {len} bytes; at least {needed}"),

@@ -7,6 +7,8 @@
 
 use embedded_io::Read;
 
+use crate::inbox::Inbox;
+
 use super::word::{RunTimeWord, Word};
 use super::{Header, Quirks, ReadError, Rule, MAX_DEPTH};
 use crate::endian::{Endianity, RunTimeEndian};
@@ -189,15 +191,9 @@ enum State {
 /// text). `W` and `E` are the slot width and byte order, detected ([`RunTimeWord`],
 /// [`RunTimeEndian`]) or given.
 pub struct Reader<'w, R: Read, W: Word = RunTimeWord, E: Endianity = RunTimeEndian> {
-    source: R,
+    inbox: Inbox<'w, R>,
     word: W,
     endian: E,
-    window: &'w mut [u8],
-    start: usize,
-    end: usize,
-    /// File offset of `window[start]`.
-    offset: u64,
-    eof: bool,
     header: Header,
     state: State,
     quirks: Quirks,
@@ -208,12 +204,12 @@ pub struct Reader<'w, R: Read, W: Word = RunTimeWord, E: Endianity = RunTimeEndi
 impl<'w, R: Read> Reader<'w, R> {
     /// Opens a profile, detecting slot width and byte order as google-pprof does. `window`
     /// must have [`MIN_WINDOW`] bytes; records longer than it are refused
-    /// ([`ReadError::RecordTooLarge`]), so [`LARGEST_RECORD_WINDOW`] reads every file
+    /// ([`ReadError::TooLarge`]), so [`LARGEST_RECORD_WINDOW`] reads every file
     /// google-pprof reads, and 2,048 bytes every record libprofiler writes (254 frames).
     pub fn open(source: R, window: &'w mut [u8]) -> Result<Self, ReadError<R::Error>> {
         let mut r = Reader::new(source, window, RunTimeWord::Eight, RunTimeEndian::Little)?;
-        r.fill(16)?;
-        let (word, endian) = detect(r.buffered()).map_err(|rule| ReadError::Format { offset: 0, rule })?;
+        r.inbox.fill(16)?;
+        let (word, endian) = detect(r.inbox.buffered()).map_err(|rule| ReadError::Format { offset: 0, rule })?;
         r.word = word;
         r.endian = endian;
         r.read_header()?;
@@ -234,14 +230,9 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
             return Err(ReadError::WindowTooSmall { len: window.len(), needed: MIN_WINDOW });
         }
         Ok(Reader {
-            source,
+            inbox: Inbox::new(source, window),
             word,
             endian,
-            window,
-            start: 0,
-            end: 0,
-            offset: 0,
-            eof: false,
             header: Header::default(),
             state: State::Records,
             quirks: Quirks::default(),
@@ -250,53 +241,14 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
         })
     }
 
-    fn buffered(&self) -> &[u8] {
-        self.window.get(self.start..self.end).unwrap_or_default()
-    }
-
-    /// Makes the window hold `n` bytes from the current position, or all the file has left.
-    fn fill(&mut self, n: usize) -> Result<(), ReadError<R::Error>> {
-        if self.end - self.start >= n || self.eof {
-            return Ok(());
-        }
-        if self.start + n > self.window.len() {
-            self.window.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        while self.end - self.start < n {
-            let Some(free) = self.window.get_mut(self.end..) else { break };
-            if free.is_empty() {
-                break;
-            }
-            match self.source.read(free) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(k) => self.end += k.min(free.len()),
-                Err(error) => {
-                    return Err(ReadError::Io { offset: self.offset + (self.end - self.start) as u64, error })
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn consume(&mut self, n: usize) {
-        let n = n.min(self.end - self.start);
-        self.start += n;
-        self.offset += n as u64;
-    }
-
     fn slot(&self, i: usize) -> Option<u64> {
-        self.word.read(self.endian, self.buffered().get(i * self.word.bytes()..)?)
+        self.word.read(self.endian, self.inbox.buffered().get(i * self.word.bytes()..)?)
     }
 
     fn read_header(&mut self) -> Result<(), ReadError<R::Error>> {
         let w = self.word.bytes();
-        self.fill(5 * w)?;
-        let have = self.end - self.start;
+        self.inbox.fill(5 * w)?;
+        let have = self.inbox.len();
         let fail = |offset: u64, rule| Err(ReadError::Format { offset, rule });
         let (Some(first), Some(words), Some(version), Some(period_us), Some(padding)) =
             (self.slot(0), self.slot(1), self.slot(2), self.slot(3), self.slot(4))
@@ -321,7 +273,7 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
         self.quirks.version_not_zero = version != 0;
         self.quirks.period_zero = period_us == 0;
         self.quirks.padding_not_zero = padding != 0;
-        self.consume(5 * w);
+        self.inbox.consume(5 * w);
         self.state = if words > 3 { State::ExtraHeader { left: words - 3 } } else { State::Records };
         Ok(())
     }
@@ -365,7 +317,7 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
 
     /// File offset of the next byte.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.inbox.offset()
     }
 
     /// Slot width.
@@ -381,10 +333,10 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
     fn end_of_file(&mut self) -> Item<'_, W, E> {
         self.state = State::Ended;
         self.quirks.no_trailer = true;
-        if self.end > self.start {
+        if self.inbox.len() > 0 {
             self.quirks.partial_slot = true;
         }
-        Item::End(End::EndOfFile { offset: self.offset })
+        Item::End(End::EndOfFile { offset: self.inbox.offset() })
     }
 
     /// The next header word, record or end; `Ok(None)` after the end.
@@ -393,9 +345,9 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
         match self.state {
             State::Ended => Ok(None),
             State::ExtraHeader { left } => {
-                self.fill(w)?;
+                self.inbox.fill(w)?;
                 let Some(value) = self.slot(0) else { return Ok(Some(self.end_of_file())) };
-                self.consume(w);
+                self.inbox.consume(w);
                 self.state = if left > 1 { State::ExtraHeader { left: left - 1 } } else { State::Records };
                 Ok(Some(Item::ExtraHeaderWord(value)))
             }
@@ -405,15 +357,15 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
 
     fn next_record(&mut self) -> Result<Option<Item<'_, W, E>>, ReadError<R::Error>> {
         let w = self.word.bytes();
-        let offset = self.offset;
-        self.fill(3 * w)?;
+        let offset = self.inbox.offset();
+        self.inbox.fill(3 * w)?;
         let Some(count) = self.slot(0) else { return Ok(Some(self.end_of_file())) };
         let Some(depth) = self.slot(1) else {
             // The file ends after the count: google-pprof adds `count` samples of an
             // empty stack.
             self.quirks.cut_record = true;
             self.tally(count);
-            self.consume(w);
+            self.inbox.consume(w);
             let pcs = Pcs { bytes: &[], word: self.word, endian: self.endian };
             return Ok(Some(Item::Record(Record { count, depth: None, pcs, offset })));
         };
@@ -424,31 +376,26 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
         // the record's first program counter either way.
         let slots = 2 + depth.max(1) as usize;
         let bytes = slots * w;
-        if bytes > self.window.len() {
-            return Err(ReadError::RecordTooLarge { offset, depth, window: self.window.len() });
+        if bytes > self.inbox.capacity() {
+            return Err(ReadError::TooLarge { offset, depth, window: self.inbox.capacity() });
         }
-        self.fill(bytes)?;
+        self.inbox.fill(bytes)?;
         if self.slot(2) == Some(0) {
-            self.consume(2 * w);
+            self.inbox.consume(2 * w);
             self.state = State::Ended;
             let end = End::Marker { count, depth, offset };
             self.quirks.end_not_trailer = !end.is_trailer();
             return Ok(Some(Item::End(end)));
         }
-        let have = (self.end - self.start) / w - 2;
+        let have = self.inbox.len() / w - 2;
         let present = have.min(depth as usize);
         if present < depth as usize {
             self.quirks.cut_record = true;
         }
         self.tally(count);
         let used = (2 + present) * w;
-        let pcs_at = self.start + 2 * w;
-        self.consume(used);
-        let pcs = Pcs {
-            bytes: self.window.get(pcs_at..pcs_at + present * w).unwrap_or_default(),
-            word: self.word,
-            endian: self.endian,
-        };
+        let record = self.inbox.take(used);
+        let pcs = Pcs { bytes: record.get(2 * w..).unwrap_or_default(), word: self.word, endian: self.endian };
         Ok(Some(Item::Record(Record { count, depth: Some(depth), pcs, offset })))
     }
 
@@ -461,58 +408,23 @@ impl<'w, R: Read, W: Word, E: Endianity> Reader<'w, R, W, E> {
     /// The rest of the file from the current position: after [`Item::End`], the tail
     /// (the maps text, after [`End::text_skip`] bytes).
     pub fn into_tail(self) -> Tail<'w, R> {
-        Tail {
-            source: self.source,
-            window: self.window,
-            start: self.start,
-            end: self.end,
-            offset: self.offset,
-            eof: self.eof,
-        }
+        Tail { inbox: self.inbox }
     }
 }
 
 /// The bytes after the sample data.
 pub struct Tail<'w, R: Read> {
-    source: R,
-    window: &'w mut [u8],
-    start: usize,
-    end: usize,
-    offset: u64,
-    eof: bool,
+    inbox: Inbox<'w, R>,
 }
 
 impl<R: Read> Tail<'_, R> {
     /// Fills `dst` with the next bytes; 0 at the end of the file.
     pub fn read(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<R::Error>> {
-        if self.end > self.start {
-            let n = dst.len().min(self.end - self.start);
-            if let (Some(d), Some(s)) = (dst.get_mut(..n), self.window.get(self.start..self.start + n)) {
-                d.copy_from_slice(s);
-            }
-            self.start += n;
-            self.offset += n as u64;
-            return Ok(n);
-        }
-        if self.eof || dst.is_empty() {
-            return Ok(0);
-        }
-        match self.source.read(dst) {
-            Ok(0) => {
-                self.eof = true;
-                Ok(0)
-            }
-            Ok(n) => {
-                let n = n.min(dst.len());
-                self.offset += n as u64;
-                Ok(n)
-            }
-            Err(error) => Err(ReadError::Io { offset: self.offset, error }),
-        }
+        Ok(self.inbox.read(dst)?)
     }
 
     /// File offset of the next byte.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.inbox.offset()
     }
 }

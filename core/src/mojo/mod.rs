@@ -297,7 +297,7 @@ pub enum ReadError<E> {
     },
     /// An event longer than the caller's window (a capacity, not a format, limit: its
     /// strings are that long).
-    EventTooLarge {
+    TooLarge {
         /// File offset of the event.
         offset: u64,
         /// The window's length.
@@ -312,12 +312,18 @@ pub enum ReadError<E> {
     },
 }
 
+impl<E> From<crate::inbox::SourceError<E>> for ReadError<E> {
+    fn from(e: crate::inbox::SourceError<E>) -> Self {
+        ReadError::Io { offset: e.offset, error: e.error }
+    }
+}
+
 impl<E: core::fmt::Debug> core::fmt::Display for ReadError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ReadError::Io { offset, error } => write!(f, "read error at offset {offset}: {error:?}"),
             ReadError::Format { offset, rule } => write!(f, "offset {offset}: {rule}"),
-            ReadError::EventTooLarge { offset, window } => {
+            ReadError::TooLarge { offset, window } => {
                 write!(f, "offset {offset}: an event longer than the {window}-byte window")
             }
             ReadError::WindowTooSmall { len, needed } => write!(f, "a window of {len} bytes; at least {needed}"),

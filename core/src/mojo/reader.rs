@@ -10,6 +10,8 @@ use core::ops::Range;
 
 use embedded_io::Read;
 
+use crate::inbox::Inbox;
+
 use super::varint::{self, Varint, VarintError};
 use super::{Event, FrameDef, ReadError, Rule, LATEST_VERSION, MAGIC};
 
@@ -19,13 +21,7 @@ pub const MIN_WINDOW: usize = 80;
 
 /// Streams a MOJO file's events.
 pub struct Reader<'w, R: Read> {
-    source: R,
-    window: &'w mut [u8],
-    start: usize,
-    end: usize,
-    /// File offset of `window[start]`.
-    offset: u64,
-    eof: bool,
+    inbox: Inbox<'w, R>,
     version: u8,
 }
 
@@ -120,15 +116,15 @@ fn decode(buf: &[u8], version: u8) -> Result<(Event<Range<usize>>, usize), Stop>
 
 impl<'w, R: Read> Reader<'w, R> {
     /// Reads the header. `window` must have [`MIN_WINDOW`] bytes; events longer than it are
-    /// refused ([`ReadError::EventTooLarge`]): Austin's longest are file paths and kernel
+    /// refused ([`ReadError::TooLarge`]): Austin's longest are file paths and kernel
     /// symbols, so 64 KiB reads every real file.
     pub fn open(source: R, window: &'w mut [u8]) -> Result<Self, ReadError<R::Error>> {
         if window.len() < MIN_WINDOW {
             return Err(ReadError::WindowTooSmall { len: window.len(), needed: MIN_WINDOW });
         }
-        let mut r = Reader { source, window, start: 0, end: 0, offset: 0, eof: false, version: 0 };
-        r.refill()?;
-        let head = r.buffered();
+        let mut r = Reader { inbox: Inbox::new(source, window), version: 0 };
+        r.inbox.fill(MIN_WINDOW)?;
+        let head = r.inbox.buffered();
         let format = |rule| Err(ReadError::Format { offset: 0, rule });
         if head.len() < MAGIC.len() {
             return format(if MAGIC.starts_with(head) { Rule::Truncated } else { Rule::NotMojo });
@@ -145,7 +141,7 @@ impl<'w, R: Read> Reader<'w, R> {
             return format(Rule::Version { version: version.magnitude });
         }
         r.version = version.magnitude as u8;
-        r.consume(MAGIC.len() + n);
+        r.inbox.consume(MAGIC.len() + n);
         Ok(r)
     }
 
@@ -156,69 +152,43 @@ impl<'w, R: Read> Reader<'w, R> {
 
     /// File offset of the next event.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.inbox.offset()
     }
 
     /// The next event and its file offset; `None` at the end of the file.
     #[allow(clippy::type_complexity)]
-    pub fn next_event(&mut self) -> Result<Option<(u64, Event<&[u8]>)>, ReadError<R::Error>> {
+    pub fn next_item(&mut self) -> Result<Option<(u64, Event<&[u8]>)>, ReadError<R::Error>> {
+        let inbox = &mut self.inbox;
         loop {
-            if self.start == self.end {
-                if self.eof {
+            if inbox.len() == 0 {
+                if inbox.eof() {
                     return Ok(None);
                 }
-                self.refill()?;
+                inbox.fill(inbox.capacity())?;
                 continue;
             }
-            match decode(self.buffered(), self.version) {
+            let offset = inbox.offset();
+            match decode(inbox.buffered(), self.version) {
                 Ok((event, len)) => {
-                    let (at, offset) = (self.start, self.offset);
-                    self.consume(len);
-                    let window: &[u8] = self.window;
-                    let event = event.map(|r| window.get(at + r.start..at + r.end).unwrap_or_default());
+                    let bytes = inbox.take(len);
+                    let event = event.map(|r| bytes.get(r.start..r.end).unwrap_or_default());
                     return Ok(Some((offset, event)));
                 }
-                Err(Stop::Broken(rule)) => return Err(ReadError::Format { offset: self.offset, rule }),
-                Err(Stop::Incomplete) if self.eof => {
-                    return Err(ReadError::Format { offset: self.offset, rule: Rule::Truncated })
+                Err(Stop::Broken(rule)) => return Err(ReadError::Format { offset, rule }),
+                Err(Stop::Incomplete) if inbox.eof() => {
+                    return Err(ReadError::Format { offset, rule: Rule::Truncated })
                 }
-                Err(Stop::Incomplete) if self.end - self.start == self.window.len() => {
-                    return Err(ReadError::EventTooLarge { offset: self.offset, window: self.window.len() })
+                Err(Stop::Incomplete) if inbox.len() == inbox.capacity() => {
+                    return Err(ReadError::TooLarge { offset, window: inbox.capacity() })
                 }
-                Err(Stop::Incomplete) => self.refill()?,
+                // The event runs past the buffered bytes: as many more as the window holds.
+                Err(Stop::Incomplete) => inbox.fill(inbox.capacity())?,
             }
         }
     }
 
     /// The source, for example to read on after the events the caller wanted.
     pub fn into_inner(self) -> R {
-        self.source
-    }
-
-    fn buffered(&self) -> &[u8] {
-        self.window.get(self.start..self.end).unwrap_or_default()
-    }
-
-    fn consume(&mut self, n: usize) {
-        let n = n.min(self.end - self.start);
-        self.start += n;
-        self.offset += n as u64;
-    }
-
-    /// Moves the unread bytes to the front and reads until the window is full or the file
-    /// ends.
-    fn refill(&mut self) -> Result<(), ReadError<R::Error>> {
-        self.window.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
-        while !self.eof {
-            let Some(free) = self.window.get_mut(self.end..).filter(|f| !f.is_empty()) else { break };
-            match self.source.read(free) {
-                Ok(0) => self.eof = true,
-                Ok(k) => self.end += k.min(free.len()),
-                Err(error) => return Err(ReadError::Io { offset: self.offset + self.end as u64, error }),
-            }
-        }
-        Ok(())
+        self.inbox.into_source()
     }
 }

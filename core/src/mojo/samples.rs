@@ -18,7 +18,7 @@
 //! let (mut threads, mut history) = ([ThreadSlot::EMPTY; 8], [0u64; 8 * 512]);
 //! let storage = SampleStorage::new(&mut items, &mut text, &mut threads, &mut history);
 //! let mut samples = Samples::new(tables, storage);
-//! while let Some((offset, event)) = reader.next_event().map_err(drop)? {
+//! while let Some((offset, event)) = reader.next_item().map_err(drop)? {
 //!     if samples.push(offset, &event).map_err(drop)? {
 //!         let sample = samples.sample().ok_or(())?;
 //!         # let _ = sample;

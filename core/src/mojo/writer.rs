@@ -50,6 +50,8 @@ pub enum WriteError<E> {
         /// The file's version.
         version: u8,
     },
+    /// [`Writer::finish`] succeeded: no more events.
+    Finished,
 }
 
 impl<E: core::fmt::Debug> core::fmt::Display for WriteError<E> {
@@ -64,6 +66,7 @@ impl<E: core::fmt::Debug> core::fmt::Display for WriteError<E> {
             WriteError::NotInVersion { id, version } => {
                 write!(f, "event {id} does not exist in MOJO version {version}")
             }
+            WriteError::Finished => f.write_str("the profile is finished"),
         }
     }
 }
@@ -77,6 +80,7 @@ pub struct Writer<'b, S: Write> {
     outbox: Outbox,
     version: u8,
     events: u64,
+    finished: bool,
 }
 
 impl<'b, S: Write> Writer<'b, S> {
@@ -86,7 +90,7 @@ impl<'b, S: Write> Writer<'b, S> {
         if !(1..=LATEST_VERSION).contains(&version) {
             return Err(WriteError::Version { version });
         }
-        let mut w = Writer { sink, staging, outbox: Outbox::default(), version, events: 0 };
+        let mut w = Writer { sink, staging, outbox: Outbox::default(), version, events: 0, finished: false };
         let mut stage = Stage::new(w.staging);
         stage.bytes(MAGIC)?;
         stage.unsigned(u64::from(version))?;
@@ -98,6 +102,9 @@ impl<'b, S: Write> Writer<'b, S> {
     /// Appends one event, with the fields this version has: a FRAME's `line_end`, `column`
     /// and `column_end` only from version 2, a STACK's `iid` only from version 3.
     pub fn write(&mut self, event: &Event<&[u8]>) -> Result<(), WriteError<S::Error>> {
+        if self.finished {
+            return Err(WriteError::Finished);
+        }
         if self.outbox.pending() {
             self.send(false)?;
         }
@@ -161,6 +168,15 @@ impl<'b, S: Write> Writer<'b, S> {
             self.send(false)?;
         }
         self.sink.flush().map_err(|error| WriteError::Sink { error, accepted: true })
+    }
+
+    /// Ends the file: sends what a failed call left staged and flushes the sink (MOJO has
+    /// no trailer: every accepted event is already a valid file). After a failure it can be
+    /// called again; after success events are refused with [`WriteError::Finished`].
+    pub fn finish(&mut self) -> Result<(), WriteError<S::Error>> {
+        self.flush()?;
+        self.finished = true;
+        Ok(())
     }
 
     /// Events accepted.

@@ -52,16 +52,16 @@ impl Metadata {
         let file_len = src.seek(SeekFrom::End(0)).map_err(io_err(0))?;
         let at = |o| Position::File(o);
         if file_len < HEADER_SIZE as u64 {
-            return Err(ReadError::format(at(0), FormatRule::FileTooSmall { len: file_len }));
+            return Err(ReadError::format(at(0), Rule::FileTooSmall { len: file_len }));
         }
         let mut hb = [0u8; HEADER_SIZE];
         read_at(src, 0, &mut hb)?;
         let (header, endian, layout) = Header::decode(&hb, file_len).map_err(|e| match e {
-            HeaderError::BadMagic(magic) => ReadError::format(at(0), FormatRule::BadMagic { magic }),
+            HeaderError::BadMagic(magic) => ReadError::format(at(0), Rule::BadMagic { magic }),
             HeaderError::UnsupportedVersion { version, python_version } => {
-                ReadError::format(at(4), FormatRule::UnsupportedVersion { version, python_version })
+                ReadError::format(at(4), Rule::UnsupportedVersion { version, python_version })
             }
-            HeaderError::InvalidMode(mode) => ReadError::format(at(60), FormatRule::InvalidMode { mode }),
+            HeaderError::InvalidMode(mode) => ReadError::format(at(60), Rule::InvalidMode { mode }),
         })?;
         let foot = file_len - FOOTER_SIZE as u64;
         let mut fb = [0u8; FOOTER_SIZE];
@@ -71,15 +71,15 @@ impl Metadata {
 
         let (sto, fto) = (header.string_table_offset, header.frame_table_offset);
         let rule = if sto > file_len {
-            Some((40, FormatRule::StringTableOffsetPastEnd { offset: sto, file_len }))
+            Some((40, Rule::StringTableOffsetPastEnd { offset: sto, file_len }))
         } else if fto > file_len {
-            Some((48, FormatRule::FrameTableOffsetPastEnd { offset: fto, file_len }))
+            Some((48, Rule::FrameTableOffsetPastEnd { offset: fto, file_len }))
         } else if sto < HEADER_SIZE as u64 {
-            Some((40, FormatRule::StringTableOffsetInHeader { offset: sto }))
+            Some((40, Rule::StringTableOffsetInHeader { offset: sto }))
         } else if fto < HEADER_SIZE as u64 {
-            Some((48, FormatRule::FrameTableOffsetInHeader { offset: fto }))
+            Some((48, Rule::FrameTableOffsetInHeader { offset: fto }))
         } else if sto > fto {
-            Some((40, FormatRule::TablesOutOfOrder { strings: sto, frames: fto }))
+            Some((40, Rule::TablesOutOfOrder { strings: sto, frames: fto }))
         } else {
             None
         };
@@ -99,7 +99,7 @@ impl Metadata {
             return Ok(None);
         };
         if tail.size < 32 || u64::from(tail.size) > foot {
-            return Err(ReadError::format(Position::File(tail_at + 12), FormatRule::StatsSize { size: tail.size }));
+            return Err(ReadError::format(Position::File(tail_at + 12), Rule::StatsSize { size: tail.size }));
         }
         if tail.version != STATS_VERSION {
             return Ok(None);
@@ -110,7 +110,7 @@ impl Metadata {
         read_at(src, start, prefix)?;
         let stats = decode_stats(prefix, e);
         if !stats.is_valid() {
-            return Err(ReadError::format(Position::File(start), FormatRule::StatsValues));
+            return Err(ReadError::format(Position::File(start), Rule::StatsValues));
         }
         Ok(Some(stats))
     }

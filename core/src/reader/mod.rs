@@ -5,7 +5,7 @@
 //!
 //! A REPEAT record comes out as one [`Run`]: the stack once, then its timestamps and statuses
 //! decoded on demand, so a consumer pays per run what it pays per stack
-//! ([`Reader::next_record`]); [`Reader::next_sample`] gives the same samples one by one.
+//! ([`Reader::next_item`]); [`Reader::next_sample`] gives the same samples one by one.
 //! Records are decoded from the window in one piece whenever it holds the largest possible
 //! record, with a single bounds check per field rather than a refill check per byte.
 //!
@@ -21,7 +21,7 @@
 use embedded_io::{Read, Seek, SeekFrom};
 
 use crate::endian::RunTimeEndian;
-use crate::error::{FormatRule, Position, ReadError};
+use crate::error::{Position, ReadError, Rule};
 use crate::header::{
     decode_stats, stats_prefix_len, Compression, Footer, Header, HeaderError, HeaderLayout, Stats, StatsTail,
     FOOTER_SIZE, HEADER_SIZE, STATS_VERSION,
@@ -127,7 +127,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
 
     /// Sets the largest decompressed sample region accepted (default
     /// [`DEFAULT_MAX_DECOMPRESSED`], CPython's 1 GiB) when this reader decompresses; beyond
-    /// it, reading fails with [`FormatRule::ZstdTooLarge`].
+    /// it, reading fails with [`Rule::ZstdTooLarge`].
     #[cfg(feature = "zstd")]
     pub fn set_max_decompressed(&mut self, bytes: u64) {
         if let Region::Zstd(state) = &mut self.stream.input.region {
@@ -177,7 +177,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     /// per stack). Entries of a previous run left unread are decoded first. At the end the
     /// decoded count is checked against the header (CPython's check after replay). After an
     /// error the stream is over.
-    pub fn next_record(&mut self) -> Res<Option<Record<'_, 's, R>>, R::Error> {
+    pub fn next_item(&mut self) -> Res<Option<Record<'_, 's, R>>, R::Error> {
         if self.stream.done {
             return Ok(None);
         }
@@ -209,7 +209,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     }
 
     /// The next thread sample in file order, `Ok(None)` at the end; REPEAT runs come one
-    /// sample at a time. Same checks as [`Self::next_record`].
+    /// sample at a time. Same checks as [`Self::next_item`].
     pub fn next_sample(&mut self) -> Res<Option<Sample<'_>>, R::Error> {
         loop {
             if self.stream.done {
@@ -272,11 +272,11 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         if input.window.available().len() < PREFIX_LEN {
             let trailing = input.window.available().len() as u64;
             if trailing != 0 {
-                return Err(ReadError::format(input.at(record_at), FormatRule::TruncatedRecord { trailing }));
+                return Err(ReadError::format(input.at(record_at), Rule::TruncatedRecord { trailing }));
             }
             let declared = self.meta.header.sample_count;
             if self.stream.decoded != declared {
-                let rule = FormatRule::SampleCountMismatch { declared, decoded: self.stream.decoded };
+                let rule = Rule::SampleCountMismatch { declared, decoded: self.stream.decoded };
                 return Err(ReadError::format(input.at(record_at), rule));
             }
             return Ok(Decoded::End);
@@ -288,7 +288,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let thread = self.thread(prefix, record_at)?;
         let input = &mut self.stream.input;
         let encoding = Encoding::from_byte(prefix.encoding).ok_or_else(|| {
-            let rule = FormatRule::UnknownEncoding { encoding: prefix.encoding };
+            let rule = Rule::UnknownEncoding { encoding: prefix.encoding };
             ReadError::format(input.at(record_at + 12), rule)
         })?;
         let decompressed = input.decompressed;
@@ -333,7 +333,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 let declared = self.meta.header.thread_count;
                 let found = self.threads.len() as u64 + 1;
                 if found > u64::from(declared) {
-                    return Err(ReadError::format(pos, FormatRule::TooManyThreads { declared, found }));
+                    return Err(ReadError::format(pos, Rule::TooManyThreads { declared, found }));
                 }
                 let start = self.meta.header.start_time_us;
                 let capacity = self.threads.capacity();

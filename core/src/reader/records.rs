@@ -69,7 +69,7 @@ pub(super) trait RecordBytes<E> {
     fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
         for entry in slots {
             let pos = self.offset();
-            let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+            let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
             tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
             *entry = index;
         }
@@ -148,7 +148,7 @@ impl<E> RecordBytes<E> for Held<'_> {
             self.used = used;
             let pos = self.base + used as u64;
             let index = RecordBytes::<E>::varint32(self)?
-                .map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))?;
+                .map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
             tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
             *slot = index;
             used = self.used;
@@ -236,7 +236,7 @@ impl core::fmt::Debug for Sample<'_> {
     }
 }
 
-/// One record of the sample region, as [`Reader::next_record`] yields it.
+/// One record of the sample region, as [`Reader::next_item`] yields it.
 pub enum Record<'r, 's, R: Read + Seek> {
     /// A FULL, SUFFIX or POP_PUSH record: one sample with a new stack.
     Sample(Sample<'r>),
@@ -467,11 +467,11 @@ impl<R: Read + Seek> Stream<'_, R> {
                     }
                 }
                 let Ok((delta, n)) = varint::decode_u64(rest) else {
-                    failed = Some(ReadError::format(input.at(at + used as u64), FormatRule::MalformedRleDelta));
+                    failed = Some(ReadError::format(input.at(at + used as u64), Rule::MalformedRleDelta));
                     break;
                 };
                 let Some(&status) = rest.get(n) else {
-                    failed = Some(ReadError::format(input.at(at + (used + n) as u64), FormatRule::TruncatedRle));
+                    failed = Some(ReadError::format(input.at(at + (used + n) as u64), Rule::TruncatedRle));
                     break;
                 };
                 ts = ts.wrapping_add(delta);
@@ -504,40 +504,40 @@ pub(super) fn record_body<E, B: RecordBytes<E>>(
 ) -> Res<Body, E> {
     if encoding == Encoding::Repeat {
         let pos = b.offset();
-        let count = b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedRleCount))?;
+        let count = b.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedRleCount))?;
         // Where the region's length is known, reject counts it cannot hold, as CPython.
         if !meta.is_compressed() {
             let left = meta.header.string_table_offset.saturating_sub(b.offset());
             if u64::from(count) > left / 2 {
-                return Err(ReadError::format(at(pos), FormatRule::RleCountTooLarge { count, max: left / 2 }));
+                return Err(ReadError::format(at(pos), Rule::RleCountTooLarge { count, max: left / 2 }));
             }
         }
         return Ok(Body::Run { count });
     }
     let pos = b.offset();
-    let delta = b.varint()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedDelta))?;
-    let status = b.byte()?.ok_or_else(|| ReadError::format(at(b.offset()), FormatRule::TruncatedStatus))?;
+    let delta = b.varint()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedDelta))?;
+    let status = b.byte()?.ok_or_else(|| ReadError::format(at(b.offset()), Rule::TruncatedStatus))?;
     let count = |b: &mut B| -> Res<u32, E> {
         let pos = b.offset();
-        b.varint32()?.map_err(|_| ReadError::format(at(pos), FormatRule::MalformedStackVarint))
+        b.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))
     };
     let first = count(b)?;
     let second = if encoding == Encoding::Full { 0 } else { count(b)? };
     let depth = threads.stack(thread).len();
     let counts_at = at(b.offset());
-    let too_deep = |total: u64| ReadError::format(counts_at, FormatRule::FinalStackTooDeep { depth: total });
+    let too_deep = |total: u64| ReadError::format(counts_at, Rule::FinalStackTooDeep { depth: total });
     // Which old frames survive, and how many new ones follow.
     let (keep, push) = match encoding {
         Encoding::Full => {
             if first as usize > MAX_STACK_DEPTH {
-                return Err(ReadError::format(counts_at, FormatRule::StackTooDeep { depth: first }));
+                return Err(ReadError::format(counts_at, Rule::StackTooDeep { depth: first }));
             }
             (Keep::Bottom(0), first as usize)
         }
         Encoding::Suffix => {
             let (shared, push) = (first as usize, second as usize);
             if shared > depth {
-                let rule = FormatRule::SharedExceedsDepth { shared: first, depth: depth as u32 };
+                let rule = Rule::SharedExceedsDepth { shared: first, depth: depth as u32 };
                 return Err(ReadError::format(counts_at, rule));
             }
             let total = shared as u64 + u64::from(second);

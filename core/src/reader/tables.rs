@@ -73,14 +73,14 @@ impl<'a> Tables<'a> {
     /// Checks that frame `index` exists and names valid strings (CPython checks this when a
     /// sample using the frame is emitted).
     #[inline]
-    pub(super) fn check_frame(&self, index: u32) -> Result<(), FormatRule> {
+    pub(super) fn check_frame(&self, index: u32) -> Result<(), Rule> {
         if self.frames_valid && (index as usize) < self.frame_count {
             return Ok(());
         }
-        let f = self.frame_entry(index).ok_or(FormatRule::InvalidFrameIndex { index })?;
+        let f = self.frame_entry(index).ok_or(Rule::InvalidFrameIndex { index })?;
         let n = self.strings.len() as u64;
         if u64::from(f.filename) >= n || u64::from(f.funcname) >= n {
-            return Err(FormatRule::InvalidStringIndex { frame: index });
+            return Err(Rule::InvalidStringIndex { frame: index });
         }
         Ok(())
     }
@@ -98,7 +98,7 @@ pub(super) fn load_strings<R: Read + Seek>(
     let count = meta.footer.string_count;
     let max = meta.max_string_count();
     if u64::from(count) > max {
-        let rule = FormatRule::StringCountTooLarge { count, max };
+        let rule = Rule::StringCountTooLarge { count, max };
         return Err(ReadError::format(Position::File(meta.file_len - FOOTER_SIZE as u64), rule));
     }
     src.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
@@ -109,9 +109,9 @@ pub(super) fn load_strings<R: Read + Seek>(
         let at = window.pos;
         let len = window
             .varint32(&mut file)?
-            .map_err(|_| ReadError::format(Position::File(at), FormatRule::MalformedStringLength))?;
+            .map_err(|_| ReadError::format(Position::File(at), Rule::MalformedStringLength))?;
         if u64::from(len) > meta.file_len - window.pos {
-            return Err(ReadError::format(Position::File(at), FormatRule::StringOverflow { len }));
+            return Err(ReadError::format(Position::File(at), Rule::StringOverflow { len }));
         }
         let body_at = window.pos;
         let pushed = tables.strings.push_with(len as usize, |dst| {
@@ -143,7 +143,7 @@ pub(super) fn load_frames<R: Read + Seek>(
     let count = meta.footer.frame_count;
     let max = meta.max_frame_count();
     if u64::from(count) > max {
-        let rule = FormatRule::FrameCountTooLarge { count, max };
+        let rule = Rule::FrameCountTooLarge { count, max };
         return Err(ReadError::format(Position::File(meta.file_len - FOOTER_SIZE as u64 + 4), rule));
     }
     if count as usize > tables.frames.len() {
@@ -160,12 +160,11 @@ pub(super) fn load_frames<R: Read + Seek>(
             let at = window.pos;
             *value = window
                 .varint32(&mut file)?
-                .map_err(|_| ReadError::format(Position::File(at), FormatRule::MalformedFrameField { field }))?;
+                .map_err(|_| ReadError::format(Position::File(at), Rule::MalformedFrameField { field }))?;
         }
         let at = window.pos;
-        let opcode = window
-            .byte(&mut file)?
-            .ok_or_else(|| ReadError::format(Position::File(at), FormatRule::FrameTableTruncated))?;
+        let opcode =
+            window.byte(&mut file)?.ok_or_else(|| ReadError::format(Position::File(at), Rule::FrameTableTruncated))?;
         *slot = frame_from_fields(fields, opcode);
         tables.frame_count += 1;
     }

@@ -52,13 +52,13 @@ impl ZstdState<'_> {
             let at_start = self.dec.at_start();
             let out = self.dec.decompress(dst).map_err(|e| {
                 // Bytes that are not a zstd frame at all read as CPython's header error.
-                let rule = if at_start { FormatRule::ZstdFrameHeader } else { FormatRule::Zstd { code: e.0 } };
+                let rule = if at_start { Rule::ZstdFrameHeader } else { Rule::Zstd { code: e.0 } };
                 ReadError::format(Position::File(*file.pos), rule)
             })?;
             if out.produced > 0 {
                 self.produced += out.produced as u64;
                 if self.produced > self.limit {
-                    let rule = FormatRule::ZstdTooLarge { limit: self.limit };
+                    let rule = Rule::ZstdTooLarge { limit: self.limit };
                     return Err(ReadError::format(Position::Decompressed(self.limit), rule));
                 }
                 return Ok(out.produced);
@@ -67,9 +67,9 @@ impl ZstdState<'_> {
                 let n = file.refill(self.dec.input_space())?;
                 if n == 0 {
                     let rule = if self.dec.at_start() {
-                        FormatRule::ZstdFrameHeader
+                        Rule::ZstdFrameHeader
                     } else if !self.dec.at_frame_boundary() {
-                        FormatRule::ZstdTruncated
+                        Rule::ZstdTruncated
                     } else {
                         return Ok(0);
                     };
@@ -281,9 +281,7 @@ impl<R: Read + Seek> Input<'_, R> {
             #[cfg(feature = "zstd")]
             Region::Zstd(state) => window.fill(&mut ZstdRefill { file, state }, n),
             Region::External(src) => window.fill(src, n),
-            Region::Unavailable => {
-                Err(ReadError::format(Position::File(HEADER_SIZE as u64), FormatRule::ZstdUnavailable))
-            }
+            Region::Unavailable => Err(ReadError::format(Position::File(HEADER_SIZE as u64), Rule::ZstdUnavailable)),
         }
     }
 

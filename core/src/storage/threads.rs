@@ -171,7 +171,12 @@ impl<'a> WriterThreads<'a> {
         let (stack_start, stack_room, rle_start, rle_room) = if self.stacks.is_growable() {
             (0, 0, 0, 0)
         } else {
-            (i * MAX_STACK_DEPTH, MAX_STACK_DEPTH as u16, i * self.rle_budget, u32::try_from(self.rle_budget).unwrap_or(u32::MAX))
+            (
+                i * MAX_STACK_DEPTH,
+                MAX_STACK_DEPTH as u16,
+                i * self.rle_budget,
+                u32::try_from(self.rle_budget).unwrap_or(u32::MAX),
+            )
         };
         self.entries.as_mut_slice()[i] = WriterThread {
             thread_id,

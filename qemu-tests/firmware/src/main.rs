@@ -173,15 +173,15 @@ fn main() -> ! {
         ram_writer.string_count(),
         ram_writer.frame_count()
     );
-    let ram_len = match ram_writer.finalize() {
+    let ram_len = match ram_writer.finish() {
         Ok(_) => ram_writer.into_inner().written_len(),
-        Err(e) => fail_with("finalizing the RAM file", e),
+        Err(e) => fail_with("finishing the RAM file", e),
     };
-    if let Err(e) = uart_writer.finalize() {
-        fail_with("finalizing the UART stream", e);
+    if let Err(e) = uart_writer.finish() {
+        fail_with("finishing the UART stream", e);
     }
     let mut link = uart_writer.into_inner();
-    let stream_len = match link.end() {
+    let stream_len = match link.finish() {
         Ok(len) => len,
         Err(_) => fail("ending the UART stream"),
     };

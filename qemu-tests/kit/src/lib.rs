@@ -6,7 +6,15 @@
 //!   an ordinary Linux machine until touched, and aborts the process in a container);
 //!   [`limit_memory`] does the same for a command the test runs.
 //! - [`Broken`]: the error of the failing sinks the writer tests build (a sink that fails
-//!   on a schedule, to show a writer reports it and still finalizes what it accepted).
+//!   on a schedule, to show a writer reports it and still finishes a file with what it accepted).
+//! - [`fixtures`]: where the committed fixtures are (`qemu-tests/vectors/<set>`, each set
+//!   with a README saying how its files were made), listed and read.
+//! - [`roundtrip`]: the model a round trip is checked against: what a reader must report
+//!   for the samples a writer was given, by the reader rules of the format's spec, never by
+//!   the code under test.
+
+pub mod fixtures;
+pub mod roundtrip;
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

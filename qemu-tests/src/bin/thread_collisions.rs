@@ -41,7 +41,7 @@ fn write(ids: &[u64], seed: u64) -> (Vec<u8>, Duration) {
     for (i, &tid) in ids.iter().enumerate() {
         w.write_thread_sample(10 + i as u64, 0, tid, 0, [Frame::new(b"a.py", b"f")]).unwrap();
     }
-    let len = w.finalize().unwrap() as usize;
+    let len = w.finish().unwrap() as usize;
     let took = start.elapsed();
     buf.truncate(len);
     (buf, took)

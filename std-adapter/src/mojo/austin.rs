@@ -72,9 +72,7 @@ impl AustinError<Infallible> {
             AustinError::Read(e) => match e {
                 ReadError::Io { error, .. } => match error {},
                 ReadError::Format { offset, rule } => AustinError::Read(ReadError::Format { offset, rule }),
-                ReadError::EventTooLarge { offset, window } => {
-                    AustinError::Read(ReadError::EventTooLarge { offset, window })
-                }
+                ReadError::TooLarge { offset, window } => AustinError::Read(ReadError::TooLarge { offset, window }),
                 ReadError::WindowTooSmall { len, needed } => {
                     AustinError::Read(ReadError::WindowTooSmall { len, needed })
                 }
@@ -203,7 +201,7 @@ pub fn austin_text<R: embedded_io::Read, W: Write>(source: R, out: W) -> Result<
         return samples_text(&mut reader, out);
     }
     let mut text = AustinText::new(reader.version(), out);
-    while let Some((offset, event)) = reader.next_event().map_err(AustinError::Read)? {
+    while let Some((offset, event)) = reader.next_item().map_err(AustinError::Read)? {
         text.event(offset, &event).map_err(|e| e.map_read())?;
     }
     text.finish().map_err(|e| e.map_read())

@@ -85,7 +85,7 @@ pub fn for_each_in<R: embedded_io::Read, E>(
     let version = reader.version();
     let mut samples = samples();
     let mut count = 0u64;
-    while let Some((offset, event)) = reader.next_event().map_err(|e| Either::Ours(SamplesError::Read(e)))? {
+    while let Some((offset, event)) = reader.next_item().map_err(|e| Either::Ours(SamplesError::Read(e)))? {
         if let Event::Metadata { key, value } = event {
             on(version, Item::Metadata { key, value }).map_err(Either::Theirs)?;
         }
@@ -183,7 +183,7 @@ pub fn info<R: embedded_io::Read>(source: R, file_bytes: u64) -> Result<Value, R
     let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut threads: HashSet<(u64, Vec<u8>)> = HashSet::new();
     let mut pids: HashSet<u64> = HashSet::new();
-    while let Some((_, event)) = reader.next_event()? {
+    while let Some((_, event)) = reader.next_item()? {
         *events.entry(name(&event)).or_insert(0) += 1;
         match event {
             Event::Metadata { key, value } => {
@@ -274,9 +274,9 @@ pub fn reencode<R: embedded_io::Read, W: io::Write + ?Sized>(
     let out = IoSink(&mut buffered);
     let mut writer =
         Writer::new(out, &mut staging, version).map_err(|error| ReencodeError::Write { offset: 0, error })?;
-    while let Some((offset, event)) = reader.next_event().map_err(ReencodeError::Read)? {
+    while let Some((offset, event)) = reader.next_item().map_err(ReencodeError::Read)? {
         writer.write(&event).map_err(|error| ReencodeError::Write { offset, error })?;
     }
-    writer.flush().map_err(|error| ReencodeError::Write { offset: reader.offset(), error })?;
+    writer.finish().map_err(|error| ReencodeError::Write { offset: reader.offset(), error })?;
     Ok(writer.events())
 }

@@ -286,7 +286,7 @@ pub fn write_from_hub<S: Source, W: io::Write>(
     let werr = |e: WriteError<io::Error>| ConvertError::Encode(e.to_string());
     let writer = Writer::new(IoSink(&mut out), &mut staging, version).map_err(werr)?;
     let (n, mut writer) = replay(source, writer, progress)?;
-    writer.flush().map_err(werr)?;
+    writer.finish().map_err(werr)?;
     Ok(n)
 }
 

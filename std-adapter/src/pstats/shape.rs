@@ -340,7 +340,7 @@ mod tests {
     fn fixtures() -> Vec<PathBuf> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut files = Vec::new();
-        for dir in ["core/tests/data/pstats", "qemu-tests/vectors/pstats"] {
+        for dir in ["qemu-tests/vectors/pstats"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "pstats") {

@@ -269,7 +269,7 @@ where
     if let Some(s) = stats {
         w.set_stats(s).map_err(werr)?;
     }
-    w.finalize().map_err(werr)?;
+    w.finish().map_err(werr)?;
     Ok(w.into_inner())
 }
 

@@ -183,7 +183,7 @@ pub fn replay<R: Read + Seek>(
     let mut times: Vec<u64> = Vec::with_capacity(CALL_PART);
     let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; CALL_PART];
     let mut ticker = Ticker::default();
-    while let Some(record) = reader.next_record()? {
+    while let Some(record) = reader.next_item()? {
         match record {
             Record::Sample(s) => {
                 let one = [s.timestamp_us];

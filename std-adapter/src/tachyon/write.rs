@@ -78,7 +78,7 @@ where
     let mut stack: Vec<FrameId> = Vec::new();
     let mut batch = vec![RunEntry { timestamp_us: 0, status: 0 }; 4096];
     let mut ticker = Ticker::default();
-    while let Some(record) = reader.next_record().map_err(ConvertError::Read)? {
+    while let Some(record) = reader.next_item().map_err(ConvertError::Read)? {
         match record {
             Record::Sample(s) => {
                 stack.clear();
@@ -111,7 +111,7 @@ where
     if let Some(stats) = meta.stats {
         writer.set_stats(stats).map_err(werr)?;
     }
-    writer.finalize().map_err(werr)?;
+    writer.finish().map_err(werr)?;
     Ok(writer.into_inner())
 }
 
@@ -284,7 +284,7 @@ where
     if let Some(e) = hub.error {
         return Err(ConvertError::Encode(e));
     }
-    hub.writer.finalize().map_err(werr)?;
+    hub.writer.finish().map_err(werr)?;
     progress(n);
     Ok(hub.writer.into_inner())
 }

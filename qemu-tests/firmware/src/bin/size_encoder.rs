@@ -1,6 +1,6 @@
 //! The encoder alone, for its size: a Tachyon writer (no zstd) over a `Cursor` on a static
 //! buffer, storage for 8 strings, 32 frames and one thread, a frame interned and a sample
-//! written by id, the file finalized; inputs through `black_box` so nothing is folded away.
+//! written by id, the file finished; inputs through `black_box` so nothing is folded away.
 //! `size_baseline` is the same without the encoder.
 
 #![no_std]
@@ -28,7 +28,7 @@ fn main() -> ! {
         if let Ok(id) = w.intern_frame(Frame::new(black_box(b"fw/demo.tl"), black_box(b"main")).at(at)) {
             let _ = w.write_thread_sample_ids(black_box(100), 0, black_box(1), 0, &[id]);
         }
-        let _ = black_box(w.finalize());
+        let _ = black_box(w.finish());
         black_box(w.into_inner().written_len());
     }
     halt::halt()

@@ -53,7 +53,7 @@ pub fn from_mojo<R: embedded_io::Read, W: Write>(
     let mut profiles = MojoProfiles::new(reader.version());
     loop {
         // Used where it was returned: a copy first costs more than the rest of some events.
-        let next = reader.next_event();
+        let next = reader.next_item();
         let done = match &next {
             Ok(Some((offset, event))) => profiles.event(*offset, event).map_err(|e| austin(e.map_read())),
             Ok(None) => break,
