@@ -58,7 +58,7 @@ fn go_cleaned_collapsed(file: &[u8], symbolise: Option<PathBuf>) -> BTreeMap<Str
     if let Some(bins) = symbolise {
         source.symbolize(&mut Symbolizer::new(vec![bins]));
     }
-    source.prepare(&Output::Pprof);
+    source.prepare(&Output::Pprof).unwrap();
     let info = source.info().clone();
     let mut c = tachyon::convert::collapsed::CollapsedCollector::new(info.naming, info.threads);
     source.replay(&mut c, &mut |_| {}).unwrap();

@@ -177,8 +177,9 @@ impl Source for AnySource<'_> {
         each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| ProfileError::invalid(path, kind, e)))
     }
 
-    fn prepare(&mut self, output: &Output) {
-        each!(&mut self.inner, s => s.prepare(output))
+    fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
+        let (path, kind) = (&self.path, self.kind);
+        each!(&mut self.inner, s => s.prepare(output).map_err(|e| ProfileError::invalid(path, kind, e)))
     }
 
     fn pass_through(

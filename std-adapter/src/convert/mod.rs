@@ -54,10 +54,12 @@ pub fn convert<S: Source>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, ConvertError<S::Error>> {
     let mut dest = dest;
-    source.prepare(output);
+    // An input that writes its own format needs nothing of the hub: it goes first, so that
+    // preparing (which may read the whole file for its frames) is left to the hub's outputs.
     if let Some(done) = source.pass_through(output, &mut dest, progress) {
         return done;
     }
+    source.prepare(output).map_err(ConvertError::Read)?;
     let info = source.info().clone();
     let unsupported = |why| ConvertError::Unsupported { output: output.kind(), input: info.kind, why };
     match output {
@@ -203,6 +205,7 @@ pub fn collapsed_lines<S: Source>(
     source: &mut S,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<(String, u64)>, ConvertError<S::Error>> {
+    source.prepare(&Output::Collapsed).map_err(ConvertError::Read)?;
     let info = source.info();
     let mut c = collapsed::CollapsedCollector::new(info.naming, info.threads);
     source.replay(&mut c, progress).map_err(ConvertError::Read)?;

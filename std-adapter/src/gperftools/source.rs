@@ -461,8 +461,9 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
 
     /// pprof output reproduces go pprof's cleaning, so that go pprof shows for our file the
     /// samples it shows for the original; every other output google-pprof's.
-    fn prepare(&mut self, output: &Output) {
+    fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
         self.cleaning = if matches!(output, Output::Pprof) { Cleaning::GoPprof } else { Cleaning::GooglePprof };
+        Ok(())
     }
 
     /// `--to gperftools`: the records re-encoded from the file, not from the hub (which has

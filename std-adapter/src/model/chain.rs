@@ -73,12 +73,18 @@ impl<S: Source> Source for Chain<S> {
         &self.frames
     }
 
-    fn prepare(&mut self, output: &Output) {
+    fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
         for part in &mut self.parts {
-            part.prepare(output);
+            part.prepare(output)?;
         }
-        // Preparing may reshape a part's frames (gperftools cleans stacks per output).
+        // Preparing may reshape a part's frames (gperftools cleans stacks per output) or read
+        // them and the file's facts (MOJO): the facts and the layout again.
+        if let Some(first) = self.parts.first() {
+            self.info = first.info().clone();
+        }
+        self.info.expected_samples = self.parts.iter().map(|p| p.info().expected_samples).sum();
         self.lay_out();
+        Ok(())
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {

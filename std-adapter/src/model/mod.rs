@@ -309,10 +309,16 @@ pub trait Source {
     /// so far about every [`PROGRESS_EVERY`] samples; returns the sample count.
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error>;
 
-    /// Shapes the samples for `output` before [`Source::replay`], where the input's own
-    /// tools differ by output (gperftools: go pprof cleans stacks otherwise than
-    /// google-pprof). Does nothing by default.
-    fn prepare(&mut self, _output: &Output) {}
+    /// Readies the source for `output` through the hub; every consumer calls it before
+    /// [`Source::info`], [`Source::frames`] or [`Source::replay`] (as [`crate::convert`],
+    /// after [`Source::pass_through`] declined, and [`crate::model::chain`] do). Where the
+    /// input's own tools differ by output it shapes the samples (gperftools: go pprof cleans
+    /// stacks otherwise than google-pprof); an input that must read the file for its frames
+    /// reads it here (MOJO), so that passing through reads the file once. Does nothing by
+    /// default.
+    fn prepare(&mut self, _output: &Output) -> Result<(), Self::Error> {
+        Ok(())
+    }
 
     /// Writes `output` without the hub when it is the input's own format and the input can
     /// keep it as it was (Tachyon's records, byte for byte); `None` otherwise.

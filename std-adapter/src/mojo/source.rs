@@ -76,9 +76,14 @@ impl MojoMetric {
     }
 }
 
-/// A MOJO file, read once for its frames and again by each replay.
+/// A MOJO file, read once for its frames (when [`Source::prepare`] readies it for the hub)
+/// and again by each replay; Austin's own formats read it once, passed through.
 pub struct MojoSource<R: Read + Seek> {
     source: R,
+    /// The frames and facts have been read.
+    scanned: bool,
+    /// The metric asked for (`Default` until the scan resolves it by the file's mode).
+    asked: MojoMetric,
     info: SourceInfo,
     frames: FrameTable,
     /// `(pid, definition)` → frame id; a definition's names are its strings' when defined.
@@ -100,6 +105,11 @@ fn read_failure<E>(e: Either<SamplesError<E>, std::convert::Infallible>) -> Samp
         Either::Ours(e) => e,
         Either::Theirs(never) => match never {},
     }
+}
+
+/// Austin's own formats, written from the file's events in one pass, not through the hub.
+fn passed_through(output: &Output) -> bool {
+    matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. })
 }
 
 /// A thread id from Austin's tid text: hex as Austin writes it, else a hash of the text.
@@ -128,8 +138,46 @@ pub fn location(def: &FrameDef) -> Location {
 }
 
 impl<R: Read + Seek> MojoSource<R> {
-    /// Reads the file's frames and facts; `metric` weighs samples in aggregating outputs.
-    pub fn open(mut source: R, metric: MojoMetric) -> Result<Self, SamplesError<R::Error>> {
+    /// The file, not read yet: [`Source::prepare`] reads its frames and facts for the hub;
+    /// Austin's formats are written in one pass from its events ([`Source::pass_through`]).
+    /// `metric` weighs samples in aggregating outputs.
+    pub fn open(source: R, metric: MojoMetric) -> Result<Self, SamplesError<R::Error>> {
+        let info = SourceInfo {
+            kind: FileKind::Mojo,
+            start_time_us: 0,
+            sample_interval_us: 1,
+            mode: "".into(),
+            cpython_mode: None,
+            expected_samples: 0,
+            timestamps: false,
+            threads: true,
+            naming: Naming::Python,
+        };
+        Ok(MojoSource {
+            source,
+            scanned: false,
+            asked: metric,
+            info,
+            frames: FrameTable::default(),
+            defined: IdMap::default(),
+            kernel: HashMap::new(),
+            invalid: 0,
+            gc: 0,
+            metric,
+            timeline: false,
+            interval_us: 0,
+        })
+    }
+
+    /// Reads the file's frames and facts, once.
+    fn scan(&mut self) -> Result<(), SamplesError<R::Error>> {
+        if self.scanned {
+            return Ok(());
+        }
+        let source = &mut self.source;
+        source
+            .seek(SeekFrom::Start(0))
+            .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
         let mut frames = FrameTable::default();
         let pseudo = |name: &str| FrameInfo { filename: "~".into(), funcname: name.into(), ..FrameInfo::default() };
         let invalid = frames.push(pseudo("<invalid>"));
@@ -138,7 +186,7 @@ impl<R: Read + Seek> MojoSource<R> {
         let mut kernel: HashMap<Vec<u8>, u32> = HashMap::new();
         let (mut mode, mut interval_us) = (String::new(), 0u64);
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let samples = for_each(&mut source, |_, item| {
+        let samples = for_each(source, |_, item| {
             match item {
                 Item::Metadata { key: b"mode", value } => mode = text(value),
                 Item::Metadata { key: b"interval", value } => {
@@ -174,7 +222,7 @@ impl<R: Read + Seek> MojoSource<R> {
             Ok(())
         })
         .map_err(read_failure)?;
-        let metric = match metric {
+        let metric = match self.asked {
             MojoMetric::Default if mode == "memory" => MojoMetric::Alloc,
             MojoMetric::Default => MojoMetric::Time,
             m => m,
@@ -184,21 +232,14 @@ impl<R: Read + Seek> MojoSource<R> {
             "wall" | "full" => Some(ProfilingMode::Wall),
             _ => None,
         };
-        let info = SourceInfo {
-            kind: FileKind::Mojo,
-            start_time_us: 0,
-            sample_interval_us: 1,
-            mode: mode.into(),
-            cpython_mode,
-            expected_samples: samples,
-            timestamps: false,
-            threads: true,
-            naming: Naming::Python,
-        };
-        let mut s =
-            MojoSource { source, info, frames, defined, kernel, invalid, gc, metric, timeline: false, interval_us };
-        s.shape(false);
-        Ok(s)
+        self.info.mode = mode.into();
+        self.info.cpython_mode = cpython_mode;
+        self.info.expected_samples = samples;
+        (self.frames, self.defined, self.kernel) = (frames, defined, kernel);
+        (self.invalid, self.gc, self.metric, self.interval_us) = (invalid, gc, metric, interval_us);
+        self.scanned = true;
+        self.shape(self.timeline);
+        Ok(())
     }
 
     /// Replays on a timeline (every sample at its thread's time) or weighed by the metric.
@@ -233,7 +274,7 @@ impl<R: Read + Seek> Source for MojoSource<R> {
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         use crate::mojo::austin::AustinError;
         use crate::mojo::speedscope::MojoSpeedscopeError;
-        if !matches!(output, Output::Austin | Output::Mojo { .. } | Output::Speedscope { .. }) {
+        if !passed_through(output) {
             return None;
         }
         let austin = |e: AustinError<R::Error>| match e {
@@ -263,11 +304,14 @@ impl<R: Read + Seek> Source for MojoSource<R> {
         }))
     }
 
-    fn prepare(&mut self, output: &Output) {
+    fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
         self.shape(matches!(output.kind(), OutputKind::Gecko | OutputKind::Tachyon | OutputKind::Jsonl));
+        self.scan()
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        // A consumer that did not prepare still gets every sample.
+        self.scan()?;
         self.source
             .seek(SeekFrom::Start(0))
             .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
