@@ -10,6 +10,7 @@ is a strongly connected set of two or more modules; each is printed with the edg
 close it.
 
 Usage: module-cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the workspace)
+       module-cycles.py --self-test               (the check finds a planted cycle)
 """
 
 import os
@@ -127,7 +128,38 @@ def cycles(root):
     return [(c, [(a, b) for a in c for b in sorted(edges[a]) if b in c]) for c in found]
 
 
+def self_test():
+    """Plants modules in a scratch crate: each case's files and whether a cycle must be found."""
+    import tempfile
+
+    cases = [
+        ("siblings", {"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B;", "b.rs": "use crate::a::A;"}, True),
+        ("grouped", {"lib.rs": "mod a; mod b;", "a.rs": "use crate::{b::B};", "b.rs": "pub fn f() { crate::a::g() }"}, True),
+        ("parent calls child, child uses parent",
+         {"lib.rs": "mod p;", "p/mod.rs": "mod c; fn f() { c::g() }", "p/c.rs": "use super::{T};"}, True),
+        ("re-export only", {"lib.rs": "mod p;", "p/mod.rs": "mod c;\npub use c::C;", "p/c.rs": "use super::T;"}, False),
+        ("test module", {"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B;",
+                         "b.rs": "#[cfg(test)]\nmod tests { use crate::a::A; }"}, False),
+        ("one way", {"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B;", "b.rs": "// crate::a::A in a comment"}, False),
+    ]
+    failed = 0
+    for name, files, cyclic in cases:
+        with tempfile.TemporaryDirectory() as root:
+            for path, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+                with open(os.path.join(root, path), "w", encoding="utf-8") as f:
+                    f.write(text)
+            found = bool(cycles(root))
+            if found != cyclic:
+                failed += 1
+                print(f"self-test {name!r}: {'found' if found else 'missed'} a cycle")
+    print("self-test: " + ("failed" if failed else f"{len(cases)} cases as expected"))
+    return 1 if failed else 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     roots = sys.argv[1:] or DEFAULT_ROOTS
     bad = 0
     for root in roots:

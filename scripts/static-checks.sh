@@ -25,6 +25,7 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "module structure: no import cycle between the modules of any crate"
+python3 scripts/module-cycles.py --self-test
 python3 scripts/module-cycles.py
 
 step "clippy: host, every target kind, all features and none"
