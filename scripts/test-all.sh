@@ -128,7 +128,7 @@ step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thum
 export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
 
-step "static checks: format, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
+step "static checks: format, import cycles, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
 bash scripts/static-checks.sh
 
 step "tests: core without features (no alloc, no zstd)"
