@@ -190,3 +190,48 @@ fn a_version_4_file_converts_to_every_output() {
     let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert!(json["profiles"].as_array().is_some_and(|p| !p.is_empty()));
 }
+
+/// CPython's `~:<GC>` pseudo-frame further out than the innermost frame (a weakref callback
+/// run by the collector, as a real recording had) goes to MOJO as a FRAME of that name at
+/// line 0, since MOJO's GC marks only the innermost frame, and must read back as the
+/// pseudo-frame, without a location (CPython reads it so from the round trip).
+#[test]
+fn a_gc_frame_further_out_comes_back_as_the_pseudo_frame() {
+    use tachyon::convert::{convert, Destination, Output};
+    use tachyon::memory::VecSink;
+    use tachyon::model::Source;
+    use tachyon::mojo::source::{MojoMetric, MojoSource};
+    use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+    use tachyon_core::{Frame, Location, Writer, WriterConfig};
+
+    let cap = WriterCapacity { string_bytes: 1 << 12, strings: 64, frames: 64, threads: 8, rle_budget: 16384 };
+    let mut storage = VecWriterStorage::new(cap).unwrap();
+    let mut w = Writer::new(VecSink::default(), storage.storage(), WriterConfig::new(1_000, 1_000)).unwrap();
+    let callback = Frame::new(b"/usr/lib/python3.15/_weakrefset.py", b"_remove").at(Location {
+        lineno: 18,
+        end_lineno: 18,
+        col: 16,
+        end_col: 33,
+    });
+    let gc = Frame::new(b"~", b"<GC>");
+    let work = Frame::new(b"app.py", b"work").at(Location { lineno: 3, end_lineno: 3, col: 4, end_col: 9 });
+    w.write_thread_sample(1_000, 0, 7, 0, [gc, work]).unwrap();
+    w.write_thread_sample(2_000, 0, 7, 0, [callback, gc, work]).unwrap();
+    w.finish().unwrap();
+    let dir = std::env::temp_dir().join(format!("tachyon-gc-frame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pyb = dir.join("gc.pyb");
+    std::fs::write(&pyb, w.into_inner().into_inner()).unwrap();
+
+    let mut profile = tachyon::profile::Profile::open(&pyb).unwrap();
+    let mut source = profile.source(&Default::default()).unwrap();
+    let mut mojo = Vec::new();
+    convert(&mut source, &Output::Mojo { version: None }, Destination::Stream(&mut mojo), &mut |_| {}).unwrap();
+
+    let mut back = MojoSource::open(Cursor::new(&mojo[..]), MojoMetric::Default).unwrap();
+    back.prepare(&Output::Collapsed).unwrap();
+    let gc_frames: Vec<_> = back.frames().frames.iter().filter(|f| f.funcname == "<GC>").collect();
+    assert_eq!(gc_frames.len(), 1, "one `~:<GC>` frame, innermost or not: {gc_frames:?}");
+    assert_eq!((gc_frames[0].filename.as_str(), gc_frames[0].location), ("~", None));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

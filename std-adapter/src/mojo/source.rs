@@ -12,6 +12,7 @@
 //! | FRAME_INVALID | a frame `~:<invalid>` |
 //! | FRAME_KERNEL | a frame of file `kernel`, named by the symbol |
 //! | GC | a frame `~:<GC>` innermost (CPython's name for time in the collector) |
+//! | FRAME `~`, `<GC>`, line 0 (what a `~:<GC>` frame that is not innermost is written as) | the frame `~:<GC>` |
 //! | STACK pid, iid, tid | thread id: the tid read as hex (Austin writes the native id so), else a hash of its text; interpreter id: iid. The pid has no place: Linux thread ids are distinct across processes |
 //! | METRIC_TIME | the sample's weight in µs; on a timeline, the thread's clock advances by it, and the sample is at the end of its time |
 //! | METRIC_MEMORY | the weight under `--metric alloc` (positive deltas) or `free` (negative ones, negated) |
@@ -198,6 +199,12 @@ impl<R: Read + Seek> MojoSource<R> {
                         match f {
                             Frame::Defined(f) => {
                                 defined.entry((s.pid, f.def)).or_insert_with(|| {
+                                    // MOJO's GC marks only the innermost frame: a `~:<GC>`
+                                    // further out is written as a FRAME of that name at line
+                                    // 0, and reads back as the pseudo-frame it was.
+                                    if (f.filename, f.scope, f.def.line) == (&b"~"[..], &b"<GC>"[..], 0) {
+                                        return gc;
+                                    }
                                     frames.push(FrameInfo {
                                         filename: text(f.filename),
                                         funcname: text(f.scope),
