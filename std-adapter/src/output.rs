@@ -1,7 +1,8 @@
 //! What a conversion is asked for and what it can fail with: the outputs with their options
 //! ([`Output`], listed in [`OutputKind`]), where an output goes ([`Destination`]) and why a
 //! conversion failed ([`ConvertError`]). Inputs (each format's `source` module) and outputs
-//! ([`crate::convert`]) both depend on this module and it on neither, so the hub's types have
+//! ([`crate::convert`]) both depend on this module and it on neither (it uses only the
+//! shared `file` and `memory`), so the hub's types have
 //! one home and the modules no cycle.
 
 use std::fmt;
@@ -12,6 +13,9 @@ use clap::ValueEnum;
 use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
+
+use crate::file::FileSink;
+use crate::memory::VecSink;
 
 /// Why a conversion failed; `E` is what reading the input fails with.
 #[derive(Debug)]
@@ -255,6 +259,83 @@ impl Destination<'_> {
                 write(&mut file)
             }
             Destination::Stream(w) => write(&mut **w),
+        }
+    }
+
+    /// Runs `write` over the destination for a writer that does not buffer itself (the
+    /// gperftools writer): a file is created, buffered and flushed, its errors naming it; a
+    /// stream is written as it is.
+    pub fn write_buffered<T, E>(
+        &mut self,
+        write: impl FnOnce(&mut dyn io::Write) -> Result<T, ConvertError<E>>,
+    ) -> Result<T, ConvertError<E>> {
+        match self {
+            Destination::File(p) => {
+                let file = std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e)))?;
+                let mut out = io::BufWriter::new(file);
+                let done = write(&mut out)?;
+                io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
+                Ok(done)
+            }
+            Destination::Stream(w) => write(&mut **w),
+        }
+    }
+
+    /// A sink for a writer that seeks (Tachyon's writes its header last): the file, created,
+    /// or memory for a stream, which cannot seek; [`SeekableSink::finish`] ends it.
+    pub fn seekable(&mut self) -> io::Result<SeekableSink<'_>> {
+        Ok(match self {
+            Destination::File(p) => SeekableSink::File(crate::file::create(p).map_err(|e| at(p, e))?, p),
+            Destination::Stream(w) => SeekableSink::Memory(VecSink::default(), &mut **w),
+        })
+    }
+}
+
+/// A [`Destination`] as a `Write + Seek` sink (see [`Destination::seekable`]).
+pub enum SeekableSink<'a> {
+    /// The file, buffered.
+    File(FileSink, &'a Path),
+    /// Memory, copied to the stream at the end.
+    Memory(VecSink, &'a mut dyn io::Write),
+}
+
+impl SeekableSink<'_> {
+    /// Flushes the file, or copies the bytes to the stream.
+    pub fn finish<E>(self) -> Result<(), ConvertError<E>> {
+        match self {
+            SeekableSink::File(sink, p) => {
+                sink.0.into_inner().map(drop).map_err(|e| ConvertError::Write(at(p, e.into_error())))
+            }
+            SeekableSink::Memory(sink, w) => Ok(w.write_all(&sink.into_inner())?),
+        }
+    }
+}
+
+impl embedded_io::ErrorType for SeekableSink<'_> {
+    type Error = io::Error;
+}
+
+impl embedded_io::Write for SeekableSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            SeekableSink::File(sink, _) => sink.write(buf),
+            SeekableSink::Memory(sink, _) => sink.write(buf).map_err(|never| match never {}),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            SeekableSink::File(sink, _) => embedded_io::Write::flush(sink),
+            SeekableSink::Memory(sink, _) => embedded_io::Write::flush(sink).map_err(|never| match never {}),
+        }
+    }
+}
+
+impl embedded_io::Seek for SeekableSink<'_> {
+    fn seek(&mut self, to: embedded_io::SeekFrom) -> io::Result<u64> {
+        match self {
+            SeekableSink::File(sink, _) => sink.seek(to),
+            SeekableSink::Memory(sink, _) => sink.seek(to).map_err(|never| match never {}),
         }
     }
 }

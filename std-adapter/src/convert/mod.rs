@@ -71,19 +71,10 @@ pub fn convert<S: Source>(
         Output::Tachyon { big_endian, compression } => {
             let (big, compression) =
                 (big_endian.unwrap_or(cfg!(target_endian = "big")), compression.unwrap_or(Compression::None));
-            return match dest {
-                Destination::File(p) => {
-                    crate::file::create(p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|sink| {
-                        let sink = tachyon_from_hub(source, sink, big, compression, progress)?;
-                        sink.0.into_inner().map(drop).map_err(|e| ConvertError::Write(at(p, e.into_error())))
-                    })
-                }
-                Destination::Stream(w) => {
-                    tachyon_from_hub(source, crate::memory::VecSink::default(), big, compression, progress)
-                        .and_then(|sink| Ok(w.write_all(&sink.into_inner())?))
-                }
-            }
-            .map(|()| info.expected_samples);
+            let sink = dest.seekable().map_err(ConvertError::Write)?;
+            return tachyon_from_hub(source, sink, big, compression, progress)?
+                .finish()
+                .map(|()| info.expected_samples);
         }
         Output::Gperftools { word, big_endian } => {
             let endian = match big_endian {
@@ -91,18 +82,9 @@ pub fn convert<S: Source>(
                 Some(false) => tachyon_core::RunTimeEndian::Little,
                 None => tachyon_core::RunTimeEndian::default(),
             };
-            return match dest {
-                Destination::File(p) => {
-                    let file = std::fs::File::create(p).map_err(|e| ConvertError::Write(at(p, e)))?;
-                    let mut out = io::BufWriter::new(file);
-                    let n = gperftools::write_from_hub(source, gperftools::IoSink(&mut out), *word, endian, progress)?;
-                    io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
-                    Ok(n)
-                }
-                Destination::Stream(w) => {
-                    gperftools::write_from_hub(source, gperftools::IoSink(w), *word, endian, progress)
-                }
-            };
+            return dest.write_buffered(|out| {
+                gperftools::write_from_hub(source, gperftools::IoSink(out), *word, endian, progress)
+            });
         }
         _ => {}
     }

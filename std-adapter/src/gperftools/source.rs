@@ -33,7 +33,7 @@ use crate::hash::IdMap;
 use crate::model::{
     Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
 };
-use crate::output::{at, ConvertError, Destination, Output};
+use crate::output::{ConvertError, Destination, Output};
 use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
 
 /// Most bytes of maps text read: a real one is a few kilobytes; more is not a process's map.
@@ -480,18 +480,8 @@ impl<R: Read + Seek> Source for GperftoolsSource<R> {
         }
         let source = &mut self.source;
         Some(
-            match dest {
-                Destination::File(p) => {
-                    std::fs::File::create(*p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|mut file| {
-                        let mut out = std::io::BufWriter::new(&mut file);
-                        let n = reencode(source, IoSink(&mut out), word, big_endian, progress)?;
-                        std::io::Write::flush(&mut out).map_err(|e| ConvertError::Write(at(p, e)))?;
-                        Ok(n)
-                    })
-                }
-                Destination::Stream(w) => reencode(source, IoSink(*w), word, big_endian, progress),
-            }
-            .map_err(|e| e.map_read(GperftoolsError::Read)),
+            dest.write_buffered(|out| reencode(source, IoSink(out), word, big_endian, progress))
+                .map_err(|e| e.map_read(GperftoolsError::Read)),
         )
     }
 

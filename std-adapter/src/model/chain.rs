@@ -14,12 +14,18 @@ pub struct Chain<S> {
     info: SourceInfo,
 }
 
+/// The first part's facts, with the parts' expected samples summed; `None` without parts.
+fn facts<S: Source>(parts: &[S]) -> Option<SourceInfo> {
+    let mut info = parts.first()?.info().clone();
+    info.expected_samples = parts.iter().map(|p| p.info().expected_samples).sum();
+    Some(info)
+}
+
 impl<S: Source> Chain<S> {
     /// The parts in order; the profile's facts are the first part's, its expected samples
     /// the sum. `None` without parts.
     pub fn new(parts: Vec<S>) -> Option<Self> {
-        let mut info = parts.first()?.info().clone();
-        info.expected_samples = parts.iter().map(|p| p.info().expected_samples).sum();
+        let info = facts(&parts)?;
         let mut chain = Chain { parts, frames: FrameTable::default(), offsets: Vec::new(), info };
         chain.lay_out();
         Some(chain)
@@ -79,10 +85,9 @@ impl<S: Source> Source for Chain<S> {
         }
         // Preparing may reshape a part's frames (gperftools cleans stacks per output) or read
         // them and the file's facts (MOJO): the facts and the layout again.
-        if let Some(first) = self.parts.first() {
-            self.info = first.info().clone();
+        if let Some(info) = facts(&self.parts) {
+            self.info = info;
         }
-        self.info.expected_samples = self.parts.iter().map(|p| p.info().expected_samples).sum();
         self.lay_out();
         Ok(())
     }

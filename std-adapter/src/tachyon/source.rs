@@ -23,7 +23,7 @@ use tachyon_core::tables::Location;
 use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
-use crate::output::{at, ConvertError, Destination, Output};
+use crate::output::{ConvertError, Destination, Output};
 use crate::tachyon::write::reencode;
 
 /// Where CPython's profiler leaves its own frames; they are never shown.
@@ -153,17 +153,11 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         let Output::Tachyon { big_endian, compression } = *output else { return None };
         let big = big_endian.unwrap_or(self.reader.get().metadata().endian == RunTimeEndian::Big);
-        let written = match dest {
-            Destination::File(p) => {
-                crate::file::create(p).map_err(|e| ConvertError::Write(at(p, e))).and_then(|sink| {
-                    let sink = self.reencode_into(sink, big, compression, progress)?;
-                    sink.0.into_inner().map(drop).map_err(|e| ConvertError::Write(at(p, e.into_error())))
-                })
-            }
-            Destination::Stream(w) => self
-                .reencode_into(crate::memory::VecSink::default(), big, compression, progress)
-                .and_then(|sink| Ok(w.write_all(&sink.into_inner())?)),
-        };
+        let written = dest
+            .seekable()
+            .map_err(ConvertError::Write)
+            .and_then(|sink| self.reencode_into(sink, big, compression, progress))
+            .and_then(|sink| sink.finish());
         Some(written.map(|()| self.reader.get().samples_decoded()))
     }
 }
