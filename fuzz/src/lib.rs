@@ -81,9 +81,8 @@ pub fn mojo(data: &[u8]) {
     let _ = tachyon::mojo::austin::austin_text(Cursor::new(data), Vec::new());
     let _ = tachyon::mojo::reencode(Cursor::new(data), &mut Vec::new(), None);
     let _ = tachyon::mojo::info(Cursor::new(data), data.len() as u64);
-    if let Ok(mut source) = MojoSource::open(Cursor::new(data), MojoMetric::Default) {
-        let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
-    }
+    let mut source = MojoSource::open(Cursor::new(data), MojoMetric::Default);
+    let _ = convert(&mut source, &Output::Collapsed, Destination::Stream(&mut Vec::new()), &mut |_| {});
 }
 
 /// A pstats file: loaded, printed sorted with callers and callees, drawn as a call graph,

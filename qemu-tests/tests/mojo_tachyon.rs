@@ -101,8 +101,7 @@ fn mojo_to_tachyon_reads_back_in_cpython_as_austin_python_reads_the_mojo() {
     assert!(files.len() >= 14 + 6, "{} files", files.len());
     let mut dumps = Vec::new();
     for (i, (mojo, _)) in files.iter().enumerate() {
-        let mut source = MojoSource::open(FileSource::open(mojo).unwrap(), MojoMetric::Default)
-            .unwrap_or_else(|e| panic!("{}: {e}", mojo.display()));
+        let mut source = MojoSource::open(FileSource::open(mojo).unwrap(), MojoMetric::Default);
         let out = work.join(format!("{i}.pyb"));
         let output = Output::Tachyon { big_endian: None, compression: None };
         convert(&mut source, &output, Destination::File(&out), &mut |_| {})

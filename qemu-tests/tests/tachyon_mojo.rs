@@ -192,8 +192,7 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
             convert_file(file, &Output::Austin).unwrap_or_else(|e| panic!("{}: --to austin: {e}", file.display()));
         std::fs::write(work.join(format!("{i}.ours.austin")), text).unwrap();
         austin_jobs.push_str(&format!("{}\t{}\n", mojo.display(), work.join(format!("{i}.samples.jsonl")).display()));
-        let mut source = MojoSource::open(FileSource::open(&mojo).unwrap(), MojoMetric::Default)
-            .unwrap_or_else(|e| panic!("{}: our MOJO file: {e}", file.display()));
+        let mut source = MojoSource::open(FileSource::open(&mojo).unwrap(), MojoMetric::Default);
         let back = work.join(format!("{i}.back.pyb"));
         convert(
             &mut source,

@@ -269,7 +269,7 @@ fn mojo_inputs_reach_the_viewers() {
         let name = file.display().to_string();
         let bytes = std::fs::read(file).unwrap();
         let out = |output: &Output| {
-            let mut source = MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default).unwrap();
+            let mut source = MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default);
             output_of(&mut source, output)
         };
         let (stacks, total) = stacks_and_total(&out(&Output::Collapsed));

@@ -273,7 +273,7 @@ impl Profile {
 
     /// A MOJO file as a source, weighed by `metric`.
     pub fn mojo_source(&self, metric: MojoMetric) -> Result<MojoSource<FileSource>, ProfileError> {
-        MojoSource::open(self.file()?, metric).map_err(|e| self.invalid(e))
+        Ok(MojoSource::open(self.file()?, metric))
     }
 
     /// The profile as the hub's source, read as `options` say.

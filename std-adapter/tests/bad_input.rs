@@ -215,16 +215,11 @@ fn run_mojo(bytes: &[u8]) -> usize {
     let mut errors = 0;
     let mut outputs: Vec<Output> = formats().into_iter().filter(|f| !matches!(f, Output::Flamegraph { .. })).collect();
     outputs.push(Output::Tachyon { big_endian: None, compression: None });
-    match MojoSource::open(Cursor::new(bytes), MojoMetric::Default) {
-        // One source replays for every output.
-        Ok(mut source) => {
-            for output in &outputs {
-                let mut out = Vec::new();
-                errors +=
-                    usize::from(convert(&mut source, output, Destination::Stream(&mut out), &mut |_| {}).is_err());
-            }
-        }
-        Err(_) => errors += 1,
+    // One source replays for every output.
+    let mut source = MojoSource::open(Cursor::new(bytes), MojoMetric::Default);
+    for output in &outputs {
+        let mut out = Vec::new();
+        errors += usize::from(convert(&mut source, output, Destination::Stream(&mut out), &mut |_| {}).is_err());
     }
     let mut out = Vec::new();
     errors += usize::from(tachyon::mojo::austin::austin_text(Cursor::new(bytes), &mut out).is_err());
@@ -333,7 +328,7 @@ fn mojo_key_floods_deep_and_empty_stacks() {
     assert_eq!(lines[1_000_001].matches(";f0:f0:2").count(), 100_000);
     assert_eq!(lines[1_000_002], "P1;T0:2 7");
 
-    let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default).unwrap();
+    let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default);
     let mut out = Vec::new();
     convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
     let collapsed = String::from_utf8(out).unwrap();
@@ -522,7 +517,7 @@ fn fifty_thousand_mojo_threads_under_a_memory_limit() {
         Event::Time(2),
     ]);
     let file = mojo_file_of_version(&events, 4);
-    let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default).unwrap();
+    let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default);
     let mut out = Vec::new();
     convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
     let collapsed = String::from_utf8(out).unwrap();

@@ -173,7 +173,7 @@ fn a_version_4_file_converts_to_every_output() {
         Output::Austin,
     ];
     for output in outputs {
-        let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default).unwrap();
+        let mut source = MojoSource::open(Cursor::new(&file[..]), MojoMetric::Default);
         let mut out = Vec::new();
         convert(&mut source, &output, Destination::Stream(&mut out), &mut |_| {})
             .unwrap_or_else(|e| panic!("{output:?}: {e}"));
@@ -228,7 +228,7 @@ fn a_gc_frame_further_out_comes_back_as_the_pseudo_frame() {
     let mut mojo = Vec::new();
     convert(&mut source, &Output::Mojo { version: None }, Destination::Stream(&mut mojo), &mut |_| {}).unwrap();
 
-    let mut back = MojoSource::open(Cursor::new(&mojo[..]), MojoMetric::Default).unwrap();
+    let mut back = MojoSource::open(Cursor::new(&mojo[..]), MojoMetric::Default);
     back.prepare(&Output::Collapsed).unwrap();
     let gc_frames: Vec<_> = back.frames().frames.iter().filter(|f| f.funcname == "<GC>").collect();
     assert_eq!(gc_frames.len(), 1, "one `~:<GC>` frame, innermost or not: {gc_frames:?}");

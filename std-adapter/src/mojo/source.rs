@@ -142,7 +142,7 @@ impl<R: Read + Seek> MojoSource<R> {
     /// The file, not read yet: [`Source::prepare`] reads its frames and facts for the hub;
     /// Austin's formats are written in one pass from its events ([`Source::pass_through`]).
     /// `metric` weighs samples in aggregating outputs.
-    pub fn open(source: R, metric: MojoMetric) -> Result<Self, SamplesError<R::Error>> {
+    pub fn open(source: R, metric: MojoMetric) -> Self {
         let info = SourceInfo {
             kind: FileKind::Mojo,
             start_time_us: 0,
@@ -154,7 +154,7 @@ impl<R: Read + Seek> MojoSource<R> {
             threads: true,
             naming: Naming::Python,
         };
-        Ok(MojoSource {
+        MojoSource {
             source,
             scanned: false,
             asked: metric,
@@ -167,7 +167,7 @@ impl<R: Read + Seek> MojoSource<R> {
             metric,
             timeline: false,
             interval_us: 0,
-        })
+        }
     }
 
     /// Reads the file's frames and facts, once.
