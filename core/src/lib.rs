@@ -21,6 +21,8 @@
 //! ## Module map
 //! * Tachyon: [`header`] (header, footer, stats trailer), [`tables`], [`records`],
 //!   [`varint`], [`writer`], [`reader`], `compression` (zstd FFI, the only `unsafe`).
+//! * Sampling from a signal handler or an interrupt: [`capture`] (a wait-free ring of
+//!   samples and the drain that writes them).
 //! * Shared: [`storage`] (caller-owned tables), [`endian`] (byte order as a type),
 //!   [`io`] (a seekable in-memory cursor), [`text`] (CPython's lossy names), [`error`],
 //!   [`kind`] (which format a file holds).
@@ -75,6 +77,7 @@ extern crate alloc;
 #[doc = include_str!("../FORMAT.md")]
 pub mod spec {}
 
+pub mod capture;
 pub mod endian;
 pub mod error;
 pub mod header;

@@ -1,0 +1,171 @@
+//! The consumer's side: entries out of rings, samples into a [`Writer`], and what was lost
+//! into CPython's stats trailer.
+
+use embedded_io::{Seek, Write};
+
+use super::entry::{Entry, Stack};
+use super::ring::Capture;
+use crate::endian::Endianity;
+use crate::error::WriteError;
+use crate::header::Stats;
+use crate::records::MAX_STACK_DEPTH;
+use crate::writer::{Frame, FrameId, Writer};
+
+/// Turns a runtime's `(code id, offset)` pair into a frame, on the drain's side (where names
+/// can be looked up; a signal handler cannot).
+pub trait Resolver {
+    /// The frame for `offset` in code object `code`. A runtime that does not know the code
+    /// (unloaded since) can answer with a placeholder such as `Frame::new(b"~", b"<unknown>")`.
+    fn resolve(&self, code: u64, offset: u32) -> Frame<'_>;
+}
+
+impl<F: Fn(u64, u32) -> Frame<'static>> Resolver for F {
+    fn resolve(&self, code: u64, offset: u32) -> Frame<'_> {
+        self(code, offset)
+    }
+}
+
+/// For rings that carry frame ids only: a `(code id, offset)` entry resolves to
+/// `<unresolved>` in `~`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdsOnly;
+
+impl Resolver for IdsOnly {
+    fn resolve(&self, _code: u64, _offset: u32) -> Frame<'_> {
+        Frame::new(b"~", b"<unresolved>")
+    }
+}
+
+/// Feeds entries from any number of rings into one writer and keeps the counts CPython's
+/// stats trailer reports: samples written, entries the writer refused (its storage full, an
+/// id it never gave out), the span of timestamps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Drain {
+    written: u64,
+    refused: u64,
+    last_timestamp_us: Option<u64>,
+}
+
+impl Drain {
+    /// A drain that has taken nothing.
+    pub const fn new() -> Self {
+        Drain { written: 0, refused: 0, last_timestamp_us: None }
+    }
+
+    /// Moves up to `max` entries from `ring` into `writer`; returns how many it took. A
+    /// sample the writer refuses for a limit (storage full, format limit, unknown frame id)
+    /// is counted and the drain goes on; a sink error stops it and is returned (that entry
+    /// is lost and counted as refused; the writer itself stays usable as its docs say).
+    pub fn drain<W, E, R>(
+        &mut self,
+        ring: &Capture<'_>,
+        writer: &mut Writer<'_, W, E>,
+        resolver: &R,
+        max: usize,
+    ) -> Result<usize, WriteError<W::Error>>
+    where
+        W: Write + Seek,
+        E: Endianity,
+        R: Resolver + ?Sized,
+    {
+        let mut taken = 0;
+        while taken < max {
+            let Some(result) = ring.pop(|entry| write_entry(writer, resolver, &entry)) else {
+                break;
+            };
+            taken += 1;
+            match result {
+                Ok(timestamp_us) => {
+                    self.written += 1;
+                    self.last_timestamp_us = Some(self.last_timestamp_us.map_or(timestamp_us, |t| t.max(timestamp_us)));
+                }
+                Err(e) => {
+                    self.refused += 1;
+                    if !(e.is_limit() || matches!(e, WriteError::UnknownFrameId { .. })) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Samples written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Entries taken that the writer refused.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The stats trailer for what was drained, given the samples the rings dropped
+    /// (the sum of their [`Capture::dropped`] and [`Capture::garbled`]), in the meanings
+    /// CPython's own profiler gives the fields (`profiling.sampling` 3.15.2):
+    /// `duration_sec` from `start_time_us` to the last sample's timestamp, `sample_rate`
+    /// samples written a second, `error_rate` the percentage of taken samples the writer
+    /// refused, and `missed_samples` the percentage of all samples taken that never reached
+    /// the writer. The dropped count is recovered exactly from the file:
+    /// `dropped = round(written / (1 - e/100) / (1 - m/100)) - round(written / (1 - e/100))`.
+    pub fn stats(&self, start_time_us: u64, dropped: u64) -> Stats {
+        let duration_sec =
+            self.last_timestamp_us.map_or(0.0, |last| last.saturating_sub(start_time_us) as f64 / 1_000_000.0);
+        let sample_rate = if duration_sec > 0.0 { self.written as f64 / duration_sec } else { 0.0 };
+        let taken = self.written + self.refused;
+        let percent = |part: u64, whole: u64| if whole > 0 { part as f64 * 100.0 / whole as f64 } else { 0.0 };
+        Stats {
+            duration_sec,
+            sample_rate,
+            error_rate: Some(percent(self.refused, taken)),
+            missed_samples: Some(percent(dropped, taken + dropped)),
+        }
+    }
+
+    /// Sets the writer's stats trailer to [`Drain::stats`] for `rings` (call it before
+    /// `finish`; a later call replaces it, as CPython's `set_stats`).
+    pub fn set_stats<'r, W, E>(
+        &self,
+        writer: &mut Writer<'_, W, E>,
+        start_time_us: u64,
+        rings: impl IntoIterator<Item = &'r Capture<'r>>,
+    ) -> Result<(), WriteError<W::Error>>
+    where
+        W: Write + Seek,
+        E: Endianity,
+    {
+        let dropped = rings.into_iter().map(|r| u64::from(r.dropped()) + u64::from(r.garbled())).sum();
+        writer.set_stats(self.stats(start_time_us, dropped))
+    }
+}
+
+/// Writes one entry; its timestamp on success.
+fn write_entry<W, E, R>(
+    writer: &mut Writer<'_, W, E>,
+    resolver: &R,
+    entry: &Entry<'_>,
+) -> Result<u64, WriteError<W::Error>>
+where
+    W: Write + Seek,
+    E: Endianity,
+    R: Resolver + ?Sized,
+{
+    let t = entry.taken();
+    match entry.stack() {
+        Stack::Ids(ids) => {
+            let mut stack = [FrameId(0); MAX_STACK_DEPTH];
+            let mut depth = 0;
+            for (slot, id) in stack.iter_mut().zip(ids) {
+                *slot = id;
+                depth += 1;
+            }
+            let stack = stack.get(..depth).unwrap_or(&[]);
+            writer.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, stack)?;
+        }
+        Stack::Code(pairs) => {
+            let frames = pairs.map(|(code, offset)| resolver.resolve(code, offset));
+            writer.write_thread_sample(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)?;
+        }
+    }
+    Ok(t.timestamp_us)
+}
