@@ -337,6 +337,58 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         Ok(file_size)
     }
 
+    /// Ends every thread's pending REPEAT run (in thread-creation order), hands every staged
+    /// byte to the sink and flushes it: after it returns, the sink holds every sample written
+    /// so far (with zstd, the bytes the compressor still holds reach the sink only with its
+    /// next block or `finish`). A recording that must survive its process's death flushes
+    /// on an interval ([`crate::transport::JournalWriter`] does). Ending runs early makes
+    /// them shorter than CPython would, never different in meaning; a writer that is never
+    /// flushed writes CPython's bytes. After an error it can be called again.
+    pub fn flush(&mut self) -> Result<(), WriteError<W::Error>> {
+        self.check_open()?;
+        for thread in 0..self.store.threads.len() {
+            if self.store.threads.get(thread).rle_count > 0 {
+                self.flush_run(thread)?;
+            }
+        }
+        self.flush_staging(false)?;
+        self.sink.flush().map_err(|error| WriteError::Sink { offset: self.committed, error })
+    }
+
+    /// String `index` of the string table as it stands (in the order `finish` writes it).
+    pub fn string(&self, index: u32) -> Option<&[u8]> {
+        self.store.strings.table().get(index)
+    }
+
+    /// Frame `index` of the frame table as it stands.
+    pub fn frame_entry(&self, index: u32) -> Option<FrameEntry> {
+        self.store.frames.entries().get(index as usize).copied()
+    }
+
+    /// The header `finish` would write if nothing more came, with the tables' offsets and the
+    /// counts still zero: what a receiver of a cut stream starts from (byte order, version,
+    /// start time, interval, compression, profiling configuration).
+    pub fn header_template(&self) -> Header {
+        Header { sample_count: 0, thread_count: 0, ..self.header(0, 0) }
+    }
+
+    /// The sink beside string `index`, for a journal that sends the table through the sink
+    /// itself (the sink's position is not touched, so the writer need not seek again).
+    #[cfg(feature = "transport")]
+    pub(crate) fn sink_and_string(&mut self, index: u32) -> (&mut W, Option<&[u8]>) {
+        (&mut self.sink, self.store.strings.table().get(index))
+    }
+
+    /// The byte order the file is written in.
+    pub fn endian(&self) -> E {
+        self.endian
+    }
+
+    /// The stats `set_stats` recorded, if any.
+    pub fn stats(&self) -> Option<Stats> {
+        self.stats
+    }
+
     /// Thread samples written so far (REPEAT ones included).
     pub fn sample_count(&self) -> u64 {
         self.sample_count

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use common::{decode_all, writer_storage, SMALL_READER};
 use embedded_io::{ErrorType, Write};
 use tachyon_core::io::Cursor;
-use tachyon_core::transport::{chunk_for, decode, FramedSink, Receiver, StreamError, MIN_SCRATCH};
+use tachyon_core::transport::{chunk_for, decode, Accepted, FramedSink, Receiver, StreamError, MIN_SCRATCH};
 use tachyon_core::{BigEndian, Endianity, Frame, LittleEndian, Writer, WriterConfig};
 
 /// A link that keeps what is sent (a UART capture).
@@ -80,7 +80,9 @@ fn replay(capture: &[u8]) -> Result<Vec<u8>, String> {
         let len = chunk.len();
         if len > 0 {
             let frame = decode(chunk, &mut scratch).map_err(|e| format!("{e:?} at {at}"))?;
-            if let Some((offset, data)) = receiver.accept(&frame).map_err(|e| format!("{e} at {at}"))? {
+            if let Accepted::Write { offset, bytes: data } =
+                receiver.accept(&frame).map_err(|e| format!("{e} at {at}"))?
+            {
                 let end = offset as usize + data.len();
                 if file.len() < end {
                     file.resize(end, 0);

@@ -664,9 +664,12 @@ fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Fail
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
-    let file =
-        tachyon::tachyon::receive::reassemble(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
-    std::fs::write(output, file).map_err(|e| Failure(format!("{}: {e}", output.display())))
+    let received =
+        tachyon::tachyon::receive::receive(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+    if let Some(salvage) = received.salvage {
+        eprintln!("tachyon receive: {}: {salvage}", input.display());
+    }
+    std::fs::write(output, received.file).map_err(|e| Failure(format!("{}: {e}", output.display())))
 }
 
 fn file_name(path: &Path) -> String {

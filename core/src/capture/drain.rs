@@ -4,7 +4,7 @@
 use embedded_io::{Seek, Write};
 
 use super::entry::{Entry, Stack};
-use super::ring::Capture;
+use super::ring::{Capture, Taken};
 use crate::endian::Endianity;
 use crate::error::WriteError;
 use crate::header::Stats;
@@ -36,6 +36,46 @@ impl Resolver for IdsOnly {
     }
 }
 
+/// What a [`Drain`] writes into: a [`Writer`], or a journaled stream
+/// (`transport::JournalWriter`, feature `transport`).
+pub trait Target {
+    /// The sink's error.
+    type Error;
+
+    /// Writes a sample whose stack is interned frame ids, innermost first.
+    fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), WriteError<Self::Error>>;
+
+    /// Writes a sample whose stack is frames, innermost first.
+    fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
+        &mut self,
+        taken: Taken,
+        frames: I,
+    ) -> Result<(), WriteError<Self::Error>>;
+
+    /// Records the stats trailer.
+    fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<Self::Error>>;
+}
+
+impl<W: Write + Seek, E: Endianity> Target for Writer<'_, W, E> {
+    type Error = W::Error;
+
+    fn write_ids(&mut self, t: Taken, frames: &[FrameId]) -> Result<(), WriteError<W::Error>> {
+        self.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)
+    }
+
+    fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
+        &mut self,
+        t: Taken,
+        frames: I,
+    ) -> Result<(), WriteError<W::Error>> {
+        self.write_thread_sample(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)
+    }
+
+    fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<W::Error>> {
+        Writer::set_stats(self, stats)
+    }
+}
+
 /// Feeds entries from any number of rings into one writer and keeps the counts CPython's
 /// stats trailer reports: samples written, entries the writer refused (its storage full, an
 /// id it never gave out), the span of timestamps.
@@ -56,16 +96,15 @@ impl Drain {
     /// sample the writer refuses for a limit (storage full, format limit, unknown frame id)
     /// is counted and the drain goes on; a sink error stops it and is returned (that entry
     /// is lost and counted as refused; the writer itself stays usable as its docs say).
-    pub fn drain<W, E, R>(
+    pub fn drain<T, R>(
         &mut self,
         ring: &Capture<'_>,
-        writer: &mut Writer<'_, W, E>,
+        writer: &mut T,
         resolver: &R,
         max: usize,
-    ) -> Result<usize, WriteError<W::Error>>
+    ) -> Result<usize, WriteError<T::Error>>
     where
-        W: Write + Seek,
-        E: Endianity,
+        T: Target + ?Sized,
         R: Resolver + ?Sized,
     {
         let mut taken = 0;
@@ -124,30 +163,21 @@ impl Drain {
 
     /// Sets the writer's stats trailer to [`Drain::stats`] for `rings` (call it before
     /// `finish`; a later call replaces it, as CPython's `set_stats`).
-    pub fn set_stats<'r, W, E>(
+    pub fn set_stats<'r, T: Target + ?Sized>(
         &self,
-        writer: &mut Writer<'_, W, E>,
+        writer: &mut T,
         start_time_us: u64,
         rings: impl IntoIterator<Item = &'r Capture<'r>>,
-    ) -> Result<(), WriteError<W::Error>>
-    where
-        W: Write + Seek,
-        E: Endianity,
-    {
+    ) -> Result<(), WriteError<T::Error>> {
         let dropped = rings.into_iter().map(|r| u64::from(r.dropped()) + u64::from(r.garbled())).sum();
         writer.set_stats(self.stats(start_time_us, dropped))
     }
 }
 
 /// Writes one entry; its timestamp on success.
-fn write_entry<W, E, R>(
-    writer: &mut Writer<'_, W, E>,
-    resolver: &R,
-    entry: &Entry<'_>,
-) -> Result<u64, WriteError<W::Error>>
+fn write_entry<T, R>(writer: &mut T, resolver: &R, entry: &Entry<'_>) -> Result<u64, WriteError<T::Error>>
 where
-    W: Write + Seek,
-    E: Endianity,
+    T: Target + ?Sized,
     R: Resolver + ?Sized,
 {
     let t = entry.taken();
@@ -159,13 +189,9 @@ where
                 *slot = id;
                 depth += 1;
             }
-            let stack = stack.get(..depth).unwrap_or(&[]);
-            writer.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, stack)?;
+            writer.write_ids(t, stack.get(..depth).unwrap_or(&[]))?;
         }
-        Stack::Code(pairs) => {
-            let frames = pairs.map(|(code, offset)| resolver.resolve(code, offset));
-            writer.write_thread_sample(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)?;
-        }
+        Stack::Code(pairs) => writer.write_frames(t, pairs.map(|(code, offset)| resolver.resolve(code, offset)))?,
     }
     Ok(t.timestamp_us)
 }

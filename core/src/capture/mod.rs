@@ -76,6 +76,6 @@ mod atomic {
 }
 
 pub use atomic::AtomicU32;
-pub use drain::{Drain, IdsOnly, Resolver};
+pub use drain::{Drain, IdsOnly, Resolver, Target};
 pub use entry::{CodePairs, Entry, Ids, Stack};
 pub use ring::{entry_words, Capture, Dropped, Taken, MAX_WORDS};

@@ -3,10 +3,19 @@
 //! decoded, checked (CRC, sequence, no holes) and replayed at its offset. A capture with a
 //! frame lost, damaged or out of place is refused, naming the frame and where it is: the
 //! file made is the device's, byte for byte, or none is.
+//!
+//! A stream cut at its tail (the writing process killed, the link dropped) is the one
+//! exception, and only when it carries the journal a `JournalWriter` sends: [`receive`]
+//! then rebuilds a valid file from the samples that arrived whole and the tables the journal
+//! carried, and says what was cut.
 
+use std::collections::HashSet;
 use std::fmt;
 
-use tachyon_core::transport::{decode, DecodeError, Receiver, StreamError};
+use tachyon_core::header::{Footer, Header, HEADER_SIZE};
+use tachyon_core::records::{Encoding, Prefix, PREFIX_LEN};
+use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
+use tachyon_core::varint;
 
 /// Why a capture does not give a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +39,17 @@ pub enum ReceiveError {
         /// Frames read.
         frames: u32,
     },
+    /// The capture ends before `End` and carries no journal to rebuild the tables from (the
+    /// stream was written by a plain `FramedSink`).
+    NoJournal {
+        /// Frames read.
+        frames: u32,
+    },
+    /// The journal's header is not a Tachyon header.
+    BadJournal {
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl fmt::Display for ReceiveError {
@@ -45,21 +65,103 @@ impl fmt::Display for ReceiveError {
             ReceiveError::NoEnd { frames } => {
                 write!(f, "the capture ends after {frames} frames, before the stream's End")
             }
+            ReceiveError::NoJournal { frames } => write!(
+                f,
+                "the capture ends after {frames} frames, before the stream's End, and carries no journal \
+                 of the tables to rebuild a file from (written without a JournalWriter)"
+            ),
+            ReceiveError::BadJournal { why } => write!(f, "the stream's journal: {why}"),
         }
     }
 }
 
 impl std::error::Error for ReceiveError {}
 
-/// The file a capture of a framed stream holds. Memory: the file (no longer than the
-/// capture: every byte of it came in a frame) and one frame's bytes.
+/// The file a capture of a framed stream holds, when the stream is complete. Memory: the
+/// file (no longer than the capture: every byte of it came in a frame) and one frame's bytes.
 pub fn reassemble(capture: &[u8]) -> Result<Vec<u8>, ReceiveError> {
+    match receive(capture)? {
+        Received { file, salvage: None } => Ok(file),
+        Received { salvage: Some(s), .. } => Err(ReceiveError::NoEnd { frames: s.frames }),
+    }
+}
+
+/// What [`receive`] made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// The Tachyon file.
+    pub file: Vec<u8>,
+    /// Set when the stream was cut and the file rebuilt from what arrived.
+    pub salvage: Option<Salvage>,
+}
+
+/// How a cut stream was salvaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Salvage {
+    /// Frames that arrived whole.
+    pub frames: u32,
+    /// Capture bytes after the last whole frame (a frame cut while it was being written).
+    pub incomplete_bytes: usize,
+    /// Sample-region bytes after the last whole record (a record cut between two frames).
+    pub cut_record_bytes: u64,
+    /// Samples kept.
+    pub samples: u64,
+}
+
+impl fmt::Display for Salvage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the stream was cut: rebuilt from {} whole frames, {} samples kept; {} bytes at the end were an \
+             incomplete frame, {} bytes of the sample region an incomplete record",
+            self.frames, self.samples, self.incomplete_bytes, self.cut_record_bytes
+        )
+    }
+}
+
+/// The journal of a stream: what rebuilds the tables.
+#[derive(Default)]
+struct Journal {
+    header: Option<[u8; HEADER_SIZE]>,
+    strings: Vec<Vec<u8>>,
+    /// The last string goes on in the next `String` record.
+    string_open: bool,
+    frames: Vec<Vec<u8>>,
+    stats: Option<Vec<u8>>,
+}
+
+impl Journal {
+    fn take(&mut self, record: Record<'_>) {
+        match record {
+            Record::Header { bytes } => self.header = bytes.try_into().ok(),
+            Record::String { bytes, continues } => {
+                match self.strings.last_mut() {
+                    Some(last) if self.string_open => last.extend_from_slice(bytes),
+                    _ => self.strings.push(bytes.to_vec()),
+                }
+                self.string_open = continues;
+            }
+            Record::Frame { bytes } => self.frames.push(bytes.to_vec()),
+            Record::Stats { bytes } => self.stats = Some(bytes.to_vec()),
+            Record::Begin { .. } | Record::Write { .. } | Record::End { .. } => {}
+        }
+    }
+}
+
+/// The file a capture of a framed stream holds: the writes replayed when the stream is
+/// complete; when it was cut at its tail and carries a journal, a file rebuilt from every
+/// sample record that arrived whole (uncompressed region, the journal's tables, its last
+/// stats). Damage anywhere but the tail is refused as [`reassemble`] refuses it.
+pub fn receive(capture: &[u8]) -> Result<Received, ReceiveError> {
     let mut file = Vec::new();
     let mut receiver = Receiver::new();
+    let mut journal = Journal::default();
     let (mut frame, mut scratch) = (Vec::new(), Vec::new());
     let mut frames = 0;
     let mut offset = 0;
-    for bytes in capture.split(|&b| b == 0) {
+    // The bytes after the last 0x00 are a frame that was still being written.
+    let whole = capture.iter().rposition(|&b| b == 0).map_or(0, |last| last + 1);
+    for bytes in capture[..whole].split(|&b| b == 0) {
         let at = offset;
         offset += bytes.len() + 1;
         if bytes.is_empty() {
@@ -71,19 +173,150 @@ pub fn reassemble(capture: &[u8]) -> Result<Vec<u8>, ReceiveError> {
         scratch.resize(bytes.len(), 0);
         let decoded = decode(&mut frame, &mut scratch).map_err(|why| ReceiveError::Frame { offset: at, why })?;
         frames += 1;
-        let write = receiver.accept(&decoded).map_err(|why| ReceiveError::Stream { offset: at, why })?;
-        if let Some((start, data)) = write {
-            // No holes: `start` is at most the length so far.
-            let start = start as usize;
-            let end = start + data.len();
-            if file.len() < end {
-                file.resize(end, 0);
+        match receiver.accept(&decoded).map_err(|why| ReceiveError::Stream { offset: at, why })? {
+            Accepted::Write { offset: start, bytes: data } => {
+                // No holes: `start` is at most the length so far.
+                let start = start as usize;
+                let end = start + data.len();
+                if file.len() < end {
+                    file.resize(end, 0);
+                }
+                file[start..end].copy_from_slice(data);
             }
-            file[start..end].copy_from_slice(data);
+            Accepted::Journal(record) => journal.take(record),
+            Accepted::Nothing => {}
         }
     }
-    if !receiver.complete() {
-        return Err(ReceiveError::NoEnd { frames });
+    let incomplete_bytes = capture.len() - whole;
+    if receiver.complete() {
+        if incomplete_bytes > 0 {
+            return Err(ReceiveError::Stream { offset: whole, why: StreamError::AfterEnd });
+        }
+        return Ok(Received { file, salvage: None });
     }
-    Ok(file)
+    let Some(header) = journal.header else {
+        // A journaled stream sends its header before any write: writes without one are a
+        // plain stream's.
+        return Err(if file.is_empty() { ReceiveError::NoEnd { frames } } else { ReceiveError::NoJournal { frames } });
+    };
+    salvage(file, &journal, header, frames, incomplete_bytes)
+}
+
+/// Rebuilds a file from the sample bytes that arrived and the journal.
+fn salvage(
+    mut file: Vec<u8>,
+    journal: &Journal,
+    header: [u8; HEADER_SIZE],
+    frames: u32,
+    incomplete_bytes: usize,
+) -> Result<Received, ReceiveError> {
+    let bad = |why: String| ReceiveError::BadJournal { why };
+    let (mut head, endian, _) = Header::decode(&header, u64::MAX).map_err(|e| bad(format!("{e:?}")))?;
+    if head.compression != tachyon_core::Compression::None {
+        return Err(bad("the sample region is compressed; only an uncompressed one can be salvaged".into()));
+    }
+    file.resize(file.len().max(HEADER_SIZE), 0);
+    let scan = scan_records(&file[HEADER_SIZE..], endian, journal.frames.len() as u64);
+    let region_end = HEADER_SIZE + scan.whole_bytes;
+    let cut_record_bytes = (file.len() - region_end) as u64;
+    file.truncate(region_end);
+    let string_table_offset = file.len() as u64;
+    for string in &journal.strings {
+        let mut len = [0u8; varint::MAX_VARINT_LEN];
+        let n = varint::encode_u64(string.len() as u64, &mut len);
+        file.extend_from_slice(&len[..n]);
+        file.extend_from_slice(string);
+    }
+    let frame_table_offset = file.len() as u64;
+    for entry in &journal.frames {
+        file.extend_from_slice(entry);
+    }
+    if let Some(stats) = &journal.stats {
+        file.extend_from_slice(stats);
+    }
+    let footer = Footer {
+        string_count: journal.strings.len() as u32,
+        frame_count: journal.frames.len() as u32,
+        file_size: file.len() as u64 + tachyon_core::header::FOOTER_SIZE as u64,
+    };
+    file.extend_from_slice(&footer.encode(endian));
+    head.sample_count = scan.samples;
+    head.thread_count = scan.threads;
+    head.string_table_offset = string_table_offset;
+    head.frame_table_offset = frame_table_offset;
+    file[..HEADER_SIZE].copy_from_slice(&head.encode(endian));
+    let salvage = Salvage { frames, incomplete_bytes, cut_record_bytes, samples: scan.samples };
+    Ok(Received { file, salvage: Some(salvage) })
+}
+
+/// What the whole records at the start of a sample region hold.
+struct Scan {
+    /// Bytes of the whole records.
+    whole_bytes: usize,
+    samples: u64,
+    threads: u32,
+}
+
+/// Walks the sample records of `region` and stops before the first that is cut short or
+/// names a frame the journal did not carry. The walk's limits are the region's length: a
+/// count is never trusted beyond the bytes there are.
+fn scan_records<E: tachyon_core::Endianity>(region: &[u8], endian: E, frames: u64) -> Scan {
+    let mut at = 0;
+    let mut samples = 0u64;
+    let mut threads = HashSet::new();
+    while let Some((len, count, key)) = record_at(region.get(at..).unwrap_or(&[]), endian, frames) {
+        at += len;
+        samples += count;
+        threads.insert(key);
+    }
+    Scan { whole_bytes: at, samples, threads: threads.len() as u32 }
+}
+
+/// The length, sample count and thread of the whole record at the start of `bytes`.
+fn record_at<E: tachyon_core::Endianity>(bytes: &[u8], endian: E, frames: u64) -> Option<(usize, u64, (u64, u32))> {
+    let prefix = Prefix::decode(bytes.get(..PREFIX_LEN)?.try_into().ok()?, endian);
+    let mut c = Cursor { bytes, at: PREFIX_LEN };
+    let count = match Encoding::from_byte(prefix.encoding)? {
+        Encoding::Repeat => {
+            // Each entry takes at least two bytes, so the loop ends with the bytes.
+            let count = c.varint()?;
+            for _ in 0..count {
+                c.varint()?; // timestamp delta
+                c.byte()?; // status
+            }
+            count
+        }
+        encoding => {
+            c.varint()?; // timestamp delta
+            c.byte()?; // status
+            let first = c.varint()?;
+            let listed = if encoding == Encoding::Full { first } else { c.varint()? };
+            for _ in 0..listed {
+                if c.varint()? >= frames {
+                    return None;
+                }
+            }
+            1
+        }
+    };
+    Some((c.at, count, (prefix.thread_id, prefix.interpreter_id)))
+}
+
+struct Cursor<'b> {
+    bytes: &'b [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn varint(&mut self) -> Option<u64> {
+        let (value, n) = varint::decode_u64(self.bytes.get(self.at..)?).ok()?;
+        self.at += n;
+        Some(value)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
 }

@@ -1,0 +1,182 @@
+//! A journaled stream (`JournalWriter`): complete, it is the file a seekable writer makes for
+//! the same calls; cut anywhere, `receive` rebuilds a valid file holding exactly the samples
+//! whose records arrived whole — at least every sample before the last flush — and says
+//! what was cut; damage before the tail is still refused.
+
+use std::convert::Infallible;
+
+use tachyon::memory::VecSink;
+use tachyon::tachyon::receive::{receive, ReceiveError};
+use tachyon_core::capture::Taken;
+use tachyon_core::io::Cursor;
+use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
+use tachyon_core::transport::{FlushPolicy, JournalWriter};
+use tachyon_core::{Frame, Location, Reader, Stats, Writer, WriterConfig};
+
+#[derive(Default)]
+struct Link(Vec<u8>);
+
+impl embedded_io::ErrorType for Link {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Link {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+fn storage() -> VecWriterStorage {
+    VecWriterStorage::new(WriterCapacity {
+        string_bytes: 1 << 14,
+        strings: 256,
+        frames: 256,
+        threads: 8,
+        rle_budget: 16384,
+    })
+    .unwrap()
+}
+
+const FLUSH_EVERY: u64 = 40;
+const SAMPLES: u64 = 400;
+
+/// Sample `i`: three threads, stacks that change, repeat and grow, new functions (and so
+/// new strings and frames) appearing all along, one long file name.
+fn sample(i: u64, names: &[Vec<u8>]) -> (Taken, Vec<Frame<'_>>) {
+    let at = |line| Location { lineno: line, end_lineno: line, col: 0, end_col: 4 };
+    let depth = 1 + (i / 3 % 6) as usize;
+    let stack = (0..depth)
+        .map(|d| Frame::new(&names[0], &names[1 + (i as usize / 50 + d) % (names.len() - 1)]).at(at(d as i32 + 1)))
+        .collect();
+    (Taken { timestamp_us: 10_000 + i * 250, interpreter_id: 0, thread_id: 100 + i % 3, status: (i % 2) as u8 }, stack)
+}
+
+fn names() -> Vec<Vec<u8>> {
+    let mut names = vec![[b"src/".repeat(100), b"engine.lua".to_vec()].concat()];
+    names.extend((0..20).map(|f| format!("function_{f}").into_bytes()));
+    names
+}
+
+/// The file a seekable writer makes for the same calls, and the journaled stream.
+fn file_and_stream() -> (Vec<u8>, Vec<u8>) {
+    let names = names();
+    let config = WriterConfig::new(10_000, 250);
+    let mut s = storage();
+    let mut w = Writer::new(VecSink::default(), s.storage(), config).unwrap();
+    let mut js = storage();
+    let mut scratch = [0u8; 256];
+    let policy = FlushPolicy { every_samples: FLUSH_EVERY, every_us: 0 };
+    let mut j = JournalWriter::new(Link::default(), &mut scratch, js.storage(), config, policy).unwrap();
+    let stats = Stats { duration_sec: 0.1, sample_rate: 4000.0, error_rate: Some(0.0), missed_samples: Some(1.5) };
+    for i in 0..SAMPLES {
+        let (t, stack) = sample(i, &names);
+        w.write_thread_sample(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, stack.iter().copied()).unwrap();
+        j.write_thread_sample(t, stack).unwrap();
+        if i == 100 {
+            w.set_stats(stats).unwrap();
+            j.set_stats(stats).unwrap();
+        }
+        if (i + 1) % FLUSH_EVERY == 0 {
+            w.flush().unwrap();
+        }
+    }
+    w.finish().unwrap();
+    j.finish().unwrap();
+    (w.into_inner().into_inner(), j.into_inner().0)
+}
+
+/// Each sample of a file as (thread, timestamp, status, function names innermost first).
+fn samples_of(file: &[u8]) -> Vec<(u64, u64, u8, Vec<Vec<u8>>)> {
+    let cap = ReaderCapacity { string_bytes: 1 << 14, strings: 256, frames: 256, threads: 8, read_buffer: 4096 };
+    let mut storage = VecReaderStorage::new(cap).unwrap();
+    let mut reader = Reader::open(Cursor::new(file), storage.storage()).unwrap();
+    let mut out = vec![];
+    while let Some(s) = reader.next_sample().unwrap() {
+        out.push((s.thread_id, s.timestamp_us, s.status, s.frames().map(|f| f.funcname.to_vec()).collect()));
+    }
+    out
+}
+
+#[test]
+fn a_complete_journaled_stream_is_the_seekable_writers_file() {
+    let (file, stream) = file_and_stream();
+    let received = receive(&stream).unwrap();
+    assert_eq!(received.salvage, None);
+    assert!(received.file == file, "the journal changed the file");
+    assert_eq!(samples_of(&file).len() as u64, SAMPLES);
+}
+
+#[test]
+fn a_stream_cut_anywhere_keeps_every_sample_that_arrived_whole() {
+    let (file, stream) = file_and_stream();
+    let all = samples_of(&file);
+    let mut last_kept = 0;
+    let mut salvaged = 0;
+    // Every cut point through the stream (a few thousand): each rebuilt file reads, holds a
+    // prefix of the samples, never fewer than a shorter cut kept.
+    for cut in (1..stream.len()).step_by(7).chain([stream.len() - 1]) {
+        let received = match receive(&stream[..cut]) {
+            Ok(r) => r,
+            // Before the journal's header arrived nothing can be rebuilt.
+            Err(ReceiveError::NoEnd { .. }) if cut < 100 => continue,
+            Err(e) => panic!("cut at {cut}: {e}"),
+        };
+        let salvage = received.salvage.expect("a cut stream is salvaged");
+        let kept = samples_of(&received.file);
+        assert_eq!(kept.len() as u64, salvage.samples, "cut at {cut}");
+        assert_eq!(kept[..], all[..kept.len()], "cut at {cut}: not a prefix of the samples");
+        assert!(kept.len() >= last_kept, "cut at {cut}: {} < {last_kept}", kept.len());
+        last_kept = kept.len();
+        salvaged += 1;
+    }
+    assert!(salvaged > 1000);
+    // Cut just before `End`: everything but the stats written at finish is there.
+    assert_eq!(last_kept as u64, SAMPLES);
+}
+
+#[test]
+fn every_sample_before_a_flush_survives_a_cut_after_it() {
+    let (_, stream) = file_and_stream();
+    // Replay the stream frame by frame and note, after each, how many samples a cut there
+    // keeps; a flush sends its samples within the frames that follow it, so the kept count
+    // passes each multiple of FLUSH_EVERY.
+    let ends: Vec<usize> = stream.iter().enumerate().filter(|(_, &b)| b == 0).map(|(i, _)| i + 1).collect();
+    let kept: Vec<u64> =
+        ends.iter().filter_map(|&end| receive(&stream[..end]).ok()?.salvage.map(|s| s.samples)).collect();
+    for flushed in (FLUSH_EVERY..SAMPLES).step_by(FLUSH_EVERY as usize) {
+        assert!(kept.contains(&flushed), "no cut keeps exactly the {flushed} samples of a flush: {kept:?}");
+    }
+}
+
+#[test]
+fn damage_before_the_tail_is_refused_and_a_plain_stream_says_it_has_no_journal() {
+    let (_, stream) = file_and_stream();
+    let mut damaged = stream.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x40;
+    if damaged[middle] == 0 {
+        damaged[middle] = 1;
+    }
+    assert!(matches!(
+        receive(&damaged[..damaged.len() - 10]),
+        Err(ReceiveError::Frame { .. } | ReceiveError::Stream { .. })
+    ));
+    // A stream without a journal (the firmware's plain FramedSink) cut: refused, saying so.
+    let mut s = storage();
+    let mut scratch = [0u8; 256];
+    let link = tachyon_core::transport::FramedSink::new(Link::default(), &mut scratch).unwrap();
+    let mut w = Writer::new(link, s.storage(), WriterConfig::new(0, 100)).unwrap();
+    for i in 0..50 {
+        w.write_thread_sample(i, 0, 1, 0, [Frame::new(b"a", b"b")]).unwrap();
+        w.flush().unwrap();
+    }
+    let plain = w.into_inner().into_inner().0;
+    let err = receive(&plain).unwrap_err();
+    assert!(matches!(err, ReceiveError::NoJournal { .. }), "{err}");
+    assert!(err.to_string().contains("no journal"), "{err}");
+}
