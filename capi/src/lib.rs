@@ -27,11 +27,16 @@
 //! * `reader` (host builds): files and memory buffers, samples one at a time;
 //!   `registry` (host builds): which addresses hold the handles the library allocated.
 //! * `message`: a handle's last error, kept in the handle (no allocation).
+//! * `inner`: what a writer handle writes with (the core's writer over callbacks, or a
+//!   journaled stream into a file).
+//! * `capture`: capture rings (push from a signal handler, drain into a writer).
 
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]
 
+mod capture;
+mod inner;
 mod layout;
 mod message;
 #[cfg(feature = "std")]
@@ -43,6 +48,7 @@ mod writer;
 
 use core::ffi::c_char;
 
+pub use capture::*;
 pub use layout::tachyon_writer_options;
 #[cfg(feature = "std")]
 pub use reader::*;
@@ -89,6 +95,9 @@ pub const TACHYON_E_FORMAT: i32 = -13;
 pub const TACHYON_E_TRUNCATED: i32 = -14;
 /// An internal error (a bug in this library) was caught at the boundary.
 pub const TACHYON_E_PANIC: i32 = -15;
+/// A capture ring had no room: the sample was dropped and counted (not an error of the
+/// program; the drain writes the count into the stats trailer).
+pub const TACHYON_E_FULL: i32 = -16;
 
 /// Byte order: this machine's, as CPython writes.
 pub const TACHYON_BYTE_ORDER_NATIVE: u32 = 0;
@@ -130,6 +139,7 @@ pub extern "C" fn tachyon_status_message(status: i32) -> *const c_char {
         TACHYON_E_FORMAT => b"the file breaks a rule of the format\0",
         TACHYON_E_TRUNCATED => b"the file ends early\0",
         TACHYON_E_PANIC => b"internal error in the library\0",
+        TACHYON_E_FULL => b"the capture ring is full; the sample was dropped and counted\0",
         _ => b"unknown status code\0",
     };
     text.as_ptr().cast()

@@ -11,11 +11,13 @@ use core::mem::align_of;
 
 use tachyon_core::storage::{Span, WriterBuffers, WriterStorage, WriterThread};
 use tachyon_core::tables::FrameEntry;
-use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, WriteError, Writer, WriterConfig};
+use tachyon_core::capture::{Drain, Taken};
+use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, Writer, WriterConfig};
 
 use crate::layout::{memory_size, plan, tachyon_writer_options, Part, Plan};
 use crate::message::Message;
-use crate::sink::{tachyon_sink, CallbackSink, SinkError};
+use crate::inner::{Failure, Inner};
+use crate::sink::{tachyon_sink, CallbackSink};
 use crate::*;
 
 /// Alignment of a writer's start: the strictest of the handle's and the tables'.
@@ -94,19 +96,25 @@ enum State {
     Finalized,
 }
 
-/// What a writer made by `tachyon_writer_open_file` owns: its memory and its file.
+/// What a writer made by `tachyon_writer_open_file` or `tachyon_writer_open_journal` owns:
+/// its memory and its file (for a journal, the file is inside the writer and the frame
+/// scratch is owned here).
 #[cfg(feature = "std")]
 pub(crate) struct Owned {
     memory: *mut u64,
     words: usize,
-    file: *mut std::io::BufWriter<std::fs::File>,
+    file: Option<*mut std::io::BufWriter<std::fs::File>>,
+    scratch: Option<*mut [u8]>,
 }
 
 /// A writer (opaque to C).
 pub struct tachyon_writer {
     magic: u64,
     state: State,
-    writer: Writer<'static, CallbackSink, RunTimeEndian>,
+    pub(crate) writer: Inner,
+    /// What `tachyon_capture_drain` took into this writer, for its stats trailer.
+    pub(crate) drain: Drain,
+    pub(crate) start_time_us: u64,
     message: Message,
     #[cfg(feature = "std")]
     owned: Option<Owned>,
@@ -114,27 +122,18 @@ pub struct tachyon_writer {
 
 impl tachyon_writer {
     /// Records the details of an error and returns its status.
-    fn fail(&mut self, status: i32, args: fmt::Arguments<'_>) -> i32 {
+    pub(crate) fn fail(&mut self, status: i32, args: fmt::Arguments<'_>) -> i32 {
         self.message.set(args);
         #[cfg(feature = "std")]
         crate::registry::set_last_error(args);
         status
     }
 
-    fn write_error(&mut self, e: WriteError<SinkError>) -> i32 {
-        let status = match e {
-            WriteError::Sink { .. } | WriteError::SinkWroteZero { .. } => TACHYON_E_IO,
-            WriteError::Capacity { .. } => TACHYON_E_CAPACITY,
-            WriteError::Limit(_) => TACHYON_E_LIMIT,
-            WriteError::InvalidStats => TACHYON_E_ARGUMENT,
-            WriteError::UnknownFrameId { .. } => TACHYON_E_UNKNOWN_FRAME,
-            WriteError::Zstd { .. } | WriteError::CompressorMissing => TACHYON_E_ZSTD,
-            WriteError::Finished => TACHYON_E_FINALIZED,
-        };
-        self.fail(status, format_args!("{e}"))
+    pub(crate) fn write_error(&mut self, e: Failure) -> i32 {
+        self.fail(e.status(), format_args!("{e}"))
     }
 
-    fn open(&mut self) -> Result<(), i32> {
+    pub(crate) fn open(&mut self) -> Result<(), i32> {
         if self.state == State::Finalized {
             return Err(self.fail(TACHYON_E_FINALIZED, format_args!("the writer was finalized")));
         }
@@ -147,7 +146,7 @@ impl tachyon_writer {
 /// # Safety
 /// `w` must be NULL or point at memory the caller can read (a writer handle, live or
 /// closed, or anything else of at least a handle's size).
-unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_writer, i32> {
+pub(crate) unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_writer, i32> {
     if w.is_null() {
         return Err(TACHYON_E_NULL);
     }
@@ -287,7 +286,7 @@ pub unsafe extern "C" fn tachyon_writer_init(
         // SAFETY: `pad` bytes in, inside the memory (checked above).
         let base = unsafe { memory.cast::<u8>().add(pad) };
         // SAFETY: the plan's parts lie after the handle, inside the checked length.
-        match unsafe { place(base, &plan, &options, endian, sink) } {
+        match unsafe { place(base, &plan, &options, endian, Sink::Callbacks(sink)) } {
             Ok(handle) => {
                 #[cfg(feature = "std")]
                 crate::registry::forget(handle as usize);
@@ -300,6 +299,19 @@ pub unsafe extern "C" fn tachyon_writer_init(
     })
 }
 
+/// Where a placed writer writes.
+enum Sink {
+    /// The caller's callbacks.
+    Callbacks(tachyon_sink),
+    /// A journaled stream into a file.
+    #[cfg(feature = "std")]
+    Journal {
+        link: crate::inner::FileLink,
+        scratch: &'static mut [u8],
+        policy: tachyon_core::transport::FlushPolicy,
+    },
+}
+
 /// Builds the tables and the writer at `base` following `plan`.
 ///
 /// # Safety
@@ -310,7 +322,7 @@ unsafe fn place(
     plan: &Plan,
     options: &tachyon_writer_options,
     endian: RunTimeEndian,
-    sink: tachyon_sink,
+    sink: Sink,
 ) -> Result<*mut tachyon_writer, i32> {
     // SAFETY (every call below): the parts are disjoint, aligned, inside the memory.
     let buffers = unsafe {
@@ -344,12 +356,23 @@ unsafe fn place(
     if options.compression != TACHYON_COMPRESSION_ZSTD {
         config = config.with_compression(Compression::None);
     }
-    let inner = Writer::with_endian(CallbackSink { sink }, storage, config, endian).map_err(|_| TACHYON_E_ARGUMENT)?;
+    let inner = match sink {
+        Sink::Callbacks(sink) => Inner::Plain(
+            Writer::with_endian(CallbackSink { sink }, storage, config, endian).map_err(|_| TACHYON_E_ARGUMENT)?,
+        ),
+        #[cfg(feature = "std")]
+        Sink::Journal { link, scratch, policy } => Inner::Journal(
+            tachyon_core::transport::JournalWriter::with_endian(link, scratch, storage, config, policy, endian)
+                .map_err(|_| TACHYON_E_IO)?,
+        ),
+    };
     let handle = base.cast::<tachyon_writer>();
     let value = tachyon_writer {
         magic: LIVE,
         state: State::Open,
         writer: inner,
+        drain: Drain::new(),
+        start_time_us: options.start_time_us,
         message: Message::new(),
         #[cfg(feature = "std")]
         owned: None,
@@ -376,7 +399,7 @@ unsafe fn items<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
 ///
 /// # Safety
 /// The frame's name pointers must be valid for their lengths.
-unsafe fn core_frame<'a>(f: &tachyon_frame) -> Result<Frame<'a>, i32> {
+pub(crate) unsafe fn core_frame<'a>(f: &tachyon_frame) -> Result<Frame<'a>, i32> {
     // SAFETY: by the function's contract.
     let (filename, funcname) =
         unsafe { (name_bytes(f.filename, f.filename_len)?, name_bytes(f.funcname, f.funcname_len)?) };
@@ -467,7 +490,8 @@ pub unsafe extern "C" fn tachyon_writer_write_sample(
         }
         // SAFETY: as above; every frame converts (checked).
         let core_frames = kept.iter().filter_map(|f| unsafe { core_frame(f) }.ok());
-        match w.writer.write_thread_sample(timestamp_us, interpreter_id, thread_id, status, core_frames) {
+        let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
+        match w.writer.write_frames(taken, core_frames) {
             Ok(()) => TACHYON_OK,
             Err(e) => w.write_error(e),
         }
@@ -504,7 +528,7 @@ pub unsafe extern "C" fn tachyon_writer_write_sample_ids(
         // SAFETY: non-null unless `count` is 0 (checked), `count` ids by the caller's promise;
         // FrameId is a transparent u32.
         let ids = unsafe { items(ids.cast::<FrameId>(), count) };
-        match w.writer.write_thread_sample_ids(timestamp_us, interpreter_id, thread_id, status, ids) {
+        match w.writer.write_ids(Taken { timestamp_us, interpreter_id, thread_id, status }, ids) {
             Ok(()) => TACHYON_OK,
             Err(e) => w.write_error(e),
         }
@@ -610,6 +634,30 @@ pub unsafe extern "C" fn tachyon_writer_finalize(writer: *mut tachyon_writer, fi
     })
 }
 
+/// Hands every sample written so far to the sink and flushes it: pending REPEAT runs end
+/// (shorter than CPython would make them, same meaning), staged records go out, the sink's
+/// flush callback runs. For a journaled writer this is what a process killed later keeps.
+///
+/// # Safety
+/// `writer` must be NULL or a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_flush(writer: *mut tachyon_writer) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        if let Err(status) = w.open() {
+            return status;
+        }
+        match w.writer.flush() {
+            Ok(()) => TACHYON_OK,
+            Err(e) => w.write_error(e),
+        }
+    })
+}
+
 /// Ends the writer's life: a writer in caller memory leaves that memory to the caller (a
 /// call with the handle while the memory is unchanged is `TACHYON_E_CLOSED`); one from
 /// `tachyon_writer_open_file` closes its file and frees its memory. Closing without
@@ -626,6 +674,8 @@ pub unsafe extern "C" fn tachyon_writer_close(writer: *mut tachyon_writer) -> i3
             Err(status) => return status,
         };
         w.magic = CLOSED;
+        #[cfg(all(feature = "std", unix))]
+        at_exit::forget(writer);
         #[cfg(feature = "std")]
         let owned = w.owned.take();
         // SAFETY: the handle was live; it is not used again (the magic says closed).
@@ -633,11 +683,17 @@ pub unsafe extern "C" fn tachyon_writer_close(writer: *mut tachyon_writer) -> i3
         #[cfg(feature = "std")]
         if let Some(owned) = owned {
             crate::registry::close(writer as usize);
-            // SAFETY: made by `tachyon_writer_open_file` with Box and Vec, used by nothing now.
+            // SAFETY: made by `tachyon_writer_open_file` or `_open_journal` with Box and Vec,
+            // used by nothing now (the writer that borrowed the scratch was dropped above).
             let result = unsafe {
-                let mut file = Box::from_raw(owned.file);
                 drop(Vec::from_raw_parts(owned.memory, owned.words, owned.words));
-                std::io::Write::flush(&mut *file)
+                if let Some(scratch) = owned.scratch {
+                    drop(Box::from_raw(scratch));
+                }
+                match owned.file {
+                    Some(file) => std::io::Write::flush(&mut *Box::from_raw(file)),
+                    None => Ok(()),
+                }
             };
             if result.is_err() {
                 return TACHYON_E_IO;
@@ -750,14 +806,169 @@ mod file {
                 return status;
             }
             // SAFETY: init succeeded: the handle is live.
-            unsafe { (*handle).owned = Some(Owned { memory: memory_ptr, words, file }) };
+            unsafe { (*handle).owned = Some(Owned { memory: memory_ptr, words, file: Some(file), scratch: None }) };
             crate::registry::open(handle as usize, crate::registry::Kind::Writer);
             // SAFETY: checked non-null.
             unsafe { writer.write(handle) };
             TACHYON_OK
         })
     }
+
+    /// When a journaled writer flushes on its own. Zeros: only on `tachyon_writer_flush`.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct tachyon_flush_policy {
+        /// After this many samples since the last flush (0: not by count).
+        pub every_samples: u64,
+        /// When a sample's timestamp is this many µs past the last flush's (0: not by time).
+        pub every_us: u64,
+    }
+
+    /// Creates (or truncates) the file at `path` and a writer that streams into it in the
+    /// framed transport with a journal of its tables (`tachyon_core::transport`), flushed by
+    /// `policy` and by `tachyon_writer_flush`. If the process dies (even by SIGKILL),
+    /// `tachyon receive` rebuilds a valid Tachyon file from the stream with every sample up
+    /// to the last flush; after `tachyon_writer_finalize` it rebuilds exactly the file
+    /// `tachyon_writer_open_file` would have written for the same calls. The sample region is
+    /// uncompressed (`TACHYON_E_UNSUPPORTED` for zstd). Host builds only; memory as
+    /// `tachyon_writer_open_file`, plus 4 KiB.
+    ///
+    /// # Safety
+    /// Pointers must be NULL or valid.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_open_journal(
+        path: *const c_char,
+        options: *const tachyon_writer_options,
+        policy: *const tachyon_flush_policy,
+        writer: *mut *mut tachyon_writer,
+    ) -> i32 {
+        guard(|| {
+            if writer.is_null() {
+                return TACHYON_E_NULL;
+            }
+            // SAFETY: checked non-null.
+            unsafe { writer.write(core::ptr::null_mut()) };
+            if path.is_null() || options.is_null() || policy.is_null() {
+                return TACHYON_E_NULL;
+            }
+            // SAFETY: checked non-null, valid by the caller's promise.
+            let (o, policy) = unsafe { (*options, *policy) };
+            if o.compression != TACHYON_COMPRESSION_NONE {
+                crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
+                return TACHYON_E_UNSUPPORTED;
+            }
+            let endian = match endian_of(o.byte_order) {
+                Ok(e) => e,
+                Err(status) => return status,
+            };
+            let plan = match plan::<tachyon_writer>(&o) {
+                Ok(p) => p,
+                Err(status) => return status,
+            };
+            // SAFETY: a NUL-terminated string by the caller's promise.
+            let path = crate::registry::path_of(unsafe { core::ffi::CStr::from_ptr(path) });
+            let file = match std::fs::File::create(&path) {
+                Ok(f) => f,
+                Err(e) => {
+                    crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
+                    return TACHYON_E_IO;
+                }
+            };
+            let words = (plan.end + ALIGN).div_ceil(8);
+            let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
+            let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
+            let pad = (ALIGN - (memory_ptr as usize) % ALIGN) % ALIGN;
+            let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
+            let link = tachyon::file::StdIo(BufWriter::with_capacity(64 << 10, file));
+            let policy = tachyon_core::transport::FlushPolicy {
+                every_samples: policy.every_samples,
+                every_us: policy.every_us,
+            };
+            // SAFETY: the scratch lives until close, which frees it after the writer.
+            let sink = Sink::Journal { link, scratch: unsafe { &mut *scratch }, policy };
+            // SAFETY: `pad` bytes in, `plan.end` bytes after it are inside the memory.
+            match unsafe { place(memory_ptr.cast::<u8>().add(pad), &plan, &o, endian, sink) } {
+                Ok(handle) => {
+                    // SAFETY: placed: the handle is live.
+                    unsafe {
+                        (*handle).owned =
+                            Some(Owned { memory: memory_ptr, words, file: None, scratch: Some(scratch) })
+                    };
+                    crate::registry::open(handle as usize, crate::registry::Kind::Writer);
+                    // SAFETY: checked non-null.
+                    unsafe { writer.write(handle) };
+                    TACHYON_OK
+                }
+                Err(status) => {
+                    // SAFETY: made above, used by nothing now.
+                    unsafe {
+                        drop(Vec::from_raw_parts(memory_ptr, words, words));
+                        drop(Box::from_raw(scratch));
+                    }
+                    status
+                }
+            }
+        })
+    }
 }
 
 #[cfg(feature = "std")]
-pub use file::tachyon_writer_open_file;
+pub use file::{tachyon_writer_open_file, tachyon_writer_open_journal};
+
+#[cfg(all(feature = "std", unix))]
+mod at_exit {
+    //! Finalizing writers when the process exits normally.
+
+    use std::sync::{Mutex, Once};
+
+    use super::*;
+
+    /// Writers to finalize at exit, by address.
+    static WRITERS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    static REGISTER: Once = Once::new();
+
+    extern "C" fn finalize_all() {
+        let writers = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|p| p.into_inner()));
+        for w in writers {
+            // SAFETY: a handle registered by `tachyon_writer_finalize_at_exit` and not closed
+            // since (close removes it); `live` checks it again.
+            unsafe { tachyon_writer_finalize(w as *mut tachyon_writer, core::ptr::null_mut()) };
+        }
+    }
+
+    /// Finalizes `writer` when the process exits normally (`exit`, or returning from
+    /// `main`), unless it was finalized or closed before, so a program that never reaches
+    /// its own finalize still leaves a complete file. The writer must not be in use by
+    /// another thread then: stop the draining thread first (an `atexit` handler registered
+    /// after this call runs before it). A process killed by a signal runs no exit handlers:
+    /// that is what `tachyon_writer_open_journal` is for. Host builds on Unix only.
+    ///
+    /// # Safety
+    /// `writer` must be NULL or a valid handle.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_finalize_at_exit(writer: *mut tachyon_writer) -> i32 {
+        guard(|| {
+            // SAFETY: the caller's pointer, checked by `live`.
+            if let Err(status) = unsafe { live(writer) } {
+                return status;
+            }
+            let mut registered = 0;
+            // SAFETY: `finalize_all` is an `extern "C" fn()` that does not unwind (it calls
+            // only the guarded C API).
+            REGISTER.call_once(|| registered = unsafe { libc::atexit(finalize_all) });
+            if registered != 0 {
+                return TACHYON_E_ARGUMENT;
+            }
+            WRITERS.lock().unwrap_or_else(|p| p.into_inner()).push(writer as usize);
+            TACHYON_OK
+        })
+    }
+
+    /// Forgets `writer` (it is being closed).
+    pub(super) fn forget(writer: *mut tachyon_writer) {
+        WRITERS.lock().unwrap_or_else(|p| p.into_inner()).retain(|&w| w != writer as usize);
+    }
+}
+
+#[cfg(all(feature = "std", unix))]
+pub use at_exit::tachyon_writer_finalize_at_exit;

@@ -113,9 +113,20 @@ impl<'a> Capture<'a> {
     /// first (the innermost 256 kept); the consumer turns them into frames through a
     /// [`super::Resolver`]. Async-signal-safe and wait-free (see the type's docs).
     pub fn push_code(&self, taken: Taken, frames: &[(u64, u32)]) -> Result<(), Dropped> {
-        let frames = frames.get(..MAX_STACK_DEPTH).unwrap_or(frames);
-        let words = frames.iter().flat_map(|&(code, offset)| [code as u32, (code >> 32) as u32, offset]);
-        self.push(taken, Kind::Code, frames.len(), words)
+        self.push_code_from(taken, frames.iter().copied())
+    }
+
+    /// As [`push_code`](Capture::push_code) from any exact-size iterator of pairs (a C
+    /// caller's array of structs, say), without copying them first.
+    pub fn push_code_from<I>(&self, taken: Taken, frames: I) -> Result<(), Dropped>
+    where
+        I: IntoIterator<Item = (u64, u32)>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let frames = frames.into_iter();
+        let depth = frames.len().min(MAX_STACK_DEPTH);
+        let words = frames.take(depth).flat_map(|(code, offset)| [code as u32, (code >> 32) as u32, offset]);
+        self.push(taken, Kind::Code, depth, words)
     }
 
     fn push(&self, taken: Taken, kind: Kind, depth: usize, payload: impl Iterator<Item = u32>) -> Result<(), Dropped> {
@@ -159,7 +170,9 @@ impl<'a> Capture<'a> {
         // Acquire: the consumer has finished reading the words it released.
         let released = self.released.load(Ordering::Acquire);
         let free = capacity - (written.wrapping_sub(released) as usize).min(capacity);
-        let at = written as usize % capacity;
+        // `checked_rem`: no division-by-zero panic path (the length check above already rules
+        // out an empty ring, but the compiler need not see that).
+        let at = (written as usize).checked_rem(capacity).ok_or(Dropped::TooLarge)?;
         let to_end = capacity - at;
         let (start, skip) = if len <= to_end { (at, 0) } else { (0, to_end) };
         if skip + len > free {
@@ -180,10 +193,10 @@ impl<'a> Capture<'a> {
         // A pad word is followed by at least one entry, so this loop turns at most twice.
         for _ in 0..2 {
             let available = written.wrapping_sub(released) as usize;
-            if available == 0 || capacity == 0 {
+            if available == 0 {
                 return None;
             }
-            let at = released as usize % capacity;
+            let at = (released as usize).checked_rem(capacity)?;
             let word = self.words.get(at).map_or(Header::PAD, |w| w.load(Ordering::Relaxed));
             if word == Header::PAD {
                 released = released.wrapping_add((capacity - at) as u32);

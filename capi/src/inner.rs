@@ -1,0 +1,170 @@
+//! What a writer handle writes with: the core's writer over the caller's callbacks, or (host
+//! builds) a journaled stream into a file that survives the process being killed.
+
+use core::fmt;
+
+use tachyon_core::capture::{Target, Taken};
+use tachyon_core::{Frame, FrameId, RunTimeEndian, Stats, WriteError, Writer};
+
+use crate::sink::{CallbackSink, SinkError};
+use crate::*;
+
+/// The journaled stream's link: a buffered file, flushed to the kernel on every flush.
+#[cfg(feature = "std")]
+pub(crate) type FileLink = tachyon::file::StdIo<std::io::BufWriter<std::fs::File>>;
+
+#[cfg(feature = "std")]
+type Journal = tachyon_core::transport::JournalWriter<'static, 'static, FileLink, RunTimeEndian>;
+
+pub(crate) enum Inner {
+    Plain(Writer<'static, CallbackSink, RunTimeEndian>),
+    #[cfg(feature = "std")]
+    Journal(Journal),
+}
+
+/// A failure of either kind, with the status it maps to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Plain(WriteError<SinkError>),
+    #[cfg(feature = "std")]
+    Journal(WriteError<tachyon_core::transport::SinkError<std::io::Error>>),
+}
+
+fn status_of<E>(e: &WriteError<E>) -> i32 {
+    match e {
+        WriteError::Sink { .. } | WriteError::SinkWroteZero { .. } => TACHYON_E_IO,
+        WriteError::Capacity { .. } => TACHYON_E_CAPACITY,
+        WriteError::Limit(_) => TACHYON_E_LIMIT,
+        WriteError::InvalidStats => TACHYON_E_ARGUMENT,
+        WriteError::UnknownFrameId { .. } => TACHYON_E_UNKNOWN_FRAME,
+        WriteError::Zstd { .. } | WriteError::CompressorMissing => TACHYON_E_ZSTD,
+        WriteError::Finished => TACHYON_E_FINALIZED,
+    }
+}
+
+impl Failure {
+    pub(crate) fn status(&self) -> i32 {
+        match self {
+            Failure::Plain(e) => status_of(e),
+            #[cfg(feature = "std")]
+            Failure::Journal(e) => status_of(e),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Plain(e) => e.fmt(f),
+            #[cfg(feature = "std")]
+            Failure::Journal(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Runs the same call on either writer.
+macro_rules! either {
+    ($self:expr, $w:ident => $call:expr) => {
+        match $self {
+            Inner::Plain($w) => $call.map_err(Failure::Plain),
+            #[cfg(feature = "std")]
+            Inner::Journal($w) => $call.map_err(Failure::Journal),
+        }
+    };
+}
+
+/// Reads a count from either writer.
+macro_rules! count {
+    ($self:expr, $w:ident => $read:expr) => {
+        match $self {
+            Inner::Plain($w) => $read,
+            #[cfg(feature = "std")]
+            Inner::Journal(j) => {
+                let $w = j.writer();
+                $read
+            }
+        }
+    };
+}
+
+impl Inner {
+    pub(crate) fn intern_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, Failure> {
+        either!(self, w => w.intern_frame(frame))
+    }
+
+    pub(crate) fn write_frames<'f>(
+        &mut self,
+        taken: Taken,
+        frames: impl IntoIterator<Item = Frame<'f>>,
+    ) -> Result<(), Failure> {
+        either!(self, w => w.write_frames(taken, frames))
+    }
+
+    pub(crate) fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), Failure> {
+        either!(self, w => w.write_ids(taken, frames))
+    }
+
+    pub(crate) fn set_stats(&mut self, stats: Stats) -> Result<(), Failure> {
+        either!(self, w => Target::set_stats(w, stats))
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<(), Failure> {
+        either!(self, w => w.flush())
+    }
+
+    pub(crate) fn finish(&mut self) -> Result<u64, Failure> {
+        either!(self, w => w.finish())
+    }
+
+    pub(crate) fn sample_count(&self) -> u64 {
+        count!(self, w => w.sample_count())
+    }
+
+    pub(crate) fn thread_count(&self) -> usize {
+        count!(self, w => w.thread_count())
+    }
+
+    pub(crate) fn string_count(&self) -> usize {
+        count!(self, w => w.string_count())
+    }
+
+    pub(crate) fn frame_count(&self) -> usize {
+        count!(self, w => w.frame_count())
+    }
+
+    pub(crate) fn limit_reached(&self) -> bool {
+        count!(self, w => w.limit_reached())
+    }
+}
+
+/// So that a drain can write into a handle's writer whichever it is.
+impl Target for Inner {
+    type Error = Failure;
+
+    fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), WriteError<Failure>> {
+        Inner::write_ids(self, taken, frames).map_err(lift)
+    }
+
+    fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
+        &mut self,
+        taken: Taken,
+        frames: I,
+    ) -> Result<(), WriteError<Failure>> {
+        Inner::write_frames(self, taken, frames).map_err(lift)
+    }
+
+    fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<Failure>> {
+        Inner::set_stats(self, stats).map_err(lift)
+    }
+}
+
+/// A failure as a `WriteError` the drain understands: limits stay limits (the drain goes
+/// on), everything else is a sink error carrying the failure.
+fn lift(f: Failure) -> WriteError<Failure> {
+    match f.status() {
+        TACHYON_E_CAPACITY => WriteError::Capacity { resource: tachyon_core::storage::Resource::Threads },
+        TACHYON_E_LIMIT => WriteError::Limit(tachyon_core::FormatLimit::Samples),
+        TACHYON_E_UNKNOWN_FRAME => WriteError::UnknownFrameId { id: 0 },
+        _ => WriteError::Sink { offset: 0, error: f },
+    }
+}

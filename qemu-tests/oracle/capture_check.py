@@ -1,0 +1,111 @@
+"""What CPython 3.15.2's own reader sees in the capture proofs' files (scripts/capture.sh).
+
+    python3.15 capture_check.py native FILE DROPPED THREADS
+        every thread present; the samples the rings dropped, recovered from the stats
+        trailer's percentages (missed_samples, error_rate) and sample_count, equal DROPPED.
+    python3.15 capture_check.py split FILE THREADS HEAVY LIGHT RATIO
+        every thread present, with samples in both functions; samples whose innermost frame is
+        HEAVY against those whose innermost frame is LIGHT are within 10 % of RATIO overall
+        (each thread's ratio is printed: a thread has a third of the samples, so its own
+        ratio is noisier than the 10 % asked of the whole).
+    python3.15 capture_check.py salvaged FILE AT_LEAST
+        the file reads, and holds at least AT_LEAST samples.
+
+Prints one line of what it saw; exits 1 with the reason when a check fails.
+"""
+import collections
+import sys
+
+import _remote_debugging as rd
+
+
+class Count:
+    def __init__(self):
+        self.threads = collections.Counter()
+        self.leaf = collections.Counter()
+        self.samples = 0
+
+    def collect(self, stack_frames, timestamps_us=None):
+        n = len(timestamps_us)
+        for interp in stack_frames:
+            for thread in interp.threads:
+                self.samples += n
+                self.threads[thread.thread_id] += n
+                if thread.frame_info:
+                    self.leaf[(thread.thread_id, thread.frame_info[0].funcname)] += n
+
+
+def read(path):
+    reader = rd.BinaryReader(path)
+    count = Count()
+    reader.replay(count, None)
+    return reader.get_info(), count
+
+
+def fail(why):
+    print(f"FAILED: {why}")
+    sys.exit(1)
+
+
+def native(path, dropped, threads):
+    info, count = read(path)
+    if sorted(count.threads) != list(range(1, threads + 1)):
+        fail(f"threads {sorted(count.threads)}, not 1..{threads}")
+    written = info["sample_count"]
+    error, missed = info["error_rate"], info["missed_samples"]
+    if error is None or missed is None:
+        fail(f"no stats trailer: {info}")
+    # The drain's definitions (Drain::stats): error = refused / taken, missed = dropped / all.
+    taken = round(written / (1 - error / 100))
+    everything = round(taken / (1 - missed / 100))
+    recovered = everything - taken
+    print(f"{path}: {written} samples in {len(count.threads)} threads; missed_samples {missed:.4f} % "
+          f"and error_rate {error:.4f} % of {written} written = {recovered} dropped (the program counted {dropped})")
+    if recovered != dropped:
+        fail(f"the file says {recovered} samples were dropped, the program counted {dropped}")
+    if dropped == 0:
+        fail("nothing was dropped: the ring was meant to overflow")
+
+
+def split(path, threads, heavy, light, ratio):
+    info, count = read(path)
+    if sorted(count.threads) != list(range(1, threads + 1)):
+        fail(f"threads {sorted(count.threads)}, not 1..{threads}")
+    total_h = sum(n for (t, f), n in count.leaf.items() if f == heavy)
+    total_l = sum(n for (t, f), n in count.leaf.items() if f == light)
+    parts = []
+    for t in range(1, threads + 1):
+        h, l = count.leaf[(t, heavy)], count.leaf[(t, light)]
+        if l == 0:
+            fail(f"thread {t}: no sample in {light}")
+        parts.append(f"thread {t} {h}:{l} = {h / l:.2f}")
+    print(f"{path}: {count.samples} samples; {heavy}:{light} overall {total_h}:{total_l} = "
+          f"{total_h / total_l:.3f} (want {ratio} ± 10 %); " + "; ".join(parts))
+    if abs(total_h / total_l / ratio - 1) > 0.10:
+        fail("the overall split is off")
+
+
+def salvaged(path, at_least):
+    info, count = read(path)
+    print(f"{path}: CPython reads {count.samples} samples in {len(count.threads)} threads "
+          f"(header says {info['sample_count']}); at least {at_least} were flushed before the kill")
+    if count.samples != info["sample_count"]:
+        fail("the replay and the header disagree")
+    if count.samples < at_least:
+        fail(f"{count.samples} < {at_least}")
+
+
+def main():
+    what, path, *rest = sys.argv[1:]
+    if what == "native":
+        native(path, int(rest[0]), int(rest[1]))
+    elif what == "split":
+        split(path, int(rest[0]), rest[1], rest[2], float(rest[3]))
+    elif what == "salvaged":
+        salvaged(path, int(rest[0]))
+    else:
+        fail(f"unknown check {what}")
+
+
+if __name__ == "__main__":
+    main()
