@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use tachyon_core::capture::{Target, Taken};
+use tachyon_core::capture::{Taken, Target};
 use tachyon_core::{Frame, FrameId, RunTimeEndian, Stats, WriteError, Writer};
 
 use crate::sink::{CallbackSink, SinkError};

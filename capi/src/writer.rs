@@ -9,14 +9,14 @@ use core::ffi::{c_char, c_void};
 use core::fmt;
 use core::mem::align_of;
 
+use tachyon_core::capture::{Drain, Taken};
 use tachyon_core::storage::{Span, WriterBuffers, WriterStorage, WriterThread};
 use tachyon_core::tables::FrameEntry;
-use tachyon_core::capture::{Drain, Taken};
 use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, Writer, WriterConfig};
 
+use crate::inner::{Failure, Inner};
 use crate::layout::{memory_size, plan, tachyon_writer_options, Part, Plan};
 use crate::message::Message;
-use crate::inner::{Failure, Inner};
 use crate::sink::{tachyon_sink, CallbackSink};
 use crate::*;
 
@@ -305,11 +305,7 @@ enum Sink {
     Callbacks(tachyon_sink),
     /// A journaled stream into a file.
     #[cfg(feature = "std")]
-    Journal {
-        link: crate::inner::FileLink,
-        scratch: &'static mut [u8],
-        policy: tachyon_core::transport::FlushPolicy,
-    },
+    Journal { link: crate::inner::FileLink, scratch: &'static mut [u8], policy: tachyon_core::transport::FlushPolicy },
 }
 
 /// Builds the tables and the writer at `base` following `plan`.
@@ -880,10 +876,8 @@ mod file {
             let pad = (ALIGN - (memory_ptr as usize) % ALIGN) % ALIGN;
             let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
             let link = tachyon::file::StdIo(BufWriter::with_capacity(64 << 10, file));
-            let policy = tachyon_core::transport::FlushPolicy {
-                every_samples: policy.every_samples,
-                every_us: policy.every_us,
-            };
+            let policy =
+                tachyon_core::transport::FlushPolicy { every_samples: policy.every_samples, every_us: policy.every_us };
             // SAFETY: the scratch lives until close, which frees it after the writer.
             let sink = Sink::Journal { link, scratch: unsafe { &mut *scratch }, policy };
             // SAFETY: `pad` bytes in, `plan.end` bytes after it are inside the memory.
@@ -891,8 +885,7 @@ mod file {
                 Ok(handle) => {
                     // SAFETY: placed: the handle is live.
                     unsafe {
-                        (*handle).owned =
-                            Some(Owned { memory: memory_ptr, words, file: None, scratch: Some(scratch) })
+                        (*handle).owned = Some(Owned { memory: memory_ptr, words, file: None, scratch: Some(scratch) })
                     };
                     crate::registry::open(handle as usize, crate::registry::Kind::Writer);
                     // SAFETY: checked non-null.
