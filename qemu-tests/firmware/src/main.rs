@@ -1,7 +1,7 @@
 //! Profiles a small interpreter ([`vm`]) on a Cortex-M with tachyon-core, no heap, every
-//! buffer static: SysTick interrupts snapshot the interpreter's call stack into a
-//! single-producer queue, the main loop drains it into two Tachyon writers through the
-//! frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one
+//! buffer static: SysTick interrupts push the interpreter's call stack into the library's
+//! capture ring (`tachyon_core::capture`, wait-free, no critical section) as (function,
+//! line) pairs, the main loop drains it into two Tachyon writers through the frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one
 //! over the UART in frames (`tachyon_core::transport`), which `tachyon receive` puts back
 //! together. defmt logs what happened (read on the host with defmt-print).
 
@@ -12,16 +12,14 @@ mod host;
 mod uart;
 mod vm;
 
-use core::cell::RefCell;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use cortex_m::interrupt::Mutex;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
-use heapless::spsc::{Consumer, Producer, Queue};
+use tachyon_core::capture::{entry_words, Capture, Stack, Taken};
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::StaticWriterStorage;
 use tachyon_core::transport::FramedSink;
@@ -31,19 +29,12 @@ use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
 const RELOAD: u32 = 2_500;
 const INTERVAL_US: u64 = 100;
 
-/// A sample: the tick it was taken at and the stack, root first, packed as `vm::pack`.
-#[derive(Clone, Copy)]
-struct Sample {
-    tick: u32,
-    depth: u8,
-    frames: [u32; vm::MAX_DEPTH],
-}
-
-const QUEUE: usize = 64;
-static PRODUCER: Mutex<RefCell<Option<Producer<'static, Sample>>>> = Mutex::new(RefCell::new(None));
+/// Room for 64 samples of the interpreter's deepest stack, as (function, line) pairs.
+const RING_WORDS: usize = 64 * entry_words(vm::MAX_DEPTH, true);
+static WORDS: [AtomicU32; RING_WORDS] = [const { AtomicU32::new(0) }; RING_WORDS];
+static RING: Capture<'static> = Capture::new(&WORDS);
 static TICKS: AtomicU32 = AtomicU32::new(0);
 static TAKEN: AtomicU32 = AtomicU32::new(0);
-static DROPPED: AtomicU32 = AtomicU32::new(0);
 
 /// Writer storage: 3 functions × a few lines, one thread.
 type Storage = StaticWriterStorage<256, 8, 32, 1>;
@@ -60,17 +51,13 @@ fn SysTick() {
         return;
     }
     TAKEN.store(TAKEN.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    let mut sample = Sample { tick, depth: depth as u8, frames: [0; vm::MAX_DEPTH] };
-    for (slot, frame) in sample.frames.iter_mut().zip(&vm::FRAMES[..depth]) {
-        *slot = frame.load(Ordering::Relaxed);
-    }
-    cortex_m::interrupt::free(|cs| {
-        if let Some(p) = PRODUCER.borrow(cs).borrow_mut().as_mut() {
-            if p.enqueue(sample).is_err() {
-                DROPPED.store(DROPPED.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            }
-        }
+    // The interpreter's frames are root first: pushed innermost first, straight from its
+    // atomics (the ring counts a sample it has no room for).
+    let frames = vm::FRAMES.iter().take(depth).rev().map(|frame| {
+        let (function, line) = vm::unpack(frame.load(Ordering::Relaxed));
+        (u64::from(function), u32::from(line))
     });
+    let _ = RING.push_code_from(Taken { timestamp_us: u64::from(tick) * INTERVAL_US, ..Taken::default() }, frames);
 }
 
 /// Frame ids per (function, line), interned on first use, the same in both writers.
@@ -87,10 +74,6 @@ fn frame_of(function: u8, line: u16) -> Frame<'static> {
 #[entry]
 fn main() -> ! {
     defmt::info!("profiling the interpreter on {=str}", env!("FIRMWARE_TARGET"));
-    let queue: &'static mut Queue<Sample, QUEUE> = cortex_m::singleton!(: Queue<Sample, QUEUE> = Queue::new()).unwrap();
-    let (producer, mut consumer) = queue.split();
-    cortex_m::interrupt::free(|cs| *PRODUCER.borrow(cs).borrow_mut() = Some(producer));
-
     let ram: &'static mut [u8; 1024 * 1024] = cortex_m::singleton!(: [u8; 1024 * 1024] = [0; 1024 * 1024]).unwrap();
     let ram_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
     let uart_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
@@ -128,15 +111,7 @@ fn main() -> ! {
             }
         };
         if !running || machine.steps.is_multiple_of(256) {
-            drain(
-                &mut consumer,
-                &mut frames,
-                &mut ram_writer,
-                &mut uart_writer,
-                &mut written,
-                &mut refused,
-                &mut costs,
-            );
+            drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
         }
         if !running {
             break;
@@ -144,13 +119,13 @@ fn main() -> ! {
     }
     p.SYST.disable_interrupt();
     p.SYST.disable_counter();
-    drain(&mut consumer, &mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
+    drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
 
     let ticks = TICKS.load(Ordering::Relaxed);
     let taken = TAKEN.load(Ordering::Relaxed);
-    let dropped = DROPPED.load(Ordering::Relaxed);
+    let dropped = RING.dropped();
     defmt::info!(
-        "interpreter: {=u64} steps, result {=i32}; {=u32} ticks; samples: {=u32} taken, {=u32} dropped (queue full), {=u32} written, {=u32} refused",
+        "interpreter: {=u64} steps, result {=i32}; {=u32} ticks; samples: {=u32} taken, {=u32} dropped (ring full), {=u32} written, {=u32} refused",
         machine.steps,
         machine.result.unwrap_or(-1),
         ticks,
@@ -231,9 +206,33 @@ impl Cost {
     }
 }
 
-/// Moves the queued samples into both writers (innermost frame first).
+/// A sample taken out of the ring: its tick and its (function, line) pairs, innermost first.
+struct Sample {
+    tick: u32,
+    depth: usize,
+    frames: [(u8, u16); vm::MAX_DEPTH],
+}
+
+/// The oldest sample in the ring.
+fn take() -> Option<Sample> {
+    RING.pop(|entry| {
+        let mut sample = Sample {
+            tick: (entry.taken().timestamp_us / INTERVAL_US) as u32,
+            depth: 0,
+            frames: [(0, 0); vm::MAX_DEPTH],
+        };
+        if let Stack::Code(pairs) = entry.stack() {
+            for (slot, (function, line)) in sample.frames.iter_mut().zip(pairs) {
+                *slot = (function as u8, line as u16);
+                sample.depth += 1;
+            }
+        }
+        sample
+    })
+}
+
+/// Moves the ring's samples into both writers (innermost frame first).
 fn drain<A, B>(
-    consumer: &mut Consumer<'static, Sample>,
     frames: &mut Frames,
     ram: &mut Writer<'_, A>,
     uart: &mut Writer<'_, B>,
@@ -244,12 +243,11 @@ fn drain<A, B>(
     A: embedded_io::Write + embedded_io::Seek,
     B: embedded_io::Write + embedded_io::Seek,
 {
-    while let Some(sample) = consumer.dequeue() {
+    while let Some(sample) = take() {
         let mut ids = [FrameId(0); vm::MAX_DEPTH];
-        let depth = usize::from(sample.depth);
+        let depth = sample.depth;
         let mut ok = true;
-        for (slot, &packed) in ids[..depth].iter_mut().zip(sample.frames[..depth].iter().rev()) {
-            let (function, line) = vm::unpack(packed);
+        for (slot, &(function, line)) in ids[..depth].iter_mut().zip(&sample.frames[..depth]) {
             let cell = frames.ids.get_mut(usize::from(function)).and_then(|f| f.get_mut(usize::from(line) % 32));
             *slot = match cell {
                 Some(Some(id)) => *id,
