@@ -158,6 +158,10 @@ step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) ag
 bash scripts/capi.sh
 prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
+step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
+bash scripts/capture.sh
+prune target/loom target/capture/work
+
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
 bash scripts/fuzz.sh
 prune target/fuzz-address

@@ -341,7 +341,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// byte to the sink and flushes it: after it returns, the sink holds every sample written
     /// so far (with zstd, the bytes the compressor still holds reach the sink only with its
     /// next block or `finish`). A recording that must survive its process's death flushes
-    /// on an interval ([`crate::transport::JournalWriter`] does). Ending runs early makes
+    /// on an interval (`transport::JournalWriter` does). Ending runs early makes
     /// them shorter than CPython would, never different in meaning; a writer that is never
     /// flushed writes CPython's bytes. After an error it can be called again.
     pub fn flush(&mut self) -> Result<(), WriteError<W::Error>> {

@@ -3,8 +3,8 @@
 
 use embedded_io::{Seek, Write};
 
-use super::entry::{Entry, Stack};
-use super::ring::{Capture, Taken};
+use super::entry::{Entry, Stack, Taken};
+use super::ring::Capture;
 use crate::endian::Endianity;
 use crate::error::WriteError;
 use crate::header::Stats;

@@ -1,9 +1,21 @@
 //! One entry in the ring's words, and the consumer's view of it.
 
 use super::atomic::{AtomicU32, Ordering};
-use super::ring::Taken;
 use crate::records::MAX_STACK_DEPTH;
 use crate::writer::FrameId;
+
+/// Where a sample was taken: the fields of a Tachyon thread sample besides its stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Taken {
+    /// Microseconds, on the clock the writer's `start_time_us` is on.
+    pub timestamp_us: u64,
+    /// CPython's interpreter id (0 for a runtime with one).
+    pub interpreter_id: u32,
+    /// The thread's id as the file should name it.
+    pub thread_id: u64,
+    /// Tachyon's status bits (`0` when the runtime has none).
+    pub status: u8,
+}
 
 /// Words before the stack: header, timestamp (2), thread id (2), interpreter id, depth.
 pub(super) const HEADER_WORDS: usize = 7;

@@ -77,5 +77,5 @@ mod atomic {
 
 pub use atomic::AtomicU32;
 pub use drain::{Drain, IdsOnly, Resolver, Target};
-pub use entry::{CodePairs, Entry, Ids, Stack};
-pub use ring::{entry_words, Capture, Dropped, Taken, MAX_WORDS};
+pub use entry::{CodePairs, Entry, Ids, Stack, Taken};
+pub use ring::{entry_words, Capture, Dropped, MAX_WORDS};

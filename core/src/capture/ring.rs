@@ -3,26 +3,13 @@
 //! word sends the consumer back to the start), so the consumer reads it as one slice.
 
 use super::atomic::{AtomicU32, Ordering};
-use super::entry::{Entry, Header, Kind, HEADER_WORDS, MAX_ENTRY_WORDS};
+use super::entry::{Entry, Header, Kind, Taken, HEADER_WORDS, MAX_ENTRY_WORDS};
 use crate::records::MAX_STACK_DEPTH;
 use crate::writer::FrameId;
 
 /// The most words a [`Capture`] uses: positions are `u32` counters and their difference must
 /// tell a full ring from an empty one.
 pub const MAX_WORDS: usize = 1 << 31;
-
-/// Where a sample was taken: the fields of a Tachyon thread sample besides its stack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Taken {
-    /// Microseconds, on the clock the writer's `start_time_us` is on.
-    pub timestamp_us: u64,
-    /// CPython's interpreter id (0 for a runtime with one).
-    pub interpreter_id: u32,
-    /// The thread's id as the file should name it.
-    pub thread_id: u64,
-    /// Tachyon's status bits (`0` when the runtime has none).
-    pub status: u8,
-}
 
 /// Why [`Capture::push_ids`] or [`Capture::push_code`] did not keep a sample (it is counted
 /// in [`Capture::dropped`] either way).
