@@ -1,7 +1,8 @@
 //! Seeds that no committed file is, made by our writers from committed vectors:
 //! `make_seeds ROOT OUT` writes `OUT/pprof/*` (pprof profiles converted from the CPython
 //! vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the CPython
-//! vectors sent through the framed transport, a frame per write as a device sends them).
+//! vectors sent through the framed transport, a frame per write as a device sends them, and
+//! a journaled stream, whole and cut, as a killed process leaves one).
 
 use std::path::{Path, PathBuf};
 
@@ -10,9 +11,12 @@ use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::memory::VecSink;
 use tachyon::tachyon::source::TachyonSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon_core::capture::Taken;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
-use tachyon_core::transport::FramedSink;
+use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::transport::{FlushPolicy, FramedSink, JournalWriter};
+use tachyon_core::{Frame, WriterConfig};
 
 /// `file` sent as a device sends a file it has in RAM: in writes of 64 bytes, then the end.
 fn capture(file: &[u8]) -> Vec<u8> {
@@ -25,6 +29,25 @@ fn capture(file: &[u8]) -> Vec<u8> {
     sink.into_inner().into_inner()
 }
 
+/// A journaled stream of 200 samples on 3 threads, flushed every 25.
+fn journaled() -> Vec<u8> {
+    let capacity = WriterCapacity { string_bytes: 4096, strings: 64, frames: 64, threads: 4, rle_budget: 16384 };
+    let mut storage = VecWriterStorage::new(capacity).unwrap();
+    let mut scratch = vec![0u8; 256];
+    let policy = FlushPolicy { every_samples: 25, every_us: 0 };
+    let mut w =
+        JournalWriter::new(VecSink::new(), &mut scratch, storage.storage(), WriterConfig::new(0, 100), policy).unwrap();
+    let names = [&b"main"[..], b"parse", b"eval", b"gc"];
+    for i in 0..200u64 {
+        let depth = 1 + (i % 4) as usize;
+        let stack = names[..depth].iter().rev().map(|n| Frame::new(b"app.lua", n));
+        w.write_thread_sample(Taken { timestamp_us: i * 100, thread_id: 1 + i % 3, ..Taken::default() }, stack)
+            .unwrap();
+    }
+    w.finish().unwrap();
+    w.into_inner().into_inner()
+}
+
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
     let [root, out] = &args[..] else { panic!("usage: make_seeds ROOT OUT") };
@@ -32,6 +55,9 @@ fn main() {
     let (pprof, transport) = (out.join("pprof"), out.join("transport_receiver"));
     std::fs::create_dir_all(&pprof).unwrap();
     std::fs::create_dir_all(&transport).unwrap();
+    let stream = journaled();
+    std::fs::write(transport.join("journaled.cap"), &stream).unwrap();
+    std::fs::write(transport.join("journaled-cut.cap"), &stream[..stream.len() * 2 / 3]).unwrap();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&vectors)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -162,8 +162,13 @@ pub fn elf_symbols(data: &[u8]) {
 
 /// A capture of the framed transport, reassembled as `tachyon receive` does.
 pub fn transport_receiver(data: &[u8]) {
-    if let Ok(file) = tachyon::tachyon::receive::reassemble(data) {
-        // Every byte of the file came in a frame.
-        assert!(file.len() <= data.len(), "{} bytes from a capture of {}", file.len(), data.len());
+    match tachyon::tachyon::receive::receive(data) {
+        // Every byte of a complete stream's file came in a frame.
+        Ok(received) if received.salvage.is_none() => {
+            assert!(received.file.len() <= data.len(), "{} bytes from a capture of {}", received.file.len(), data.len())
+        }
+        // A salvaged file is read like any other (its tables came from the journal).
+        Ok(received) => tachyon_replay(&received.file),
+        Err(_) => {}
     }
 }

@@ -116,8 +116,10 @@ enum Command {
         inputs: InputArgs,
     },
     /// Puts a profile back together from a capture of the framed stream a device sent over a
-    /// link that cannot seek (a UART); refuses a capture with a frame lost or damaged, and
-    /// then writes no file.
+    /// link that cannot seek (a UART), or a journaled writer wrote to a file; rebuilds a
+    /// journaled stream cut at its tail (a killed process's) from the samples that arrived
+    /// whole, saying what was cut; refuses a capture with a frame lost or damaged elsewhere,
+    /// and then writes no file.
     Receive {
         /// The capture (the link's bytes).
         input: PathBuf,

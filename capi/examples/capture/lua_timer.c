@@ -2,6 +2,7 @@
  * capture rings, into a stream that survives the process being killed.
  *
  *   lua_timer OUT.stream SCRIPT.lua THREADS SECONDS HZ [--progress FILE] [--exit-without-finalize]
+ *             [--work N]
  *
  * THREADS OS threads each run SCRIPT's run() in their own lua_State. Each thread has a
  * CPU-time timer (timer_create on the thread's CPU clock, delivered to it with
@@ -18,6 +19,9 @@
  * Tachyon file, or, if the process was killed, a file with every sample up to the last
  * flush. With --exit-without-finalize the program exits without finalizing: the writer
  * registered with tachyon_writer_finalize_at_exit is finalized by exit().
+ *
+ * For the benchmark (scripts/capture-bench.sh): --work N calls run(N) (fixed work) instead
+ * of running for SECONDS, and HZ 0 sets no timer (the unprofiled run).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -65,6 +69,8 @@ static struct worker workers[MAX_THREADS];
 static int threads;
 static __thread struct worker *self;
 static atomic_int stop;
+static atomic_int running;
+static long rounds; /* 0: until stop */
 static const char *script;
 static long interval_ns;
 static uint64_t start_wall_us, start_mono_us;
@@ -163,6 +169,7 @@ static void *work(void *arg) {
         exit(1);
     }
     w->L = L;
+    if (interval_ns == 0) goto run;
     clockid_t cpu;
     pthread_getcpuclockid(pthread_self(), &cpu);
     struct sigevent sev;
@@ -176,16 +183,22 @@ static void *work(void *arg) {
     }
     struct itimerspec spec = {{0, interval_ns}, {0, interval_ns}};
     timer_settime(w->timer, 0, &spec, NULL);
+run:
     lua_getglobal(L, "run");
-    if (lua_pcall(L, 0, 1, 0) != 0) {
+    if (rounds > 0)
+        lua_pushinteger(L, rounds);
+    else
+        lua_pushnil(L);
+    if (lua_pcall(L, 1, 1, 0) != 0) {
         fprintf(stderr, "lua_timer: %s\n", lua_tostring(L, -1));
         exit(1);
     }
-    timer_delete(w->timer);
+    if (interval_ns > 0) timer_delete(w->timer);
     /* The timer is gone, but a signal may be pending: no hook may run on a closed state. */
     w->L = NULL;
     lua_sethook(L, NULL, 0, 0);
     lua_close(L);
+    atomic_fetch_sub(&running, 1);
     return NULL;
 }
 
@@ -218,16 +231,20 @@ int main(int argc, char **argv) {
             progress = argv[++i];
         else if (strcmp(argv[i], "--exit-without-finalize") == 0)
             exit_without_finalize = 1;
+        else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc)
+            rounds = atol(argv[++i]);
+        else
+            return 2;
     }
-    if (threads < 1 || threads > MAX_THREADS || seconds <= 0 || hz <= 0) return 2;
-    interval_ns = 1000000000L / hz;
+    if (threads < 1 || threads > MAX_THREADS || seconds <= 0 || hz < 0) return 2;
+    interval_ns = hz > 0 ? 1000000000L / hz : 0;
     start_wall_us = clock_us(CLOCK_REALTIME);
     start_mono_us = clock_us(CLOCK_MONOTONIC);
 
     tachyon_writer_options o;
     tachyon_writer_options_init(&o);
     o.start_time_us = start_wall_us;
-    o.sample_interval_us = (uint64_t)(1000000 / hz);
+    o.sample_interval_us = hz > 0 ? (uint64_t)(1000000 / hz) : 1000;
     o.threads = (size_t)threads;
     tachyon_flush_policy policy = {0, 100000}; /* and every 100 ms of sample time */
     tachyon_writer *writer;
@@ -253,10 +270,11 @@ int main(int argc, char **argv) {
     sigaction(SIGPROF, &action, NULL);
     FILE *log = progress ? fopen(progress, "w") : NULL;
 
+    atomic_store(&running, threads);
     for (int i = 0; i < threads; i++) pthread_create(&workers[i].thread, NULL, work, &workers[i]);
     uint64_t end = clock_us(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e6), taken = 0;
     uint64_t next_flush = clock_us(CLOCK_MONOTONIC) + 250000;
-    while (clock_us(CLOCK_MONOTONIC) < end) {
+    while (rounds > 0 ? atomic_load(&running) > 0 : clock_us(CLOCK_MONOTONIC) < end) {
         struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
         drain_all(writer, &taken);

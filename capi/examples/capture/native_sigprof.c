@@ -1,7 +1,7 @@
 /* native_sigprof: a native C workload sampled the way gperftools and async-profiler sample,
  * through tachyon.h's capture rings.
  *
- *   native_sigprof OUT.pyb SECONDS HZ RING_ENTRIES [--malloc-in-handler]
+ *   native_sigprof OUT.pyb SECONDS HZ RING_ENTRIES [--malloc-in-handler] [--work N] [--threads T]
  *
  * Eight threads each keep a shadow stack of frame ids (as instrumented engines and
  * interpreters keep one): the ids were interned with tachyon_writer_intern_frame before the
@@ -14,6 +14,12 @@
  *
  * --malloc-in-handler makes the handler call malloc and free too: the LD_PRELOAD tripwire
  * (tripwire.c) must see those calls, which shows it can see any.
+ *
+ * For the benchmark (scripts/capture-bench.sh): --work N gives each thread N rounds of work
+ * instead of running for SECONDS, --threads T runs T threads (up to 8), and HZ 0 sets no
+ * timer (the unprofiled run, or one profiled by libprofiler through LD_PRELOAD);
+ * --empty-handler keeps the timers and a handler that does nothing (what the signals alone
+ * cost).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +60,10 @@ struct worker {
 static struct worker workers[THREADS];
 static __thread struct worker *self;
 static atomic_int stop;
+static atomic_int running;
+static long rounds; /* 0: until stop */
 static int malloc_in_handler;
+static int empty_handler; /* the benchmark's baseline: the signal's own cost */
 static uint64_t start_us;
 
 static uint64_t now_us(void) {
@@ -69,7 +78,7 @@ static void on_sigprof(int signo) {
     (void)signo;
     int saved = errno;
     struct worker *w = self;
-    if (w != NULL) {
+    if (w != NULL && !empty_handler) {
         int depth = w->depth;
         atomic_signal_fence(memory_order_acquire);
         int s = tachyon_capture_push_ids(w->ring, now_us(), 0, (uint64_t)(w->index + 1), 3,
@@ -105,16 +114,19 @@ static void *work(void *arg) {
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SIGPROF;
     sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-    if (timer_create(CLOCK_MONOTONIC, &sev, &w->timer) != 0) {
-        perror("timer_create");
-        exit(1);
-    }
     extern long interval_ns;
-    struct itimerspec spec = {{0, interval_ns}, {0, interval_ns}};
-    timer_settime(w->timer, 0, &spec, NULL);
+    if (interval_ns > 0) {
+        if (timer_create(CLOCK_MONOTONIC, &sev, &w->timer) != 0) {
+            perror("timer_create");
+            exit(1);
+        }
+        struct itimerspec spec = {{0, interval_ns}, {0, interval_ns}};
+        timer_settime(w->timer, 0, &spec, NULL);
+    }
     enter(w, 0);
     uint64_t x = (uint64_t)w->index;
-    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+    for (long round = 0; rounds == 0 || round < rounds; round++) {
+        if (rounds == 0 && atomic_load_explicit(&stop, memory_order_relaxed)) break;
         enter(w, 1);
         x = spin(20000, x);
         enter(w, 2);
@@ -130,11 +142,14 @@ static void *work(void *arg) {
         x = spin(5000, x);
         leave(w);
     }
-    struct itimerspec off = {{0, 0}, {0, 0}};
-    timer_settime(w->timer, 0, &off, NULL);
-    timer_delete(w->timer);
+    if (interval_ns > 0) {
+        struct itimerspec off = {{0, 0}, {0, 0}};
+        timer_settime(w->timer, 0, &off, NULL);
+        timer_delete(w->timer);
+    }
     leave(w);
     w->sink = x;
+    atomic_fetch_sub(&running, 1);
     return NULL;
 }
 
@@ -149,9 +164,21 @@ int main(int argc, char **argv) {
     double seconds = atof(argv[2]);
     long hz = atol(argv[3]);
     size_t entries = (size_t)atol(argv[4]);
-    malloc_in_handler = argc > 5 && strcmp(argv[5], "--malloc-in-handler") == 0;
-    if (seconds <= 0 || hz <= 0 || entries == 0) return 2;
-    interval_ns = 1000000000L / hz;
+    int threads = THREADS;
+    for (int i = 5; i < argc; i++) {
+        if (strcmp(argv[i], "--malloc-in-handler") == 0)
+            malloc_in_handler = 1;
+        else if (strcmp(argv[i], "--empty-handler") == 0)
+            empty_handler = 1;
+        else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc)
+            rounds = atol(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else
+            return 2;
+    }
+    if (seconds <= 0 || hz < 0 || entries == 0 || threads < 1 || threads > THREADS) return 2;
+    interval_ns = hz > 0 ? 1000000000L / hz : 0;
 
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -159,7 +186,7 @@ int main(int argc, char **argv) {
     tachyon_writer_options o;
     tachyon_writer_options_init(&o);
     o.start_time_us = start_us; /* timestamps are CLOCK_MONOTONIC µs */
-    o.sample_interval_us = (uint64_t)(1000000 / hz);
+    o.sample_interval_us = hz > 0 ? (uint64_t)(1000000 / hz) : 1000;
     o.threads = THREADS;
     tachyon_writer *writer;
     int s = tachyon_writer_open_file(out, &o, &writer);
@@ -180,21 +207,25 @@ int main(int argc, char **argv) {
             tachyon_capture_init(workers[i].ring_memory, bytes, &workers[i].ring) != TACHYON_OK)
             return 1;
     }
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_sigprof;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGPROF, &action, NULL);
+    /* Without our timers SIGPROF is left to whoever else profiles (libprofiler). */
+    if (interval_ns > 0) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = on_sigprof;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGPROF, &action, NULL);
+    }
 
-    for (int i = 0; i < THREADS; i++) pthread_create(&workers[i].thread, NULL, work, &workers[i]);
+    atomic_store(&running, threads);
+    for (int i = 0; i < threads; i++) pthread_create(&workers[i].thread, NULL, work, &workers[i]);
     /* This thread drains every ring each 20 ms. */
     uint64_t end = now_us() + (uint64_t)(seconds * 1e6);
     size_t taken = 0;
-    while (now_us() < end) {
+    while (rounds > 0 ? atomic_load(&running) > 0 : now_us() < end) {
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
-        for (int i = 0; i < THREADS; i++) {
+        for (int i = 0; i < threads; i++) {
             size_t n = 0;
             if ((s = tachyon_capture_drain(workers[i].ring, writer, NULL, NULL, SIZE_MAX, &n)) != TACHYON_OK) {
                 fprintf(stderr, "native_sigprof: drain: %s\n", tachyon_writer_last_error(writer));
@@ -204,10 +235,10 @@ int main(int argc, char **argv) {
         }
     }
     atomic_store(&stop, 1);
-    for (int i = 0; i < THREADS; i++) pthread_join(workers[i].thread, NULL);
+    for (int i = 0; i < threads; i++) pthread_join(workers[i].thread, NULL);
     const tachyon_capture *rings[THREADS];
     uint64_t counted = 0, dropped = 0, pushed = 0;
-    for (int i = 0; i < THREADS; i++) {
+    for (int i = 0; i < threads; i++) {
         size_t n = 0;
         tachyon_capture_drain(workers[i].ring, writer, NULL, NULL, SIZE_MAX, &n);
         taken += n;
@@ -218,7 +249,7 @@ int main(int argc, char **argv) {
         counted += workers[i].full;
         rings[i] = workers[i].ring;
     }
-    if ((s = tachyon_capture_set_stats(writer, rings, THREADS)) != TACHYON_OK ||
+    if ((s = tachyon_capture_set_stats(writer, rings, (size_t)threads)) != TACHYON_OK ||
         (s = tachyon_writer_finalize(writer, NULL)) != TACHYON_OK) {
         fprintf(stderr, "native_sigprof: %s\n", tachyon_writer_last_error(writer));
         return 1;

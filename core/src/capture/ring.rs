@@ -86,14 +86,22 @@ impl<'a> Capture<'a> {
     /// Async-signal-safe and wait-free (see the type's docs).
     pub fn push_ids(&self, taken: Taken, frames: &[FrameId]) -> Result<(), Dropped> {
         let frames = frames.get(..MAX_STACK_DEPTH).unwrap_or(frames);
-        self.push(taken, Kind::Ids, frames.len(), frames.iter().map(|id| id.0))
+        self.push(taken, Kind::Ids, frames.len(), |slots| {
+            for (slot, id) in slots.iter().zip(frames) {
+                slot.store(id.0, Ordering::Relaxed);
+            }
+        })
     }
 
     /// As [`push_ids`](Capture::push_ids) with the stack outermost first (a shadow stack
     /// as most runtimes keep it): the last 256 are kept.
     pub fn push_ids_root_first(&self, taken: Taken, frames: &[u32]) -> Result<(), Dropped> {
         let frames = frames.get(frames.len().saturating_sub(MAX_STACK_DEPTH)..).unwrap_or(&[]);
-        self.push(taken, Kind::Ids, frames.len(), frames.iter().rev().copied())
+        self.push(taken, Kind::Ids, frames.len(), |slots| {
+            for (slot, &id) in slots.iter().zip(frames.iter().rev()) {
+                slot.store(id, Ordering::Relaxed);
+            }
+        })
     }
 
     /// Pushes a sample whose stack is the runtime's own `(code id, offset)` pairs, innermost
@@ -112,11 +120,20 @@ impl<'a> Capture<'a> {
     {
         let frames = frames.into_iter();
         let depth = frames.len().min(MAX_STACK_DEPTH);
-        let words = frames.take(depth).flat_map(|(code, offset)| [code as u32, (code >> 32) as u32, offset]);
-        self.push(taken, Kind::Code, depth, words)
+        self.push(taken, Kind::Code, depth, |slots| {
+            for (slot, (code, offset)) in slots.chunks_exact(3).zip(frames) {
+                if let [low, high, at] = slot {
+                    low.store(code as u32, Ordering::Relaxed);
+                    high.store((code >> 32) as u32, Ordering::Relaxed);
+                    at.store(offset, Ordering::Relaxed);
+                }
+            }
+        })
     }
 
-    fn push(&self, taken: Taken, kind: Kind, depth: usize, payload: impl Iterator<Item = u32>) -> Result<(), Dropped> {
+    /// Writes an entry of `depth` frames: the fixed words here, the stack's words by `fill`
+    /// (given exactly their slots), then publishes it.
+    fn push(&self, taken: Taken, kind: Kind, depth: usize, fill: impl FnOnce(&[AtomicU32])) -> Result<(), Dropped> {
         let len = HEADER_WORDS + depth * kind.words_per_frame();
         let result = self.reserve(len).map(|(start, pad, next)| {
             if let Some(pad) = pad {
@@ -133,9 +150,11 @@ impl<'a> Capture<'a> {
                 depth as u32,
             ];
             let slots = self.words.get(start..start + len).unwrap_or(&[]);
-            for (slot, word) in slots.iter().zip(head.into_iter().chain(payload)) {
+            let (fixed, stack) = slots.split_at(HEADER_WORDS.min(slots.len()));
+            for (slot, word) in fixed.iter().zip(head) {
                 slot.store(word, Ordering::Relaxed);
             }
+            fill(stack);
             // Publishes the entry: the consumer's acquire load of `written` sees every word.
             self.written.store(next, Ordering::Release);
         });

@@ -9,11 +9,11 @@
 //! then rebuilds a valid file from the samples that arrived whole and the tables the journal
 //! carried, and says what was cut.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 
 use tachyon_core::header::{Footer, Header, HEADER_SIZE};
-use tachyon_core::records::{Encoding, Prefix, PREFIX_LEN};
+use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
 use tachyon_core::varint;
 
@@ -258,48 +258,78 @@ struct Scan {
 }
 
 /// Walks the sample records of `region` and stops before the first that is cut short or
-/// names a frame the journal did not carry. The walk's limits are the region's length: a
-/// count is never trusted beyond the bytes there are.
+/// that CPython's reader would refuse (spec 9: counts past 32 bits, a stack deeper than 256,
+/// a SUFFIX sharing more than the thread's stack, a frame the journal did not carry). The
+/// walk's limits are the region's length: a count is never trusted beyond the bytes there
+/// are.
 fn scan_records<E: tachyon_core::Endianity>(region: &[u8], endian: E, frames: u64) -> Scan {
     let mut at = 0;
     let mut samples = 0u64;
-    let mut threads = HashSet::new();
-    while let Some((len, count, key)) = record_at(region.get(at..).unwrap_or(&[]), endian, frames) {
-        at += len;
-        samples += count;
-        threads.insert(key);
+    let mut depths: HashMap<(u64, u32), usize> = HashMap::new();
+    while let Some(record) = record_at(region.get(at..).unwrap_or(&[]), endian, frames, &depths) {
+        at += record.len;
+        samples += record.samples;
+        depths.insert(record.thread, record.depth);
     }
-    Scan { whole_bytes: at, samples, threads: threads.len() as u32 }
+    Scan { whole_bytes: at, samples, threads: depths.len() as u32 }
 }
 
-/// The length, sample count and thread of the whole record at the start of `bytes`.
-fn record_at<E: tachyon_core::Endianity>(bytes: &[u8], endian: E, frames: u64) -> Option<(usize, u64, (u64, u32))> {
+/// A whole record: its length, its samples, its thread and the thread's stack depth after it.
+struct Whole {
+    len: usize,
+    samples: u64,
+    thread: (u64, u32),
+    depth: usize,
+}
+
+/// The whole record at the start of `bytes`, given each thread's stack depth so far.
+fn record_at<E: tachyon_core::Endianity>(
+    bytes: &[u8],
+    endian: E,
+    frames: u64,
+    depths: &HashMap<(u64, u32), usize>,
+) -> Option<Whole> {
     let prefix = Prefix::decode(bytes.get(..PREFIX_LEN)?.try_into().ok()?, endian);
+    let thread = (prefix.thread_id, prefix.interpreter_id);
+    let before = depths.get(&thread).copied().unwrap_or(0);
     let mut c = Cursor { bytes, at: PREFIX_LEN };
-    let count = match Encoding::from_byte(prefix.encoding)? {
+    let (samples, depth) = match Encoding::from_byte(prefix.encoding)? {
         Encoding::Repeat => {
             // Each entry takes at least two bytes, so the loop ends with the bytes.
-            let count = c.varint()?;
+            let count = c.varint32()?;
             for _ in 0..count {
                 c.varint()?; // timestamp delta
                 c.byte()?; // status
             }
-            count
+            (u64::from(count), before)
         }
         encoding => {
             c.varint()?; // timestamp delta
             c.byte()?; // status
-            let first = c.varint()?;
-            let listed = if encoding == Encoding::Full { first } else { c.varint()? };
+            let first = c.varint32()? as usize;
+            let (listed, depth) = match encoding {
+                Encoding::Full => (first, first),
+                Encoding::Suffix => {
+                    let push = c.varint32()? as usize;
+                    (first <= before).then_some((push, first + push))?
+                }
+                _ => {
+                    let push = c.varint32()? as usize;
+                    (push, before.saturating_sub(first) + push)
+                }
+            };
+            if depth > MAX_STACK_DEPTH {
+                return None;
+            }
             for _ in 0..listed {
-                if c.varint()? >= frames {
+                if u64::from(c.varint32()?) >= frames {
                     return None;
                 }
             }
-            1
+            (1, depth)
         }
     };
-    Some((c.at, count, (prefix.thread_id, prefix.interpreter_id)))
+    Some(Whole { len: c.at, samples, thread, depth })
 }
 
 struct Cursor<'b> {
@@ -310,6 +340,12 @@ struct Cursor<'b> {
 impl Cursor<'_> {
     fn varint(&mut self) -> Option<u64> {
         let (value, n) = varint::decode_u64(self.bytes.get(self.at..)?).ok()?;
+        self.at += n;
+        Some(value)
+    }
+
+    fn varint32(&mut self) -> Option<u32> {
+        let (value, n) = varint::decode_u32(self.bytes.get(self.at..)?).ok()?;
         self.at += n;
         Some(value)
     }

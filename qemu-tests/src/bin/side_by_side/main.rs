@@ -32,8 +32,13 @@
 //!    speedscope` against its `austin2speedscope` on `mojo2austin`'s text (the virtual
 //!    environment of `record.sh`, `TACHYON_AUSTIN_DIR`); the outputs must be identical.
 //!
-//! `--only tachyon|synthetic|gperftools|mojo|pstats` runs one part.
+//! 5. **The capture ring** (`capture`): a push per sample for 8-, 32- and 128-frame stacks, and
+//!    the drain's samples a second into a writer (in this process; `scripts/capture-bench.sh`
+//!    adds the whole-run overheads of real workloads).
+//!
+//! `--only tachyon|synthetic|gperftools|mojo|pstats|capture` runs one part.
 
+mod capture;
 mod cpython;
 mod gperftools;
 mod mojo;
@@ -57,16 +62,23 @@ fn main() {
     if args.iter().any(|a| a == "--runner") {
         return runner_main();
     }
-    let mut runner = Runner::start();
     let arg = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    let only = arg("--only");
+    let part = |name: &str| only.as_deref().map_or(true, |o| o == name);
+    if part("capture") {
+        capture::capture_costs();
+        if only.is_some() {
+            return;
+        }
+    }
+    let mut runner = Runner::start();
     let samples: u64 = arg("--samples").map_or(500_000, |s| s.parse().unwrap());
     let runs: usize = arg("--runs").map_or(11, |s| s.parse().unwrap());
     let dir = PathBuf::from(arg("--out").unwrap_or_else(|| "target/side-by-side".into()));
     std::fs::create_dir_all(&dir).unwrap();
     let long =
         std::env::var_os("TACHYON_LONG_PROFILES").map_or_else(|| root().join("target/long-profiles"), PathBuf::from);
-    let only = arg("--only");
-    let part = |name: &str| only.as_deref().map_or(true, |o| o == name);
+
     if part("mojo") {
         let mojo_samples: u64 = arg("--mojo-samples").map_or(1_000_000, |s| s.parse().unwrap());
         mojo_profiles(&mut runner, &dir, mojo_samples, runs);
