@@ -63,6 +63,7 @@ struct worker {
     struct code code[MAX_CODE];
     atomic_size_t code_count; /* entries below it are complete (release/acquire) */
     uint64_t pushed, full;
+    int64_t spent_heavy, spent_light; /* the script's own measure of its split, µs */
 };
 
 static struct worker workers[MAX_THREADS];
@@ -158,12 +159,19 @@ static int should_stop(lua_State *L) {
     return 1;
 }
 
+/* The calling thread's CPU time in µs, for the script to measure its own split. */
+static int thread_cpu_us(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)clock_us(CLOCK_THREAD_CPUTIME_ID));
+    return 1;
+}
+
 static void *work(void *arg) {
     struct worker *w = arg;
     self = w;
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
     lua_register(L, "should_stop", should_stop);
+    lua_register(L, "thread_cpu_us", thread_cpu_us);
     if (luaL_dofile(L, script) != 0) {
         fprintf(stderr, "lua_timer: %s\n", lua_tostring(L, -1));
         exit(1);
@@ -194,6 +202,10 @@ run:
         exit(1);
     }
     if (interval_ns > 0) timer_delete(w->timer);
+    lua_getglobal(L, "spent_heavy");
+    lua_getglobal(L, "spent_light");
+    w->spent_heavy = lua_tointeger(L, -2);
+    w->spent_light = lua_tointeger(L, -1);
     /* The timer is gone, but a signal may be pending: no hook may run on a closed state. */
     w->L = NULL;
     lua_sethook(L, NULL, 0, 0);
@@ -297,17 +309,20 @@ int main(int argc, char **argv) {
     drain_all(writer, &taken);
     const tachyon_capture *rings[MAX_THREADS];
     uint64_t pushed = 0, full = 0;
+    int64_t spent_heavy = 0, spent_light = 0;
     for (int i = 0; i < threads; i++) {
         rings[i] = workers[i].ring;
         pushed += workers[i].pushed;
         full += workers[i].full;
+        spent_heavy += workers[i].spent_heavy;
+        spent_light += workers[i].spent_light;
     }
     tachyon_capture_set_stats(writer, rings, (size_t)threads);
     tachyon_writer_counts counts;
     tachyon_writer_get_counts(writer, &counts);
     printf("%s: %d threads, %" PRIu64 " samples written, %" PRIu64 " taken, %" PRIu64 " pushed, %" PRIu64
-           " dropped\n",
-           out, threads, counts.samples, taken, pushed, full);
+           " dropped; the threads' CPU clocks: heavy %" PRId64 " us, light %" PRId64 " us\n",
+           out, threads, counts.samples, taken, pushed, full, spent_heavy, spent_light);
     fflush(stdout);
     if (exit_without_finalize) exit(0); /* the at-exit handler finalizes */
     if ((s = tachyon_writer_finalize(writer, NULL)) != TACHYON_OK) {
