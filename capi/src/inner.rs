@@ -158,8 +158,10 @@ impl Target for Inner {
     }
 }
 
-/// A failure as a `WriteError` the drain understands: limits stay limits (the drain goes
-/// on), everything else is a sink error carrying the failure.
+/// A failure as a `WriteError` the drain understands: limits stay limits (the drain counts
+/// the sample as refused and goes on; it reads only the variant, so their fields are
+/// placeholders), everything else is a sink error carrying the failure, which
+/// `tachyon_capture_drain` reports whole.
 fn lift(f: Failure) -> WriteError<Failure> {
     match f.status() {
         TACHYON_E_CAPACITY => WriteError::Capacity { resource: tachyon_core::storage::Resource::Threads },
