@@ -9,8 +9,10 @@
 #    10000) — each profiled run's samples counted, since a rate asked for is not a rate got;
 #  - the Lua workload (lua_timer.c on split.lua, fixed work, one thread per core) unprofiled
 #    and sampled by per-thread CPU timers at 1 kHz and 10 kHz.
-# Prints Markdown; set RUNS to change the count. Needs what scripts/capture.sh needs, plus
-# libprofiler (Debian's libgoogle-perftools-dev), installed here if missing.
+# Prints Markdown; RUNS sets the rounds, NATIVE_WORK and LUA_WORK each thread's work (40000
+# and 6000 rounds: about 2 s a run); the test command runs RUNS=1 with half the work. Needs
+# what scripts/capture.sh needs, plus libprofiler (Debian's libgoogle-perftools-dev),
+# installed here if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -166,9 +166,12 @@ step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (an
 bash scripts/fuzz.sh
 prune target/fuzz-address
 
-step "benchmark and example build; the example runs"
+step "benchmark and example build; the example runs; the capture benchmark runs once (one round, half the work: a smoke run; docs/benchmarks.md's figures come from seven full rounds)"
 cargo bench -p tachyon-core --features alloc,zstd --no-run
 cargo run --release -p tachyon-core --example roundtrip -- target/roundtrip.bin
+RUNS=1 NATIVE_WORK=20000 LUA_WORK=3000 bash scripts/capture-bench.sh > target/capture-bench.md \
+  || { cat target/capture-bench.md; exit 1; }
+prune target/capture-bench
 
 step "README main job: flame graph and info of the profile in the box; the SVG renders"
 cargo run --release -p tachyon -- convert examples/stdlib_work.pyb --to flamegraph -o target/flame.svg
