@@ -10,7 +10,7 @@ use core::ffi::c_void;
 use core::mem::{align_of, size_of};
 
 use tachyon_core::capture::{entry_words, AtomicU32, Capture, Resolver, Taken};
-use tachyon_core::{Frame, FrameId, WriteError};
+use tachyon_core::{Frame, FrameId};
 
 use crate::writer::{core_frame, live, tachyon_frame, tachyon_writer};
 use crate::*;
@@ -300,19 +300,15 @@ pub unsafe extern "C" fn tachyon_capture_drain(
             return status;
         }
         let resolver = CallbackResolver { resolve, context };
-        let mut drain = w.drain;
-        let result = drain.drain(ring, &mut w.writer, &resolver, max);
-        w.drain = drain;
-        if let Ok(n) = result {
-            if !taken.is_null() {
-                // SAFETY: checked non-null.
-                unsafe { taken.write(n) };
+        match w.writer.drain(&mut w.drain, ring, &resolver, max) {
+            Ok(n) => {
+                if !taken.is_null() {
+                    // SAFETY: checked non-null.
+                    unsafe { taken.write(n) };
+                }
+                flush_if_asked(w)
             }
-        }
-        match result {
-            Ok(_) => flush_if_asked(w),
-            Err(WriteError::Sink { error, .. }) => w.write_error(error),
-            Err(e) => w.fail(TACHYON_E_IO, format_args!("{e:?}")),
+            Err(e) => w.write_error(e),
         }
     })
 }

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use tachyon_core::capture::{Taken, Target};
+use tachyon_core::capture::{Capture, Drain, Resolver, Taken, Target};
 use tachyon_core::{Frame, FrameId, RunTimeEndian, Stats, WriteError, Writer};
 
 use crate::sink::{CallbackSink, SinkError};
@@ -88,6 +88,18 @@ macro_rules! count {
 }
 
 impl Inner {
+    /// Drains up to `max` entries of `ring` into whichever writer this is (`Drain::drain`:
+    /// samples refused for a limit are counted there and the drain goes on).
+    pub(crate) fn drain(
+        &mut self,
+        drain: &mut Drain,
+        ring: &Capture<'_>,
+        resolver: &impl Resolver,
+        max: usize,
+    ) -> Result<usize, Failure> {
+        either!(self, w => drain.drain(ring, w, resolver, max))
+    }
+
     pub(crate) fn intern_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, Failure> {
         either!(self, w => w.intern_frame(frame))
     }
@@ -101,7 +113,7 @@ impl Inner {
     }
 
     pub(crate) fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), Failure> {
-        either!(self, w => w.write_ids(taken, frames))
+        either!(self, w => w.write_ids(taken, frames.iter().copied()))
     }
 
     pub(crate) fn set_stats(&mut self, stats: Stats) -> Result<(), Failure> {
@@ -134,39 +146,5 @@ impl Inner {
 
     pub(crate) fn limit_reached(&self) -> bool {
         count!(self, w => w.limit_reached())
-    }
-}
-
-/// So that a drain can write into a handle's writer whichever it is.
-impl Target for Inner {
-    type Error = Failure;
-
-    fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), WriteError<Failure>> {
-        Inner::write_ids(self, taken, frames).map_err(lift)
-    }
-
-    fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
-        &mut self,
-        taken: Taken,
-        frames: I,
-    ) -> Result<(), WriteError<Failure>> {
-        Inner::write_frames(self, taken, frames).map_err(lift)
-    }
-
-    fn set_stats(&mut self, stats: Stats) -> Result<(), WriteError<Failure>> {
-        Inner::set_stats(self, stats).map_err(lift)
-    }
-}
-
-/// A failure as a `WriteError` the drain understands: limits stay limits (the drain counts
-/// the sample as refused and goes on; it reads only the variant, so their fields are
-/// placeholders), everything else is a sink error carrying the failure, which
-/// `tachyon_capture_drain` reports whole.
-fn lift(f: Failure) -> WriteError<Failure> {
-    match f.status() {
-        TACHYON_E_CAPACITY => WriteError::Capacity { resource: tachyon_core::storage::Resource::Threads },
-        TACHYON_E_LIMIT => WriteError::Limit(tachyon_core::FormatLimit::Samples),
-        TACHYON_E_UNKNOWN_FRAME => WriteError::UnknownFrameId { id: 0 },
-        _ => WriteError::Sink { offset: 0, error: f },
     }
 }

@@ -271,22 +271,8 @@ pub unsafe extern "C" fn tachyon_writer_init(
         if sink.write.is_none() || sink.seek.is_none() {
             return TACHYON_E_NULL;
         }
-        let endian = match endian_of(options.byte_order) {
-            Ok(e) => e,
-            Err(status) => return status,
-        };
-        let plan = match plan::<tachyon_writer>(&options) {
-            Ok(p) => p,
-            Err(status) => return status,
-        };
-        let pad = (ALIGN - (memory as usize) % ALIGN) % ALIGN;
-        if memory_len < pad || memory_len - pad < plan.end {
-            return TACHYON_E_MEMORY;
-        }
-        // SAFETY: `pad` bytes in, inside the memory (checked above).
-        let base = unsafe { memory.cast::<u8>().add(pad) };
-        // SAFETY: the plan's parts lie after the handle, inside the checked length.
-        match unsafe { place(base, &plan, &options, endian, Sink::Callbacks(sink)) } {
+        // SAFETY: `memory_len` writable bytes by the caller's promise.
+        match unsafe { init_in(memory, memory_len, &options, Sink::Callbacks(sink)) } {
             Ok(handle) => {
                 #[cfg(feature = "std")]
                 crate::registry::forget(handle as usize);
@@ -297,6 +283,28 @@ pub unsafe extern "C" fn tachyon_writer_init(
             Err(status) => status,
         }
     })
+}
+
+/// Places a writer for `options` writing to `sink` in `memory` (`memory_len` bytes, any
+/// alignment): what `tachyon_writer_init` and the library's own file writers share.
+///
+/// # Safety
+/// `memory` must hold `memory_len` writable bytes that live as long as the handle.
+unsafe fn init_in(
+    memory: *mut c_void,
+    memory_len: usize,
+    options: &tachyon_writer_options,
+    sink: Sink,
+) -> Result<*mut tachyon_writer, i32> {
+    let endian = endian_of(options.byte_order)?;
+    let plan = plan::<tachyon_writer>(options)?;
+    let pad = (ALIGN - (memory as usize) % ALIGN) % ALIGN;
+    if memory_len < pad || memory_len - pad < plan.end {
+        return Err(TACHYON_E_MEMORY);
+    }
+    // SAFETY: `pad` bytes in, inside the memory (checked above); the plan's parts lie after
+    // the handle, inside the checked length.
+    unsafe { place(memory.cast::<u8>().add(pad), &plan, options, endian, sink) }
 }
 
 /// Where a placed writer writes.
@@ -748,6 +756,90 @@ mod file {
         }
     }
 
+    /// What a writer the library owns writes through.
+    enum Through {
+        /// The file, behind the write, seek and flush callbacks.
+        Callbacks,
+        /// A journaled framed stream into the file.
+        Journal(tachyon_core::transport::FlushPolicy),
+    }
+
+    /// Creates the file at `path` and a writer into it in memory the library allocates for
+    /// `options`; stores the handle in `*writer`. What `tachyon_writer_open_file` and
+    /// `tachyon_writer_open_journal` share.
+    ///
+    /// # Safety
+    /// `path` must be a NUL-terminated string; `writer` valid and already set to NULL.
+    unsafe fn open_owned(
+        path: *const c_char,
+        options: &tachyon_writer_options,
+        through: Through,
+        writer: *mut *mut tachyon_writer,
+    ) -> i32 {
+        let mut bytes = 0usize;
+        // SAFETY: valid pointers.
+        let status = unsafe { tachyon_writer_memory_size(options, &mut bytes) };
+        if status != TACHYON_OK {
+            return status;
+        }
+        // SAFETY: a NUL-terminated string by the caller's promise.
+        let path = crate::registry::path_of(unsafe { core::ffi::CStr::from_ptr(path) });
+        let file = match std::fs::File::create(&path) {
+            Ok(f) => BufWriter::with_capacity(64 << 10, f),
+            Err(e) => {
+                crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
+                return TACHYON_E_IO;
+            }
+        };
+        let words = bytes.div_ceil(8);
+        let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
+        let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
+        let mut owned = Owned { memory: memory_ptr, words, file: None, scratch: None };
+        let sink = match through {
+            Through::Callbacks => {
+                let file = Box::into_raw(Box::new(file));
+                owned.file = Some(file);
+                Sink::Callbacks(tachyon_sink {
+                    context: file.cast(),
+                    write: Some(write),
+                    seek: Some(seek),
+                    flush: Some(flush),
+                })
+            }
+            Through::Journal(policy) => {
+                let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
+                owned.scratch = Some(scratch);
+                // SAFETY: the scratch lives until close, which frees it after the writer.
+                Sink::Journal { link: tachyon::file::StdIo(file), scratch: unsafe { &mut *scratch }, policy }
+            }
+        };
+        // SAFETY: the memory holds `words * 8 >= bytes` bytes and lives until close.
+        match unsafe { init_in(memory_ptr.cast(), words * 8, options, sink) } {
+            Ok(handle) => {
+                // SAFETY: placed: the handle is live.
+                unsafe { (*handle).owned = Some(owned) };
+                crate::registry::open(handle as usize, crate::registry::Kind::Writer);
+                // SAFETY: the caller's valid pointer.
+                unsafe { writer.write(handle) };
+                TACHYON_OK
+            }
+            Err(status) => {
+                // SAFETY: made above, used by nothing now (a failed placement dropped the
+                // journal's link, which borrowed only the scratch).
+                unsafe {
+                    drop(Vec::from_raw_parts(owned.memory, owned.words, owned.words));
+                    if let Some(file) = owned.file {
+                        drop(Box::from_raw(file));
+                    }
+                    if let Some(scratch) = owned.scratch {
+                        drop(Box::from_raw(scratch));
+                    }
+                }
+                status
+            }
+        }
+    }
+
     /// Creates (or truncates) the file at `path` (NUL-terminated) and a writer into it, in
     /// memory the library allocates for `options`; `tachyon_writer_close` closes and frees
     /// both. Host builds only.
@@ -769,44 +861,8 @@ mod file {
             if path.is_null() || options.is_null() {
                 return TACHYON_E_NULL;
             }
-            let mut bytes = 0usize;
-            // SAFETY: checked non-null pointers.
-            let status = unsafe { tachyon_writer_memory_size(options, &mut bytes) };
-            if status != TACHYON_OK {
-                return status;
-            }
-            // SAFETY: a NUL-terminated string by the caller's promise.
-            let path = unsafe { core::ffi::CStr::from_ptr(path) };
-            let path = crate::registry::path_of(path);
-            let file = match std::fs::File::create(&path) {
-                Ok(f) => f,
-                Err(e) => {
-                    crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
-                    return TACHYON_E_IO;
-                }
-            };
-            let words = bytes.div_ceil(8);
-            let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
-            let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
-            let file = Box::into_raw(Box::new(BufWriter::with_capacity(64 << 10, file)));
-            let sink = tachyon_sink { context: file.cast(), write: Some(write), seek: Some(seek), flush: Some(flush) };
-            let mut handle = core::ptr::null_mut();
-            // SAFETY: the memory holds `words * 8 >= bytes` bytes and lives until close.
-            let status = unsafe { tachyon_writer_init(memory_ptr.cast(), words * 8, options, &sink, &mut handle) };
-            if status != TACHYON_OK {
-                // SAFETY: made above, used by nothing.
-                unsafe {
-                    drop(Box::from_raw(file));
-                    drop(Vec::from_raw_parts(memory_ptr, words, words));
-                }
-                return status;
-            }
-            // SAFETY: init succeeded: the handle is live.
-            unsafe { (*handle).owned = Some(Owned { memory: memory_ptr, words, file: Some(file), scratch: None }) };
-            crate::registry::open(handle as usize, crate::registry::Kind::Writer);
-            // SAFETY: checked non-null.
-            unsafe { writer.write(handle) };
-            TACHYON_OK
+            // SAFETY: checked non-null, valid by the caller's promise.
+            unsafe { open_owned(path, &*options, Through::Callbacks, writer) }
         })
     }
 
@@ -848,59 +904,15 @@ mod file {
                 return TACHYON_E_NULL;
             }
             // SAFETY: checked non-null, valid by the caller's promise.
-            let (o, policy) = unsafe { (*options, *policy) };
-            if o.compression != TACHYON_COMPRESSION_NONE {
+            let (options, policy) = unsafe { (&*options, *policy) };
+            if options.compression != TACHYON_COMPRESSION_NONE {
                 crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
                 return TACHYON_E_UNSUPPORTED;
             }
-            let endian = match endian_of(o.byte_order) {
-                Ok(e) => e,
-                Err(status) => return status,
-            };
-            let plan = match plan::<tachyon_writer>(&o) {
-                Ok(p) => p,
-                Err(status) => return status,
-            };
-            // SAFETY: a NUL-terminated string by the caller's promise.
-            let path = crate::registry::path_of(unsafe { core::ffi::CStr::from_ptr(path) });
-            let file = match std::fs::File::create(&path) {
-                Ok(f) => f,
-                Err(e) => {
-                    crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
-                    return TACHYON_E_IO;
-                }
-            };
-            let words = (plan.end + ALIGN).div_ceil(8);
-            let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
-            let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
-            let pad = (ALIGN - (memory_ptr as usize) % ALIGN) % ALIGN;
-            let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
-            let link = tachyon::file::StdIo(BufWriter::with_capacity(64 << 10, file));
             let policy =
                 tachyon_core::transport::FlushPolicy { every_samples: policy.every_samples, every_us: policy.every_us };
-            // SAFETY: the scratch lives until close, which frees it after the writer.
-            let sink = Sink::Journal { link, scratch: unsafe { &mut *scratch }, policy };
-            // SAFETY: `pad` bytes in, `plan.end` bytes after it are inside the memory.
-            match unsafe { place(memory_ptr.cast::<u8>().add(pad), &plan, &o, endian, sink) } {
-                Ok(handle) => {
-                    // SAFETY: placed: the handle is live.
-                    unsafe {
-                        (*handle).owned = Some(Owned { memory: memory_ptr, words, file: None, scratch: Some(scratch) })
-                    };
-                    crate::registry::open(handle as usize, crate::registry::Kind::Writer);
-                    // SAFETY: checked non-null.
-                    unsafe { writer.write(handle) };
-                    TACHYON_OK
-                }
-                Err(status) => {
-                    // SAFETY: made above, used by nothing now.
-                    unsafe {
-                        drop(Vec::from_raw_parts(memory_ptr, words, words));
-                        drop(Box::from_raw(scratch));
-                    }
-                    status
-                }
-            }
+            // SAFETY: checked non-null, NUL-terminated by the caller's promise.
+            unsafe { open_owned(path, options, Through::Journal(policy), writer) }
         })
     }
 }

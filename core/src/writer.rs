@@ -248,16 +248,31 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         status: u8,
         frames: &[FrameId],
     ) -> Result<(), WriteError<W::Error>> {
-        let kept = &frames[..frames.len().min(MAX_STACK_DEPTH)];
+        self.write_thread_sample_ids_from(timestamp_us, interpreter_id, thread_id, status, frames.iter().copied())
+    }
+
+    /// As [`Self::write_thread_sample_ids`] from any iterator of ids (a capture ring's entry,
+    /// say): they go straight into the writer's stack buffer, with no slice to fill first.
+    pub fn write_thread_sample_ids_from(
+        &mut self,
+        timestamp_us: u64,
+        interpreter_id: u32,
+        thread_id: u64,
+        status: u8,
+        frames: impl IntoIterator<Item = FrameId>,
+    ) -> Result<(), WriteError<W::Error>> {
         let known = self.store.frames.entries().len();
-        if let Some(bad) = kept.iter().find(|id| id.0 as usize >= known) {
-            return Err(WriteError::UnknownFrameId { id: bad.0 });
+        let mut depth = 0;
+        // Checked before the thread is looked up, so a refused sample changes nothing.
+        for (slot, id) in self.scratch.iter_mut().zip(frames) {
+            if id.0 as usize >= known {
+                return Err(WriteError::UnknownFrameId { id: id.0 });
+            }
+            *slot = id.0;
+            depth += 1;
         }
         let thread = self.begin_sample(interpreter_id, thread_id)?;
-        for (slot, id) in self.scratch.iter_mut().zip(kept) {
-            *slot = id.0;
-        }
-        self.record(thread, timestamp_us, status, kept.len())
+        self.record(thread, timestamp_us, status, depth)
     }
 
     /// Writes one more sample of a thread with the stack of its previous sample (an empty
@@ -373,10 +388,17 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     }
 
     /// The sink beside string `index`, for a journal that sends the table through the sink
-    /// itself (the sink's position is not touched, so the writer need not seek again).
+    /// itself (a journal record does not move the sink's position, so unlike
+    /// [`Self::get_mut`] the writer need not seek again).
     #[cfg(feature = "transport")]
     pub(crate) fn sink_and_string(&mut self, index: u32) -> (&mut W, Option<&[u8]>) {
         (&mut self.sink, self.store.strings.table().get(index))
+    }
+
+    /// The sink, for a journal record (see [`Self::sink_and_string`]).
+    #[cfg(feature = "transport")]
+    pub(crate) fn sink_in_place(&mut self) -> &mut W {
+        &mut self.sink
     }
 
     /// The byte order the file is written in.

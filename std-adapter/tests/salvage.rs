@@ -3,8 +3,6 @@
 //! whose records arrived whole — at least every sample before the last flush — and says
 //! what was cut; damage before the tail is still refused.
 
-use std::convert::Infallible;
-
 use tachyon::memory::VecSink;
 use tachyon::tachyon::receive::{receive, ReceiveError};
 use tachyon_core::capture::Taken;
@@ -12,24 +10,6 @@ use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
 use tachyon_core::transport::{FlushPolicy, JournalWriter};
 use tachyon_core::{Frame, Location, Reader, Stats, Writer, WriterConfig};
-
-#[derive(Default)]
-struct Link(Vec<u8>);
-
-impl embedded_io::ErrorType for Link {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Link {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Infallible> {
-        Ok(())
-    }
-}
 
 fn storage() -> VecWriterStorage {
     VecWriterStorage::new(WriterCapacity {
@@ -71,7 +51,7 @@ fn file_and_stream() -> (Vec<u8>, Vec<u8>) {
     let mut js = storage();
     let mut scratch = [0u8; 256];
     let policy = FlushPolicy { every_samples: FLUSH_EVERY, every_us: 0 };
-    let mut j = JournalWriter::new(Link::default(), &mut scratch, js.storage(), config, policy).unwrap();
+    let mut j = JournalWriter::new(VecSink::new(), &mut scratch, js.storage(), config, policy).unwrap();
     let stats = Stats { duration_sec: 0.1, sample_rate: 4000.0, error_rate: Some(0.0), missed_samples: Some(1.5) };
     for i in 0..SAMPLES {
         let (t, stack) = sample(i, &names);
@@ -87,7 +67,7 @@ fn file_and_stream() -> (Vec<u8>, Vec<u8>) {
     }
     w.finish().unwrap();
     j.finish().unwrap();
-    (w.into_inner().into_inner(), j.into_inner().0)
+    (w.into_inner().into_inner(), j.into_inner().into_inner())
 }
 
 /// Each sample of a file as (thread, timestamp, status, function names innermost first).
@@ -169,13 +149,13 @@ fn damage_before_the_tail_is_refused_and_a_plain_stream_says_it_has_no_journal()
     // A stream without a journal (the firmware's plain FramedSink) cut: refused, saying so.
     let mut s = storage();
     let mut scratch = [0u8; 256];
-    let link = tachyon_core::transport::FramedSink::new(Link::default(), &mut scratch).unwrap();
+    let link = tachyon_core::transport::FramedSink::new(VecSink::new(), &mut scratch).unwrap();
     let mut w = Writer::new(link, s.storage(), WriterConfig::new(0, 100)).unwrap();
     for i in 0..50 {
         w.write_thread_sample(i, 0, 1, 0, [Frame::new(b"a", b"b")]).unwrap();
         w.flush().unwrap();
     }
-    let plain = w.into_inner().into_inner().0;
+    let plain = w.into_inner().into_inner().into_inner();
     let err = receive(&plain).unwrap_err();
     assert!(matches!(err, ReceiveError::NoJournal { .. }), "{err}");
     assert!(err.to_string().contains("no journal"), "{err}");

@@ -8,7 +8,6 @@ use super::ring::Capture;
 use crate::endian::Endianity;
 use crate::error::WriteError;
 use crate::header::Stats;
-use crate::records::MAX_STACK_DEPTH;
 use crate::writer::{Frame, FrameId, Writer};
 
 /// Turns a runtime's `(code id, offset)` pair into a frame, on the drain's side (where names
@@ -43,7 +42,11 @@ pub trait Target {
     type Error;
 
     /// Writes a sample whose stack is interned frame ids, innermost first.
-    fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), WriteError<Self::Error>>;
+    fn write_ids<I: IntoIterator<Item = FrameId>>(
+        &mut self,
+        taken: Taken,
+        frames: I,
+    ) -> Result<(), WriteError<Self::Error>>;
 
     /// Writes a sample whose stack is frames, innermost first.
     fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
@@ -59,8 +62,8 @@ pub trait Target {
 impl<W: Write + Seek, E: Endianity> Target for Writer<'_, W, E> {
     type Error = W::Error;
 
-    fn write_ids(&mut self, t: Taken, frames: &[FrameId]) -> Result<(), WriteError<W::Error>> {
-        self.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)
+    fn write_ids<I: IntoIterator<Item = FrameId>>(&mut self, t: Taken, frames: I) -> Result<(), WriteError<W::Error>> {
+        self.write_thread_sample_ids_from(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames)
     }
 
     fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
@@ -182,15 +185,7 @@ where
 {
     let t = entry.taken();
     match entry.stack() {
-        Stack::Ids(ids) => {
-            let mut stack = [FrameId(0); MAX_STACK_DEPTH];
-            let mut depth = 0;
-            for (slot, id) in stack.iter_mut().zip(ids) {
-                *slot = id;
-                depth += 1;
-            }
-            writer.write_ids(t, stack.get(..depth).unwrap_or(&[]))?;
-        }
+        Stack::Ids(ids) => writer.write_ids(t, ids)?,
         Stack::Code(pairs) => writer.write_frames(t, pairs.map(|(code, offset)| resolver.resolve(code, offset)))?,
     }
     Ok(t.timestamp_us)

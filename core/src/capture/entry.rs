@@ -21,7 +21,7 @@ pub struct Taken {
 pub(super) const HEADER_WORDS: usize = 7;
 
 /// The longest entry: 256 `(code id, offset)` pairs.
-pub(super) const MAX_ENTRY_WORDS: usize = HEADER_WORDS + MAX_STACK_DEPTH * 3;
+pub(super) const MAX_ENTRY_WORDS: usize = Kind::Code.entry_words(MAX_STACK_DEPTH);
 
 /// What an entry's stack holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,11 @@ impl Kind {
             Kind::Ids => 1,
             Kind::Code => 3,
         }
+    }
+
+    /// The words of a whole entry of `depth` frames of this kind.
+    pub(super) const fn entry_words(self, depth: usize) -> usize {
+        HEADER_WORDS + depth * self.words_per_frame()
     }
 }
 

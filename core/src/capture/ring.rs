@@ -50,35 +50,34 @@ pub struct Capture<'a> {
     garbled: AtomicU32,
 }
 
+/// The new ring both constructors make (one `const`, one for loom, whose atomics are not).
+macro_rules! empty_ring {
+    ($words:expr) => {{
+        let words: &[AtomicU32] = $words;
+        Capture {
+            words: if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words },
+            written: AtomicU32::new(0),
+            released: AtomicU32::new(0),
+            dropped: AtomicU32::new(0),
+            pushed: AtomicU32::new(0),
+            garbled: AtomicU32::new(0),
+        }
+    }};
+}
+
 impl<'a> Capture<'a> {
     /// A ring over `words` (at most [`MAX_WORDS`] are used). An entry takes
     /// [`entry_words`] words; a ring of a few hundred entries of the usual depth is a
     /// good start.
     #[cfg(not(loom))]
     pub const fn new(words: &'a [AtomicU32]) -> Self {
-        let words = if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words };
-        Capture {
-            words,
-            written: AtomicU32::new(0),
-            released: AtomicU32::new(0),
-            dropped: AtomicU32::new(0),
-            pushed: AtomicU32::new(0),
-            garbled: AtomicU32::new(0),
-        }
+        empty_ring!(words)
     }
 
     /// A ring over `words`, as the `const` constructor (loom's atomics are not `const`).
     #[cfg(loom)]
     pub fn new(words: &'a [AtomicU32]) -> Self {
-        let words = if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words };
-        Capture {
-            words,
-            written: AtomicU32::new(0),
-            released: AtomicU32::new(0),
-            dropped: AtomicU32::new(0),
-            pushed: AtomicU32::new(0),
-            garbled: AtomicU32::new(0),
-        }
+        empty_ring!(words)
     }
 
     /// Pushes a sample whose stack is frame ids interned earlier (`Writer::intern_frame`),
@@ -134,7 +133,7 @@ impl<'a> Capture<'a> {
     /// Writes an entry of `depth` frames: the fixed words here, the stack's words by `fill`
     /// (given exactly their slots), then publishes it.
     fn push(&self, taken: Taken, kind: Kind, depth: usize, fill: impl FnOnce(&[AtomicU32])) -> Result<(), Dropped> {
-        let len = HEADER_WORDS + depth * kind.words_per_frame();
+        let len = kind.entry_words(depth);
         let result = self.reserve(len).map(|(start, pad, next)| {
             if let Some(pad) = pad {
                 pad.store(Header::PAD, Ordering::Relaxed);
@@ -257,5 +256,5 @@ impl<'a> Capture<'a> {
 /// `n * entry_words(..)` words holds at least `n - 1` such entries at once.
 pub const fn entry_words(depth: usize, code_pairs: bool) -> usize {
     let depth = if depth > MAX_STACK_DEPTH { MAX_STACK_DEPTH } else { depth };
-    HEADER_WORDS + depth * if code_pairs { 3 } else { 1 }
+    if code_pairs { Kind::Code } else { Kind::Ids }.entry_words(depth)
 }

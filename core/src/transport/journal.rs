@@ -118,10 +118,20 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
 
     /// Writes a sample from frame ids (see [`Writer::write_thread_sample_ids`]).
     pub fn write_thread_sample_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), Error<L>> {
+        self.write_thread_sample_ids_from(taken, frames.iter().copied())
+    }
+
+    /// As [`Self::write_thread_sample_ids`] from any iterator of ids (see
+    /// [`Writer::write_thread_sample_ids_from`]).
+    pub fn write_thread_sample_ids_from(
+        &mut self,
+        taken: Taken,
+        frames: impl IntoIterator<Item = FrameId>,
+    ) -> Result<(), Error<L>> {
         self.journal()?;
         let t = taken;
         let written =
-            self.writer.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames);
+            self.writer.write_thread_sample_ids_from(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, frames);
         self.after_sample(t.timestamp_us, written)
     }
 
@@ -201,7 +211,7 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
     }
 
     fn send(&mut self, record: &Record<'_>) -> Result<(), Error<L>> {
-        let (sink, _) = self.writer.sink_and_string(u32::MAX);
+        let sink = self.writer.sink_in_place();
         sink.send_journal(record).map_err(sink_error(sink))
     }
 }
@@ -214,8 +224,12 @@ fn sink_error<L: Write>(sink: &FramedSink<'_, L>) -> impl FnOnce(SinkError<L::Er
 impl<L: Write, E: Endianity> Target for JournalWriter<'_, '_, L, E> {
     type Error = SinkError<L::Error>;
 
-    fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), WriteError<Self::Error>> {
-        self.write_thread_sample_ids(taken, frames)
+    fn write_ids<I: IntoIterator<Item = FrameId>>(
+        &mut self,
+        taken: Taken,
+        frames: I,
+    ) -> Result<(), WriteError<Self::Error>> {
+        self.write_thread_sample_ids_from(taken, frames)
     }
 
     fn write_frames<'f, I: IntoIterator<Item = Frame<'f>>>(
