@@ -181,3 +181,41 @@ mod tests {
         assert_eq!(max_record_len(64), 1314);
     }
 }
+
+/// Records of each kind: what a reader has decoded or a writer has written so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordCounts {
+    /// REPEAT records.
+    pub repeat: u64,
+    /// FULL records.
+    pub full: u64,
+    /// SUFFIX records.
+    pub suffix: u64,
+    /// POP_PUSH records.
+    pub pop_push: u64,
+}
+
+impl RecordCounts {
+    /// Records of all kinds.
+    pub fn total(&self) -> u64 {
+        self.repeat + self.full + self.suffix + self.pop_push
+    }
+}
+
+/// What a writer has written so far, as CPython's `BinaryWriter.get_stats()` counts it: a
+/// REPEAT run counts when its record is written (a run still pending does not), and so do
+/// the frames it saves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteCounts {
+    /// Records written, by kind.
+    pub records: RecordCounts,
+    /// Samples in the REPEAT records written.
+    pub repeat_samples: u64,
+    /// Frame ids listed in FULL, SUFFIX and POP_PUSH records.
+    pub frames_written: u64,
+    /// Frames not listed because a record shared them with the thread's previous stack:
+    /// the whole stack of each REPEAT sample, the kept part of a SUFFIX or POP_PUSH.
+    pub frames_saved: u64,
+    /// Bytes of the records written, before any compression.
+    pub bytes_written: u64,
+}

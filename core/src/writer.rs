@@ -18,8 +18,8 @@ use crate::endian::{Endianity, NativeEndian};
 use crate::error::{FormatLimit, WriteError};
 use crate::header::{Compression, Footer, Header, ProfilingConfig, Stats, CPYTHON_VERSION, HEADER_SIZE};
 use crate::records::{
-    choose_change, max_repeat_record_len, Encoding, Prefix, StackChange, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH,
-    MAX_STACK_RECORD_LEN,
+    choose_change, max_repeat_record_len, Encoding, Prefix, StackChange, WriteCounts, MAX_RLE_ENTRY_LEN,
+    MAX_STACK_DEPTH, MAX_STACK_RECORD_LEN,
 };
 use crate::storage::{FrameInterner, Resource, WriterStorage};
 use crate::tables::{FrameEntry, Location, MAX_FRAME_ENTRY_LEN, NO_OPCODE};
@@ -118,6 +118,7 @@ pub struct Writer<'s, W: Write + Seek, E: Endianity = NativeEndian> {
     finishing: bool,
     finished: bool,
     limit_reached: bool,
+    counts: WriteCounts,
     scratch: [u32; MAX_STACK_DEPTH],
     #[cfg(feature = "zstd")]
     zstd: Option<ZstdOut<'s>>,
@@ -190,6 +191,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             finishing: false,
             finished: false,
             limit_reached: false,
+            counts: WriteCounts::default(),
             scratch: [0; MAX_STACK_DEPTH],
             #[cfg(feature = "zstd")]
             zstd,
@@ -411,6 +413,12 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.stats
     }
 
+    /// Records, frames and bytes written so far, as CPython's `BinaryWriter.get_stats()`
+    /// counts them ([`WriteCounts`]).
+    pub fn write_counts(&self) -> WriteCounts {
+        self.counts
+    }
+
     /// Thread samples written so far (REPEAT ones included).
     pub fn sample_count(&self) -> u64 {
         self.sample_count
@@ -560,6 +568,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             self.flush_run(thread)?;
         }
         self.make_room(MAX_STACK_RECORD_LEN)?;
+        let record_start = self.staged;
         let t = *self.store.threads.get(thread);
         let prefix = Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: encoding as u8 };
         self.stage(&prefix.encode(self.endian));
@@ -570,9 +579,19 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             self.stage_varint(second as u64);
         }
         // FULL lists the whole stack; SUFFIX and POP_PUSH the `push` innermost frames.
-        for i in 0..second.unwrap_or(depth) {
+        let listed = second.unwrap_or(depth);
+        for i in 0..listed {
             self.stage_varint(u64::from(self.scratch[i]));
         }
+        let counts = &mut self.counts;
+        match encoding {
+            Encoding::Full => counts.records.full += 1,
+            Encoding::Suffix => counts.records.suffix += 1,
+            _ => counts.records.pop_push += 1,
+        }
+        counts.frames_written += listed as u64;
+        counts.frames_saved += (depth - listed) as u64;
+        counts.bytes_written += (self.staged - record_start) as u64;
         let (store, scratch) = (&mut self.store, &self.scratch);
         store.threads.set_prev_stack(thread, &scratch[..depth]);
         store.threads.get_mut(thread).prev_ts = ts;
@@ -606,6 +625,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// Emits the thread's pending run as one REPEAT record and clears it.
     fn flush_run(&mut self, thread: usize) -> Result<(), WriteError<W::Error>> {
         self.make_room(max_repeat_record_len(self.store.threads.rle_budget()))?;
+        let record_start = self.staged;
         let t = *self.store.threads.get(thread);
         self.stage(
             &Prefix { thread_id: t.thread_id, interpreter_id: t.interpreter_id, encoding: Encoding::Repeat as u8 }
@@ -616,6 +636,12 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         let end = self.staged + run.len();
         self.store.staging[self.staged..end].copy_from_slice(run);
         self.staged = end;
+        let depth = self.store.threads.prev_stack(thread).len() as u64;
+        let counts = &mut self.counts;
+        counts.records.repeat += 1;
+        counts.repeat_samples += u64::from(t.rle_count);
+        counts.frames_saved += u64::from(t.rle_count) * depth;
+        counts.bytes_written += (end - record_start) as u64;
         let t = self.store.threads.get_mut(thread);
         t.rle_len = 0;
         t.rle_count = 0;

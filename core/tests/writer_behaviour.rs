@@ -468,3 +468,146 @@ fn a_million_threads_are_written_in_memory_that_follows_their_use() {
     assert_eq!((samples[1].tid, samples[1].ts), (1, 1_001_000));
     assert_eq!((samples[THREADS as usize].tid, samples[THREADS as usize].ts), (0, 1_002_000));
 }
+
+/// Writes `n` distinct frames (each a new file name, function name and line), each sample
+/// on thread `i % 4`, with names long enough to make the arena grow many times.
+fn distinct_frames(w: &mut Writer<'_, Cursor<&mut [u8]>, LittleEndian>, n: u32) {
+    for i in 0..n {
+        let file = format!("/srv/app/generated/module_{i:06}.py");
+        let func = format!("handler_{}", i.wrapping_mul(2_654_435_761));
+        let frame = Frame {
+            filename: file.as_bytes(),
+            funcname: func.as_bytes(),
+            location: Some(tachyon_core::Location { lineno: i as i32, end_lineno: i as i32, col: 0, end_col: 4 }),
+            opcode: None,
+        };
+        // Every 7th frame repeats an old one: a lookup, not an insert, after the index grew.
+        let again = Frame { filename: b"/app/main.py", funcname: b"main", location: None, opcode: Some(7) };
+        let stack = if i % 7 == 0 { [frame, again] } else { [frame, MAIN] };
+        w.write_thread_sample(1_000_000 + u64::from(i), 0, u64::from(i % 4), 0, stack).unwrap();
+    }
+}
+
+#[test]
+fn growing_tables_write_the_file_fixed_tables_write() {
+    const FRAMES: u32 = 50_000;
+    let cap = tachyon_core::storage::WriterCapacity {
+        string_bytes: 8 << 20,
+        strings: 2 * FRAMES as usize + 8,
+        frames: FRAMES as usize + 8,
+        threads: 8,
+        rle_budget: tachyon_core::records::CPYTHON_RLE_BUDGET,
+    };
+    let mut fixed = tachyon_core::storage::VecWriterStorage::new(cap).unwrap();
+    let mut growing = tachyon_core::storage::VecWriterStorage::growing(8, tachyon_core::records::CPYTHON_RLE_BUDGET);
+    assert!(growing.table_bytes() < 100 << 10, "growing storage starts small: {}", growing.table_bytes());
+    let write = |storage: &mut tachyon_core::storage::VecWriterStorage| {
+        let mut buf = vec![0u8; 32 << 20];
+        let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+        distinct_frames(&mut w, FRAMES);
+        // Strings: 2 per new frame, plus main.py and main (MAIN and `again` share them);
+        // frames: one per i, MAIN and `again` (which differ in their opcode).
+        assert_eq!((w.frame_count(), w.string_count()), (FRAMES as usize + 2, 2 * FRAMES as usize + 2));
+        let size = w.finish().unwrap() as usize;
+        buf.truncate(size);
+        buf
+    };
+    let from_fixed = write(&mut fixed);
+    let from_growing = write(&mut growing);
+    assert!(from_fixed == from_growing, "fixed and growing tables wrote different files");
+    // Used again, the growing storage forgets what it held and writes the same file.
+    assert!(write(&mut growing) == from_fixed, "a reused growing storage wrote a different file");
+    let reader = tachyon_core::storage::ReaderCapacity {
+        string_bytes: 8 << 20,
+        strings: 2 * FRAMES as usize + 8,
+        frames: FRAMES as usize + 8,
+        threads: 8,
+        ..SMALL_READER
+    };
+    let samples = decode_all(&from_growing, reader).unwrap();
+    assert_eq!(samples.len(), FRAMES as usize);
+    // The table grew: it holds what was written, with doubling slack at most.
+    let held = growing.table_bytes();
+    assert!(held > 2 << 20 && held < 16 << 20, "{held} bytes held for {FRAMES} frames");
+}
+
+#[test]
+fn fixed_tables_still_refuse_past_their_capacity() {
+    let cap = tachyon_core::storage::WriterCapacity { frames: 100, strings: 1000, ..common::SMALL_WRITER };
+    let mut storage = tachyon_core::storage::VecWriterStorage::new(cap).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
+    let mut refused = None;
+    for i in 0..200u32 {
+        let func = format!("f{i}");
+        let frame = Frame { filename: b"a.py", funcname: func.as_bytes(), location: None, opcode: None };
+        if let Err(e) = w.write_thread_sample(1_000_000 + u64::from(i), 0, 1, 0, [frame]) {
+            refused = Some((i, e));
+            break;
+        }
+    }
+    match refused {
+        Some((100, WriteError::Capacity { resource: Resource::Frames })) => {}
+        other => panic!("expected the 101st frame refused for Frames, got {other:?}"),
+    }
+    assert!(w.finish().is_ok(), "a refused frame leaves the file finishable");
+}
+
+/// The counts CPython 3.15.2's `BinaryWriter.get_stats()` gave for the same calls (recorded
+/// with the oracle on 2026-11-26): a run counts when its record is written, with the frames
+/// it saves; bytes are the records' before compression.
+#[test]
+fn write_counts_are_cpythons_get_stats() {
+    use tachyon_core::records::{RecordCounts, WriteCounts};
+    let names = |s: &'static str| -> Vec<Frame<'static>> {
+        s.as_bytes()
+            .chunks(1)
+            .map(|n| Frame {
+                filename: b"a.py",
+                funcname: n,
+                location: Some(tachyon_core::Location { lineno: 1, end_lineno: 1, col: 0, end_col: 0 }),
+                opcode: None,
+            })
+            .collect()
+    };
+    let counts =
+        |repeat, full, suffix, pop_push, repeat_samples, frames_written, frames_saved, bytes_written| WriteCounts {
+            records: RecordCounts { repeat, full, suffix, pop_push },
+            repeat_samples,
+            frames_written,
+            frames_saved,
+            bytes_written,
+        };
+    let mut storage = writer_storage();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut w =
+        Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), WriterConfig::new(0, 1000), LittleEndian)
+            .unwrap();
+    let steps: [(&str, u64, &str, u64, WriteCounts); 8] = [
+        ("full of 3", 1, "abc", 10, counts(0, 1, 0, 0, 0, 3, 0, 19)),
+        ("repeat, pending", 1, "abc", 20, counts(0, 1, 0, 0, 0, 3, 0, 19)),
+        ("repeat, pending", 1, "abc", 30, counts(0, 1, 0, 0, 0, 3, 0, 19)),
+        ("suffix after the run", 1, "xabc", 40, counts(1, 1, 1, 0, 2, 4, 9, 55)),
+        ("empty first stack: a pending run", 2, "", 50, counts(1, 1, 1, 0, 2, 4, 9, 55)),
+        ("empty again, then a frame", 2, "", 60, counts(1, 1, 1, 0, 2, 4, 9, 55)),
+        ("full after the empty run", 2, "q", 70, counts(2, 2, 1, 0, 4, 5, 9, 90)),
+        ("back to empty: a full of 0", 2, "", 80, counts(2, 3, 1, 0, 4, 5, 9, 106)),
+    ];
+    for (what, tid, stack, ts, want) in steps {
+        w.write_thread_sample(ts, 0, tid, 0, names(stack)).unwrap();
+        assert_eq!(w.write_counts(), want, "after {what}");
+    }
+    w.write_thread_sample(90, 0, 1, 0, names("yzabc")).unwrap();
+    assert_eq!(w.write_counts(), counts(2, 3, 1, 1, 4, 7, 12, 125), "after a pop-push");
+    assert_eq!(w.sample_count(), 9);
+
+    // A long run is counted when the budget makes it a record (5458 three-byte entries).
+    let mut storage = writer_storage();
+    let mut w =
+        Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), WriterConfig::new(0, 1000), LittleEndian)
+            .unwrap();
+    for i in 0..6000 {
+        w.write_thread_sample(i * 1000, 0, 1, 0, names("ab")).unwrap();
+    }
+    assert_eq!(w.write_counts(), counts(1, 1, 0, 0, 5458, 2, 10_916, 16_407));
+}

@@ -26,6 +26,8 @@ use crate::header::{
     decode_stats, stats_prefix_len, Compression, Footer, Header, HeaderError, HeaderLayout, Stats, StatsTail,
     FOOTER_SIZE, HEADER_SIZE, STATS_VERSION,
 };
+/// Where a reader's record counts are defined (the writer counts the same way).
+pub use crate::records::RecordCounts;
 use crate::records::{Encoding, Prefix, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH, PREFIX_LEN};
 use crate::storage::{Keep, ReaderStorage, ReaderThreads, Resource, StringTable};
 use crate::tables::{frame_from_fields, FrameEntry, FrameField, Location};

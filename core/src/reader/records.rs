@@ -350,26 +350,6 @@ impl<R: Read + Seek> core::fmt::Debug for Run<'_, '_, R> {
     }
 }
 
-/// Records of each kind seen so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RecordCounts {
-    /// REPEAT records.
-    pub repeat: u64,
-    /// FULL records.
-    pub full: u64,
-    /// SUFFIX records.
-    pub suffix: u64,
-    /// POP_PUSH records.
-    pub pop_push: u64,
-}
-
-impl RecordCounts {
-    /// Records of all kinds.
-    pub fn total(&self) -> u64 {
-        self.repeat + self.full + self.suffix + self.pop_push
-    }
-}
-
 /// The REPEAT record being read: its thread and the entries left (0: none).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pending {

@@ -17,27 +17,36 @@ pub(super) fn hash_frame(seed: u64, f: &FrameEntry) -> u64 {
 
 /// The writer's frame interner keyed by all seven absolute fields (spec 5.4).
 pub(crate) struct FrameInterner<'a> {
-    pub(super) entries: &'a mut [FrameEntry],
+    pub(super) entries: Table<'a, FrameEntry>,
     pub(super) count: usize,
     pub(super) index: SlotIndex<'a>,
 }
 
 impl<'a> FrameInterner<'a> {
     pub(crate) fn entries(&self) -> &[FrameEntry] {
-        &self.entries[..self.count]
+        &self.entries.as_slice()[..self.count]
+    }
+
+    /// Room for one more entry (a growable table grows, and its index with it); the slot
+    /// `slot` found for `hash` before, or the one it moved to.
+    fn make_room(&mut self, hash: u64, slot: usize) -> Result<usize, Resource> {
+        if self.count >= self.index.capacity() || !self.entries.grow(self.count + 1, FrameEntry::EMPTY) {
+            return Err(Resource::Frames);
+        }
+        let seed = self.index.seed;
+        let rehash = self.entries.as_slice()[..self.count].iter().map(|e| hash_frame(seed, e));
+        Ok(if self.index.make_room(self.count, rehash, Resource::Frames)? { self.index.vacant(hash) } else { slot })
     }
 
     #[inline]
     pub(crate) fn intern(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
         let hash = hash_frame(self.index.seed, &frame);
-        let entries = &self.entries[..self.count];
+        let entries = &self.entries.as_slice()[..self.count];
         match self.index.find(hash, |i| entries[i as usize] == frame) {
             Ok(i) => Ok(i),
             Err(slot) => {
-                if self.count >= self.entries.len().min(self.index.capacity()) {
-                    return Err(Resource::Frames);
-                }
-                self.entries[self.count] = frame;
+                let slot = self.make_room(hash, slot)?;
+                self.entries.as_mut_slice()[self.count] = frame;
                 let i = self.count as u32;
                 self.count += 1;
                 self.index.occupy(slot, i);
@@ -50,12 +59,17 @@ impl<'a> FrameInterner<'a> {
     /// the first), for copying a table whose entries coincide after decoding.
     pub(crate) fn push(&mut self, frame: FrameEntry) -> Result<u32, Resource> {
         let hash = hash_frame(self.index.seed, &frame);
-        let entries = &self.entries[..self.count];
+        let entries = &self.entries.as_slice()[..self.count];
         let vacant = self.index.find(hash, |i| entries[i as usize] == frame).err();
-        if self.count >= self.entries.len().min(self.index.capacity()) {
-            return Err(Resource::Frames);
-        }
-        self.entries[self.count] = frame;
+        // With an equal entry there (`vacant` is None), the index is left as it is.
+        let vacant = match vacant {
+            Some(slot) => Some(self.make_room(hash, slot)?),
+            None if self.count >= self.index.capacity() || !self.entries.grow(self.count + 1, FrameEntry::EMPTY) => {
+                return Err(Resource::Frames)
+            }
+            None => None,
+        };
+        self.entries.as_mut_slice()[self.count] = frame;
         let i = self.count as u32;
         self.count += 1;
         if let Some(slot) = vacant {

@@ -38,7 +38,7 @@ pub(super) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
 /// otherwise entry index + 1. Linear probing; the caller keeps the entry count below the
 /// slot count so a probe always ends.
 pub(super) struct SlotIndex<'a> {
-    pub(super) slots: &'a mut [u32],
+    pub(super) slots: Table<'a, u32>,
     /// Key of the hash (see [`WriterStorage::with_seed`]).
     pub(super) seed: u64,
 }
@@ -46,25 +46,71 @@ pub(super) struct SlotIndex<'a> {
 impl<'a> SlotIndex<'a> {
     pub(super) fn new(slots: &'a mut [u32]) -> Self {
         slots.fill(0);
-        SlotIndex { slots, seed: 0 }
+        SlotIndex { slots: Table::Fixed(slots), seed: 0 }
     }
 
-    /// Entries this index can hold (one slot always stays empty).
+    /// An index in a `Vec` that grows with its entries (what it held before is forgotten).
+    #[cfg(feature = "alloc")]
+    pub(super) fn growable(slots: &'a mut alloc::vec::Vec<u32>) -> Self {
+        slots.clear();
+        // A probe needs an empty slot to end on: never an empty table.
+        slots.resize(GROWABLE_START_SLOTS, 0);
+        SlotIndex { slots: Table::Growable(slots), seed: 0 }
+    }
+
+    /// Entries this index can hold (one slot always stays empty); a growable one, as many as
+    /// the format's u32 indices allow.
     pub(super) fn capacity(&self) -> usize {
-        self.slots.len().saturating_sub(1).min(u32::MAX as usize - 1)
+        let slots = if self.slots.is_growable() { usize::MAX } else { self.slots.as_slice().len() };
+        slots.saturating_sub(1).min(u32::MAX as usize - 1)
     }
 
     /// `Ok(index)` of the entry for which `is_match` holds, or `Err(slot)` where it would go.
     #[inline]
     pub(super) fn find(&self, hash: u64, is_match: impl FnMut(u32) -> bool) -> Result<u32, usize> {
-        slot_find(self.slots, hash, is_match)
+        slot_find(self.slots.as_slice(), hash, is_match)
+    }
+
+    /// The empty slot where an entry of `hash` would go.
+    pub(super) fn vacant(&self, hash: u64) -> usize {
+        // A probe that matches nothing always ends on an empty slot (`Err`).
+        slot_find(self.slots.as_slice(), hash, |_| false).err().unwrap_or_default()
     }
 
     #[inline]
     pub(super) fn occupy(&mut self, slot: usize, index: u32) {
-        self.slots[slot] = index + 1;
+        self.slots.as_mut_slice()[slot] = index + 1;
+    }
+
+    /// Makes a growable index ready for entry number `count` as [`make_room`] does for
+    /// threads, refilled from the entries' hashes in order; true if it was rebuilt (a vacant
+    /// slot found before has moved). A fixed index is left as it is.
+    pub(super) fn make_room(
+        &mut self,
+        count: usize,
+        hashes: impl Iterator<Item = u64>,
+        resource: Resource,
+    ) -> Result<bool, Resource> {
+        if !self.slots.is_growable() || 2 * (count + 1) < self.slots.as_slice().len() {
+            return Ok(false);
+        }
+        if !self.slots.grow(4 * (count + 1), 0) {
+            return Err(resource);
+        }
+        let slots = self.slots.as_mut_slice();
+        slots.fill(0);
+        for (i, hash) in hashes.enumerate() {
+            if let Err(slot) = slot_find(slots, hash, |_| false) {
+                slots[slot] = i as u32 + 1;
+            }
+        }
+        Ok(true)
     }
 }
+
+/// Slots a growable index starts with.
+#[cfg(feature = "alloc")]
+const GROWABLE_START_SLOTS: usize = 64;
 
 /// Linear probing over `slots` (0 = empty, otherwise entry index + 1): `Ok(index)` of the
 /// entry for which `is_match` holds, or `Err(slot)` where it would go. At least one slot must

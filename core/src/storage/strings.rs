@@ -17,15 +17,23 @@ impl Span {
 
 /// Strings in index order, bytes packed in one arena.
 pub struct StringTable<'a> {
-    pub(super) arena: &'a mut [u8],
+    pub(super) arena: Table<'a, u8>,
     pub(super) used: usize,
-    pub(super) spans: &'a mut [Span],
+    pub(super) spans: Table<'a, Span>,
     pub(super) count: usize,
 }
 
 impl<'a> StringTable<'a> {
     pub(super) fn new(arena: &'a mut [u8], spans: &'a mut [Span]) -> Self {
-        StringTable { arena, used: 0, spans, count: 0 }
+        StringTable { arena: Table::Fixed(arena), used: 0, spans: Table::Fixed(spans), count: 0 }
+    }
+
+    /// A table in `Vec`s that grow as strings arrive (what they held before is forgotten).
+    #[cfg(feature = "alloc")]
+    pub(super) fn growable(arena: &'a mut alloc::vec::Vec<u8>, spans: &'a mut alloc::vec::Vec<Span>) -> Self {
+        arena.clear();
+        spans.clear();
+        StringTable { arena: Table::Growable(arena), used: 0, spans: Table::Growable(spans), count: 0 }
     }
 
     /// Number of strings.
@@ -41,8 +49,8 @@ impl<'a> StringTable<'a> {
     /// Bytes of string `index`.
     #[inline]
     pub fn get(&self, index: u32) -> Option<&[u8]> {
-        let span = *self.spans[..self.count].get(index as usize)?;
-        self.arena.get(span.start as usize..span.start as usize + span.len as usize)
+        let span = *self.spans.as_slice()[..self.count].get(index as usize)?;
+        self.arena.as_slice().get(span.start as usize..span.start as usize + span.len as usize)
     }
 
     /// Appends a string of `len` bytes filled by `fill`; its index, or which resource ran out.
@@ -52,16 +60,16 @@ impl<'a> StringTable<'a> {
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<Result<u32, Resource>, E> {
-        if self.count >= self.spans.len() {
+        if !self.spans.grow(self.count + 1, Span::EMPTY) {
             return Ok(Err(Resource::Strings));
         }
-        let arena_limit = self.arena.len().min(u32::MAX as usize);
-        if len > arena_limit - self.used {
+        // Offsets are u32: one table holds at most 4 GiB of string bytes, growable or not.
+        if len > u32::MAX as usize - self.used || !self.arena.grow(self.used + len, 0) {
             return Ok(Err(Resource::StringBytes));
         }
         let start = self.used;
-        fill(&mut self.arena[start..start + len])?;
-        self.spans[self.count] = Span { start: start as u32, len: len as u32 };
+        fill(&mut self.arena.as_mut_slice()[start..start + len])?;
+        self.spans.as_mut_slice()[self.count] = Span { start: start as u32, len: len as u32 };
         self.used += len;
         self.count += 1;
         Ok(Ok(self.count as u32 - 1))
@@ -102,9 +110,15 @@ impl<'a> StringInterner<'a> {
         let table = &self.table;
         match self.index.find(hash, |i| table.get(i) == Some(bytes)) {
             Ok(i) => Ok(i),
-            Err(slot) => {
-                if self.table.len() >= self.index.capacity() {
+            Err(mut slot) => {
+                let count = self.table.len();
+                if count >= self.index.capacity() {
                     return Err(Resource::Strings);
+                }
+                let (seed, table) = (self.index.seed, &self.table);
+                let rehash = (0..count as u32).map(|i| hash_bytes(seed, table.get(i).unwrap_or_default()));
+                if self.index.make_room(count, rehash, Resource::Strings)? {
+                    slot = self.index.vacant(hash);
                 }
                 let i = self.table.push(bytes)?;
                 self.index.occupy(slot, i);

@@ -1,6 +1,7 @@
 //! Storage in `Vec`s (feature `alloc`): tables of the given capacities allocated once, thread
 //! tables grown by use.
 
+use super::index::SlotIndex;
 use super::*;
 
 use alloc::vec;
@@ -58,9 +59,12 @@ pub(crate) struct GrowableThreads {
 }
 
 /// Writer storage in `Vec`s: string and frame tables of the given capacities, allocated
-/// once; a thread table that grows with the threads written.
+/// once ([`VecWriterStorage::new`]), or grown as they fill ([`VecWriterStorage::growing`]);
+/// a thread table that grows with the threads written.
 pub struct VecWriterStorage {
     pub(super) cap: WriterCapacity,
+    /// String and frame tables grow by use (the capacities are the format's).
+    pub(super) growing: bool,
     pub(super) string_bytes: Vec<u8>,
     pub(super) string_spans: Vec<Span>,
     pub(super) string_slots: Vec<u32>,
@@ -81,6 +85,7 @@ impl VecWriterStorage {
         cap.ram_bytes().ok_or(StorageError::CapacityOverflow)?;
         Ok(VecWriterStorage {
             cap,
+            growing: false,
             string_bytes: vec![0; cap.string_bytes],
             string_spans: vec![Span::EMPTY; cap.strings],
             string_slots: vec![0; 2 * cap.strings + 1],
@@ -92,6 +97,35 @@ impl VecWriterStorage {
         })
     }
 
+    /// Storage whose string and frame tables start empty and grow as a writer fills them
+    /// (doubling, so a string or frame costs amortised constant time), up to the format's
+    /// own limits (u32 indices, 4 GiB of string bytes), or until memory runs out, which the
+    /// writer reports as a capacity limit: for a writer that cannot know what it will be
+    /// given (a runtime's profiler, CPython's `BinaryWriter` API). `threads` and `rle_budget`
+    /// are as in [`WriterCapacity`].
+    pub fn growing(threads: usize, rle_budget: usize) -> Self {
+        let rle_budget = rle_budget.max(MAX_RLE_ENTRY_LEN);
+        let most = u32::MAX as usize - 1;
+        VecWriterStorage {
+            cap: WriterCapacity {
+                string_bytes: u32::MAX as usize,
+                strings: most,
+                frames: most,
+                threads: threads.max(1),
+                rle_budget,
+            },
+            growing: true,
+            string_bytes: Vec::new(),
+            string_spans: Vec::new(),
+            string_slots: Vec::new(),
+            frames: Vec::new(),
+            frame_slots: Vec::new(),
+            frame_cache: vec![0; GROWING_FRAME_CACHE],
+            threads: GrowableThreads::default(),
+            staging: vec![0; max_record_len(rle_budget)],
+        }
+    }
+
     /// The capacities this storage was made with.
     pub fn capacity(&self) -> WriterCapacity {
         self.cap
@@ -100,6 +134,25 @@ impl VecWriterStorage {
     /// Lends the tables to a writer.
     pub fn storage(&mut self) -> WriterStorage<'_> {
         let threads = WriterThreads::growable(&mut self.threads, self.cap.rle_budget, self.cap.threads);
+        if self.growing {
+            self.frame_cache.fill(0);
+            return WriterStorage {
+                strings: StringInterner {
+                    table: StringTable::growable(&mut self.string_bytes, &mut self.string_spans),
+                    index: SlotIndex::growable(&mut self.string_slots),
+                },
+                frames: FrameInterner {
+                    entries: Table::Growable(&mut self.frames),
+                    count: 0,
+                    index: SlotIndex::growable(&mut self.frame_slots),
+                },
+                threads,
+                recent: RecentFrames { slots: &mut self.frame_cache },
+                staging: &mut self.staging,
+                #[cfg(feature = "zstd")]
+                zstd: None,
+            };
+        }
         let buffers = WriterBuffers {
             string_bytes: &mut self.string_bytes,
             string_spans: &mut self.string_spans,
@@ -120,6 +173,14 @@ impl VecWriterStorage {
         }
     }
 
+    /// Bytes the string and frame tables hold now (all of them for fixed capacities).
+    pub fn table_bytes(&self) -> usize {
+        self.string_bytes.capacity()
+            + self.string_spans.capacity() * core::mem::size_of::<Span>()
+            + (self.string_slots.capacity() + self.frame_slots.capacity() + self.frame_cache.capacity()) * 4
+            + self.frames.capacity() * core::mem::size_of::<FrameEntry>()
+    }
+
     /// Bytes the thread table holds now (entries, index, stacks and REPEAT buffers),
     /// which grows with the threads written.
     pub fn thread_bytes(&self) -> usize {
@@ -129,6 +190,10 @@ impl VecWriterStorage {
             + t.rle.capacity()
     }
 }
+
+/// Recent-frame cache slots of growing storage (64 KiB): the cache only saves hashing, so
+/// it need not grow with the table.
+const GROWING_FRAME_CACHE: usize = 16 << 10;
 
 /// Capacities of a `Vec`-backed reader storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

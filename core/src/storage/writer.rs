@@ -101,7 +101,7 @@ impl<'a> WriterStorage<'a> {
                 table: StringTable::new(b.string_bytes, b.string_spans),
                 index: SlotIndex::new(b.string_slots),
             },
-            frames: FrameInterner { entries: b.frames, count: 0, index: SlotIndex::new(b.frame_slots) },
+            frames: FrameInterner { entries: Table::Fixed(b.frames), count: 0, index: SlotIndex::new(b.frame_slots) },
             threads,
             recent: RecentFrames {
                 slots: {

@@ -169,6 +169,19 @@ impl OwnedWriterStorage {
         })
     }
 
+    /// Tables that grow as a writer fills them ([`VecWriterStorage::growing`]), CPython's
+    /// per-thread REPEAT budget, and a compressor when `compression` asks for one: for a
+    /// writer that cannot know in advance what it will be given.
+    pub fn growing(compression: Compression) -> Self {
+        OwnedWriterStorage {
+            tables: VecWriterStorage::growing(usize::MAX, tachyon_core::records::CPYTHON_RLE_BUDGET),
+            zstd: compression == Compression::Zstd,
+            zstd_workspace: Vec::new(),
+            zstd_out: Vec::new(),
+            threaded: None,
+        }
+    }
+
     /// What a writer constructor takes: the tables' storage, holding a compressor when sized
     /// for a compressed file (on a second thread where the machine has one).
     pub fn storage(&mut self) -> WriterStorage<'_> {
