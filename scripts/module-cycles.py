@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-DEFAULT_ROOTS = ["core/src", "std-adapter/src", "capi/src", "qemu-tests/src", "qemu-tests/kit/src", "fuzz/src"]
+DEFAULT_ROOTS = ["core/src", "std-adapter/src", "capi/src", "qemu-tests/src", "qemu-tests/kit/src", "fuzz/src", "python/src"]
 
 
 def module_name(root, path):

@@ -21,8 +21,9 @@ done
 
 step "format"
 cargo fmt --all -- --check
-# The fuzz targets are their own workspace.
+# The fuzz targets and the Python package are their own workspaces.
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo fmt --manifest-path python/Cargo.toml -- --check
 
 step "module structure: no import cycle between the modules of any crate"
 python3 scripts/module-cycles.py --self-test
@@ -32,6 +33,8 @@ step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+# PyO3's build finds Python 3.11 (Debian's); the wheel itself is built by scripts/python.sh.
+CARGO_TARGET_DIR=target/python cargo clippy --manifest-path python/Cargo.toml --locked --all-targets -- -D warnings
 
 step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"
 for target in "${NO_STD_TARGETS[@]}"; do
@@ -49,6 +52,7 @@ cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release --target t
 step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
+RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=target/python cargo doc --manifest-path python/Cargo.toml --locked --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
   RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport,marshal
 done

@@ -162,6 +162,10 @@ step "capture path: loom model of the ring, the push functions' machine code, th
 bash scripts/capture.sh
 prune target/loom target/capture/work
 
+step "Python package: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command"
+bash scripts/python.sh
+prune target/python
+
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
 bash scripts/fuzz.sh
 prune target/fuzz-address

@@ -6,6 +6,8 @@
 //! thin layer over these.
 //!
 //! ## Module map
+//! * A conversion as asked for, options and all: [`request`] (what the command and the
+//!   Python package run).
 //! * Any input: [`profile`] (detect, open, info, verify, dump, a source for the hub).
 //! * The pipeline: [`model`] (the hub: sources, collectors, the frame table, [`model::chain`]
 //!   for merging); [`output`] (the outputs' registry, options, destinations, errors);
@@ -20,7 +22,7 @@
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
 //!   [`hash`] (keyed fast hashing, string tables).
 //!
-//! Dependencies point one way: `profile` → `convert` → the format folders → `model`,
+//! Dependencies point one way: `request` → `profile` → `convert` → the format folders → `model`,
 //! `output` and the shared modules.
 
 #![deny(missing_docs)]
@@ -37,6 +39,7 @@ pub mod pprof;
 pub mod profile;
 pub mod pstats;
 pub mod pyfmt;
+pub mod request;
 pub mod symbolize;
 pub mod tachyon;
 

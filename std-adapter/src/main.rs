@@ -15,16 +15,13 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use tachyon::convert::{ConvertError, Destination, Output, OutputKind};
+use tachyon::convert::{Destination, Output, OutputKind};
 use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
-use tachyon::model::Source;
-use tachyon::pprof::source::SampleIndex;
-use tachyon::profile::{AnySource, Profile, ProfileError, SourceOptions};
-use tachyon::pstats::replay::SortOrder;
+use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
+use tachyon::request::{convert_file, with_source, ByteOrder, ConvertRequest, InputOptions, RequestError, Teardown};
 use tachyon::tachyon::input::{encode_stream, CapacityCount, InputError};
-use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
 
@@ -238,13 +235,6 @@ struct ConvertArgs {
     /// writes).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
     mojo_version: Option<u8>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ByteOrder {
-    Native,
-    Little,
-    Big,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -462,160 +452,60 @@ fn check_convert_args(to: OutputKind, given: &ArgMatches) -> Result<(), String> 
     Ok(())
 }
 
-/// The output `--to` names, with its options.
-fn output(a: &ConvertArgs, file: &Path) -> Result<Output, Failure> {
-    Ok(match a.to {
-        OutputKind::Collapsed => Output::Collapsed,
-        OutputKind::Pstats => Output::Pstats { compat: a.pstats_compat },
-        OutputKind::PstatsText => Output::PstatsText {
-            sort: match a.sort.as_deref() {
-                None => SortOrder::Nsamples,
-                Some(s) => SortOrder::from_str(s, false).map_err(|_| {
-                    let names: Vec<String> = SortOrder::value_variants()
-                        .iter()
-                        .filter_map(|v| v.to_possible_value())
-                        .map(|v| v.get_name().to_string())
-                        .collect();
-                    Failure(format!("--sort {s}: for this input one of {}", names.join(", ")))
-                })?,
-            },
-            limit: Some(a.limit.unwrap_or(15)),
-            summary: !a.no_summary,
-        },
-        OutputKind::Jsonl => Output::Jsonl { run_id: None },
-        OutputKind::Flamegraph => Output::Flamegraph { title: a.title.clone().unwrap_or_else(|| file_name(file)) },
-        OutputKind::Gecko => Output::Gecko,
-        OutputKind::Speedscope => Output::Speedscope { name: file_name(file) },
-        OutputKind::Pprof => Output::Pprof,
-        OutputKind::Tachyon => Output::Tachyon {
-            big_endian: a.byte_order.map(|o| match o {
-                ByteOrder::Big => true,
-                ByteOrder::Little => false,
-                ByteOrder::Native => cfg!(target_endian = "big"),
-            }),
-            compression: a.compression.map(Compression::from),
-        },
-        OutputKind::Gperftools => Output::Gperftools {
-            word: a.word_size.as_deref().map(|w| if w == "32" { RunTimeWord::Four } else { RunTimeWord::Eight }),
-            big_endian: a.byte_order.map(|o| match o {
-                ByteOrder::Big => true,
-                ByteOrder::Little => false,
-                ByteOrder::Native => cfg!(target_endian = "big"),
-            }),
-        },
-        OutputKind::Austin => Output::Austin,
-        OutputKind::Mojo => Output::Mojo { version: a.mojo_version },
-        OutputKind::Dot => Output::Dot,
-    })
-}
-
 /// How the command reads an input, as the library takes it.
-fn source_options(inputs: &InputArgs, pstats: PstatsOptions) -> SourceOptions {
-    let default = if inputs.counts_by_default { SampleIndex::Counts } else { SampleIndex::Default };
-    SourceOptions {
-        sample_index: inputs.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default()),
-        metric: inputs.metric.unwrap_or_default(),
-        symbolize: (!inputs.no_symbolize).then(|| inputs.binary_path.clone()),
-        pstats,
-        replayable: false,
+fn input_options(inputs: &InputArgs) -> InputOptions {
+    InputOptions {
+        sample_index: inputs.sample_index.clone(),
+        binary_path: inputs.binary_path.clone(),
+        no_symbolize: inputs.no_symbolize,
+        metric: inputs.metric,
+        counts_by_default: inputs.counts_by_default,
     }
 }
 
-/// A conversion's failure as the user reads it: a bad input names itself (file, format,
-/// offset, rule); what the output cannot take names the input file.
-fn convert_failure(file: &Path, e: ConvertError<ProfileError>) -> Failure {
-    match e {
-        ConvertError::Read(e) => failure(e),
-        e @ (ConvertError::Unsupported { .. } | ConvertError::Encode(_)) => Failure(format!("{}: {e}", file.display())),
-        e => Failure(e.to_string()),
+/// A progress bar for a run of `total` samples, as the library's conversions take one.
+fn progress_bar(quiet: bool) -> impl FnOnce(u64) -> Box<dyn FnMut(u64)> {
+    move |total| {
+        let mut bar = Progress::new(total, quiet);
+        Box::new(move |n| bar.update(n))
     }
 }
 
-/// Opens `file` as the source its content says it is and hands it to `run`, with a
-/// progress bar and the symboliser's warnings on stderr.
-fn with_source<T>(
-    file: &Path,
-    options: &SourceOptions,
-    quiet: bool,
-    run: impl FnOnce(&mut AnySource<'_>, &mut dyn FnMut(u64)) -> Result<T, ConvertError<ProfileError>>,
-) -> Result<T, Failure> {
-    let mut profile = Profile::open(file).map_err(failure)?;
-    let mut source = profile.source(options).map_err(failure)?;
-    for warning in source.warnings() {
-        eprintln!("tachyon: warning: {warning}");
-    }
-    let mut progress = Progress::new(source.info().expected_samples, quiet);
-    let out = run(&mut source, &mut |n| progress.update(n)).map_err(|e| convert_failure(file, e))?;
-    drop(progress);
-    // The command ends soon after: handing megabytes of tables back piece by piece would
-    // cost more than some whole conversions.
-    std::mem::forget(source);
-    std::mem::forget(profile);
-    Ok(out)
+fn warn(w: &str) {
+    eprintln!("tachyon: warning: {w}");
 }
 
-/// What `print_stats` is given for a pstats input, from the command line.
-fn pstats_options(file: &Path, a: &ConvertArgs) -> PstatsOptions {
-    PstatsOptions {
-        print: tachyon::pstats::PrintOptions {
-            sort: a.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
-            restrictions: match a.limit {
-                Some(n) => vec![tachyon::pstats::Restriction::Count(i64::try_from(n).unwrap_or(i64::MAX))],
-                None => a.restrict.iter().map(|r| tachyon::pstats::Restriction::parse(r)).collect(),
-            },
-            strip_dirs: a.strip_dirs,
-            callers: a.callers,
-            callees: a.callees,
-            files: vec![tachyon::pstats::ctime_line(file)],
-        },
+/// The library's request for what the command line asked.
+fn request(a: &ConvertArgs, inputs: &InputArgs) -> ConvertRequest {
+    ConvertRequest {
+        to: a.to,
+        pstats_compat: a.pstats_compat,
         keep_sampled_marker: a.keep_sampled_marker,
+        sort: a.sort.clone(),
+        limit: a.limit,
+        restrict: a.restrict.clone(),
+        no_summary: a.no_summary,
+        strip_dirs: a.strip_dirs,
+        callers: a.callers,
+        callees: a.callees,
+        title: a.title.clone(),
+        byte_order: a.byte_order,
+        compression: a.compression.map(Compression::from),
+        word_size: a.word_size.as_deref().and_then(|w| w.parse().ok()),
+        mojo_version: a.mojo_version,
+        input: input_options(inputs),
     }
 }
 
 fn convert(file: &Path, a: ConvertArgs, inputs: &InputArgs, quiet: bool) -> Result<(), Failure> {
-    let pstats_input = Profile::open(file).map_err(failure)?.kind() == FileKind::Marshal;
-    let output = if pstats_input {
-        // The table, the file and the graph of a pstats input take pstats' own options.
-        if a.no_summary && a.to == OutputKind::PstatsText {
-            return Err(Failure("--no-summary applies to sample inputs only".into()));
-        }
-        if a.pstats_compat && a.to == OutputKind::Pstats {
-            return Err(Failure("--pstats-compat applies to sample inputs (pstats input leaves the marker out unless --keep-sampled-marker)".into()));
-        }
-        match a.to {
-            OutputKind::PstatsText => {
-                Output::PstatsText { sort: SortOrder::Nsamples, limit: a.limit, summary: !a.no_summary }
-            }
-            _ => output(&a, file)?,
-        }
-    } else {
-        for option in ["strip-dirs", "callers", "callees", "keep-sampled-marker", "restrict"] {
-            let given = match option {
-                "strip-dirs" => a.strip_dirs,
-                "callers" => a.callers,
-                "callees" => a.callees,
-                "restrict" => !a.restrict.is_empty(),
-                _ => a.keep_sampled_marker,
-            };
-            if given {
-                return Err(Failure(format!("--{option} applies to pstats input only")));
-            }
-        }
-        output(&a, file)?
-    };
-    // A gperftools file re-encoded keeps its addresses: nothing to symbolise. Outputs made
-    // of samples count pprof's samples unless told otherwise.
-    let mut adjusted = inputs.clone();
-    adjusted.no_symbolize |= a.to == OutputKind::Gperftools;
-    adjusted.counts_by_default = matches!(a.to, OutputKind::Gperftools | OutputKind::Tachyon);
-    let options = source_options(&adjusted, pstats_options(file, &a));
     let mut stdout = io::stdout().lock();
     let dest = match &a.output {
         Some(p) => Destination::File(p),
         None => Destination::Stream(&mut stdout),
     };
-    with_source(file, &options, quiet, |source, progress| tachyon::convert::convert(source, &output, dest, progress))
+    convert_file(file, &request(&a, inputs), dest, Teardown::LeaveToExit, &mut warn, progress_bar(quiet))
         .map(drop)
+        .map_err(|e| Failure(e.to_string()))
 }
 
 /// `tachyon merge`: pstats files added as `pstats.Stats(first, *rest)` adds them; files of
@@ -661,7 +551,7 @@ fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Fail
     let mut chain = Chain::new(parts).ok_or_else(|| Failure("nothing to merge".into()))?;
     tachyon::convert::convert(&mut chain, &out, Destination::File(output), &mut |_| {})
         .map(drop)
-        .map_err(|e| convert_failure(&files[0], e))
+        .map_err(|error| Failure(RequestError::Convert { file: files[0].clone(), error }.to_string()))
 }
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
@@ -686,8 +576,13 @@ fn diff(
     inputs: &InputArgs,
     quiet: bool,
 ) -> Result<(), Failure> {
-    let options = source_options(inputs, PstatsOptions::default());
-    let lines = |file| with_source(file, &options, quiet, |s, p| tachyon::convert::collapsed_lines(s, p));
+    let options = input_options(inputs).source_options(PstatsOptions::default());
+    let lines = |file| {
+        with_source(file, &options, Teardown::LeaveToExit, &mut warn, progress_bar(quiet), |s, p| {
+            tachyon::convert::collapsed_lines(s, p)
+        })
+        .map_err(|e| Failure(e.to_string()))
+    };
     let (base_lines, new_lines) = (lines(base)?, lines(new)?);
     let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
     let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);

@@ -4,7 +4,8 @@
 //! frame ids, and writes at the end; memory grows with distinct stacks and frames, not with
 //! samples (except where the format itself lists every sample: Firefox profiler and
 //! speedscope). An input may also pass itself through to its own format without the hub
-//! (Tachyon re-encoding, which keeps CPython's records byte for byte).
+//! (Tachyon re-encoding, which keeps CPython's records byte for byte). A conversion as a
+//! user asks for it, options and all, is a [`crate::request::ConvertRequest`].
 
 pub mod collapsed;
 pub mod flamegraph;

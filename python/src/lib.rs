@@ -1,0 +1,61 @@
+//! `tachyon_profiles`: CPython 3.15's Tachyon reader and writer (`BinaryReader`,
+//! `BinaryWriter`, with the API of `_remote_debugging`'s) on every Python from 3.9, and the
+//! `tachyon` library's conversions from Python. One abi3 wheel serves every version.
+//!
+//! ## Module map
+//! * [`types`]: `InterpreterInfo`, `ThreadInfo`, `FrameInfo`, `LocationInfo` — CPython's own
+//!   types on 3.15 and later, struct sequences of the same shape before.
+//! * [`writer`]: `BinaryWriter` over the core writer with tables that grow by use.
+//! * [`reader`]: `BinaryReader`, replaying a file into a collector as CPython does.
+//! * [`convert`]: `convert()` and `read_samples()` over the library's pipeline (any input).
+//! * [`errors`]: Python exceptions for the library's errors (`FormatError` names the file,
+//!   the offset and the rule).
+//!
+//! Dependencies point one way: `convert`, `reader` and `writer` → `types` and `errors`.
+
+use pyo3::prelude::*;
+
+pub mod convert;
+pub mod errors;
+pub mod reader;
+pub mod types;
+pub mod writer;
+
+/// True: the wheel is built with zstd (as `_remote_debugging.zstd_available()`).
+#[pyfunction]
+fn zstd_available() -> bool {
+    true
+}
+
+/// The thread status bits of `ThreadInfo.status` (CPython's `THREAD_STATUS_*` values).
+const THREAD_STATUS: [(&str, u32); 6] = [
+    ("THREAD_STATUS_HAS_GIL", 1 << 0),
+    ("THREAD_STATUS_ON_CPU", 1 << 1),
+    ("THREAD_STATUS_UNKNOWN", 1 << 2),
+    ("THREAD_STATUS_GIL_REQUESTED", 1 << 3),
+    ("THREAD_STATUS_HAS_EXCEPTION", 1 << 4),
+    ("THREAD_STATUS_MAIN_THREAD", 1 << 5),
+];
+
+// Every object the module shares between threads is behind a mutex or immutable, so it
+// declares itself safe without the GIL; the abi3 wheel itself cannot be loaded by a
+// free-threaded CPython (docs/python.md).
+#[pymodule(gil_used = false)]
+fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    types::init(m)?;
+    errors::init(m)?;
+    m.add_class::<writer::BinaryWriter>()?;
+    m.add_class::<reader::BinaryReader>()?;
+    m.add_function(wrap_pyfunction!(zstd_available, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::read_samples, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::detect, m)?)?;
+    for (name, value) in THREAD_STATUS {
+        m.add(name, value)?;
+    }
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let outputs: Vec<String> = convert::output_names();
+    m.add("OUTPUTS", pyo3::types::PyTuple::new(py, outputs)?)?;
+    Ok(())
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The Python package (python/): built with maturin from the package index into
+# target/wheels/, installed with pip into Debian's Python 3.11 (a virtual environment) and
+# into the oracle's CPython 3.15.2 (pip --target: the oracle has no pip of its own); then
+# CPython's own test_binary_format runs on 3.15.2 with our BinaryWriter and BinaryReader in
+# place of _remote_debugging's, and python/tests/test_package.py on 3.11 compares the package
+# with CPython 3.15.2 and with the `tachyon` command. Needs scripts/oracle.sh first, and the
+# `tachyon` command built (target/debug/tachyon, or $TACHYON_CLI).
+#
+# Cache: ~/.cache/tachyon-python (maturin's and 3.11's environments, the test suite package,
+# the 3.15 install). Every failure names its step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+C=${TACHYON_PYTHON_CACHE:-$HOME/.cache/tachyon-python}
+A=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}
+fail() { printf 'python package failed at step "%s": %s\n' "$1" "$2" >&2; exit 1; }
+step() { printf -- '--> %s\n' "$*"; }
+MATURIN_VERSION=1.16.0
+PY311=/usr/bin/python3.11
+mkdir -p "$C"
+
+step "Debian's Python 3.11 with venv and pip"
+if ! "$PY311" -m venv --help >/dev/null 2>&1 || ! "$PY311" -m ensurepip --version >/dev/null 2>&1; then
+  [ "$(id -u)" = 0 ] || fail "python3.11" "python3.11 with venv is missing and this is not root (apt-get install python3.11-venv)"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv python3-pip >/dev/null \
+    || fail "python3.11" "apt-get install python3.11 python3.11-venv failed"
+fi
+
+step "maturin $MATURIN_VERSION from the package index (cached environment)"
+if [ "$("$C/maturin/bin/maturin" --version 2>/dev/null)" != "maturin $MATURIN_VERSION" ]; then
+  rm -rf "$C/maturin"
+  "$PY311" -m venv "$C/maturin" || fail "maturin" "cannot make a virtual environment"
+  "$C/maturin/bin/pip" install -q "maturin==$MATURIN_VERSION" || fail "maturin" "pip install maturin==$MATURIN_VERSION failed"
+fi
+
+step "build the abi3 wheel into target/wheels/"
+rm -f target/wheels/tachyon_profiles-*.whl
+(cd python && CARGO_TARGET_DIR="$PWD/../target/python" "$C/maturin/bin/maturin" build --release --locked \
+  --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
+wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
+echo "$wheel"
+
+step "pip install the wheel into Python 3.11 (a fresh virtual environment)"
+rm -rf "$C/py311"
+"$PY311" -m venv "$C/py311" || fail "python 3.11 environment" "cannot make a virtual environment"
+"$C/py311/bin/pip" install -q "$wheel" || fail "pip install (3.11)" "pip install $wheel failed"
+
+step "pip install the wheel into CPython 3.15.2 (the oracle's, with --target)"
+rm -rf "$C/site315"
+"$C/py311/bin/pip" install -q --target "$C/site315" "$wheel" || fail "pip install (3.15)" "pip install --target failed"
+
+step "Debian's libpython3.15-testsuite (CPython's own tests), cached"
+T=$C/testsuite
+if [ ! -f "$T/ready" ]; then
+  rm -rf "$T" && mkdir -p "$T/dl"
+  # apt-get download writes into the current folder.
+  (cd "$T/dl" && APT_CONFIG=$A/apt.conf apt-get download libpython3.15-testsuite:amd64 >"$T/download.log" 2>&1) \
+    || fail "test suite" "apt-get download libpython3.15-testsuite failed (see $T/download.log)"
+  deb=$(find "$T/dl" -name 'libpython3.15-testsuite_*.deb' | head -1)
+  [ -n "$deb" ] || fail "test suite" "the .deb was not downloaded (see $T/download.log)"
+  dpkg-deb -x "$deb" "$T/root" || fail "test suite" "dpkg-deb -x $deb"
+  touch "$T/ready"
+fi
+
+step "CPython 3.15.2's test_binary_format with tachyon_profiles' BinaryWriter and BinaryReader"
+PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/cpython_suite.py "$T/root/usr/lib/python3.15" \
+  || fail "CPython's test_binary_format" "see above"
+
+step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command (python/tests/test_package.py)"
+TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
+  || fail "test_package.py" "see above"

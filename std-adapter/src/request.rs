@@ -1,0 +1,348 @@
+//! A conversion as a user asks for it: one input file, the output's name and every option
+//! the `tachyon convert` command takes ([`ConvertRequest`]), checked and turned into the
+//! [`Output`] and [`SourceOptions`] the pipeline takes, then run ([`convert_file`]). The
+//! command and the Python package's `convert()` both call this, so the same request gives
+//! the same bytes from either.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use tachyon_core::gperftools::RunTimeWord;
+use tachyon_core::kind::FileKind;
+use tachyon_core::Compression;
+
+use crate::mojo::source::MojoMetric;
+use crate::output::{ConvertError, Destination, Output, OutputKind, SortOrder};
+use crate::pprof::source::SampleIndex;
+use crate::profile::{AnySource, Profile, ProfileError, SourceOptions};
+use crate::pstats::source::PstatsOptions;
+
+/// Byte order of a Tachyon or gperftools output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByteOrder {
+    /// This machine's.
+    Native,
+    /// Little-endian (x86_64, aarch64).
+    Little,
+    /// Big-endian (s390x, PowerPC).
+    Big,
+}
+
+impl ByteOrder {
+    /// True for big-endian output.
+    pub fn is_big(self) -> bool {
+        match self {
+            ByteOrder::Big => true,
+            ByteOrder::Little => false,
+            ByteOrder::Native => cfg!(target_endian = "big"),
+        }
+    }
+}
+
+/// How inputs are read: native addresses (gperftools, pprof) named, pprof values chosen, MOJO
+/// samples weighed.
+#[derive(Debug, Clone, Default)]
+pub struct InputOptions {
+    /// pprof: the sample value counted, by 0-based index or type name.
+    pub sample_index: Option<String>,
+    /// Folders where the profiled binaries are looked for first.
+    pub binary_path: Vec<PathBuf>,
+    /// Leave native addresses as `0x…`.
+    pub no_symbolize: bool,
+    /// MOJO: what a sample weighs.
+    pub metric: Option<MojoMetric>,
+    /// Without `sample_index`, count pprof's first `count` type (outputs made of samples).
+    pub counts_by_default: bool,
+}
+
+impl InputOptions {
+    /// What the library's sources take, with `pstats` for a pstats input.
+    pub fn source_options(&self, pstats: PstatsOptions) -> SourceOptions {
+        let default = if self.counts_by_default { SampleIndex::Counts } else { SampleIndex::Default };
+        SourceOptions {
+            sample_index: self.sample_index.as_deref().map_or(default, |s| s.parse().unwrap_or_default()),
+            metric: self.metric.unwrap_or_default(),
+            symbolize: (!self.no_symbolize).then(|| self.binary_path.clone()),
+            pstats,
+            replayable: false,
+        }
+    }
+}
+
+/// One conversion: the output and each option `tachyon convert` takes (its `--help` says
+/// what each does). Options of another output are refused by [`convert_file`].
+#[derive(Debug, Clone)]
+pub struct ConvertRequest {
+    /// The output.
+    pub to: OutputKind,
+    /// pstats: leave out 3.15's sampled-stats marker.
+    pub pstats_compat: bool,
+    /// pstats from pstats input: keep 3.15's marker.
+    pub keep_sampled_marker: bool,
+    /// pstats-text: row order.
+    pub sort: Option<String>,
+    /// pstats-text: most rows.
+    pub limit: Option<usize>,
+    /// pstats-text (pstats input): `print_stats(*restrictions)`.
+    pub restrict: Vec<String>,
+    /// pstats-text: no summary (sample inputs).
+    pub no_summary: bool,
+    /// pstats-text (pstats input): `strip_dirs()`.
+    pub strip_dirs: bool,
+    /// pstats-text (pstats input): `print_callers`.
+    pub callers: bool,
+    /// pstats-text (pstats input): `print_callees`.
+    pub callees: bool,
+    /// flamegraph: title (default: the input's file name).
+    pub title: Option<String>,
+    /// tachyon, gperftools: byte order (default: the input's).
+    pub byte_order: Option<ByteOrder>,
+    /// tachyon: compression (default: the input's).
+    pub compression: Option<Compression>,
+    /// gperftools: slot width in bits, 32 or 64.
+    pub word_size: Option<u8>,
+    /// mojo: MOJO version, 1 to 4.
+    pub mojo_version: Option<u8>,
+    /// How the input is read.
+    pub input: InputOptions,
+}
+
+impl ConvertRequest {
+    /// A request for `to` with every option at its default.
+    pub fn new(to: OutputKind) -> Self {
+        ConvertRequest {
+            to,
+            pstats_compat: false,
+            keep_sampled_marker: false,
+            sort: None,
+            limit: None,
+            restrict: Vec::new(),
+            no_summary: false,
+            strip_dirs: false,
+            callers: false,
+            callees: false,
+            title: None,
+            byte_order: None,
+            compression: None,
+            word_size: None,
+            mojo_version: None,
+            input: InputOptions::default(),
+        }
+    }
+
+    /// The options given (by their command-line names) that belong to another output.
+    fn foreign_option(&self) -> Option<String> {
+        let given = [
+            ("pstats-compat", self.pstats_compat),
+            ("keep-sampled-marker", self.keep_sampled_marker),
+            ("sort", self.sort.is_some()),
+            ("limit", self.limit.is_some()),
+            ("no-summary", self.no_summary),
+            ("strip-dirs", self.strip_dirs),
+            ("callers", self.callers),
+            ("callees", self.callees),
+            ("title", self.title.is_some()),
+            ("byte-order", self.byte_order.is_some()),
+            ("compression", self.compression.is_some()),
+            ("word-size", self.word_size.is_some()),
+            ("mojo-version", self.mojo_version.is_some()),
+        ];
+        given.into_iter().filter(|(_, on)| *on).map(|(name, _)| name).find_map(|option| {
+            let owners: Vec<String> = OutputKind::owning(option).map(|o| o.to_string()).collect();
+            (!owners.is_empty() && !self.to.options().contains(&option))
+                .then(|| format!("{option} only applies to --to {}", owners.join(" or --to ")))
+        })
+    }
+
+    /// The output, for an input that is (`pstats_input`) or is not a pstats file.
+    fn output(&self, file: &Path, pstats_input: bool) -> Result<Output, RequestError> {
+        let usage = |m: String| Err(RequestError::Usage(m));
+        if let Some(m) = self.foreign_option() {
+            return usage(m);
+        }
+        if self.word_size.is_some_and(|w| w != 32 && w != 64) {
+            return usage("word-size must be 32 or 64".into());
+        }
+        if self.mojo_version.is_some_and(|v| !(1..=4).contains(&v)) {
+            return usage("mojo-version must be 1 to 4".into());
+        }
+        if self.callers && self.callees {
+            return usage("callers and callees cannot both be given".into());
+        }
+        if self.limit.is_some() && !self.restrict.is_empty() {
+            return usage("limit and restrict cannot both be given".into());
+        }
+        if pstats_input {
+            // The table, the file and the graph of a pstats input take pstats' own options.
+            if self.no_summary && self.to == OutputKind::PstatsText {
+                return usage("--no-summary applies to sample inputs only".into());
+            }
+            if self.pstats_compat && self.to == OutputKind::Pstats {
+                return usage("--pstats-compat applies to sample inputs (pstats input leaves the marker out unless --keep-sampled-marker)".into());
+            }
+            if self.to == OutputKind::PstatsText {
+                return Ok(Output::PstatsText {
+                    sort: SortOrder::Nsamples,
+                    limit: self.limit,
+                    summary: !self.no_summary,
+                });
+            }
+        } else {
+            let given = [
+                ("strip-dirs", self.strip_dirs),
+                ("callers", self.callers),
+                ("callees", self.callees),
+                ("keep-sampled-marker", self.keep_sampled_marker),
+                ("restrict", !self.restrict.is_empty()),
+            ];
+            if let Some((option, _)) = given.iter().find(|(_, on)| *on) {
+                return usage(format!("--{option} applies to pstats input only"));
+            }
+        }
+        let file_name = || file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into());
+        Ok(match self.to {
+            OutputKind::Collapsed => Output::Collapsed,
+            OutputKind::Pstats => Output::Pstats { compat: self.pstats_compat },
+            OutputKind::PstatsText => Output::PstatsText {
+                sort: match self.sort.as_deref() {
+                    None => SortOrder::Nsamples,
+                    Some(s) => SortOrder::from_str(s, false).map_err(|_| {
+                        let names: Vec<String> = SortOrder::value_variants()
+                            .iter()
+                            .filter_map(|v| v.to_possible_value())
+                            .map(|v| v.get_name().to_string())
+                            .collect();
+                        RequestError::Usage(format!("--sort {s}: for this input one of {}", names.join(", ")))
+                    })?,
+                },
+                limit: Some(self.limit.unwrap_or(15)),
+                summary: !self.no_summary,
+            },
+            OutputKind::Jsonl => Output::Jsonl { run_id: None },
+            OutputKind::Flamegraph => Output::Flamegraph { title: self.title.clone().unwrap_or_else(file_name) },
+            OutputKind::Gecko => Output::Gecko,
+            OutputKind::Speedscope => Output::Speedscope { name: file_name() },
+            OutputKind::Pprof => Output::Pprof,
+            OutputKind::Tachyon => {
+                Output::Tachyon { big_endian: self.byte_order.map(ByteOrder::is_big), compression: self.compression }
+            }
+            OutputKind::Gperftools => Output::Gperftools {
+                word: self.word_size.map(|w| if w == 32 { RunTimeWord::Four } else { RunTimeWord::Eight }),
+                big_endian: self.byte_order.map(ByteOrder::is_big),
+            },
+            OutputKind::Austin => Output::Austin,
+            OutputKind::Mojo => Output::Mojo { version: self.mojo_version },
+            OutputKind::Dot => Output::Dot,
+        })
+    }
+
+    /// What `print_stats` is given for a pstats input.
+    fn pstats_options(&self, file: &Path) -> PstatsOptions {
+        PstatsOptions {
+            print: crate::pstats::PrintOptions {
+                sort: self.sort.as_deref().map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
+                restrictions: match self.limit {
+                    Some(n) => vec![crate::pstats::Restriction::Count(i64::try_from(n).unwrap_or(i64::MAX))],
+                    None => self.restrict.iter().map(|r| crate::pstats::Restriction::parse(r)).collect(),
+                },
+                strip_dirs: self.strip_dirs,
+                callers: self.callers,
+                callees: self.callees,
+                files: vec![crate::pstats::ctime_line(file)],
+            },
+            keep_sampled_marker: self.keep_sampled_marker,
+        }
+    }
+}
+
+/// Why a requested conversion failed.
+#[derive(Debug)]
+pub enum RequestError {
+    /// The options do not fit together or do not fit the input.
+    Usage(String),
+    /// The input could not be opened or read (names the file, format, offset and rule).
+    Profile(ProfileError),
+    /// The output cannot take this input, or could not be written.
+    Convert {
+        /// The input file.
+        file: PathBuf,
+        /// What failed.
+        error: ConvertError<ProfileError>,
+    },
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Usage(m) => f.write_str(m),
+            RequestError::Profile(e) => write!(f, "{e}"),
+            RequestError::Convert { error: ConvertError::Read(e), .. } => write!(f, "{e}"),
+            RequestError::Convert { file, error: e @ (ConvertError::Unsupported { .. } | ConvertError::Encode(_)) } => {
+                write!(f, "{}: {e}", file.display())
+            }
+            RequestError::Convert { error, .. } => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// What becomes of an input's tables once a conversion is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Teardown {
+    /// Freed (a library caller, whose process goes on).
+    Free,
+    /// Left for the process's exit to reclaim: handing megabytes of tables back piece by
+    /// piece costs more than some whole conversions, and a command ends right after.
+    LeaveToExit,
+}
+
+/// Converts `file` as `request` asks into `dest`; returns the sample count. `warn` gets the
+/// symboliser's warnings; `progress` is made once the input's expected sample count is known
+/// and then told the samples done.
+pub fn convert_file(
+    file: &Path,
+    request: &ConvertRequest,
+    dest: Destination<'_>,
+    teardown: Teardown,
+    warn: &mut dyn FnMut(&str),
+    progress: impl FnOnce(u64) -> Box<dyn FnMut(u64)>,
+) -> Result<u64, RequestError> {
+    let pstats_input = Profile::open(file).map_err(RequestError::Profile)?.kind() == FileKind::Marshal;
+    let output = request.output(file, pstats_input)?;
+    // A gperftools file re-encoded keeps its addresses: nothing to symbolise. Outputs made
+    // of samples count pprof's samples unless told otherwise.
+    let mut input = request.input.clone();
+    input.no_symbolize |= request.to == OutputKind::Gperftools;
+    input.counts_by_default = matches!(request.to, OutputKind::Gperftools | OutputKind::Tachyon);
+    let options = input.source_options(request.pstats_options(file));
+    with_source(file, &options, teardown, warn, progress, |source, progress| {
+        crate::convert::convert(source, &output, dest, progress)
+    })
+}
+
+/// Opens `file` as the source its content says it is and hands it to `run`.
+pub fn with_source<T>(
+    file: &Path,
+    options: &SourceOptions,
+    teardown: Teardown,
+    warn: &mut dyn FnMut(&str),
+    progress: impl FnOnce(u64) -> Box<dyn FnMut(u64)>,
+    run: impl FnOnce(&mut AnySource<'_>, &mut dyn FnMut(u64)) -> Result<T, ConvertError<ProfileError>>,
+) -> Result<T, RequestError> {
+    let mut profile = Profile::open(file).map_err(RequestError::Profile)?;
+    let mut source = profile.source(options).map_err(RequestError::Profile)?;
+    for warning in source.warnings() {
+        warn(warning);
+    }
+    let mut progress = progress(crate::model::Source::info(&source).expected_samples);
+    let out =
+        run(&mut source, &mut *progress).map_err(|error| RequestError::Convert { file: file.to_owned(), error })?;
+    drop(progress);
+    if teardown == Teardown::LeaveToExit {
+        std::mem::forget(source);
+        std::mem::forget(profile);
+    }
+    Ok(out)
+}
