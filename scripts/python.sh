@@ -4,8 +4,9 @@
 # into the oracle's CPython 3.15.2 (pip --target: the oracle has no pip of its own); then
 # CPython's own test_binary_format runs on 3.15.2 with our BinaryWriter and BinaryReader in
 # place of _remote_debugging's, and python/tests/test_package.py on 3.11 compares the package
-# with CPython 3.15.2 and with the `tachyon` command. Needs scripts/oracle.sh first, and the
-# `tachyon` command built (target/debug/tachyon, or $TACHYON_CLI).
+# with CPython 3.15.2 and with the `tachyon` command; the benchmark runs once. Needs
+# scripts/oracle.sh first, and the `tachyon` command built (target/debug/tachyon, or
+# $TACHYON_CLI).
 #
 # Cache: ~/.cache/tachyon-python (maturin's and 3.11's environments, the test suite package,
 # the 3.15 install). Every failure names its step.
@@ -69,3 +70,7 @@ PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/cpython_suit
 step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command (python/tests/test_package.py)"
 TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
   || fail "test_package.py" "see above"
+
+step "the package's benchmark, once (one run on examples/stdlib_work.pyb: a smoke run; docs/benchmarks.md's figures come from the long profiles)"
+PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/bench/bench.py --runs 1 --python "scripts/oracle-python.sh amd64" \
+  examples/stdlib_work.pyb || fail "benchmark" "see above"

@@ -16,7 +16,7 @@ use tachyon::file::FileSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 
 use crate::errors::{os_error, read_error};
-use crate::types::{make, types, Types};
+use crate::types::{int_list, make, types, Types};
 use crate::writer::path_of;
 
 /// Samples in one `collect` call of a REPEAT run, at most (CPython's batch).
@@ -217,7 +217,7 @@ impl BinaryReader {
                                     if s != e.status || times.len() == BATCH {
                                         collect.call1((
                                             objects.stack_frames(iid, tid, s, &stack)?,
-                                            PyList::new(py, &times)?,
+                                            int_list(py, &times)?,
                                         ))?;
                                         times.clear();
                                     }
@@ -230,7 +230,7 @@ impl BinaryReader {
                             }
                         }
                         if let (Some(s), false) = (status, times.is_empty()) {
-                            collect.call1((objects.stack_frames(iid, tid, s, &stack)?, PyList::new(py, &times)?))?;
+                            collect.call1((objects.stack_frames(iid, tid, s, &stack)?, int_list(py, &times)?))?;
                             times.clear();
                         }
                     }
