@@ -10,14 +10,13 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use tachyon::convert::{Destination, OutputKind};
-use tachyon::core::kind::FileKind;
 use tachyon::core::Compression;
 use tachyon::model::{Call, Collector, FrameTable, Source, Times};
 use tachyon::mojo::source::MojoMetric;
 use tachyon::profile::Profile;
 use tachyon::request::{convert_file, with_source, ByteOrder, ConvertRequest, InputOptions, Teardown};
 
-use crate::errors::{profile_error, request_error};
+use crate::errors::{format_name, profile_error, request_error};
 use crate::types::{make, types, Types};
 use crate::writer::path_of;
 
@@ -184,14 +183,7 @@ pub fn detect(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Option<&'stat
         Err(tachyon::profile::ProfileError::UnknownFormat { .. }) => return Ok(None),
         Err(e) => return Err(profile_error(py, e)),
     };
-    Ok(Some(match profile.kind() {
-        FileKind::Tachyon => "tachyon",
-        FileKind::Gperftools => "gperftools",
-        FileKind::Pprof { .. } => "pprof",
-        FileKind::Mojo => "mojo",
-        FileKind::Marshal => "pstats",
-        _ => return Ok(None),
-    }))
+    Ok(format_name(profile.kind()))
 }
 
 /// Hands each hub call to a Python collector as CPython's replay does.

@@ -8,6 +8,7 @@ use std::io;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use tachyon::core::kind::FileKind;
 use tachyon::core::{Position, ReadError};
 use tachyon::profile::ProfileError;
 use tachyon::request::RequestError;
@@ -16,7 +17,8 @@ create_exception!(
     tachyon_profiles,
     FormatError,
     PyValueError,
-    "A file broke a rule of its format. Attributes: filename, format (its format's name), \
+    "A file broke a rule of its format. Attributes: filename, format (\"tachyon\", \"gperftools\", \
+     \"pprof\", \"mojo\" or \"pstats\"), \
      offset (byte offset, or None where the format's reader does not give one), offset_in \
      (\"file\" or \"decompressed\": the zstd region's offsets are in its decompressed bytes), \
      rule (the rule's name)."
@@ -78,6 +80,18 @@ fn rule_name(debug: String) -> String {
     debug.split([' ', '{', '(']).next().unwrap_or_default().to_string()
 }
 
+/// The short name of a format, as `detect()` and `FormatError.format` give it.
+pub fn format_name(kind: FileKind) -> Option<&'static str> {
+    Some(match kind {
+        FileKind::Tachyon => "tachyon",
+        FileKind::Gperftools => "gperftools",
+        FileKind::Pprof { .. } => "pprof",
+        FileKind::Mojo => "mojo",
+        FileKind::Marshal => "pstats",
+        _ => return None,
+    })
+}
+
 /// A Tachyon reader error: `OSError` for I/O, else `FormatError` with CPython's message.
 pub fn read_error(py: Python<'_>, e: ReadError<io::Error>, filename: &Bound<'_, PyAny>) -> PyErr {
     match e {
@@ -86,15 +100,15 @@ pub fn read_error(py: Python<'_>, e: ReadError<io::Error>, filename: &Bound<'_, 
             py,
             rule.to_string(),
             Some(filename.clone().unbind()),
-            "Tachyon",
+            "tachyon",
             Some(position),
             &rule_name(format!("{rule:?}")),
         ),
         ReadError::UnexpectedEof { position } => {
-            format_error(py, e.to_string(), Some(filename.clone().unbind()), "Tachyon", Some(position), "UnexpectedEof")
+            format_error(py, e.to_string(), Some(filename.clone().unbind()), "tachyon", Some(position), "UnexpectedEof")
         }
         ReadError::Capacity { position, .. } => {
-            format_error(py, e.to_string(), Some(filename.clone().unbind()), "Tachyon", Some(position), "Capacity")
+            format_error(py, e.to_string(), Some(filename.clone().unbind()), "tachyon", Some(position), "Capacity")
         }
     }
 }
@@ -125,19 +139,19 @@ pub fn profile_error(py: Python<'_>, e: ProfileError) -> PyErr {
                 "UnknownFormat",
             )
         }
-        ProfileError::Invalid { ref path, kind, ref error } => {
+        ProfileError::Invalid { ref path, kind, .. } => {
             let file: Py<PyAny> = path
                 .display()
                 .to_string()
                 .into_pyobject(py)
                 .map(|s| s.into_any().unbind())
                 .unwrap_or_else(|_| py.None());
-            let (at, rule) = match error.downcast_ref::<ReadError<io::Error>>() {
-                Some(ReadError::Format { position, rule }) => (Some(*position), rule_name(format!("{rule:?}"))),
-                Some(other) => (Some(other.position()), rule_name(format!("{other:?}"))),
-                None => (None, "Invalid".to_string()),
-            };
-            format_error(py, e.to_string(), Some(file), kind.title(), at, &rule)
+            let site = e.site();
+            let at = site.as_ref().and_then(|s| {
+                s.offset.map(|o| if s.decompressed { Position::Decompressed(o) } else { Position::File(o) })
+            });
+            let rule = site.map_or_else(|| "Invalid".to_string(), |s| s.rule);
+            format_error(py, e.to_string(), Some(file), format_name(kind).unwrap_or("unknown"), at, &rule)
         }
     }
 }

@@ -130,10 +130,20 @@ class ReadsAsCPythonReads(unittest.TestCase):
             e = cm.exception
             self.assertIsInstance(e, ValueError)
             self.assertEqual(str(e), "Invalid magic number: 0x58585858")
-            self.assertEqual((e.filename, e.format, e.offset, e.offset_in, e.rule), (path, "Tachyon", 0, "file", "BadMagic"))
+            self.assertEqual((e.filename, e.format, e.offset, e.offset_in, e.rule), (path, "tachyon", 0, "file", "BadMagic"))
             with self.assertRaises(FileNotFoundError) as cm:
                 tp.BinaryReader(os.path.join(tmp, "missing.pyb"))
             self.assertEqual(cm.exception.filename, os.path.join(tmp, "missing.pyb"))
+            # Another format through convert(): a pstats file cut in half.
+            cut = os.path.join(tmp, "cut.pstats")
+            data = read(os.path.join(ROOT, "qemu-tests", "vectors", "pstats", "contract_big_int_calls.pstats"), "rb")
+            with open(cut, "wb") as f:
+                f.write(data[: len(data) // 2])
+            with self.assertRaises(tp.FormatError) as cm:
+                tp.convert(cut, to="pstats-text")
+            e = cm.exception
+            self.assertIn("bad marshal data at offset 19", str(e))
+            self.assertEqual((e.filename, e.format, e.offset, e.offset_in, e.rule), (cut, "pstats", 19, "file", "BadLength"))
 
 
 class WritesAsCPythonWrites(unittest.TestCase):

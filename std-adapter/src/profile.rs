@@ -85,7 +85,95 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
+/// Where a refused file broke its format, and which rule: what [`ProfileError::site`] gives
+/// for programs (the Python package's exceptions) that want more than the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorSite {
+    /// Byte offset, where the format's reader gives one.
+    pub offset: Option<u64>,
+    /// The offset is in a Tachyon file's decompressed sample region, not in the file.
+    pub decompressed: bool,
+    /// The rule's name (its variant in the format's `Rule`, or the error's kind).
+    pub rule: String,
+}
+
+/// The name of a rule or error kind: its `Debug` form up to the first field.
+fn variant_name(debug: String) -> String {
+    debug.split([' ', '{', '(']).next().unwrap_or_default().to_string()
+}
+
 impl ProfileError {
+    /// Where the file broke its format and which rule, for a file a reader refused.
+    pub fn site(&self) -> Option<ErrorSite> {
+        let ProfileError::Invalid { error, .. } = self else { return None };
+        let at = |offset: Option<u64>, rule: String| Some(ErrorSite { offset, decompressed: false, rule });
+        let error: &(dyn std::error::Error + 'static) = error.as_ref();
+        if let Some(e) = error.downcast_ref::<tachyon_core::ReadError<io::Error>>() {
+            let (offset, decompressed) = match e.position() {
+                tachyon_core::Position::File(o) => (o, false),
+                tachyon_core::Position::Decompressed(o) => (o, true),
+            };
+            let rule = match e.rule() {
+                Some(rule) => variant_name(format!("{rule:?}")),
+                None => variant_name(format!("{e:?}")),
+            };
+            return Some(ErrorSite { offset: Some(offset), decompressed, rule });
+        }
+        if let Some(e) = error.downcast_ref::<crate::gperftools::source::GperftoolsError<io::Error>>() {
+            use tachyon_core::gperftools::ReadError as R;
+            return match e {
+                crate::gperftools::source::GperftoolsError::Read(R::Format { offset, rule }) => {
+                    at(Some(*offset), variant_name(format!("{rule:?}")))
+                }
+                crate::gperftools::source::GperftoolsError::Read(R::Io { offset, .. } | R::TooLarge { offset, .. }) => {
+                    at(Some(*offset), variant_name(format!("{e:?}").replacen("Read(", "", 1)))
+                }
+                crate::gperftools::source::GperftoolsError::CountsTooLarge { offset } => {
+                    at(Some(*offset), "CountsTooLarge".into())
+                }
+                other => at(None, variant_name(format!("{other:?}").replacen("Read(", "", 1))),
+            };
+        }
+        if let Some(e) = error.downcast_ref::<crate::mojo::SamplesError<io::Error>>() {
+            use tachyon_core::mojo::ReadError as R;
+            return match e {
+                crate::mojo::SamplesError::Read(R::Format { offset, rule }) => {
+                    at(Some(*offset), variant_name(format!("{rule:?}")))
+                }
+                crate::mojo::SamplesError::Read(R::Io { offset, .. } | R::TooLarge { offset, .. }) => {
+                    at(Some(*offset), variant_name(format!("{e:?}").replacen("Read(", "", 1)))
+                }
+                other => {
+                    at(None, variant_name(format!("{other:?}").replacen("Read(", "", 1).replacen("Sample(", "", 1)))
+                }
+            };
+        }
+        if let Some(e) = error.downcast_ref::<crate::pprof::source::PprofError>() {
+            use crate::pprof::source::PprofError as P;
+            return match e {
+                P::Gzip { offset, .. } => at(Some(*offset), "Gzip".into()),
+                P::Decode { at: Some((offset, rule)), .. } => {
+                    Some(ErrorSite { offset: Some(*offset), decompressed: true, rule: rule.clone() })
+                }
+                other => at(None, variant_name(format!("{other:?}"))),
+            };
+        }
+        let pstats = |e: &crate::pstats::PstatsError| match e {
+            crate::pstats::PstatsError::Marshal(m) => at(Some(m.offset as u64), variant_name(format!("{:?}", m.rule))),
+            crate::pstats::PstatsError::Shape { offset, .. } => at(Some(*offset as u64), "Shape".into()),
+        };
+        if let Some(e) = error.downcast_ref::<crate::pstats::PstatsError>() {
+            return pstats(e);
+        }
+        if let Some(e) = error.downcast_ref::<crate::pstats::source::PstatsSourceError>() {
+            return match e {
+                crate::pstats::source::PstatsSourceError::Load(e) => pstats(e),
+                crate::pstats::source::PstatsSourceError::Print(_) => at(None, "Print".into()),
+            };
+        }
+        at(None, "Invalid".into())
+    }
+
     /// The reader of `kind` refused the file at `path` with `error`.
     pub fn invalid(path: &Path, kind: FileKind, error: impl std::error::Error + Send + Sync + 'static) -> Self {
         ProfileError::Invalid { path: path.to_owned(), kind, error: Box::new(error) }
