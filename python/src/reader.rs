@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tachyon::core::reader::{RecordCounts, Tables};
-use tachyon::core::{Metadata, Record, RunEntry};
+use tachyon::core::{Metadata, Reader, Record, RunEntry};
 use tachyon::file::FileSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 
@@ -136,8 +136,10 @@ impl BinaryReader {
                 let meta = Metadata::read(&mut source).map_err(Ok)?;
                 let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default())
                     .map_err(|e| Err(std::io::Error::other(e.to_string())))?;
-                // Every open-time check CPython makes, the tables included.
-                let reader = storage.open(source.second_handle()).map_err(Ok)?;
+                // Every open-time check CPython makes, the tables included; the samples (and a
+                // zstd region's decompressor, whose workspace costs more than the checks) wait
+                // for `replay`.
+                let reader = Reader::open(source.second_handle(), storage.tables.storage()).map_err(Ok)?;
                 let (string_count, frame_count) = (reader.tables().string_count(), reader.tables().frame_count());
                 Ok(Opened { source, meta, string_count, frame_count })
             })
