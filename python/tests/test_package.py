@@ -118,6 +118,52 @@ class ReadsAsCPythonReads(unittest.TestCase):
             print(f"hostile files: {len(pairs)}, refused by CPython {errors}, of which zstd refused later by us {late_zstd}")
             self.assertGreater(errors, len(pairs) // 3, "too few of the damaged files were refused")
 
+    def test_bad_input_of_every_format_raises_under_a_memory_limit(self):
+        # As std-adapter/tests/bad_input.rs sweeps the library: truncations and single-byte
+        # corruptions of a Tachyon, a zstd Tachyon, a MOJO and a pstats vector, and the fuzz
+        # regression that claims two million threads, through BinaryReader and convert(), in a
+        # child interpreter limited to 1 GiB of address space: each must raise ValueError or
+        # OSError (or read), never crash, never run out of memory.
+        files = [os.path.join(VECTORS, "05_two_threads.x86_64.bin"), os.path.join(VECTORS, "09_zstd.x86_64.bin"),
+                 os.path.join(ROOT, "qemu-tests", "vectors", "mojo-austin-3.7", "a37_gc_small_py311.mojo"),
+                 os.path.join(ROOT, "qemu-tests", "vectors", "pstats", "contract_big_int_calls.pstats")]
+        regression = os.path.join(ROOT, "fuzz", "regressions", "tachyon_replay", "oom-2097192-threads-claimed")
+        child = r'''
+import os, resource, sys, tempfile
+import tachyon_profiles as tp
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+class Nothing:
+    def collect(self, s, t): pass
+files, regression = sys.argv[1:-1], sys.argv[-1]
+tmp = tempfile.mkdtemp()
+cases = [(regression, open(regression, "rb").read())]
+for f in files:
+    data = open(f, "rb").read()
+    step = max(1, len(data) // 60)
+    cases += [(f, data[:n]) for n in range(0, len(data), step)]
+    for i in range(0, len(data), step):
+        for v in (0x00, 0xff, 0x80):
+            bad = bytearray(data); bad[i] = v; cases.append((f, bytes(bad)))
+refused = 0
+for n, (origin, data) in enumerate(cases):
+    path = os.path.join(tmp, f"case{n}" + os.path.splitext(origin)[1])
+    with open(path, "wb") as out:
+        out.write(data)
+    for act in (lambda: tp.BinaryReader(path).replay(Nothing()), lambda: tp.convert(path, to="collapsed"),
+                lambda: tp.convert(path, to="pstats-text")):
+        try:
+            act()
+        except (ValueError, OSError):
+            refused += 1
+print(len(cases), refused)
+'''
+        r = subprocess.run([sys.executable, "-c", child, *files, regression], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        cases, refused = map(int, r.stdout.split())
+        print(f"bad input: {cases} files, {refused} refusals")
+        self.assertGreater(cases, 700)
+        self.assertGreater(refused, cases)
+
     def test_a_format_error_names_file_offset_and_rule(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "bad.pyb")
