@@ -208,7 +208,9 @@ fn limit_message(e: &WriteError<std::io::Error>) -> String {
                 "too many strings for binary format".into()
             }
             tachyon::core::storage::Resource::Frames => "too many frames for binary format".into(),
-            _ => "too many threads for binary format".into(),
+            tachyon::core::storage::Resource::Threads => "too many threads for binary format".into(),
+            // Growable storage that could not grow: memory, not the format, ran out.
+            tachyon::core::storage::Resource::Stacks => "out of memory for the threads' stacks".into(),
         },
         other => other.to_string(),
     }
