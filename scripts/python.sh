@@ -71,6 +71,32 @@ step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command 
 TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
   || fail "test_package.py" "see above"
 
+# Debian unstable's CPython 3.13 and 3.14, unpacked as scripts/oracle.sh unpacks 3.15 (with
+# its private package lists) and run through their own loader: the abi3 wheel on two more
+# versions, against CPython 3.15.2's committed outputs (python/tests/versions.py).
+sid_python() {
+  local v=$1 R=$C/python$1
+  if [ ! -f "$R/ready" ]; then
+    rm -rf "$R" && mkdir -p "$R/dl/partial" "$R/root"
+    APT_CONFIG=$A/apt.conf apt-get install -y -qq --download-only -o Dir::Cache::archives="$R/dl/" "python$v:amd64" \
+      >"$R/download.log" 2>&1 || fail "python$v" "apt-get download of Debian unstable's python$v failed (see $R/download.log)"
+    for deb in "$R"/dl/*.deb; do
+      dpkg-deb -x "$deb" "$R/root" || fail "python$v" "dpkg-deb -x $deb"
+    done
+    (cd "$R/root" && for d in lib lib64 bin sbin; do [ -e "usr/$d" ] && ln -sfn "usr/$d" "$d"; done; true)
+    rm -rf "$R/dl"
+    touch "$R/ready"
+  fi
+  PYTHONPATH="$C/site315" "$R/root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$R/root/usr/lib/x86_64-linux-gnu" \
+    "$R/root/usr/bin/python$v" python/tests/versions.py || fail "python$v" "python/tests/versions.py failed on $v"
+}
+
+step "the same wheel on Python 3.11, CPython 3.13 and 3.14 (Debian unstable's) and 3.15.2: vectors written and read as CPython 3.15.2 did (python/tests/versions.py)"
+"$C/py311/bin/python" python/tests/versions.py || fail "python3.11" "python/tests/versions.py failed on 3.11"
+sid_python 3.13
+sid_python 3.14
+PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/versions.py || fail "python3.15" "python/tests/versions.py failed on 3.15"
+
 step "the package's benchmark, once (one run on examples/stdlib_work.pyb: a smoke run; docs/benchmarks.md's figures come from the long profiles)"
 PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/bench/bench.py --runs 1 --python "scripts/oracle-python.sh amd64" \
   examples/stdlib_work.pyb || fail "benchmark" "see above"
