@@ -27,15 +27,17 @@ impl<'a> FrameInterner<'a> {
         &self.entries.as_slice()[..self.count]
     }
 
-    /// Room for one more entry (a growable table grows, and its index with it); the slot
-    /// `slot` found for `hash` before, or the one it moved to.
-    fn make_room(&mut self, hash: u64, slot: usize) -> Result<usize, Resource> {
+    /// Room for one more entry (a growable table grows, and its index with it); the vacant
+    /// slot found for `hash` before, or where it moved to (`None`, for an entry the index
+    /// will not hold, stays `None`).
+    fn make_room(&mut self, hash: u64, slot: Option<usize>) -> Result<Option<usize>, Resource> {
         if self.count >= self.index.capacity() || !self.entries.grow(self.count + 1, FrameEntry::EMPTY) {
             return Err(Resource::Frames);
         }
         let seed = self.index.seed;
         let rehash = self.entries.as_slice()[..self.count].iter().map(|e| hash_frame(seed, e));
-        Ok(if self.index.make_room(self.count, rehash, Resource::Frames)? { self.index.vacant(hash) } else { slot })
+        let rebuilt = self.index.make_room(self.count, rehash, Resource::Frames)?;
+        Ok(if rebuilt { slot.map(|_| self.index.vacant(hash)) } else { slot })
     }
 
     #[inline]
@@ -45,7 +47,7 @@ impl<'a> FrameInterner<'a> {
         match self.index.find(hash, |i| entries[i as usize] == frame) {
             Ok(i) => Ok(i),
             Err(slot) => {
-                let slot = self.make_room(hash, slot)?;
+                let slot = self.make_room(hash, Some(slot))?.unwrap_or(slot);
                 self.entries.as_mut_slice()[self.count] = frame;
                 let i = self.count as u32;
                 self.count += 1;
@@ -61,14 +63,8 @@ impl<'a> FrameInterner<'a> {
         let hash = hash_frame(self.index.seed, &frame);
         let entries = &self.entries.as_slice()[..self.count];
         let vacant = self.index.find(hash, |i| entries[i as usize] == frame).err();
-        // With an equal entry there (`vacant` is None), the index is left as it is.
-        let vacant = match vacant {
-            Some(slot) => Some(self.make_room(hash, slot)?),
-            None if self.count >= self.index.capacity() || !self.entries.grow(self.count + 1, FrameEntry::EMPTY) => {
-                return Err(Resource::Frames)
-            }
-            None => None,
-        };
+        // With an equal entry there (`vacant` is None), the index keeps finding that one.
+        let vacant = self.make_room(hash, vacant)?;
         self.entries.as_mut_slice()[self.count] = frame;
         let i = self.count as u32;
         self.count += 1;

@@ -135,23 +135,16 @@ impl VecWriterStorage {
     pub fn storage(&mut self) -> WriterStorage<'_> {
         let threads = WriterThreads::growable(&mut self.threads, self.cap.rle_budget, self.cap.threads);
         if self.growing {
-            self.frame_cache.fill(0);
-            return WriterStorage {
-                strings: StringInterner {
-                    table: StringTable::growable(&mut self.string_bytes, &mut self.string_spans),
-                    index: SlotIndex::growable(&mut self.string_slots),
-                },
-                frames: FrameInterner {
-                    entries: Table::Growable(&mut self.frames),
-                    count: 0,
-                    index: SlotIndex::growable(&mut self.frame_slots),
-                },
-                threads,
-                recent: RecentFrames { slots: &mut self.frame_cache },
-                staging: &mut self.staging,
-                #[cfg(feature = "zstd")]
-                zstd: None,
+            let strings = StringInterner {
+                table: StringTable::growable(&mut self.string_bytes, &mut self.string_spans),
+                index: SlotIndex::growable(&mut self.string_slots),
             };
+            let frames = FrameInterner {
+                entries: Table::Growable(&mut self.frames),
+                count: 0,
+                index: SlotIndex::growable(&mut self.frame_slots),
+            };
+            return WriterStorage::from_parts(strings, frames, threads, &mut self.frame_cache, &mut self.staging);
         }
         let buffers = WriterBuffers {
             string_bytes: &mut self.string_bytes,

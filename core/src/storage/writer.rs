@@ -96,23 +96,32 @@ impl<'a> WriterStorage<'a> {
             None if b.thread_slots.len() <= 1 => return Err(StorageError::TooFewSlots(Resource::Threads)),
             None => WriterThreads::fixed(b.threads, b.thread_slots, b.stacks, b.rle, b.rle_budget),
         };
-        Ok(WriterStorage {
-            strings: StringInterner {
-                table: StringTable::new(b.string_bytes, b.string_spans),
-                index: SlotIndex::new(b.string_slots),
-            },
-            frames: FrameInterner { entries: Table::Fixed(b.frames), count: 0, index: SlotIndex::new(b.frame_slots) },
+        let strings = StringInterner {
+            table: StringTable::new(b.string_bytes, b.string_spans),
+            index: SlotIndex::new(b.string_slots),
+        };
+        let frames = FrameInterner { entries: Table::Fixed(b.frames), count: 0, index: SlotIndex::new(b.frame_slots) };
+        Ok(Self::from_parts(strings, frames, threads, b.frame_cache, b.staging))
+    }
+
+    /// Storage from its checked parts, fixed or growable; the recent-frame cache emptied.
+    pub(super) fn from_parts(
+        strings: StringInterner<'a>,
+        frames: FrameInterner<'a>,
+        threads: WriterThreads<'a>,
+        frame_cache: &'a mut [u32],
+        staging: &'a mut [u8],
+    ) -> Self {
+        frame_cache.fill(0);
+        WriterStorage {
+            strings,
+            frames,
             threads,
-            recent: RecentFrames {
-                slots: {
-                    b.frame_cache.fill(0);
-                    b.frame_cache
-                },
-            },
-            staging: b.staging,
+            recent: RecentFrames { slots: frame_cache },
+            staging,
             #[cfg(feature = "zstd")]
             zstd: None,
-        })
+        }
     }
 }
 
