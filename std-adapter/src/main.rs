@@ -20,7 +20,9 @@ use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
-use tachyon::request::{convert_file, with_source, ByteOrder, ConvertRequest, InputOptions, RequestError, Teardown};
+use tachyon::request::{
+    convert_file, file_name, with_source, ByteOrder, ConvertRequest, InputOptions, RequestError, Teardown,
+};
 use tachyon::tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon_core::kind::FileKind;
 use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
@@ -562,10 +564,6 @@ fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
         eprintln!("tachyon receive: {}: {salvage}", input.display());
     }
     std::fs::write(output, received.file).map_err(|e| Failure(format!("{}: {e}", output.display())))
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn diff(

@@ -102,6 +102,22 @@ fn variant_name(debug: String) -> String {
     debug.split([' ', '{', '(']).next().unwrap_or_default().to_string()
 }
 
+impl ErrorSite {
+    /// Where a Tachyon reader's error happened and which rule (for an error without a rule,
+    /// its kind: `Io`, `UnexpectedEof`, `Capacity`).
+    pub fn of_tachyon<E: fmt::Debug>(e: &tachyon_core::ReadError<E>) -> ErrorSite {
+        let (offset, decompressed) = match e.position() {
+            tachyon_core::Position::File(o) => (o, false),
+            tachyon_core::Position::Decompressed(o) => (o, true),
+        };
+        let rule = match e.rule() {
+            Some(rule) => variant_name(format!("{rule:?}")),
+            None => variant_name(format!("{e:?}")),
+        };
+        ErrorSite { offset: Some(offset), decompressed, rule }
+    }
+}
+
 impl ProfileError {
     /// Where the file broke its format and which rule, for a file a reader refused.
     pub fn site(&self) -> Option<ErrorSite> {
@@ -109,15 +125,7 @@ impl ProfileError {
         let at = |offset: Option<u64>, rule: String| Some(ErrorSite { offset, decompressed: false, rule });
         let error: &(dyn std::error::Error + 'static) = error.as_ref();
         if let Some(e) = error.downcast_ref::<tachyon_core::ReadError<io::Error>>() {
-            let (offset, decompressed) = match e.position() {
-                tachyon_core::Position::File(o) => (o, false),
-                tachyon_core::Position::Decompressed(o) => (o, true),
-            };
-            let rule = match e.rule() {
-                Some(rule) => variant_name(format!("{rule:?}")),
-                None => variant_name(format!("{e:?}")),
-            };
-            return Some(ErrorSite { offset: Some(offset), decompressed, rule });
+            return Some(ErrorSite::of_tachyon(e));
         }
         if let Some(e) = error.downcast_ref::<crate::gperftools::source::GperftoolsError<io::Error>>() {
             use tachyon_core::gperftools::ReadError as R;

@@ -18,6 +18,16 @@ use crate::pprof::source::SampleIndex;
 use crate::profile::{AnySource, Profile, ProfileError, SourceOptions};
 use crate::pstats::source::PstatsOptions;
 
+/// The names a command-line enum takes (`--to`'s outputs, `--sort`'s orders, …).
+pub fn value_names<T: ValueEnum>() -> Vec<String> {
+    T::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|v| v.get_name().to_string()).collect()
+}
+
+/// A file's name for a title (the whole path if it has none).
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 /// Byte order of a Tachyon or gperftools output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ByteOrder {
@@ -200,7 +210,7 @@ impl ConvertRequest {
                 return usage(format!("--{option} applies to pstats input only"));
             }
         }
-        let file_name = || file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into());
+        let file_name = || file_name(file);
         Ok(match self.to {
             OutputKind::Collapsed => Output::Collapsed,
             OutputKind::Pstats => Output::Pstats { compat: self.pstats_compat },
@@ -208,12 +218,10 @@ impl ConvertRequest {
                 sort: match self.sort.as_deref() {
                     None => SortOrder::Nsamples,
                     Some(s) => SortOrder::from_str(s, false).map_err(|_| {
-                        let names: Vec<String> = SortOrder::value_variants()
-                            .iter()
-                            .filter_map(|v| v.to_possible_value())
-                            .map(|v| v.get_name().to_string())
-                            .collect();
-                        RequestError::Usage(format!("--sort {s}: for this input one of {}", names.join(", ")))
+                        RequestError::Usage(format!(
+                            "--sort {s}: for this input one of {}",
+                            value_names::<SortOrder>().join(", ")
+                        ))
                     })?,
                 },
                 limit: Some(self.limit.unwrap_or(15)),
