@@ -3,27 +3,22 @@
 //! replays any input into a collector with CPython's `collect()` protocol, and `detect()`
 //! names a file's format.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use tachyon::convert::{Destination, OutputKind};
 use tachyon::core::Compression;
 use tachyon::model::{Call, Collector, FrameTable, Source, Times};
 use tachyon::mojo::source::MojoMetric;
 use tachyon::profile::Profile;
-use tachyon::request::{convert_file, with_source, ByteOrder, ConvertRequest, InputOptions, Teardown};
+use tachyon::request::{convert_file, value_names, with_source, ByteOrder, ConvertRequest, InputOptions, Teardown};
 
 use crate::errors::{format_name, profile_error, request_error};
-use crate::types::{make, types, Types};
-use crate::writer::path_of;
-
-/// Every output's name, as `to=` takes it.
-pub fn output_names() -> Vec<String> {
-    OutputKind::value_variants().iter().map(|k| k.to_string()).collect()
-}
+use crate::types::{int_list, path_of, FrameObjects};
 
 /// Outputs that are text (returned as `str` without an output path); the rest are bytes.
 fn is_text(kind: OutputKind) -> bool {
@@ -34,14 +29,8 @@ fn is_text(kind: OutputKind) -> bool {
 }
 
 fn value_enum<T: ValueEnum>(what: &str, v: &str) -> PyResult<T> {
-    T::from_str(v, true).map_err(|_| {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value())
-            .map(|v| v.get_name().to_string())
-            .collect();
-        PyValueError::new_err(format!("{what}={v:?}: one of {}", names.join(", ")))
-    })
+    T::from_str(v, true)
+        .map_err(|_| PyValueError::new_err(format!("{what}={v:?}: one of {}", value_names::<T>().join(", "))))
 }
 
 /// How an input is read, from the keyword arguments both functions share.
@@ -189,62 +178,32 @@ pub fn detect(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Option<&'stat
 /// Hands each hub call to a Python collector as CPython's replay does.
 struct PyCollector<'py> {
     py: Python<'py>,
-    types: &'static Types,
     collect: Bound<'py, PyAny>,
-    frames: Vec<Option<Bound<'py, PyAny>>>,
+    objects: FrameObjects<'py>,
     error: Option<PyErr>,
 }
 
-impl<'py> PyCollector<'py> {
-    fn frame(&mut self, table: &FrameTable, id: u32) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(Some(f)) = self.frames.get(id as usize) {
-            return Ok(f.clone());
-        }
-        let py = self.py;
-        let f = &table.frames[id as usize];
-        let location = match f.location {
-            Some(l) => PyTuple::new(py, [l.lineno, l.end_lineno, l.col, l.end_col])?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let opcode = match f.opcode {
-            Some(op) => op.into_pyobject(py)?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let object = make(
-            py,
-            &self.types.frame,
-            [PyString::new(py, &f.filename).into_any(), location, PyString::new(py, &f.funcname).into_any(), opcode],
-        )?;
-        if self.frames.len() <= id as usize {
-            self.frames.resize(id as usize + 1, None);
-        }
-        self.frames[id as usize] = Some(object.clone());
-        Ok(object)
-    }
-
+impl PyCollector<'_> {
     fn call(&mut self, table: &FrameTable, call: &Call<'_>) -> PyResult<()> {
         let py = self.py;
-        let stack = call.stack.iter().map(|&id| self.frame(table, id)).collect::<PyResult<Vec<_>>>()?;
-        let thread = make(
-            py,
-            &self.types.thread,
-            [
-                call.thread_id.into_pyobject(py)?.into_any(),
-                call.status.into_pyobject(py)?.into_any(),
-                PyList::new(py, stack)?.into_any(),
-            ],
-        )?;
-        let interpreter = make(
-            py,
-            &self.types.interpreter,
-            [call.interpreter_id.into_pyobject(py)?.into_any(), PyList::new(py, [thread])?.into_any()],
-        )?;
+        let stack = call
+            .stack
+            .iter()
+            .map(|&id| {
+                self.objects.get(id, || {
+                    let f = &table.frames[id as usize];
+                    Ok((Cow::Borrowed(f.filename.as_str()), Cow::Borrowed(f.funcname.as_str()), f.location, f.opcode))
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let stack_frames =
+            self.objects.types.stack_frames(py, call.interpreter_id, call.thread_id, call.status, &stack)?;
         let times = match call.times {
-            Times::Stamped(t) => PyList::new(py, t)?,
+            Times::Stamped(t) => int_list(py, t)?,
             // No times in the input: one 0 per sample, so that the count is the list's length.
             Times::Counted(n) => PyList::new(py, std::iter::repeat_n(0u64, usize::try_from(n).unwrap_or(usize::MAX)))?,
         };
-        self.collect.call1((PyList::new(py, [interpreter])?, times)).map(drop)
+        self.collect.call1((stack_frames, times)).map(drop)
     }
 }
 
@@ -285,7 +244,7 @@ pub fn read_samples(
     let mut input_options = input_options(options)?;
     input_options.counts_by_default = true;
     let path = path_of(input)?;
-    let mut c = PyCollector { py, types: types(py)?, collect, frames: Vec::new(), error: None };
+    let mut c = PyCollector { py, collect, objects: FrameObjects::new(py)?, error: None };
     let options = input_options.source_options(Default::default());
     let result = with_source(
         &path,

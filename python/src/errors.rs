@@ -4,13 +4,15 @@
 //! read raises `OSError` with the errno and the file name, as CPython does.
 
 use std::io;
+use std::path::Path;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 use tachyon::core::kind::FileKind;
-use tachyon::core::{Position, ReadError};
-use tachyon::profile::ProfileError;
+use tachyon::core::ReadError;
+use tachyon::profile::{ErrorSite, ProfileError};
 use tachyon::request::RequestError;
 
 create_exception!(
@@ -31,53 +33,32 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// `OSError(errno, strerror, filename)`: Python picks the subclass (`FileNotFoundError`, …).
 pub fn os_error(e: &io::Error, filename: Option<&Bound<'_, PyAny>>) -> PyErr {
-    let py_msg = e.kind().to_string();
-    let strerror = match e.raw_os_error() {
-        // The C library's wording, as CPython's OSError has it.
-        Some(code) => {
-            io::Error::from_raw_os_error(code).to_string().split(" (os error").next().unwrap_or(&py_msg).to_string()
-        }
-        None => e.to_string(),
-    };
-    match (e.raw_os_error(), filename) {
-        (Some(code), Some(f)) => PyOSError::new_err((code, strerror, f.clone().unbind())),
-        (Some(code), None) => PyOSError::new_err((code, strerror)),
-        (None, _) => PyOSError::new_err(e.to_string()),
+    let Some(code) = e.raw_os_error() else { return PyOSError::new_err(e.to_string()) };
+    // The C library's wording, as CPython's OSError has it, without Rust's "(os error N)".
+    let message = e.to_string();
+    let strerror = message.split(" (os error").next().unwrap_or_default();
+    match filename {
+        Some(f) => PyOSError::new_err((code, strerror.to_owned(), f.clone().unbind())),
+        None => PyOSError::new_err((code, strerror.to_owned())),
     }
 }
 
-/// A `FormatError` with its attributes.
-fn format_error(
-    py: Python<'_>,
-    message: String,
-    filename: Option<Py<PyAny>>,
-    format: &str,
-    at: Option<Position>,
-    rule: &str,
-) -> PyErr {
+/// A `FormatError` with its attributes, from where and why the file was refused.
+fn format_error(py: Python<'_>, message: String, filename: &Bound<'_, PyAny>, format: &str, site: ErrorSite) -> PyErr {
     let err = FormatError::new_err(message);
+    let offset_in = site.offset.map(|_| if site.decompressed { "decompressed" } else { "file" });
     let value = err.value(py);
-    let (offset, offset_in) = match at {
-        Some(Position::File(o)) => (Some(o), Some("file")),
-        Some(Position::Decompressed(o)) => (Some(o), Some("decompressed")),
-        None => (None, None),
-    };
     let set = || -> PyResult<()> {
         value.setattr("filename", filename)?;
         value.setattr("format", format)?;
-        value.setattr("offset", offset)?;
+        value.setattr("offset", site.offset)?;
         value.setattr("offset_in", offset_in)?;
-        value.setattr("rule", rule)
+        value.setattr("rule", &site.rule)
     };
     match set() {
         Ok(()) => err,
         Err(e) => e,
     }
-}
-
-/// The name of a rule: its variant's name.
-fn rule_name(debug: String) -> String {
-    debug.split([' ', '{', '(']).next().unwrap_or_default().to_string()
 }
 
 /// The short name of a format, as `detect()` and `FormatError.format` give it.
@@ -92,66 +73,30 @@ pub fn format_name(kind: FileKind) -> Option<&'static str> {
     })
 }
 
-/// A Tachyon reader error: `OSError` for I/O, else `FormatError` with CPython's message.
+/// A Tachyon reader error: `OSError` for I/O, else `FormatError` with CPython's message
+/// (a rule's own words, without the position the library's message adds).
 pub fn read_error(py: Python<'_>, e: ReadError<io::Error>, filename: &Bound<'_, PyAny>) -> PyErr {
-    match e {
-        ReadError::Io { error, .. } => os_error(&error, Some(filename)),
-        ReadError::Format { position, rule } => format_error(
-            py,
-            rule.to_string(),
-            Some(filename.clone().unbind()),
-            "tachyon",
-            Some(position),
-            &rule_name(format!("{rule:?}")),
-        ),
-        ReadError::UnexpectedEof { position } => {
-            format_error(py, e.to_string(), Some(filename.clone().unbind()), "tachyon", Some(position), "UnexpectedEof")
-        }
-        ReadError::Capacity { position, .. } => {
-            format_error(py, e.to_string(), Some(filename.clone().unbind()), "tachyon", Some(position), "Capacity")
-        }
-    }
+    let message = match &e {
+        ReadError::Io { error, .. } => return os_error(error, Some(filename)),
+        ReadError::Format { rule, .. } => rule.to_string(),
+        other => other.to_string(),
+    };
+    format_error(py, message, filename, "tachyon", ErrorSite::of_tachyon(&e))
 }
 
 /// A profile error of any format.
 pub fn profile_error(py: Python<'_>, e: ProfileError) -> PyErr {
-    match e {
-        ProfileError::Io { path, error } => os_error(
-            &error,
-            Some(
-                &path
-                    .display()
-                    .to_string()
-                    .into_pyobject(py)
-                    .map(|s| s.into_any())
-                    .unwrap_or_else(|_| py.None().into_bound(py)),
-            ),
-        ),
-        ProfileError::Write(error) => os_error(&error, None),
-        ProfileError::UnknownFormat { ref path } => {
-            let file = path.display().to_string();
-            format_error(
-                py,
-                e.to_string(),
-                Some(file.into_pyobject(py).map(|s| s.into_any().unbind()).unwrap_or_else(|_| py.None())),
-                "unknown",
-                None,
-                "UnknownFormat",
-            )
+    let path = |p: &Path| PyString::new(py, &p.display().to_string()).into_any();
+    match &e {
+        ProfileError::Io { path: p, error } => os_error(error, Some(&path(p))),
+        ProfileError::Write(error) => os_error(error, None),
+        ProfileError::UnknownFormat { path: p } => {
+            let site = ErrorSite { offset: None, decompressed: false, rule: "UnknownFormat".into() };
+            format_error(py, e.to_string(), &path(p), "unknown", site)
         }
-        ProfileError::Invalid { ref path, kind, .. } => {
-            let file: Py<PyAny> = path
-                .display()
-                .to_string()
-                .into_pyobject(py)
-                .map(|s| s.into_any().unbind())
-                .unwrap_or_else(|_| py.None());
-            let site = e.site();
-            let at = site.as_ref().and_then(|s| {
-                s.offset.map(|o| if s.decompressed { Position::Decompressed(o) } else { Position::File(o) })
-            });
-            let rule = site.map_or_else(|| "Invalid".to_string(), |s| s.rule);
-            format_error(py, e.to_string(), Some(file), format_name(kind).unwrap_or("unknown"), at, &rule)
+        ProfileError::Invalid { path: p, kind, .. } => {
+            let site = e.site().unwrap_or(ErrorSite { offset: None, decompressed: false, rule: "Invalid".into() });
+            format_error(py, e.to_string(), &path(p), format_name(*kind).unwrap_or("unknown"), site)
         }
     }
 }

@@ -55,7 +55,7 @@ fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, value)?;
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let outputs: Vec<String> = convert::output_names();
+    let outputs = tachyon::request::value_names::<tachyon::convert::OutputKind>();
     m.add("OUTPUTS", pyo3::types::PyTuple::new(py, outputs)?)?;
     Ok(())
 }

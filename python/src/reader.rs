@@ -7,17 +7,16 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use tachyon::core::reader::{RecordCounts, Tables};
 use tachyon::core::{Metadata, Reader, Record, RunEntry};
 use tachyon::file::FileSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 
 use crate::errors::{os_error, read_error};
-use crate::types::{int_list, make, types, Types};
-use crate::writer::path_of;
+use crate::types::{int_list, path_of, FrameObjects};
 
 /// Samples in one `collect` call of a REPEAT run, at most (CPython's batch).
 const BATCH: usize = 8192;
@@ -44,79 +43,13 @@ pub struct BinaryReader {
     filename: Py<PyAny>,
 }
 
-/// Builds Python objects for a replay: one `FrameInfo` per frame id, made on first use.
-struct Objects<'py> {
-    py: Python<'py>,
-    types: &'static Types,
-    frames: Vec<Option<Bound<'py, PyAny>>>,
-}
-
-impl<'py> Objects<'py> {
-    fn frame(&mut self, tables: &Tables<'_>, id: u32, filename: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(Some(f)) = self.frames.get(id as usize) {
-            return Ok(f.clone());
-        }
-        let py = self.py;
-        let Some(f) = tables.frame(id) else {
-            let rule = if (id as usize) < tables.frame_count() {
-                "Invalid string index in frame".to_string()
-            } else {
-                format!("Invalid frame index: {id}")
-            };
-            let err = crate::errors::FormatError::new_err(rule);
-            err.value(py).setattr("filename", filename)?;
-            return Err(err);
-        };
-        let location = match f.location {
-            // CPython's reader gives a plain tuple here, not a LocationInfo.
-            Some(l) => PyTuple::new(py, [l.lineno, l.end_lineno, l.col, l.end_col])?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let opcode = match f.opcode {
-            Some(op) => op.into_pyobject(py)?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let object = make(
-            py,
-            &self.types.frame,
-            [
-                PyString::new(py, &String::from_utf8_lossy(f.filename)).into_any(),
-                location,
-                PyString::new(py, &String::from_utf8_lossy(f.funcname)).into_any(),
-                opcode,
-            ],
-        )?;
-        if let Some(slot) = self.frames.get_mut(id as usize) {
-            *slot = Some(object.clone());
-        }
-        Ok(object)
-    }
-
-    /// `[InterpreterInfo(iid, [ThreadInfo(tid, status, frames)])]`.
-    fn stack_frames(
-        &self,
-        iid: u32,
-        tid: u64,
-        status: u8,
-        frames: &[Bound<'py, PyAny>],
-    ) -> PyResult<Bound<'py, PyList>> {
-        let py = self.py;
-        let thread = make(
-            py,
-            &self.types.thread,
-            [
-                tid.into_pyobject(py)?.into_any(),
-                status.into_pyobject(py)?.into_any(),
-                PyList::new(py, frames)?.into_any(),
-            ],
-        )?;
-        let interpreter = make(
-            py,
-            &self.types.interpreter,
-            [iid.into_pyobject(py)?.into_any(), PyList::new(py, [thread])?.into_any()],
-        )?;
-        PyList::new(py, [interpreter])
-    }
+/// The object of frame `id`: the reader checked the id and its strings when it decoded the
+/// record (CPython's "Invalid frame index" and "Invalid string index in frame").
+fn frame<'py>(objects: &mut FrameObjects<'py>, tables: &Tables<'_>, id: u32) -> PyResult<Bound<'py, PyAny>> {
+    objects.get(id, || {
+        let f = tables.frame(id).ok_or_else(|| PyRuntimeError::new_err(format!("frame {id} was not checked")))?;
+        Ok((String::from_utf8_lossy(f.filename), String::from_utf8_lossy(f.funcname), f.location, f.opcode))
+    })
 }
 
 impl BinaryReader {
@@ -169,8 +102,8 @@ impl BinaryReader {
         collector: &Bound<'_, PyAny>,
         progress_callback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        let (source, meta, frame_count) = match &*self.opened.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(o) => (o.source.second_handle(), o.meta, o.frame_count),
+        let (source, meta) = match &*self.opened.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(o) => (o.source.second_handle(), o.meta),
             None => return Err(Self::closed()),
         };
         let collect =
@@ -186,7 +119,8 @@ impl BinaryReader {
         let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default())
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let mut reader = storage.open_file(source).map_err(|e| read_error(py, e, filename))?;
-        let mut objects = Objects { py, types: types(py)?, frames: vec![None; frame_count] };
+        let mut objects = FrameObjects::new(py)?;
+        let types = objects.types;
         let mut stack: Vec<Bound<'_, PyAny>> = Vec::new();
         let mut entries = vec![RunEntry { timestamp_us: 0, status: 0 }; BATCH];
         let mut times: Vec<u64> = Vec::with_capacity(BATCH);
@@ -200,15 +134,15 @@ impl BinaryReader {
                     Record::Sample(s) => {
                         stack.clear();
                         for &id in s.stack {
-                            stack.push(objects.frame(s.tables(), id, filename)?);
+                            stack.push(frame(&mut objects, s.tables(), id)?);
                         }
-                        let frames = objects.stack_frames(s.interpreter_id, s.thread_id, s.status, &stack)?;
+                        let frames = types.stack_frames(py, s.interpreter_id, s.thread_id, s.status, &stack)?;
                         collect.call1((frames, PyList::new(py, [s.timestamp_us])?))?;
                     }
                     Record::Repeat(mut run) => {
                         stack.clear();
                         for &id in run.stack {
-                            stack.push(objects.frame(run.tables(), id, filename)?);
+                            stack.push(frame(&mut objects, run.tables(), id)?);
                         }
                         let (iid, tid) = (run.interpreter_id, run.thread_id);
                         let mut status: Option<u8> = None;
@@ -218,7 +152,7 @@ impl BinaryReader {
                                 if let Some(s) = status {
                                     if s != e.status || times.len() == BATCH {
                                         collect.call1((
-                                            objects.stack_frames(iid, tid, s, &stack)?,
+                                            types.stack_frames(py, iid, tid, s, &stack)?,
                                             int_list(py, &times)?,
                                         ))?;
                                         times.clear();
@@ -232,7 +166,7 @@ impl BinaryReader {
                             }
                         }
                         if let (Some(s), false) = (status, times.is_empty()) {
-                            collect.call1((objects.stack_frames(iid, tid, s, &stack)?, int_list(py, &times)?))?;
+                            collect.call1((types.stack_frames(py, iid, tid, s, &stack)?, int_list(py, &times)?))?;
                             times.clear();
                         }
                     }

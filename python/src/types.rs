@@ -5,15 +5,19 @@
 //! On CPython 3.15 and later they are `_remote_debugging`'s own, so objects pass freely
 //! between CPython's profiler and this package; before 3.15 they are struct sequences made
 //! here with the same names, fields, field docs and behaviour (indexable, iterable,
-//! immutable, built from one sequence).
+//! immutable, built from one sequence). Also what both directions share: the objects a
+//! replay hands a collector, and reading what a caller gives (sequences, paths).
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr};
+use std::path::PathBuf;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PySequence, PyTuple, PyType};
+use pyo3::types::{PyList, PySequence, PyString, PyTuple, PyType};
+use tachyon::core::Location;
 
 /// The four types, whoever made them.
 pub struct Types {
@@ -58,47 +62,138 @@ fn load(py: Python<'_>) -> PyResult<Types> {
             }
         }
     }
-    Ok(Types {
-        interpreter: new_type(
+    let [interpreter, thread, frame, location] = OWN_TYPES.map(|(name, doc, fields)| new_type(py, name, doc, fields));
+    Ok(Types { interpreter: interpreter?, thread: thread?, frame: frame?, location: location?, cpython: false })
+}
+
+/// A struct sequence's name, doc and fields (name, doc).
+type TypeSpec = (&'static CStr, &'static CStr, &'static [(&'static CStr, &'static CStr)]);
+
+/// The four types as made before 3.15, with CPython 3.15's names, fields and docs.
+const OWN_TYPES: [TypeSpec; 4] = [
+    (
+        c"tachyon_profiles.InterpreterInfo",
+        c"Information about an interpreter",
+        &[(c"interpreter_id", c"Interpreter ID"), (c"threads", c"List of threads in this interpreter")],
+    ),
+    (
+        c"tachyon_profiles.ThreadInfo",
+        c"Information about a thread",
+        &[
+            (c"thread_id", c"Thread ID"),
+            (c"status", c"Thread status (flags: HAS_GIL, ON_CPU, UNKNOWN or legacy enum)"),
+            (c"frame_info", c"Frame information"),
+        ],
+    ),
+    (
+        c"tachyon_profiles.FrameInfo",
+        c"Information about a frame",
+        &[
+            (c"filename", c"Source code filename"),
+            (c"location", c"LocationInfo structseq or None for synthetic frames"),
+            (c"funcname", c"Function name"),
+            (c"opcode", c"Opcode being executed (None if not gathered)"),
+        ],
+    ),
+    (
+        c"tachyon_profiles.LocationInfo",
+        c"Source location information: (lineno, end_lineno, col_offset, end_col_offset)",
+        &[
+            (c"lineno", c"Line number"),
+            (c"end_lineno", c"End line number"),
+            (c"col_offset", c"Column offset"),
+            (c"end_col_offset", c"End column offset"),
+        ],
+    ),
+];
+
+impl Types {
+    /// `FrameInfo(filename, location, funcname, opcode)` as CPython's reader gives it: the
+    /// location a plain 4-tuple (not a `LocationInfo`) or None, the opcode None when unknown.
+    pub fn frame_info<'py>(
+        &self,
+        py: Python<'py>,
+        filename: &str,
+        funcname: &str,
+        location: Option<Location>,
+        opcode: Option<u8>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let location = match location {
+            Some(l) => PyTuple::new(py, [l.lineno, l.end_lineno, l.col, l.end_col])?.into_any(),
+            None => py.None().into_bound(py),
+        };
+        let opcode = match opcode {
+            Some(op) => op.into_pyobject(py)?.into_any(),
+            None => py.None().into_bound(py),
+        };
+        make(
             py,
-            c"tachyon_profiles.InterpreterInfo",
-            c"Information about an interpreter",
-            &[(c"interpreter_id", c"Interpreter ID"), (c"threads", c"List of threads in this interpreter")],
-        )?,
-        thread: new_type(
+            &self.frame,
+            [PyString::new(py, filename).into_any(), location, PyString::new(py, funcname).into_any(), opcode],
+        )
+    }
+
+    /// One `collect()` call's `stack_frames`: `[InterpreterInfo(iid, [ThreadInfo(tid,
+    /// status, frames)])]`, every list new (a collector may keep or change them).
+    pub fn stack_frames<'py>(
+        &self,
+        py: Python<'py>,
+        iid: u32,
+        tid: u64,
+        status: u8,
+        frames: &[Bound<'py, PyAny>],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let thread = make(
             py,
-            c"tachyon_profiles.ThreadInfo",
-            c"Information about a thread",
-            &[
-                (c"thread_id", c"Thread ID"),
-                (c"status", c"Thread status (flags: HAS_GIL, ON_CPU, UNKNOWN or legacy enum)"),
-                (c"frame_info", c"Frame information"),
+            &self.thread,
+            [
+                tid.into_pyobject(py)?.into_any(),
+                status.into_pyobject(py)?.into_any(),
+                PyList::new(py, frames)?.into_any(),
             ],
-        )?,
-        frame: new_type(
-            py,
-            c"tachyon_profiles.FrameInfo",
-            c"Information about a frame",
-            &[
-                (c"filename", c"Source code filename"),
-                (c"location", c"LocationInfo structseq or None for synthetic frames"),
-                (c"funcname", c"Function name"),
-                (c"opcode", c"Opcode being executed (None if not gathered)"),
-            ],
-        )?,
-        location: new_type(
-            py,
-            c"tachyon_profiles.LocationInfo",
-            c"Source location information: (lineno, end_lineno, col_offset, end_col_offset)",
-            &[
-                (c"lineno", c"Line number"),
-                (c"end_lineno", c"End line number"),
-                (c"col_offset", c"Column offset"),
-                (c"end_col_offset", c"End column offset"),
-            ],
-        )?,
-        cpython: false,
-    })
+        )?;
+        let interpreter =
+            make(py, &self.interpreter, [iid.into_pyobject(py)?.into_any(), PyList::new(py, [thread])?.into_any()])?;
+        PyList::new(py, [interpreter])
+    }
+}
+
+/// What a frame object is made of: file name, function name, location, opcode.
+pub type FrameParts<'a> = (Cow<'a, str>, Cow<'a, str>, Option<Location>, Option<u8>);
+
+/// A replay's `FrameInfo` objects, one per frame id, made on first use and shared by every
+/// `collect()` call after (they are immutable; CPython makes them afresh for each sample).
+pub struct FrameObjects<'py> {
+    py: Python<'py>,
+    /// The types the objects are made of.
+    pub types: &'static Types,
+    made: Vec<Option<Bound<'py, PyAny>>>,
+}
+
+impl<'py> FrameObjects<'py> {
+    /// An empty cache.
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        Ok(FrameObjects { py, types: types(py)?, made: Vec::new() })
+    }
+
+    /// The object of frame `id`; `parts` describes the frame the first time.
+    pub fn get<'a>(
+        &mut self,
+        id: u32,
+        parts: impl FnOnce() -> PyResult<FrameParts<'a>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let id = id as usize;
+        if let Some(Some(f)) = self.made.get(id) {
+            return Ok(f.clone());
+        }
+        let (filename, funcname, location, opcode) = parts()?;
+        let object = self.types.frame_info(self.py, &filename, &funcname, location, opcode)?;
+        if self.made.len() <= id {
+            self.made.resize(id + 1, None);
+        }
+        self.made[id] = Some(object.clone());
+        Ok(object)
+    }
 }
 
 /// A struct sequence type (`PyStructSequence_NewType`, in the stable ABI).
@@ -131,7 +226,7 @@ fn new_type(
 }
 
 /// A new struct sequence of type `ty` holding `items` (as many as it has fields).
-pub fn make<'py, const N: usize>(
+fn make<'py, const N: usize>(
     py: Python<'py>,
     ty: &Py<PyType>,
     items: [Bound<'py, PyAny>; N],
@@ -169,6 +264,23 @@ pub fn int_list<'py>(py: Python<'py>, values: &[u64]) -> PyResult<Bound<'py, PyL
         }
         Ok(list.cast_into_unchecked::<PyList>())
     }
+}
+
+/// A path from a str, bytes or path-like object (`os.fspath`), as CPython's writer and
+/// reader take it; `TypeError` otherwise.
+pub fn path_of(filename: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let path = filename.py().import("os")?.getattr("fspath")?.call1((filename,))?;
+    if let Ok(s) = path.cast::<PyString>() {
+        return Ok(PathBuf::from(s.to_cow()?.into_owned()));
+    }
+    let bytes: Vec<u8> = path.extract()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+    }
+    #[cfg(not(unix))]
+    Ok(PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Item `i` of a struct sequence, tuple, list or other sequence given by a caller.

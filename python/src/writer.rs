@@ -5,13 +5,12 @@
 //! in `write_sample` breaks it, as CPython's.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyDict, PyInt, PyList, PySequence, PyString};
 use tachyon::core::{
     CaptureFeatures, Compression, FormatLimit, Frame, Location, ProfilingConfig, ProfilingMode, RunTimeEndian, Stats,
     WriteError, Writer, WriterConfig,
@@ -20,7 +19,7 @@ use tachyon::file::FileSink;
 use tachyon::tachyon::storage::OwnedWriterStorage;
 
 use crate::errors::os_error;
-use crate::types::{item, items};
+use crate::types::{item, items, path_of};
 
 /// A writer and the storage it borrows, owned together.
 struct OwnedWriter {
@@ -95,24 +94,6 @@ pub struct BinaryWriter {
     filename: Py<PyAny>,
 }
 
-/// A path from a str, bytes or path-like object (`os.fspath`), as CPython's writer and
-/// reader take it; `TypeError` otherwise.
-pub fn path_of(filename: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
-    let py = filename.py();
-    let path = py.import("os")?.getattr("fspath")?.call1((filename,))?;
-    if let Ok(s) = path.cast::<PyString>() {
-        return Ok(PathBuf::from(s.to_cow()?.into_owned()));
-    }
-    let bytes: Vec<u8> = path.extract()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStringExt;
-        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
-    }
-    #[cfg(not(unix))]
-    Ok(PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
 /// One frame as CPython's writer normalises it, names still Python's.
 struct FrameIn<'py> {
     filename: Cow<'py, str>,
@@ -142,12 +123,13 @@ fn frame_in<'py>(frame: &Bound<'py, PyAny>) -> PyResult<FrameIn<'py>> {
     let location = if location.is_none() {
         None
     } else {
-        let part = |i: usize| location_part(item(&location, i, "location").ok());
-        if item(&location, 0, "location").is_err() && !location.is_instance_of::<PyList>() {
+        if location.cast::<PySequence>().is_err() {
             return Err(PyTypeError::new_err(
                 "location must be None or a (lineno, end_lineno, col_offset, end_col_offset) sequence",
             ));
         }
+        // Missing parts, as in a short tuple, are -1 like CPython's.
+        let part = |i: usize| location_part(item(&location, i, "location").ok());
         Some(Location { lineno: part(0), end_lineno: part(1), col: part(2), end_col: part(3) })
     };
     let funcname = name(2)?;
