@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
@@ -90,7 +91,8 @@ enum State {
 #[pyclass(module = "tachyon_profiles", frozen)]
 pub struct BinaryWriter {
     state: Mutex<State>,
-    limit_reached: Mutex<bool>,
+    /// Set by a limit; never cleared (a flag read alone, so no lock).
+    limit_reached: AtomicBool,
     filename: Py<PyAny>,
 }
 
@@ -255,7 +257,7 @@ impl BinaryWriter {
             Ok(()) => Ok(()),
             Err(e) if e.is_limit() => {
                 drop(state);
-                *self.limit_reached.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                self.limit_reached.store(true, Ordering::Relaxed);
                 Err(Stop::Limit(PyOverflowError::new_err(limit_message(&e))))
             }
             Err(e) => {
@@ -333,7 +335,7 @@ impl BinaryWriter {
         })?;
         Ok(BinaryWriter {
             state: Mutex::new(State::Open(Box::new(writer))),
-            limit_reached: Mutex::new(false),
+            limit_reached: AtomicBool::new(false),
             filename: filename.clone().unbind(),
         })
     }
@@ -360,7 +362,7 @@ impl BinaryWriter {
                 Ok(Ok(v)) => v,
                 Ok(Err(iid)) => {
                     // A limit: earlier interpreters of the call stay written.
-                    *self.limit_reached.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                    self.limit_reached.store(true, Ordering::Relaxed);
                     return Err(PyOverflowError::new_err(format!(
                         "interpreter_id {iid} exceeds maximum value 4294967295"
                     )));
@@ -476,6 +478,6 @@ impl BinaryWriter {
     /// A format limit was reached; the collected samples can still be finalized
     #[getter]
     fn limit_reached(&self) -> bool {
-        *self.limit_reached.lock().unwrap_or_else(|p| p.into_inner())
+        self.limit_reached.load(Ordering::Relaxed)
     }
 }
