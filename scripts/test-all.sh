@@ -166,6 +166,9 @@ step "Python package: the abi3 wheel built with maturin into target/wheels/, pip
 bash scripts/python.sh
 prune target/python
 
+step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks"
+bash scripts/fleet.sh
+
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
 bash scripts/fuzz.sh
 prune target/fuzz-address

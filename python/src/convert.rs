@@ -24,7 +24,12 @@ use crate::types::{int_list, path_of, FrameObjects};
 fn is_text(kind: OutputKind) -> bool {
     !matches!(
         kind,
-        OutputKind::Pstats | OutputKind::Pprof | OutputKind::Tachyon | OutputKind::Gperftools | OutputKind::Mojo
+        OutputKind::Pstats
+            | OutputKind::Pprof
+            | OutputKind::Otlp
+            | OutputKind::Tachyon
+            | OutputKind::Gperftools
+            | OutputKind::Mojo
     )
 }
 
@@ -54,7 +59,7 @@ fn input_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<InputOptions> 
 }
 
 /// The keyword arguments of `convert()` that are not the input's.
-const OUTPUT_OPTIONS: [&str; 15] = [
+const OUTPUT_OPTIONS: [&str; 16] = [
     "pstats_compat",
     "keep_sampled_marker",
     "sort",
@@ -69,6 +74,7 @@ const OUTPUT_OPTIONS: [&str; 15] = [
     "compression",
     "word_size",
     "mojo_version",
+    "service_name",
     "summary",
 ];
 const INPUT_OPTIONS: [&str; 4] = ["sample_index", "binary_path", "symbolize", "metric"];
@@ -111,6 +117,7 @@ fn request(to: OutputKind, options: Option<&Bound<'_, PyDict>>) -> PyResult<Conv
     };
     r.word_size = options.get_item("word_size")?.map(|v| v.extract::<u8>()).transpose()?;
     r.mojo_version = options.get_item("mojo_version")?.map(|v| v.extract::<u8>()).transpose()?;
+    r.service_name = text("service_name")?;
     Ok(r)
 }
 

@@ -34,6 +34,7 @@ pub mod hash;
 pub mod memory;
 pub mod model;
 pub mod mojo;
+pub mod otlp;
 pub mod output;
 pub mod pprof;
 pub mod profile;

@@ -44,6 +44,7 @@ use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
   tachyon convert profile.bin --to speedscope -o profile.speedscope.json
   tachyon convert profile.bin --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
   tachyon convert cpu.prof --to pprof -o cpu.pb.gz      (a gperftools CPU profile)
+  tachyon convert profile.bin --to otlp --service-name checkout -o profile.otlp.pb
   tachyon diff before.bin after.bin -o diff.svg
   tachyon convert profile.bin --to pstats-text --sort cumtime --limit 30
   tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
@@ -237,6 +238,9 @@ struct ConvertArgs {
     /// writes).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
     mojo_version: Option<u8>,
+    /// otlp, otlp-json: the resource's `service.name` (default: unknown_service).
+    #[arg(long)]
+    service_name: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -495,6 +499,7 @@ fn request(a: &ConvertArgs, inputs: &InputArgs) -> ConvertRequest {
         compression: a.compression.map(Compression::from),
         word_size: a.word_size.as_deref().and_then(|w| w.parse().ok()),
         mojo_version: a.mojo_version,
+        service_name: a.service_name.clone(),
         input: input_options(inputs),
     }
 }

@@ -87,6 +87,10 @@ pub enum OutputKind {
     Speedscope,
     /// Gzipped pprof profile.proto (go tool pprof).
     Pprof,
+    /// OpenTelemetry profiles: an OTLP `ExportProfilesServiceRequest` in protobuf.
+    Otlp,
+    /// The same request in OTLP/JSON.
+    OtlpJson,
     /// CPython's `replay --jsonl` aggregate records.
     Jsonl,
     /// Tachyon again, in another byte order or compression.
@@ -115,6 +119,7 @@ impl OutputKind {
             OutputKind::Tachyon => &["byte-order", "compression"],
             OutputKind::Gperftools => &["byte-order", "word-size"],
             OutputKind::Mojo => &["mojo-version"],
+            OutputKind::Otlp | OutputKind::OtlpJson => &["service-name"],
             _ => &[],
         }
     }
@@ -168,6 +173,13 @@ pub enum Output {
     },
     /// Gzipped pprof `profile.proto`.
     Pprof,
+    /// An OTLP profiles request ([`crate::otlp`]).
+    Otlp {
+        /// OTLP/JSON instead of protobuf.
+        json: bool,
+        /// The resource's `service.name` (default: `unknown_service`).
+        service_name: Option<String>,
+    },
     /// `replay --jsonl`; `run_id` defaults to a random UUID.
     Jsonl {
         /// Tag of every line.
@@ -209,6 +221,8 @@ impl Output {
             Output::Gecko => OutputKind::Gecko,
             Output::Speedscope { .. } => OutputKind::Speedscope,
             Output::Pprof => OutputKind::Pprof,
+            Output::Otlp { json: false, .. } => OutputKind::Otlp,
+            Output::Otlp { json: true, .. } => OutputKind::OtlpJson,
             Output::Jsonl { .. } => OutputKind::Jsonl,
             Output::Tachyon { .. } => OutputKind::Tachyon,
             Output::Gperftools { .. } => OutputKind::Gperftools,

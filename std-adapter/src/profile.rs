@@ -273,6 +273,11 @@ impl Source for AnySource<'_> {
         each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| ProfileError::invalid(path, kind, e)))
     }
 
+    fn written_unix_us(&self) -> Option<u64> {
+        let written = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()?;
+        written.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_micros() as u64)
+    }
+
     fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
         let (path, kind) = (&self.path, self.kind);
         each!(&mut self.inner, s => s.prepare(output).map_err(|e| ProfileError::invalid(path, kind, e)))

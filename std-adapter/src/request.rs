@@ -114,6 +114,8 @@ pub struct ConvertRequest {
     pub word_size: Option<u8>,
     /// mojo: MOJO version, 1 to 4.
     pub mojo_version: Option<u8>,
+    /// otlp, otlp-json: the resource's `service.name`.
+    pub service_name: Option<String>,
     /// How the input is read.
     pub input: InputOptions,
 }
@@ -137,6 +139,7 @@ impl ConvertRequest {
             compression: None,
             word_size: None,
             mojo_version: None,
+            service_name: None,
             input: InputOptions::default(),
         }
     }
@@ -157,6 +160,7 @@ impl ConvertRequest {
             ("compression", self.compression.is_some()),
             ("word-size", self.word_size.is_some()),
             ("mojo-version", self.mojo_version.is_some()),
+            ("service-name", self.service_name.is_some()),
         ];
         given.into_iter().filter(|(_, on)| *on).map(|(name, _)| name).find_map(|option| {
             let owners: Vec<String> = OutputKind::owning(option).map(|o| o.to_string()).collect();
@@ -232,6 +236,9 @@ impl ConvertRequest {
             OutputKind::Gecko => Output::Gecko,
             OutputKind::Speedscope => Output::Speedscope { name: file_name() },
             OutputKind::Pprof => Output::Pprof,
+            OutputKind::Otlp | OutputKind::OtlpJson => {
+                Output::Otlp { json: self.to == OutputKind::OtlpJson, service_name: self.service_name.clone() }
+            }
             OutputKind::Tachyon => {
                 Output::Tachyon { big_endian: self.byte_order.map(ByteOrder::is_big), compression: self.compression }
             }

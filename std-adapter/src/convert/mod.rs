@@ -19,8 +19,10 @@ use std::io;
 use tachyon_core::Compression;
 
 use crate::gperftools::write as gperftools;
+use crate::model::stacks::StackCounts;
 use crate::model::Source;
 use crate::mojo::write as mojo;
+use crate::otlp::write as otlp;
 pub use crate::output::{at, ConvertError, Destination, Output, OutputKind};
 use crate::pprof::write as pprof;
 use crate::pstats::replay as pstats;
@@ -162,10 +164,22 @@ fn write_streamed<S: Source>(
             n
         }
         Output::Pprof => {
-            let mut c = pprof::PprofCollector::default();
+            let mut c = StackCounts::new();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            let profile = c.profile(source.frames(), info);
+            let profile = pprof::profile(&c, source.frames(), info);
             pprof::write_gzipped(&profile, &mut out)?;
+            n
+        }
+        Output::Otlp { json, service_name } => {
+            let mut c = if info.timestamps { StackCounts::with_times() } else { StackCounts::new() };
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            let written = source.written_unix_us();
+            let request = otlp::request(&c, source.frames(), info, written, service_name.as_deref());
+            if *json {
+                otlp::write_json(&request, &mut out)?;
+            } else {
+                otlp::write_protobuf(&request, &mut out)?;
+            }
             n
         }
         Output::Jsonl { run_id } => {

@@ -31,7 +31,8 @@ use tachyon_core::kind::FileKind;
 use crate::gperftools::write::{reencode, IoSink};
 use crate::hash::IdMap;
 use crate::model::{
-    Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
+    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times,
+    MAX_COUNTED_TOTAL,
 };
 use crate::output::{ConvertError, Destination, Output};
 use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
@@ -353,6 +354,7 @@ impl<R: Read + Seek> GperftoolsSource<R> {
             timestamps: false,
             threads: false,
             naming: Naming::Native,
+            clock: Clock::None,
         };
         let mut this = GperftoolsSource {
             source,

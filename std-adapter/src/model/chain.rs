@@ -79,6 +79,11 @@ impl<S: Source> Source for Chain<S> {
         &self.frames
     }
 
+    /// The last part's: its last sample is the chain's.
+    fn written_unix_us(&self) -> Option<u64> {
+        self.parts.last()?.written_unix_us()
+    }
+
     fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
         for part in &mut self.parts {
             part.prepare(output)?;

@@ -19,6 +19,7 @@
 //! lacks say so ([`SourceInfo::timestamps`] and the output registry).
 
 pub mod chain;
+pub mod stacks;
 
 use std::collections::HashMap;
 
@@ -97,6 +98,21 @@ pub struct SourceInfo {
     pub threads: bool,
     /// How frames are named in name-only outputs.
     pub naming: Naming,
+    /// The clock of the start time and the timestamps.
+    pub clock: Clock,
+}
+
+/// What clock a profile's times are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Unix time (pprof's `time_nanos`).
+    Unix,
+    /// A clock of the profiled machine without a stated relation to Unix time (CPython's
+    /// `time.monotonic()`): outputs that need Unix time place the last sample at the time the
+    /// file was written ([`Source::written_unix_us`]).
+    Monotonic,
+    /// No times (gperftools, MOJO, pstats).
+    None,
 }
 
 /// One frame of the table, as a source hands it to [`FrameTable::push`].
@@ -318,6 +334,13 @@ pub trait Source {
     /// default.
     fn prepare(&mut self, _output: &Output) -> Result<(), Self::Error> {
         Ok(())
+    }
+
+    /// When the input was written, µs since the Unix epoch (a file's modification time), if
+    /// known: an anchor for profiles on a [`Clock::Monotonic`] clock, and the time of
+    /// profiles without one.
+    fn written_unix_us(&self) -> Option<u64> {
+        None
     }
 
     /// Writes `output` without the hub when it is the input's own format and the input can

@@ -38,7 +38,7 @@ use tachyon_core::mojo::{Frame, FrameDef, Sample};
 use tachyon_core::tables::Location;
 
 use crate::hash::IdMap;
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times};
+use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times};
 use crate::mojo::{for_each, Either, Item, SamplesError};
 use crate::output::{ConvertError, Destination, Output, OutputKind};
 
@@ -153,6 +153,7 @@ impl<R: Read + Seek> MojoSource<R> {
             timestamps: false,
             threads: true,
             naming: Naming::Python,
+            clock: Clock::None,
         };
         MojoSource {
             source,

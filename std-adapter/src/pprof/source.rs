@@ -19,7 +19,8 @@ use tachyon_core::tables::Location as Span;
 use super::proto::{malformed, Location, Profile};
 use crate::hash::IdMap;
 use crate::model::{
-    Call, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
+    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times,
+    MAX_COUNTED_TOTAL,
 };
 use crate::symbolize::{symbol_frames, Symbolizer};
 
@@ -236,6 +237,7 @@ impl PprofSource {
             timestamps: false,
             threads,
             naming: Naming::Native,
+            clock: if profile.time_nanos > 0 { Clock::Unix } else { Clock::None },
         };
         Ok(PprofSource { profile, info, frames, frames_of, value, thread_key })
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 use tachyon_core::kind::FileKind;
 
 use crate::file::Contents;
-use crate::model::{Collector, FrameTable, Naming, Source, SourceInfo};
+use crate::model::{Clock, Collector, FrameTable, Naming, Source, SourceInfo};
 use crate::output::{ConvertError, Destination, Output};
 use crate::pstats::{PrintOptions, PstatsError};
 
@@ -74,6 +74,7 @@ impl PstatsSource {
             timestamps: false,
             threads: false,
             naming: Naming::Python,
+            clock: Clock::None,
         };
         Ok(PstatsSource { bytes, options, info, frames: FrameTable::default() })
     }

@@ -22,7 +22,9 @@ use tachyon_core::reader::{Record, RunEntry, Tables};
 use tachyon_core::tables::Location;
 use tachyon_core::{BigEndian, Compression, LittleEndian, ReadError, Reader, RunTimeEndian};
 
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART};
+use crate::model::{
+    Call, Clock, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, CALL_PART,
+};
 use crate::output::{ConvertError, Destination, Output};
 use crate::tachyon::write::reencode;
 
@@ -103,6 +105,7 @@ impl<'a, 's, R: Read + Seek> TachyonSource<'a, 's, R> {
             timestamps: true,
             threads: true,
             naming: Naming::Python,
+            clock: Clock::Monotonic,
         };
         (info, frame_table(reader.tables()))
     }

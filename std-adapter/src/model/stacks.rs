@@ -1,0 +1,211 @@
+//! The aggregate pprof and OpenTelemetry profiles share: samples counted per (thread, stack of
+//! locations) ([`StackCounts`]), and the location and function tables those stacks point into
+//! ([`Locations`]), made on first use. Both formats descend from pprof's `profile.proto`, so
+//! what a location or a function is lives here once and each format only encodes it.
+//!
+//! A Python frame's location is its `(filename, lineno, funcname)` (frames differing only in
+//! columns or opcode share one); a native frame's is its address, with one line per function
+//! inlined there (innermost first, as both formats order them) and no line when no symbol was
+//! found, so that readers may symbolise the address themselves.
+
+use std::collections::HashMap;
+
+use crate::model::{Call, Collector, FrameTable};
+
+/// Samples per distinct (thread, stack of locations), in first-seen order, with every
+/// sample's timestamp when asked to keep them.
+#[derive(Debug, Default)]
+pub struct StackCounts {
+    /// Per frame id, the frame standing for its location: the first frame of its function
+    /// key for a Python frame, itself for a native one.
+    location_frame: Vec<u32>,
+    /// `[tid low, tid high, location frames leaf → root]` → index into `counts`.
+    index: HashMap<Box<[u32]>, usize>,
+    counts: Vec<Stack>,
+    key: Vec<u32>,
+    keep_times: bool,
+    first_us: Option<u64>,
+    last_us: Option<u64>,
+}
+
+/// One distinct (thread, stack) and its samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stack {
+    /// Thread id (0 for profiles without threads).
+    pub thread_id: u64,
+    /// Location frames (frame ids standing for their location), leaf first, inlined frames
+    /// left out (they are lines of their caller's location).
+    pub frames: Box<[u32]>,
+    /// Samples.
+    pub samples: u64,
+    /// Their timestamps (µs) in file order, when kept and the input has them.
+    pub times_us: Vec<u64>,
+}
+
+impl StackCounts {
+    /// Counts only.
+    pub fn new() -> Self {
+        StackCounts::default()
+    }
+
+    /// Counts and every sample's timestamp (memory then grows with the samples).
+    pub fn with_times() -> Self {
+        StackCounts { keep_times: true, ..StackCounts::default() }
+    }
+
+    /// The stacks, in first-seen order.
+    pub fn stacks(&self) -> &[Stack] {
+        &self.counts
+    }
+
+    /// The latest timestamp seen (µs), if any.
+    pub fn last_us(&self) -> Option<u64> {
+        self.last_us
+    }
+
+    /// The earliest timestamp seen (µs), if any (CPython's may be before the profile's start).
+    pub fn first_us(&self) -> Option<u64> {
+        self.first_us
+    }
+}
+
+impl Collector for StackCounts {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
+        let last = s.timestamps_us().iter().copied().max().unwrap_or(0);
+        self.last_us = Some(self.last_us.map_or(last, |t| t.max(last)));
+        if let Some(first) = s.timestamps_us().iter().copied().min() {
+            self.first_us = Some(self.first_us.map_or(first, |t| t.min(first)));
+        }
+        if s.stack.is_empty() {
+            return;
+        }
+        if self.location_frame.len() != frames.frames.len() {
+            let mut first_of_function: Vec<Option<u32>> = vec![None; frames.functions.len()];
+            self.location_frame = (0..frames.frames.len() as u32)
+                .map(|id| match frames.frame(id).address {
+                    Some(_) => id,
+                    None => *first_of_function[frames.function(id) as usize].get_or_insert(id),
+                })
+                .collect();
+        }
+        self.key.clear();
+        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
+        let location_frame = &self.location_frame;
+        self.key.extend(s.stack.iter().filter(|&&id| !frames.frame(id).inlined).map(|&id| location_frame[id as usize]));
+        let i = match self.index.get(&self.key[..]) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(self.key.clone().into_boxed_slice(), self.counts.len());
+                self.counts.push(Stack {
+                    thread_id: s.thread_id,
+                    frames: self.key[2..].into(),
+                    samples: 0,
+                    times_us: Vec::new(),
+                });
+                self.counts.len() - 1
+            }
+        };
+        let stack = &mut self.counts[i];
+        stack.samples += s.samples();
+        if self.keep_times {
+            stack.times_us.extend_from_slice(s.timestamps_us());
+        }
+    }
+}
+
+/// A location of the tables: an address in a mapping, source lines, or both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    /// Index into [`FrameTable::mappings`].
+    pub mapping: Option<u32>,
+    /// Native address (0 for a Python frame).
+    pub address: u64,
+    /// The lines, innermost first: an index into [`Locations::functions`], the line and the
+    /// column (0 = unknown).
+    pub lines: Vec<Line>,
+}
+
+/// A source line of a location.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    /// Index into [`Locations::functions`].
+    pub function: u32,
+    /// Line (0 = unknown).
+    pub line: i64,
+    /// Column (0 = unknown).
+    pub column: i64,
+}
+
+/// A function of the tables: one per `(funcname, filename)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function<'f> {
+    /// Name.
+    pub name: &'f str,
+    /// Source file.
+    pub filename: &'f str,
+    /// The first line seen of it.
+    pub start_line: i64,
+}
+
+/// Locations and functions numbered in the order stacks first reach them.
+#[derive(Debug)]
+pub struct Locations<'f> {
+    frames: &'f FrameTable,
+    /// Per frame id, 1 + its location's index (0 = not made yet).
+    location_of: Vec<u32>,
+    /// The locations.
+    pub locations: Vec<Location>,
+    /// The functions.
+    pub functions: Vec<Function<'f>>,
+    function_index: HashMap<(&'f str, &'f str), u32>,
+}
+
+impl<'f> Locations<'f> {
+    /// Empty tables over `frames`.
+    pub fn new(frames: &'f FrameTable) -> Self {
+        Locations {
+            frames,
+            location_of: vec![0; frames.frames.len()],
+            locations: Vec::new(),
+            functions: Vec::new(),
+            function_index: HashMap::new(),
+        }
+    }
+
+    /// The index of the location of `frame` (a location frame of a [`Stack`]), made on first
+    /// use.
+    pub fn location(&mut self, frame: u32) -> u32 {
+        if let Some(i) = self.location_of[frame as usize].checked_sub(1) {
+            return i;
+        }
+        let frames = self.frames;
+        let f = frames.frame(frame);
+        // The frames inlined at this address come just before it, innermost first.
+        let mut first = frame;
+        while first > 0 && frames.frame(first - 1).inlined && frames.frame(first - 1).address == f.address {
+            first -= 1;
+        }
+        let mut lines = Vec::new();
+        for l in first..=frame {
+            if frames.frame(l).anonymous {
+                continue;
+            }
+            let key = &frames.functions[frames.function(l) as usize];
+            let next = self.functions.len() as u32;
+            let function = *self.function_index.entry((&key.funcname, &key.filename)).or_insert_with(|| {
+                self.functions.push(Function {
+                    name: &key.funcname,
+                    filename: &key.filename,
+                    start_line: i64::from(key.lineno),
+                });
+                next
+            });
+            let column = frames.frame(l).location.map_or(0, |loc| i64::from(loc.col.max(-1) + 1));
+            lines.push(Line { function, line: i64::from(key.lineno), column });
+        }
+        self.locations.push(Location { mapping: f.mapping, address: f.address.unwrap_or(0), lines });
+        let i = self.locations.len() as u32 - 1;
+        self.location_of[frame as usize] = i + 1;
+        i
+    }
+}
