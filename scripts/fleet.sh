@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fleet scale (docs/fleet.md): OTLP output read by OpenTelemetry's own Python messages
-# (opentelemetry-proto from the package index), `tachyon merge` of thousands of profiles in
-# bounded memory. Needs the `tachyon` command built (target/debug/tachyon, or $TACHYON_CLI),
-# the wheel scripts/python.sh built into target/wheels/, and go (scripts/viewer-tools.sh).
+# (opentelemetry-proto from the package index), `tachyon merge` of 2,000 profiles in bounded
+# memory. Builds the release `tachyon` command (what users run; the README's step reuses it)
+# and qemu-tests' fleet_files; needs the wheel scripts/python.sh built into target/wheels/,
+# go (scripts/viewer-tools.sh) and GNU time (installed here when missing).
 #
 # Cache: ~/.cache/tachyon-fleet (a Python 3.11 environment with the pinned packages; only the
 # wheel is installed again each run). Every failure names its step.
@@ -15,9 +16,17 @@ PY311=/usr/bin/python3.11
 # opentelemetry-proto 1.45.2 is generated from opentelemetry-proto v1.10.0, the release
 # src/otlp implements (its PyPI description says so).
 PINNED=(opentelemetry-proto==1.45.2 protobuf==7.36.2)
-export TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon}
-[ -x "$TACHYON_CLI" ] || fail "tachyon command" "$TACHYON_CLI is not built"
 command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-tools.sh installs it)"
+if [ ! -x /usr/bin/time ]; then
+  [ "$(id -u)" = 0 ] || fail "GNU time" "/usr/bin/time is missing and this is not root (apt-get install time)"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null \
+    || fail "GNU time" "apt-get install time failed"
+fi
+
+step "build the release tachyon command and qemu-tests' fleet_files"
+cargo build --release -q -p tachyon --bin tachyon || fail "build" "cargo build --release -p tachyon"
+cargo build --release -q -p qemu-tests --bin fleet_files || fail "build" "cargo build --release -p qemu-tests --bin fleet_files"
+export TACHYON_CLI=$PWD/target/release/tachyon
 
 step "Python 3.11 environment with ${PINNED[*]} (cached)"
 if [ "$(cat "$C/venv/pinned" 2>/dev/null)" != "${PINNED[*]}" ]; then
@@ -31,3 +40,12 @@ wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl 2>/dev/null) || fail
 
 step "OTLP: every committed and recorded real profile of every format, --to otlp and --to otlp-json, decoded by opentelemetry-proto, equal to its collapsed stacks (python/tests/test_otlp.py)"
 "$C/venv/bin/python" python/tests/test_otlp.py || fail "test_otlp.py" "see above"
+
+step "merge: 2,000 profiles (the committed real wall-clock ones, re-encoded with shifted thread ids and times by fleet_files), summed stacks, order, mixed formats, flat memory, bad files (python/tests/test_merge.py)"
+F=$PWD/target/fleet/files
+rm -rf target/fleet && mkdir -p target/fleet
+R=qemu-tests/fixtures/real-3.15.2
+target/release/fleet_files "$F" 2000 "$R/mixed_wall_blocking_raw.pyb" "$R/recursion_deep_raw.pyb" \
+  "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet files" "fleet_files failed"
+"$C/venv/bin/python" python/tests/test_merge.py "$F" || fail "test_merge.py" "see above"
+rm -rf target/fleet

@@ -21,7 +21,8 @@ use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
 use tachyon::request::{
-    convert_file, file_name, with_source, ByteOrder, ConvertRequest, InputOptions, RequestError, Teardown,
+    convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
+    MergeRequest, RequestError, Teardown,
 };
 use tachyon::tachyon::input::{encode_stream, CapacityCount, InputError};
 use tachyon_core::kind::FileKind;
@@ -50,7 +51,8 @@ use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
   tachyon convert profile.bin --to pstats --pstats-compat -o profile.pstats
   tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin
   tachyon convert profile.out --to pstats-text --sort cumulative --limit 20   (a cProfile file)
-  tachyon merge a.pstats b.pstats -o sum.pstats")]
+  tachyon merge a.pstats b.pstats -o sum.pstats
+  tachyon merge fleet/ --to pprof -o fleet.pb.gz --keep-going     (every profile under fleet/)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -127,20 +129,37 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
-    /// Adds pstats files together as `pstats.Stats(A, B, …)` does (`Stats.add`) and writes
-    /// the sum as a pstats file (without 3.15's sampled marker unless asked); or makes files
-    /// of one sample format (Tachyon, gperftools, pprof, MOJO) into one of that format with
-    /// every sample of each, in the order given.
+    /// With --to: folds any number of sample profiles of any formats (Tachyon, gperftools,
+    /// pprof, MOJO; folders stand for the files in them) into one profile of stacks and
+    /// counts, a file at a time, in memory that grows with distinct stacks and frames only.
+    /// Without --to: adds pstats files together as `pstats.Stats(A, B, …)` does (without
+    /// 3.15's sampled marker unless asked), or makes files of one sample format into one of
+    /// that format with every sample of each, in the order given.
     Merge {
-        /// The files (all pstats, or all of one sample format).
-        #[arg(required = true, num_args = 2..)]
+        /// The files (or folders of them).
+        #[arg(required = true, num_args = 1..)]
         files: Vec<PathBuf>,
-        /// The file to write, in the inputs' format.
+        /// The file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Fold into this format (pprof, otlp, collapsed, tachyon, … any of convert's).
+        #[arg(long, value_enum)]
+        to: Option<OutputKind>,
+        /// With --to: name and skip files that cannot be read or do not share the first's
+        /// sample meaning (its mode), instead of stopping.
+        #[arg(long)]
+        keep_going: bool,
+        /// With --to: keep thread ids (stacks of different threads, and processes, apart).
+        #[arg(long)]
+        threads: bool,
+        /// With --to otlp or otlp-json: the resource's `service.name`.
+        #[arg(long)]
+        service_name: Option<String>,
         /// pstats: keep 3.15's ("__sampled__",) marker when the first file has it.
         #[arg(long)]
         keep_sampled_marker: bool,
+        #[command(flatten)]
+        inputs: InputArgs,
     },
     /// Converts a profile into another format (written to stdout without -o).
     Convert {
@@ -410,13 +429,22 @@ struct Progress {
 impl Progress {
     /// A bar towards `total` samples, or a count when the total is unknown (0).
     fn new(total: u64, quiet: bool) -> Progress {
+        Progress::counting(total, quiet, "samples")
+    }
+
+    /// A bar towards `total` files.
+    fn files(total: u64, quiet: bool) -> Progress {
+        Progress::counting(total, quiet, "files")
+    }
+
+    fn counting(total: u64, quiet: bool, what: &str) -> Progress {
         let bar = (!quiet && io::stderr().is_terminal()).then(|| {
             let (len, template) = match total {
-                0 => (None, "{human_pos} samples"),
-                n => (Some(n), "{bar:30} {percent:>3}% {human_pos}/{human_len} samples, {eta}"),
+                0 => (None, format!("{{human_pos}} {what}")),
+                n => (Some(n), format!("{{bar:30}} {{percent:>3}}% {{human_pos}}/{{human_len}} {what}, {{eta}}")),
             };
             let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
-            bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+            bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()));
             bar
         });
         Progress { bar, started: Instant::now(), shown: false }
@@ -561,6 +589,26 @@ fn merge(files: &[PathBuf], output: &Path, keep_marker: bool) -> Result<(), Fail
         .map_err(|error| Failure(RequestError::Convert { file: files[0].clone(), error }.to_string()))
 }
 
+/// `tachyon merge --to`: every file folded into one profile (see [`tachyon::model::fold`]).
+fn fold(files: &[PathBuf], output: &Path, request: &MergeRequest, quiet: bool) -> Result<(), Failure> {
+    let files = expand_folders(files).map_err(|e| Failure(e.to_string()))?;
+    let mut bar = Progress::files(files.len() as u64, quiet);
+    let mut done = 0;
+    let merged = merge_files(&files, request, Destination::File(output), output, &mut warn, &mut |_| {
+        done += 1;
+        bar.update(done);
+    })
+    .map_err(|e| Failure(e.to_string()))?;
+    drop(bar);
+    for skipped in &merged.skipped {
+        eprintln!("tachyon: skipped {skipped}");
+    }
+    if !merged.skipped.is_empty() {
+        eprintln!("tachyon: merged {} of {} files ({} skipped)", merged.profiles, files.len(), merged.skipped.len());
+    }
+    Ok(())
+}
+
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     let received =
@@ -616,7 +664,36 @@ fn main() -> ExitCode {
         }
         Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
         Command::Receive { input, output } => receive(&input, &output),
-        Command::Merge { files, output, keep_sampled_marker } => merge(&files, &output, keep_sampled_marker),
+        Command::Merge {
+            files,
+            output,
+            to: Some(to),
+            keep_going,
+            threads,
+            service_name,
+            keep_sampled_marker,
+            inputs,
+        } => {
+            if keep_sampled_marker {
+                eprintln!("tachyon: --keep-sampled-marker applies to merging pstats files (without --to)");
+                return ExitCode::from(2);
+            }
+            let mut convert = ConvertRequest::new(to);
+            convert.service_name = service_name;
+            convert.input = input_options(&inputs);
+            fold(&files, &output, &MergeRequest { convert, threads, keep_going }, quiet)
+        }
+        Command::Merge { files, output, to: None, keep_going, threads, service_name, keep_sampled_marker, .. } => {
+            if keep_going || threads || service_name.is_some() {
+                eprintln!("tachyon: --keep-going, --threads and --service-name apply to merge --to");
+                return ExitCode::from(2);
+            }
+            if files.len() < 2 {
+                eprintln!("tachyon: merge without --to takes at least two files");
+                return ExitCode::from(2);
+            }
+            merge(&files, &output, keep_sampled_marker)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

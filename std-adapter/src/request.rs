@@ -12,6 +12,7 @@ use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
 
+use crate::model::fold::{Fold, FoldError, FoldOptions};
 use crate::mojo::source::MojoMetric;
 use crate::output::{ConvertError, Destination, Output, OutputKind, SortOrder};
 use crate::pprof::source::SampleIndex;
@@ -278,6 +279,13 @@ pub enum RequestError {
     Usage(String),
     /// The input could not be opened or read (names the file, format, offset and rule).
     Profile(ProfileError),
+    /// A profile does not share the merged profiles' sample meaning (`tachyon merge`).
+    Mismatch {
+        /// The input file.
+        file: PathBuf,
+        /// How it differs.
+        why: String,
+    },
     /// The output cannot take this input, or could not be written.
     Convert {
         /// The input file.
@@ -292,6 +300,7 @@ impl fmt::Display for RequestError {
         match self {
             RequestError::Usage(m) => f.write_str(m),
             RequestError::Profile(e) => write!(f, "{e}"),
+            RequestError::Mismatch { file, why } => write!(f, "{}: {why}", file.display()),
             RequestError::Convert { error: ConvertError::Read(e), .. } => write!(f, "{e}"),
             RequestError::Convert { file, error: e @ (ConvertError::Unsupported { .. } | ConvertError::Encode(_)) } => {
                 write!(f, "{}: {e}", file.display())
@@ -335,6 +344,122 @@ pub fn convert_file(
     with_source(file, &options, teardown, warn, progress, |source, progress| {
         crate::convert::convert(source, &output, dest, progress)
     })
+}
+
+/// A merge of many profiles as a user asks for it: the files (a folder stands for the files
+/// in it), how they are folded, what is done with a file that cannot join, and the output.
+#[derive(Debug, Clone)]
+pub struct MergeRequest {
+    /// The output and its options (as `convert` takes them).
+    pub convert: ConvertRequest,
+    /// Keep thread ids apart.
+    pub threads: bool,
+    /// Name and skip a file that cannot be read or does not share the others' sample
+    /// meaning, instead of stopping.
+    pub keep_going: bool,
+}
+
+/// What a merge did.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Profiles folded.
+    pub profiles: u64,
+    /// Samples folded (in the merged profile's unit).
+    pub samples: u64,
+    /// Files skipped, each with why (only with `keep_going`).
+    pub skipped: Vec<RequestError>,
+}
+
+/// `paths` with every folder replaced by the files under it, in name order.
+pub fn expand_folders(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut inside: Vec<PathBuf> =
+                std::fs::read_dir(p)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+            inside.sort();
+            files.extend(expand_folders(&inside)?);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+impl MergeRequest {
+    /// The output, checked as `convert` checks it (`name` titles a flame graph or speedscope).
+    pub fn output(&self, name: &Path) -> Result<Output, RequestError> {
+        self.convert.output(name, false)
+    }
+
+    /// How each file is read: symbolised, pprof's sample counts (a merged sample is a sample).
+    fn source_options(&self) -> SourceOptions {
+        let mut input = self.convert.input.clone();
+        input.counts_by_default = true;
+        input.source_options(PstatsOptions::default())
+    }
+
+    /// Folds `files` into `fold`, one at a time, each dropped before the next; `each` is told
+    /// every file done (for progress). Without `keep_going` the first file that cannot join
+    /// stops the merge.
+    pub fn fold_files(
+        &self,
+        files: &[PathBuf],
+        output: &Output,
+        fold: &mut Fold,
+        warn: &mut dyn FnMut(&str),
+        each: &mut dyn FnMut(&Path),
+    ) -> Result<Merged, RequestError> {
+        let options = self.source_options();
+        let mut merged = Merged::default();
+        for file in files {
+            let added = with_source(
+                file,
+                &options,
+                Teardown::Free,
+                warn,
+                |_| Box::new(|_| {}),
+                |source, progress| Ok(fold.add(source, output, progress)),
+            )
+            .and_then(|r| {
+                r.map_err(|e| match e {
+                    FoldError::Read(e) => RequestError::Profile(e),
+                    FoldError::Mismatch(why) => RequestError::Mismatch { file: file.clone(), why },
+                })
+            });
+            match added {
+                Ok(samples) => merged.samples = merged.samples.saturating_add(samples),
+                Err(e) if self.keep_going => merged.skipped.push(e),
+                Err(e) => return Err(e),
+            }
+            each(file);
+        }
+        merged.profiles = fold.profiles();
+        Ok(merged)
+    }
+}
+
+/// Merges `files` as `request` asks and writes the result to `dest`.
+pub fn merge_files(
+    files: &[PathBuf],
+    request: &MergeRequest,
+    dest: Destination<'_>,
+    name: &Path,
+    warn: &mut dyn FnMut(&str),
+    each: &mut dyn FnMut(&Path),
+) -> Result<Merged, RequestError> {
+    let output = request.output(name)?;
+    let mut fold = Fold::new(FoldOptions { threads: request.threads });
+    let merged = request.fold_files(files, &output, &mut fold, warn, each)?;
+    let Some(mut folded) = fold.finish() else {
+        return Err(RequestError::Usage("no profile could be merged".into()));
+    };
+    match crate::convert::convert(&mut folded, &output, dest, &mut |_| {}) {
+        Ok(_) => Ok(merged),
+        Err(error) => {
+            Err(RequestError::Convert { file: name.to_owned(), error: error.map_read(|never| match never {}) })
+        }
+    }
 }
 
 /// Opens `file` as the source its content says it is and hands it to `run`.

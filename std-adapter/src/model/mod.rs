@@ -19,6 +19,7 @@
 //! lacks say so ([`SourceInfo::timestamps`] and the output registry).
 
 pub mod chain;
+pub mod fold;
 pub mod stacks;
 
 use std::collections::HashMap;
@@ -116,7 +117,7 @@ pub enum Clock {
 }
 
 /// One frame of the table, as a source hands it to [`FrameTable::push`].
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct FrameInfo {
     /// File name (lossy UTF-8; empty when unknown).
     pub filename: String,
@@ -142,7 +143,7 @@ pub struct FrameInfo {
 }
 
 /// A mapped file of a native process (a line of `/proc/self/maps`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Mapping {
     /// First address.
     pub start: u64,

@@ -1,0 +1,547 @@
+//! Many profiles folded into one aggregate, a file at a time (`tachyon merge --to …`, and
+//! the workers of a distributed merge): distinct frames and distinct stacks with their
+//! sample counts. Memory grows with distinct frames and stacks only, never with the number of
+//! files or samples: each source is replayed into the fold and dropped before the next.
+//!
+//! A fold is an aggregate: sample times are not kept (a fleet's clocks do not line up), nor
+//! statuses; threads only when asked ([`FoldOptions::threads`]: thread ids of different
+//! processes are unrelated, and keeping them makes the stacks grow with the fleet). Inputs
+//! must share what a sample means: the same mode (`wall`, `cpu` …, whatever the format calls
+//! it). Their intervals may
+//! differ: counts are kept in units of the intervals' greatest common divisor, so a sample
+//! of a 10 ms profile weighs ten of a 1 ms one and times stay exact.
+//!
+//! Folds combine ([`Fold::combine`]) in any grouping and order into the same result:
+//! [`Fold::finish`] puts frames and stacks in an order of their content alone, so the output
+//! of a tree of partial folds is byte for byte that of one fold of every file.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt;
+
+use tachyon_core::header::ProfilingMode;
+use tachyon_core::kind::FileKind;
+
+use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::output::Output;
+
+/// How profiles are folded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FoldOptions {
+    /// Keep thread ids (stacks of different threads stay apart).
+    pub threads: bool,
+}
+
+/// Why a profile could not join a fold.
+#[derive(Debug)]
+pub enum FoldError<E> {
+    /// Reading the profile failed.
+    Read(E),
+    /// The profile's samples mean something else than the fold's, or it has none to fold.
+    Mismatch(String),
+}
+
+impl<E: fmt::Display> fmt::Display for FoldError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FoldError::Read(e) => write!(f, "{e}"),
+            FoldError::Mismatch(why) => f.write_str(why),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for FoldError<E> {}
+
+/// The facts a fold keeps of its profiles.
+#[derive(Debug, Clone, PartialEq)]
+struct Facts {
+    mode: String,
+    cpython_mode: Option<ProfilingMode>,
+    /// Every input's kind, sorted, once each.
+    kinds: Vec<&'static str>,
+    /// Units of the counts, µs (the intervals' greatest common divisor; 0 = no interval).
+    unit_us: u64,
+    /// Every input names frames as Python does.
+    python_naming: bool,
+    any_threads: bool,
+    /// Earliest start and latest end, µs since the Unix epoch, of the inputs that say.
+    start_unix_us: Option<u64>,
+    end_unix_us: Option<u64>,
+}
+
+/// Distinct frames and stacks of many profiles, with their counts.
+#[derive(Debug, Clone, Default)]
+pub struct Fold {
+    options: FoldOptions,
+    facts: Option<Facts>,
+    frames: Vec<FrameInfo>,
+    frame_index: HashMap<FrameInfo, u32>,
+    mappings: Vec<Mapping>,
+    mapping_index: HashMap<Mapping, u32>,
+    /// `[tid low, tid high, frames leaf → root]` → index into `stacks`.
+    stack_index: HashMap<Box<[u32]>, usize>,
+    stacks: Vec<(Box<[u32]>, u64)>,
+    samples: u64,
+    profiles: u64,
+    /// The facts of the fold a part is made for: checked before the part's samples are read.
+    check_against: Option<Facts>,
+}
+
+/// Refuses `facts` that do not share the sample meaning of `mine`.
+fn check(mine: &Facts, facts: &Facts) -> Result<(), String> {
+    if mine.mode != facts.mode {
+        return Err(format!(
+            "its samples are {} samples, the merged profile's are {} (profiles of one mode merge)",
+            or_unnamed(&facts.mode),
+            or_unnamed(&mine.mode)
+        ));
+    }
+    if (mine.unit_us == 0) != (facts.unit_us == 0) {
+        return Err("it states no sampling interval and the merged profile does, or the other way round".into());
+    }
+    Ok(())
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Fold {
+    /// An empty fold.
+    pub fn new(options: FoldOptions) -> Self {
+        Fold { options, ..Fold::default() }
+    }
+
+    /// Profiles folded so far.
+    pub fn profiles(&self) -> u64 {
+        self.profiles
+    }
+
+    /// Distinct stacks so far.
+    pub fn stack_count(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// Distinct frames so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Replays `source` (readied for `output`, the output the fold will be written as) into
+    /// the fold; returns its samples. All or nothing: a source whose samples mean something
+    /// else than the fold's, or that turns out bad halfway, adds none of its samples (it is
+    /// folded on its own first, then combined), so a caller may skip it and go on.
+    pub fn add<S: Source>(
+        &mut self,
+        source: &mut S,
+        output: &Output,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, FoldError<S::Error>> {
+        let mut part = Fold::new(self.options);
+        part.check_against = self.facts.clone();
+        let samples = part.add_alone(source, output, progress)?;
+        self.combine(part).map_err(FoldError::Mismatch)?;
+        Ok(samples)
+    }
+
+    fn add_alone<S: Source>(
+        &mut self,
+        source: &mut S,
+        output: &Output,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, FoldError<S::Error>> {
+        if source.info().kind == FileKind::Marshal {
+            return Err(FoldError::Mismatch(
+                "a pstats file keeps caller→callee edges, not stacks, so it cannot be folded with sample profiles \
+                 (tachyon merge of pstats files alone adds them as pstats does)"
+                    .into(),
+            ));
+        }
+        source.prepare(output).map_err(FoldError::Read)?;
+        let info = source.info().clone();
+        let mut facts = Facts {
+            mode: meaning(&info),
+            cpython_mode: info.cpython_mode,
+            kinds: vec![info.kind.name()],
+            unit_us: info.sample_interval_us,
+            python_naming: info.naming == Naming::Python,
+            any_threads: info.threads,
+            start_unix_us: None,
+            end_unix_us: None,
+        };
+        self.check(&facts).map_err(FoldError::Mismatch)?;
+        if let Some(other) = &self.check_against {
+            check(other, &facts).map_err(FoldError::Mismatch)?;
+        }
+        let scale = self.join_unit(facts.unit_us);
+        let mut into = Intake {
+            fold: self,
+            frame_of: vec![u32::MAX; source.frames().frames.len()],
+            mapping_of: vec![u32::MAX; source.frames().mappings.len()],
+            key: Vec::new(),
+            scale,
+            last_us: None,
+            first_us: None,
+        };
+        let samples = source.replay(&mut into, progress).map_err(FoldError::Read)?;
+        let (first_us, last_us) = (into.first_us, into.last_us);
+        (facts.start_unix_us, facts.end_unix_us) = Self::unix_span(&info, source.written_unix_us(), first_us, last_us);
+        self.merge_facts(facts);
+        self.samples = self.samples.saturating_add(samples);
+        self.profiles += 1;
+        Ok(samples)
+    }
+
+    /// The profile's span in Unix time: as stated (pprof), placed so that its last sample is
+    /// when the file was written (CPython's monotonic clock), or the write time alone.
+    fn unix_span(
+        info: &SourceInfo,
+        written: Option<u64>,
+        first_us: Option<u64>,
+        last_us: Option<u64>,
+    ) -> (Option<u64>, Option<u64>) {
+        match info.clock {
+            Clock::Unix if info.start_time_us != 0 => {
+                (Some(info.start_time_us), Some(last_us.unwrap_or(info.start_time_us).max(info.start_time_us)))
+            }
+            Clock::Monotonic => match written {
+                Some(w) => {
+                    let first = first_us.unwrap_or(info.start_time_us).min(info.start_time_us);
+                    let last = last_us.unwrap_or(info.start_time_us).max(info.start_time_us);
+                    (Some(w.saturating_sub(last - first)), Some(w))
+                }
+                None => (None, None),
+            },
+            _ => (written, written),
+        }
+    }
+
+    /// Refuses facts that do not share the fold's sample meaning.
+    fn check(&self, facts: &Facts) -> Result<(), String> {
+        match &self.facts {
+            Some(mine) => check(mine, facts),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the fold's unit the greatest common divisor of its own and `unit_us`, rescaling
+    /// the counts so far; returns what the new profile's counts are multiplied by.
+    fn join_unit(&mut self, unit_us: u64) -> u64 {
+        let Some(facts) = &mut self.facts else { return 1 };
+        if unit_us == 0 || facts.unit_us == 0 {
+            return 1;
+        }
+        let unit = gcd(facts.unit_us, unit_us);
+        let grow = facts.unit_us / unit;
+        if grow > 1 {
+            for (_, count) in &mut self.stacks {
+                *count = count.saturating_mul(grow);
+            }
+            facts.unit_us = unit;
+        }
+        unit_us / unit
+    }
+
+    fn merge_facts(&mut self, facts: Facts) {
+        let Some(mine) = &mut self.facts else {
+            self.facts = Some(facts);
+            return;
+        };
+        if mine.cpython_mode != facts.cpython_mode {
+            mine.cpython_mode = None;
+        }
+        for k in facts.kinds {
+            if let Err(at) = mine.kinds.binary_search(&k) {
+                mine.kinds.insert(at, k);
+            }
+        }
+        mine.python_naming &= facts.python_naming;
+        mine.any_threads |= facts.any_threads;
+        mine.start_unix_us = min_some(mine.start_unix_us, facts.start_unix_us);
+        mine.end_unix_us = mine.end_unix_us.max(facts.end_unix_us);
+    }
+
+    /// Adds `other` into this fold (a tree of partial folds: any grouping, same result).
+    pub fn combine(&mut self, other: Fold) -> Result<(), String> {
+        if other.options != self.options {
+            return Err("the folds were made with different options (threads kept in one only)".into());
+        }
+        let Some(facts) = other.facts else { return Ok(()) };
+        self.check(&facts)?;
+        // The other's counts are in its unit, which the fold's unit now divides.
+        let scale = self.join_unit(facts.unit_us);
+        let mapping_of: Vec<u32> = other.mappings.iter().map(|m| self.mapping(m.clone())).collect();
+        let frame_of: Vec<u32> = other
+            .frames
+            .into_iter()
+            .map(|mut f| {
+                f.mapping = f.mapping.map(|m| mapping_of[m as usize]);
+                self.frame(f)
+            })
+            .collect();
+        let mut key = Vec::new();
+        for (stack, count) in other.stacks {
+            key.clear();
+            key.extend_from_slice(&stack[..2]);
+            key.extend(stack[2..].iter().map(|&f| frame_of[f as usize]));
+            self.count(&key, count.saturating_mul(scale));
+        }
+        self.merge_facts(facts);
+        self.samples = self.samples.saturating_add(other.samples);
+        self.profiles += other.profiles;
+        Ok(())
+    }
+
+    fn mapping(&mut self, m: Mapping) -> u32 {
+        let next = self.mappings.len() as u32;
+        let mappings = &mut self.mappings;
+        *self.mapping_index.entry(m).or_insert_with_key(|m| {
+            mappings.push(m.clone());
+            next
+        })
+    }
+
+    fn frame(&mut self, f: FrameInfo) -> u32 {
+        let next = self.frames.len() as u32;
+        let frames = &mut self.frames;
+        *self.frame_index.entry(f).or_insert_with_key(|f| {
+            frames.push(f.clone());
+            next
+        })
+    }
+
+    fn count(&mut self, key: &[u32], n: u64) {
+        match self.stack_index.get(key) {
+            Some(&i) => self.stacks[i].1 = self.stacks[i].1.saturating_add(n),
+            None => {
+                self.stack_index.insert(key.into(), self.stacks.len());
+                self.stacks.push((key.into(), n));
+            }
+        }
+    }
+
+    /// The fold as a profile of the hub, frames and stacks in an order of their content
+    /// alone; `None` when nothing was folded.
+    pub fn finish(self) -> Option<Folded> {
+        let facts = self.facts?;
+        // Frames and mappings ranked by content; stacks sorted by thread, then by their
+        // frames' ranks, root first; frames then numbered in the order the sorted stacks reach
+        // them, innermost first, which keeps a frame inlined at an address just before its
+        // caller (what the table's readers expect, FrameInfo::inlined).
+        let mut mapping_order: Vec<u32> = (0..self.mappings.len() as u32).collect();
+        mapping_order.sort_by(|&a, &b| mapping_cmp(&self.mappings[a as usize], &self.mappings[b as usize]));
+        let mut mapping_rank = vec![0u32; self.mappings.len()];
+        for (rank, &m) in mapping_order.iter().enumerate() {
+            mapping_rank[m as usize] = rank as u32;
+        }
+        let mut frame_order: Vec<u32> = (0..self.frames.len() as u32).collect();
+        fn content<'a>(f: &'a FrameInfo, mapping_rank: &[u32]) -> impl Ord + 'a {
+            (
+                f.filename.as_str(),
+                f.funcname.as_str(),
+                f.location.map(|l| (l.lineno, l.end_lineno, l.col, l.end_col)),
+                f.opcode,
+                f.address,
+                f.mapping.map(|m| mapping_rank[m as usize]),
+                (f.anonymous, f.hidden, f.inlined),
+            )
+        }
+        let frames = &self.frames;
+        frame_order.sort_by(|&a, &b| {
+            content(&frames[a as usize], &mapping_rank).cmp(&content(&frames[b as usize], &mapping_rank))
+        });
+        let mut frame_rank = vec![0u32; self.frames.len()];
+        for (rank, &f) in frame_order.iter().enumerate() {
+            frame_rank[f as usize] = rank as u32;
+        }
+        let mut stacks: Vec<(u64, Vec<u32>, u64)> = self
+            .stacks
+            .into_iter()
+            .map(|(key, n)| (u64::from(key[0]) | (u64::from(key[1]) << 32), key[2..].to_vec(), n))
+            .collect();
+        stacks.sort_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| {
+                let ranks = |s: &[u32]| s.iter().rev().map(|&f| frame_rank[f as usize]).collect::<Vec<_>>();
+                ranks(&a.1).cmp(&ranks(&b.1))
+            })
+        });
+        let mut table = FrameTable::default();
+        table.mappings = mapping_order.iter().map(|&m| self.mappings[m as usize].clone()).collect();
+        let mut new_id = vec![u32::MAX; self.frames.len()];
+        let mut frames: Vec<Option<FrameInfo>> = self.frames.into_iter().map(Some).collect();
+        for (_, stack, _) in &mut stacks {
+            for f in stack.iter_mut() {
+                if new_id[*f as usize] == u32::MAX {
+                    let mut frame = frames[*f as usize].take().unwrap_or_default();
+                    frame.mapping = frame.mapping.map(|m| mapping_rank[m as usize]);
+                    new_id[*f as usize] = table.push(frame);
+                }
+                *f = new_id[*f as usize];
+            }
+        }
+        let threads = self.options.threads && facts.any_threads;
+        let info = SourceInfo {
+            kind: match facts.kinds[..] {
+                [one] => kind_named(one),
+                _ => FileKind::Unknown,
+            },
+            start_time_us: facts.start_unix_us.unwrap_or(0),
+            sample_interval_us: facts.unit_us,
+            mode: facts.mode.clone().into(),
+            cpython_mode: facts.cpython_mode,
+            expected_samples: stacks.iter().map(|s| s.2).fold(0u64, u64::saturating_add),
+            timestamps: false,
+            threads,
+            naming: if facts.python_naming { Naming::Python } else { Naming::Native },
+            clock: if facts.start_unix_us.is_some() { Clock::Unix } else { Clock::None },
+        };
+        Some(Folded { info, frames: table, stacks, kinds: facts.kinds, end_unix_us: facts.end_unix_us })
+    }
+}
+
+/// What a sample of `info`'s profile measures: CPython's mode where the input says one
+/// (Tachyon's header, gperftools' `cpu`, a pprof period type, Austin's mode), else its own
+/// name for it.
+fn meaning(info: &SourceInfo) -> String {
+    info.cpython_mode.map_or_else(|| info.mode.to_string(), |m| m.name().to_owned())
+}
+
+fn or_unnamed(mode: &str) -> &str {
+    if mode.is_empty() {
+        "unnamed"
+    } else {
+        mode
+    }
+}
+
+fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn mapping_cmp(a: &Mapping, b: &Mapping) -> Ordering {
+    (a.start, a.limit, a.offset, &a.file, &a.build_id).cmp(&(b.start, b.limit, b.offset, &b.file, &b.build_id))
+}
+
+fn kind_named(name: &str) -> FileKind {
+    match name {
+        "tachyon" => FileKind::Tachyon,
+        "gperftools" => FileKind::Gperftools,
+        "pprof" => FileKind::Pprof { gzipped: false },
+        "mojo" => FileKind::Mojo,
+        _ => FileKind::Unknown,
+    }
+}
+
+/// A source's calls entering the fold: frames and mappings interned on first use, counts in
+/// the fold's unit, threads dropped unless kept.
+struct Intake<'f> {
+    fold: &'f mut Fold,
+    /// Per source frame id, the fold's (u32::MAX: not yet).
+    frame_of: Vec<u32>,
+    mapping_of: Vec<u32>,
+    key: Vec<u32>,
+    scale: u64,
+    first_us: Option<u64>,
+    last_us: Option<u64>,
+}
+
+impl Collector for Intake<'_> {
+    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        if let Some(&first) = call.timestamps_us().iter().min() {
+            self.first_us = min_some(self.first_us, Some(first));
+        }
+        if let Some(&last) = call.timestamps_us().iter().max() {
+            self.last_us = self.last_us.max(Some(last));
+        }
+        if call.stack.is_empty() {
+            return;
+        }
+        let tid = if self.fold.options.threads { call.thread_id } else { 0 };
+        self.key.clear();
+        self.key.extend([tid as u32, (tid >> 32) as u32]);
+        for &id in call.stack {
+            let slot = self.frame_of[id as usize];
+            let folded = if slot != u32::MAX {
+                slot
+            } else {
+                let mut f = frames.frame(id).clone();
+                f.mapping = f.mapping.map(|m| {
+                    let slot = &mut self.mapping_of[m as usize];
+                    if *slot == u32::MAX {
+                        *slot = self.fold.mapping(frames.mappings[m as usize].clone());
+                    }
+                    *slot
+                });
+                let folded = self.fold.frame(f);
+                self.frame_of[id as usize] = folded;
+                folded
+            };
+            self.key.push(folded);
+        }
+        let key = std::mem::take(&mut self.key);
+        self.fold.count(&key, call.samples().saturating_mul(self.scale));
+        self.key = key;
+    }
+}
+
+/// A finished fold: a profile of the hub whose samples are counted stacks
+/// ([`Times::Counted`]), every output able to read it.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    info: SourceInfo,
+    frames: FrameTable,
+    /// (thread, frames leaf first, count), in the fold's canonical order.
+    stacks: Vec<(u64, Vec<u32>, u64)>,
+    kinds: Vec<&'static str>,
+    end_unix_us: Option<u64>,
+}
+
+impl Folded {
+    /// The formats the folded profiles were read from (`tachyon info`'s names), sorted.
+    pub fn kinds(&self) -> &[&'static str] {
+        &self.kinds
+    }
+
+    /// When the latest folded profile ends, µs since the Unix epoch, where known.
+    pub fn end_unix_us(&self) -> Option<u64> {
+        self.end_unix_us
+    }
+}
+
+impl Source for Folded {
+    type Error = std::convert::Infallible;
+
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
+        let mut ticker = Ticker::default();
+        let mut done = 0u64;
+        for (thread_id, stack, n) in &self.stacks {
+            let call = Call {
+                times: Times::Counted(*n),
+                interpreter_id: 0,
+                thread_id: *thread_id,
+                status: 0,
+                stack,
+                continued: false,
+            };
+            collector.collect(&self.frames, &call);
+            done = done.saturating_add(*n);
+            ticker.tick(done, progress);
+        }
+        Ok(done)
+    }
+}
