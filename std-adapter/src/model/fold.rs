@@ -369,8 +369,10 @@ impl Fold {
                 ranks(&a.1).cmp(&ranks(&b.1))
             })
         });
-        let mut table = FrameTable::default();
-        table.mappings = mapping_order.iter().map(|&m| self.mappings[m as usize].clone()).collect();
+        let mut table = FrameTable {
+            mappings: mapping_order.iter().map(|&m| self.mappings[m as usize].clone()).collect(),
+            ..FrameTable::default()
+        };
         let mut new_id = vec![u32::MAX; self.frames.len()];
         let mut frames: Vec<Option<FrameInfo>> = self.frames.into_iter().map(Some).collect();
         for (_, stack, _) in &mut stacks {
@@ -543,5 +545,175 @@ impl Source for Folded {
             ticker.tick(done, progress);
         }
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::collapsed_lines;
+
+    /// A profile of the hub made of (thread, stack of function names root first, samples).
+    struct Calls {
+        info: SourceInfo,
+        frames: FrameTable,
+        calls: Vec<(u64, Vec<u32>, u64)>,
+        /// Fail after this many calls.
+        fail_after: Option<usize>,
+    }
+
+    fn profile(kind: FileKind, mode: &str, interval_us: u64, calls: &[(u64, &[&str], u64)]) -> Calls {
+        let mut frames = FrameTable::default();
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let calls = calls
+            .iter()
+            .map(|(tid, stack, n)| {
+                let ids = stack
+                    .iter()
+                    .rev()
+                    .map(|name| {
+                        *ids.entry(name.to_string()).or_insert_with(|| {
+                            frames.push(FrameInfo {
+                                filename: "app.py".into(),
+                                funcname: name.to_string(),
+                                ..FrameInfo::default()
+                            })
+                        })
+                    })
+                    .collect();
+                (*tid, ids, *n)
+            })
+            .collect();
+        let info = SourceInfo {
+            kind,
+            start_time_us: 0,
+            sample_interval_us: interval_us,
+            mode: mode.to_string().into(),
+            cpython_mode: ProfilingMode::from_name(mode),
+            expected_samples: 0,
+            timestamps: false,
+            threads: true,
+            naming: Naming::Python,
+            clock: Clock::None,
+        };
+        Calls { info, frames, calls, fail_after: None }
+    }
+
+    impl Source for Calls {
+        type Error = String;
+        fn info(&self) -> &SourceInfo {
+            &self.info
+        }
+        fn frames(&self) -> &FrameTable {
+            &self.frames
+        }
+        fn replay(&mut self, collector: &mut dyn Collector, _: &mut dyn FnMut(u64)) -> Result<u64, String> {
+            let mut done = 0;
+            for (i, (tid, stack, n)) in self.calls.iter().enumerate() {
+                if self.fail_after == Some(i) {
+                    return Err("damaged".into());
+                }
+                let call = Call {
+                    times: Times::Counted(*n),
+                    interpreter_id: 0,
+                    thread_id: *tid,
+                    status: 0,
+                    stack,
+                    continued: false,
+                };
+                collector.collect(&self.frames, &call);
+                done += n;
+            }
+            Ok(done)
+        }
+    }
+
+    fn folded(fold: Fold) -> Vec<(String, u64)> {
+        let mut f = fold.finish().expect("something folded");
+        collapsed_lines(&mut f, &mut |_| {}).unwrap()
+    }
+
+    fn add(fold: &mut Fold, mut p: Calls) -> Result<u64, FoldError<String>> {
+        fold.add(&mut p, &Output::Collapsed, &mut |_| {})
+    }
+
+    #[test]
+    fn counts_add_up_and_threads_go_unless_kept() {
+        let a = || profile(FileKind::Tachyon, "wall", 1000, &[(1, &["main", "work"], 3), (2, &["main"], 1)]);
+        let b = || profile(FileKind::Tachyon, "wall", 1000, &[(7, &["main", "work"], 2)]);
+        let mut fold = Fold::new(FoldOptions::default());
+        add(&mut fold, a()).unwrap();
+        add(&mut fold, b()).unwrap();
+        let lines = folded(fold);
+        assert_eq!(lines, vec![("app.py:main:0;app.py:work:0".to_string(), 5), ("app.py:main:0".into(), 1)]);
+        let mut fold = Fold::new(FoldOptions { threads: true });
+        add(&mut fold, a()).unwrap();
+        add(&mut fold, b()).unwrap();
+        let mut lines = folded(fold);
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                ("tid:1;app.py:main:0;app.py:work:0".to_string(), 3),
+                ("tid:2;app.py:main:0".into(), 1),
+                ("tid:7;app.py:main:0;app.py:work:0".into(), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn different_intervals_count_in_their_common_unit() {
+        // 2 samples at 10 ms and 3 at 4 ms: 20 ms + 12 ms = 32 ms, in units of 2 ms.
+        let mut fold = Fold::new(FoldOptions::default());
+        add(&mut fold, profile(FileKind::Gperftools, "cpu", 10_000, &[(0, &["f"], 2)])).unwrap();
+        add(&mut fold, profile(FileKind::Pprof { gzipped: false }, "cpu", 4_000, &[(0, &["f"], 3)])).unwrap();
+        let f = fold.finish().unwrap();
+        assert_eq!(f.info().sample_interval_us, 2_000);
+        assert_eq!(f.info().kind, FileKind::Unknown);
+        assert_eq!(f.kinds(), ["gperftools", "pprof"]);
+        assert_eq!(f.info().expected_samples * f.info().sample_interval_us, 32_000);
+    }
+
+    #[test]
+    fn another_mode_or_a_bad_file_adds_nothing() {
+        let mut fold = Fold::new(FoldOptions::default());
+        add(&mut fold, profile(FileKind::Tachyon, "wall", 1000, &[(0, &["f"], 2)])).unwrap();
+        let e = add(&mut fold, profile(FileKind::Tachyon, "cpu", 1000, &[(0, &["g"], 5)])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "its samples are cpu samples, the merged profile's are wall (profiles of one mode merge)"
+        );
+        let mut bad = profile(FileKind::Tachyon, "wall", 1000, &[(0, &["f"], 4), (0, &["h"], 1)]);
+        bad.fail_after = Some(1);
+        assert!(matches!(add(&mut fold, bad), Err(FoldError::Read(e)) if e == "damaged"));
+        assert_eq!((fold.profiles(), fold.frame_count()), (1, 1));
+        assert_eq!(folded(fold), vec![("app.py:f:0".to_string(), 2)]);
+    }
+
+    #[test]
+    fn any_grouping_gives_the_same_profile() {
+        let parts = || {
+            vec![
+                profile(FileKind::Tachyon, "wall", 1000, &[(0, &["z", "b"], 1), (0, &["a"], 2)]),
+                profile(FileKind::Tachyon, "wall", 1000, &[(0, &["a", "y"], 3)]),
+                profile(FileKind::Tachyon, "wall", 1000, &[(0, &["z", "b"], 4), (0, &["c"], 5)]),
+            ]
+        };
+        let mut one = Fold::new(FoldOptions::default());
+        for p in parts() {
+            add(&mut one, p).unwrap();
+        }
+        // ((3, 1), 2) instead of ((1, 2), 3).
+        let mut p = parts();
+        let mut left = Fold::new(FoldOptions::default());
+        add(&mut left, p.remove(2)).unwrap();
+        add(&mut left, p.remove(0)).unwrap();
+        let mut right = Fold::new(FoldOptions::default());
+        add(&mut right, p.remove(0)).unwrap();
+        left.combine(right).unwrap();
+        let (one, tree) = (one.finish().unwrap(), left.finish().unwrap());
+        assert_eq!(one.frames().frames, tree.frames().frames);
+        assert_eq!(one.stacks, tree.stacks);
+        assert_eq!(one.info(), tree.info());
     }
 }
