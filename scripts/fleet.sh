@@ -49,3 +49,6 @@ target/release/fleet_files "$F" 2000 "$R/mixed_wall_blocking_raw.pyb" "$R/recurs
   "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet files" "fleet_files failed"
 "$C/venv/bin/python" python/tests/test_merge.py "$F" || fail "test_merge.py" "see above"
 rm -rf target/fleet
+
+step "push: OTLP/HTTP and Pyroscope /ingest against a scripted receiver on the loopback answering 200, 429, 503, 400 … (python/tests/test_push.py)"
+"$C/venv/bin/python" python/tests/test_push.py || fail "test_push.py" "see above"

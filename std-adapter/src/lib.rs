@@ -39,6 +39,7 @@ pub mod output;
 pub mod pprof;
 pub mod profile;
 pub mod pstats;
+pub mod push;
 pub mod pyfmt;
 pub mod request;
 pub mod symbolize;

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -20,6 +20,7 @@ use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
+use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry};
 use tachyon::request::{
     convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
     MergeRequest, RequestError, Teardown,
@@ -52,7 +53,9 @@ use tachyon_core::{BigEndian, Compression, LittleEndian, NativeEndian};
   tachyon convert profile.bin --to tachyon --byte-order big --compression zstd -o big.bin
   tachyon convert profile.out --to pstats-text --sort cumulative --limit 20   (a cProfile file)
   tachyon merge a.pstats b.pstats -o sum.pstats
-  tachyon merge fleet/ --to pprof -o fleet.pb.gz --keep-going     (every profile under fleet/)")]
+  tachyon merge fleet/ --to pprof -o fleet.pb.gz --keep-going     (every profile under fleet/)
+  tachyon push fleet/ --endpoint http://localhost:4318 --service-name checkout
+  tachyon push cpu.prof --protocol pyroscope-pprof --endpoint http://localhost:4040 --service-name 'checkout{env=prod}'")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -158,6 +161,46 @@ enum Command {
         /// pstats: keep 3.15's ("__sampled__",) marker when the first file has it.
         #[arg(long)]
         keep_sampled_marker: bool,
+        #[command(flatten)]
+        inputs: InputArgs,
+    },
+    /// Sends profiles (or folders of them) to a server, one request per file: an OTLP/HTTP
+    /// receiver (POST <endpoint>/v1development/profiles, protobuf, gzip) or Pyroscope's
+    /// /ingest (pprof or folded stacks). Retries with backoff on 429, 5xx and lost
+    /// connections; stops at any other 4xx with what the server said. http:// only.
+    Push {
+        /// The profiles (or folders of them).
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        /// The server: http://host:port[/base].
+        #[arg(long)]
+        endpoint: String,
+        /// What the server takes.
+        #[arg(long, value_enum, default_value_t = Protocol::Otlp)]
+        protocol: Protocol,
+        /// An extra header, `Name: value` (repeatable): `Authorization: Bearer TOKEN`,
+        /// `X-Scope-OrgID: TENANT` ….
+        #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// HTTP basic authentication, USER:PASSWORD (Grafana Cloud's instance id and token).
+        #[arg(long, value_name = "USER:PASSWORD")]
+        basic_auth: Option<String>,
+        /// OTLP: the resource's service.name; Pyroscope: the application name, labels
+        /// included (`app{env=prod}`). Default: unknown_service.
+        #[arg(long)]
+        service_name: Option<String>,
+        /// Most attempts per file.
+        #[arg(long, default_value_t = 5)]
+        attempts: u32,
+        /// Wait before the first retry, ms (doubled for each further one, at most 60 s).
+        #[arg(long, default_value_t = 500)]
+        retry_wait_ms: u64,
+        /// How long to wait for the server at each step, s.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// Name a file that cannot be read, or that the server refuses, and go on.
+        #[arg(long)]
+        keep_going: bool,
         #[command(flatten)]
         inputs: InputArgs,
     },
@@ -609,6 +652,35 @@ fn fold(files: &[PathBuf], output: &Path, request: &MergeRequest, quiet: bool) -
     Ok(())
 }
 
+/// `tachyon push`: each file sent in turn, a bar over the files.
+fn push(files: &[PathBuf], request: &PushRequest, keep_going: bool, quiet: bool) -> Result<(), Failure> {
+    let files = expand_folders(files).map_err(|e| Failure(e.to_string()))?;
+    let mut bar = Progress::files(files.len() as u64, quiet);
+    let mut failed = 0;
+    for (done, file) in files.iter().enumerate() {
+        let mut waiting = |wait: Duration, why: &str| {
+            if !quiet {
+                warn(&format!("{}: {why}; trying again in {:.1} s", file.display(), wait.as_secs_f64()));
+            }
+        };
+        match push_file(file, request, &mut warn, &mut waiting) {
+            Ok(None) => {}
+            Ok(Some(partial)) => warn(&format!("{}: taken in part: {partial}", file.display())),
+            Err(e) if keep_going => {
+                failed += 1;
+                eprintln!("tachyon: skipped {}: {e}", file.display());
+            }
+            Err(e) => return Err(Failure(format!("{}: {e}", file.display()))),
+        }
+        bar.update(done as u64 + 1);
+    }
+    drop(bar);
+    if failed > 0 {
+        return Err(Failure(format!("pushed {} of {} files ({failed} skipped)", files.len() - failed, files.len())));
+    }
+    Ok(())
+}
+
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     let received =
@@ -661,6 +733,43 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             convert(&file, args, &inputs, quiet)
+        }
+        Command::Push {
+            files,
+            endpoint,
+            protocol,
+            headers,
+            basic_auth,
+            service_name,
+            attempts,
+            retry_wait_ms,
+            timeout,
+            keep_going,
+            inputs,
+        } => {
+            let request = Endpoint::parse(&endpoint).and_then(|endpoint| {
+                let mut headers = headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+                headers.extend(basic_auth.as_deref().map(tachyon::push::basic_auth));
+                Ok(PushRequest {
+                    endpoint,
+                    protocol,
+                    headers,
+                    service_name,
+                    retry: Retry {
+                        attempts,
+                        first_wait: Duration::from_millis(retry_wait_ms),
+                        timeout: Duration::from_secs(timeout),
+                    },
+                    input: input_options(&inputs),
+                })
+            });
+            match request {
+                Ok(request) => push(&files, &request, keep_going, quiet),
+                Err(msg) => {
+                    eprintln!("tachyon: {msg}");
+                    return ExitCode::from(2);
+                }
+            }
         }
         Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
         Command::Receive { input, output } => receive(&input, &output),

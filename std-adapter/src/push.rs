@@ -1,0 +1,581 @@
+//! Sending profiles to a server (`tachyon push`): an OTLP/HTTP receiver (an OpenTelemetry
+//! collector, a backend that takes OTLP profiles) or Grafana Pyroscope's `/ingest`.
+//!
+//! - **OTLP/HTTP**: `POST <endpoint>/v1development/profiles`, the file as [`crate::otlp`]'s
+//!   `ExportProfilesServiceRequest` in protobuf, gzipped (`Content-Encoding: gzip`). A 200
+//!   answer may still carry a partial success: its rejected count and message are reported.
+//! - **Pyroscope**: `POST <endpoint>/ingest?name=…&from=…&until=…&format=…&sampleRate=…`,
+//!   the file folded (threads merged, [`crate::model::fold`]) as pprof (a multipart form with
+//!   the gzipped profile in its `profile` field, as Pyroscope's own agents send it) or as
+//!   folded stacks (`format=folded`, one `stack count` line each).
+//!
+//! One request per file, in order, over plain HTTP/1.1 ([`post`]): a connection refused or
+//! cut, a timeout, 429 or 5xx is retried with exponential backoff (`Retry-After` honoured),
+//! up to a number of attempts; any other 4xx is final and its message is the server's. A file
+//! is never sent again once the server has taken it (2xx).
+//!
+//! HTTPS is not spoken: a TLS stack would raise the library's minimum Rust and add C to every
+//! cross build; put the collector (or a TLS-terminating proxy) on the loopback in front of a
+//! remote endpoint.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use prost::Message;
+
+use crate::model::fold::{Fold, FoldOptions};
+use crate::model::Clock;
+use crate::otlp::DEFAULT_SERVICE_NAME;
+use crate::output::{Destination, OutputKind};
+use crate::request::{convert_file, ConvertRequest, InputOptions, MergeRequest, RequestError, Teardown};
+
+/// Where profiles go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// OTLP/HTTP, protobuf, gzip.
+    Otlp,
+    /// Pyroscope's `/ingest`, pprof.
+    PyroscopePprof,
+    /// Pyroscope's `/ingest`, folded stacks.
+    PyroscopeFolded,
+}
+
+/// An `http://host[:port][/base]` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or address.
+    pub host: String,
+    /// Port (80 when not given).
+    pub port: u16,
+    /// Path prefix, without a trailing `/` (may be empty).
+    pub base: String,
+}
+
+impl Endpoint {
+    /// Parses `url`.
+    pub fn parse(url: &str) -> Result<Endpoint, String> {
+        let rest = match url.split_once("://") {
+            Some(("http", rest)) => rest,
+            Some(("https", _)) => {
+                return Err(format!(
+                    "{url}: https is not supported; run an OpenTelemetry collector or a TLS proxy on this machine and push to it over http"
+                ))
+            }
+            _ => return Err(format!("{url}: not an http:// URL")),
+        };
+        let (authority, base) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+                (h, p.parse().map_err(|_| format!("{url}: bad port {p:?}"))?)
+            }
+            _ => (authority, 80),
+        };
+        if host.is_empty() {
+            return Err(format!("{url}: no host"));
+        }
+        Ok(Endpoint {
+            host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+            port,
+            base: base.to_owned(),
+        })
+    }
+}
+
+/// How requests are retried.
+#[derive(Debug, Clone, Copy)]
+pub struct Retry {
+    /// Most attempts per request (the first included).
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each further one, at most [`Retry::MAX_WAIT`].
+    pub first_wait: Duration,
+    /// How long to wait for the server at each step (connecting, sending, answering).
+    pub timeout: Duration,
+}
+
+impl Retry {
+    /// The longest wait between attempts.
+    pub const MAX_WAIT: Duration = Duration::from_secs(60);
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry { attempts: 5, first_wait: Duration::from_millis(500), timeout: Duration::from_secs(30) }
+    }
+}
+
+/// A request's body and how it is described.
+#[derive(Debug, Clone)]
+pub struct Body {
+    /// `Content-Type`.
+    pub content_type: String,
+    /// `Content-Encoding`, if any.
+    pub encoding: Option<&'static str>,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Why a push failed.
+#[derive(Debug)]
+pub enum PushError {
+    /// The server refused the request (a 4xx other than 429): its status and what it said.
+    Refused {
+        /// The status code.
+        status: u16,
+        /// The reason phrase and body, as the server sent them (cut at 4 KiB).
+        message: String,
+    },
+    /// Every attempt failed; the last failure.
+    GaveUp {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure (a status or a connection error).
+        last: String,
+    },
+}
+
+impl fmt::Display for PushError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushError::Refused { status, message } => write!(f, "the server refused it ({status}): {message}"),
+            PushError::GaveUp { attempts, last } => write!(f, "gave up after {attempts} attempts: {last}"),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// A server's answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase.
+    pub reason: String,
+    /// `Retry-After`, in seconds, when given as a number.
+    pub retry_after: Option<u64>,
+    /// The body (at most 1 MiB is read).
+    pub body: Vec<u8>,
+}
+
+/// Most of an answer's body that is read.
+const MAX_ANSWER: u64 = 1 << 20;
+
+/// One HTTP/1.1 POST (`Connection: close`); the answer whatever its status.
+pub fn post(
+    endpoint: &Endpoint,
+    target: &str,
+    headers: &[(String, String)],
+    body: &Body,
+    timeout: Duration,
+) -> io::Result<Answer> {
+    let addrs: Vec<_> = (endpoint.host.as_str(), endpoint.port).to_socket_addrs()?.collect();
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", endpoint.host));
+    let mut stream = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last = e,
+        }
+    }
+    let mut stream = stream.ok_or(last)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut head = format!(
+        "POST {target} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: tachyon/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        endpoint.host,
+        endpoint.port,
+        env!("CARGO_PKG_VERSION"),
+        body.content_type,
+        body.bytes.len()
+    );
+    if let Some(e) = body.encoding {
+        head.push_str(&format!("Content-Encoding: {e}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&body.bytes)?;
+    stream.flush()?;
+    read_answer(BufReader::new(stream))
+}
+
+fn bad(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("a malformed HTTP answer: {what}"))
+}
+
+fn read_answer(mut r: impl BufRead) -> io::Result<Answer> {
+    let mut line = String::new();
+    (&mut r).take(8192).read_line(&mut line)?;
+    let mut parts = line.trim_end().splitn(3, ' ');
+    let (version, status) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if !version.starts_with("HTTP/") {
+        return Err(bad("no status line"));
+    }
+    let status: u16 = status.parse().map_err(|_| bad("no status code"))?;
+    let reason = parts.next().unwrap_or("").to_owned();
+    let (mut length, mut chunked, mut retry_after) = (None, false, None);
+    for _ in 0..200 {
+        line.clear();
+        (&mut r).take(8192).read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+            match k.as_str() {
+                "content-length" => length = v.parse::<u64>().ok(),
+                "transfer-encoding" => chunked = v.eq_ignore_ascii_case("chunked"),
+                "retry-after" => retry_after = v.parse().ok(),
+                _ => {}
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            (&mut r).take(100).read_line(&mut line)?;
+            let size =
+                u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| bad("chunk size"))?;
+            if size == 0 || body.len() as u64 >= MAX_ANSWER {
+                break;
+            }
+            (&mut r).take(size.min(MAX_ANSWER)).read_to_end(&mut body)?;
+            line.clear();
+            (&mut r).take(2).read_line(&mut line)?;
+        }
+    } else {
+        (&mut r).take(length.unwrap_or(MAX_ANSWER).min(MAX_ANSWER)).read_to_end(&mut body)?;
+    }
+    Ok(Answer { status, reason, retry_after, body })
+}
+
+/// What to say of an answer: its reason and body, as text, cut at 4 KiB.
+fn said(answer: &Answer) -> String {
+    let mut body = String::from_utf8_lossy(&answer.body[..answer.body.len().min(4096)]).trim().to_owned();
+    if body.is_empty() {
+        body = answer.reason.clone();
+    } else if !answer.reason.is_empty() {
+        body = format!("{} — {body}", answer.reason);
+    }
+    body
+}
+
+/// Posts `body` to `target`, retrying as `retry` says; the 2xx answer. `waiting` is told each
+/// wait before a retry, with why.
+pub fn send(
+    endpoint: &Endpoint,
+    target: &str,
+    headers: &[(String, String)],
+    body: &Body,
+    retry: Retry,
+    waiting: &mut dyn FnMut(Duration, &str),
+) -> Result<Answer, PushError> {
+    let mut wait = retry.first_wait;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let failure = match post(endpoint, target, headers, body, retry.timeout) {
+            Ok(a) if (200..300).contains(&a.status) => return Ok(a),
+            Ok(a) if a.status == 429 || a.status >= 500 => (format!("{} {}", a.status, said(&a)), a.retry_after),
+            Ok(a) => return Err(PushError::Refused { status: a.status, message: said(&a) }),
+            Err(e) => (e.to_string(), None),
+        };
+        if attempt >= retry.attempts.max(1) {
+            return Err(PushError::GaveUp { attempts: attempt, last: failure.0 });
+        }
+        let this_wait = match failure.1 {
+            Some(s) => Duration::from_secs(s).min(Retry::MAX_WAIT),
+            None => wait,
+        };
+        waiting(this_wait, &failure.0);
+        std::thread::sleep(this_wait);
+        wait = (wait * 2).min(Retry::MAX_WAIT);
+    }
+}
+
+/// An OTLP/HTTP body: an `ExportProfilesServiceRequest` in protobuf, gzipped.
+pub fn otlp_body(protobuf: &[u8]) -> io::Result<Body> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(protobuf)?;
+    Ok(Body { content_type: "application/x-protobuf".into(), encoding: Some("gzip"), bytes: gz.finish()? })
+}
+
+/// The path OTLP/HTTP takes profiles at, under `endpoint`'s base.
+pub fn otlp_target(endpoint: &Endpoint) -> String {
+    format!("{}/v1development/profiles", endpoint.base)
+}
+
+/// What an OTLP receiver's 2xx answer says it rejected, if anything: protobuf
+/// `ExportProfilesServiceResponse.partial_success` (a JSON answer is not read).
+pub fn otlp_partial_success(answer: &Answer) -> Option<String> {
+    #[derive(Clone, PartialEq, Message)]
+    struct Response {
+        #[prost(message, optional, tag = "1")]
+        partial_success: Option<PartialSuccess>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct PartialSuccess {
+        #[prost(int64, tag = "1")]
+        rejected_profiles: i64,
+        #[prost(string, tag = "2")]
+        error_message: String,
+    }
+    let p = Response::decode(&answer.body[..]).ok()?.partial_success?;
+    (p.rejected_profiles != 0 || !p.error_message.is_empty())
+        .then(|| format!("{} profiles rejected: {}", p.rejected_profiles, p.error_message))
+}
+
+/// `s` percent-encoded for a query string.
+fn query_escape(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Pyroscope's `/ingest` target for a profile of `name` from `from_s` to `until_s` (Unix
+/// seconds), sampled every `interval_us`.
+pub fn pyroscope_target(
+    endpoint: &Endpoint,
+    name: &str,
+    from_s: u64,
+    until_s: u64,
+    format: &str,
+    interval_us: u64,
+) -> String {
+    let mut t = format!(
+        "{}/ingest?name={}&from={from_s}&until={}&format={format}&spyName=tachyon&units=samples&aggregationType=sum",
+        endpoint.base,
+        query_escape(name),
+        until_s.max(from_s)
+    );
+    if let Some(rate) = 1_000_000u64.checked_div(interval_us) {
+        t.push_str(&format!("&sampleRate={}", rate.max(1)));
+    }
+    t
+}
+
+/// A multipart form holding a gzipped pprof profile in its `profile` field, as Pyroscope's
+/// agents send pprof to `/ingest`.
+pub fn pyroscope_pprof_body(gzipped_pprof: &[u8]) -> Body {
+    const BOUNDARY: &str = "tachyon-profile-boundary-7b1c0e";
+    let mut bytes = Vec::with_capacity(gzipped_pprof.len() + 256);
+    bytes.extend_from_slice(
+        format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    bytes.extend_from_slice(gzipped_pprof);
+    bytes.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    Body { content_type: format!("multipart/form-data; boundary={BOUNDARY}"), encoding: None, bytes }
+}
+
+/// Folded stacks for Pyroscope (`format=folded`).
+pub fn pyroscope_folded_body(collapsed: Vec<u8>) -> Body {
+    Body { content_type: "text/plain".into(), encoding: None, bytes: collapsed }
+}
+
+/// A header given as `Name: value`.
+pub fn parse_header(h: &str) -> Result<(String, String), String> {
+    match h.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.trim().to_owned(), v.trim().to_owned()))
+        }
+        _ => Err(format!("{h:?}: a header is `Name: value`")),
+    }
+}
+
+/// A push as a user asks for it.
+#[derive(Debug, Clone)]
+pub struct PushRequest {
+    /// The server.
+    pub endpoint: Endpoint,
+    /// What it takes.
+    pub protocol: Protocol,
+    /// Extra headers (authentication: `Authorization: Bearer …`, `X-Scope-OrgID: …`).
+    pub headers: Vec<(String, String)>,
+    /// OTLP: the resource's `service.name`; Pyroscope: the application name (default:
+    /// `unknown_service`).
+    pub service_name: Option<String>,
+    /// How requests are retried.
+    pub retry: Retry,
+    /// How inputs are read.
+    pub input: InputOptions,
+}
+
+/// Why pushing a file failed.
+#[derive(Debug)]
+pub enum PushFileError {
+    /// The file could not be read or converted.
+    Request(RequestError),
+    /// The server did not take it.
+    Push(PushError),
+}
+
+impl fmt::Display for PushFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushFileError::Request(e) => write!(f, "{e}"),
+            PushFileError::Push(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PushFileError {}
+
+/// The request target and body of `file` for `request`'s server.
+pub fn request_for(
+    file: &Path,
+    request: &PushRequest,
+    warn: &mut dyn FnMut(&str),
+) -> Result<(String, Body), RequestError> {
+    let service = request.service_name.as_deref().unwrap_or(DEFAULT_SERVICE_NAME);
+    if request.protocol == Protocol::Otlp {
+        let mut convert = ConvertRequest::new(OutputKind::Otlp);
+        convert.service_name = Some(service.to_owned());
+        convert.input = request.input.clone();
+        let mut protobuf = Vec::new();
+        convert_file(file, &convert, Destination::Stream(&mut protobuf), Teardown::Free, warn, |_| Box::new(|_| {}))?;
+        let body = otlp_body(&protobuf).map_err(|e| RequestError::Usage(format!("encoding the request: {e}")))?;
+        return Ok((otlp_target(&request.endpoint), body));
+    }
+    // Pyroscope takes one aggregate per request: the file folded (threads merged), dated.
+    let (to, format) = match request.protocol {
+        Protocol::PyroscopePprof => (OutputKind::Pprof, "pprof"),
+        _ => (OutputKind::Collapsed, "folded"),
+    };
+    let mut convert = ConvertRequest::new(to);
+    convert.input = request.input.clone();
+    let merge = MergeRequest { convert, threads: false, keep_going: false };
+    let output = merge.output(file)?;
+    let mut fold = Fold::new(FoldOptions::default());
+    merge.fold_files(&[file.to_owned()], &output, &mut fold, warn, &mut |_| {})?;
+    let mut folded = fold.finish().ok_or_else(|| RequestError::Usage(format!("{}: no samples", file.display())))?;
+    let mut bytes = Vec::new();
+    crate::convert::convert(&mut folded, &output, Destination::Stream(&mut bytes), &mut |_| {}).map_err(|error| {
+        RequestError::Convert { file: file.to_owned(), error: error.map_read(|never| match never {}) }
+    })?;
+    let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+    let info = crate::model::Source::info(&folded);
+    let from_us = if info.clock == Clock::Unix { info.start_time_us } else { now_us };
+    let until_us = folded.end_unix_us().unwrap_or(from_us).max(from_us);
+    let target = pyroscope_target(
+        &request.endpoint,
+        service,
+        from_us / 1_000_000,
+        until_us.div_ceil(1_000_000),
+        format,
+        info.sample_interval_us,
+    );
+    let body = match request.protocol {
+        Protocol::PyroscopePprof => pyroscope_pprof_body(&bytes),
+        _ => pyroscope_folded_body(bytes),
+    };
+    Ok((target, body))
+}
+
+/// Pushes `file` as `request` says; a note when the server took it only in part.
+pub fn push_file(
+    file: &Path,
+    request: &PushRequest,
+    warn: &mut dyn FnMut(&str),
+    waiting: &mut dyn FnMut(Duration, &str),
+) -> Result<Option<String>, PushFileError> {
+    let (target, body) = request_for(file, request, warn).map_err(PushFileError::Request)?;
+    let answer = send(&request.endpoint, &target, &request.headers, &body, request.retry, waiting)
+        .map_err(PushFileError::Push)?;
+    Ok(match request.protocol {
+        Protocol::Otlp => otlp_partial_success(&answer),
+        _ => None,
+    })
+}
+
+/// `Authorization: Basic …` for `user:password`.
+pub fn basic_auth(user_password: &str) -> (String, String) {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("Basic ");
+    for chunk in user_password.as_bytes().chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    ("Authorization".into(), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            Endpoint::parse("http://127.0.0.1:4318").unwrap(),
+            Endpoint { host: "127.0.0.1".into(), port: 4318, base: String::new() }
+        );
+        assert_eq!(
+            Endpoint::parse("http://collector/otel/").unwrap(),
+            Endpoint { host: "collector".into(), port: 80, base: "/otel".into() }
+        );
+        assert_eq!(Endpoint::parse("http://[::1]:4040").unwrap().host, "::1");
+        assert!(Endpoint::parse("https://x").unwrap_err().contains("https is not supported"));
+        assert!(Endpoint::parse("ftp://x").is_err());
+        assert!(Endpoint::parse("http://x:port").is_err());
+    }
+
+    #[test]
+    fn answers() {
+        let a = read_answer(&b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nslow"[..])
+            .unwrap();
+        assert_eq!(
+            (a.status, a.retry_after, &a.body[..], said(&a).as_str()),
+            (429, Some(3), &b"slow"[..], "Too Many Requests — slow")
+        );
+        let a =
+            read_answer(&b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"[..])
+                .unwrap();
+        assert_eq!(a.body, b"abcde");
+        assert!(read_answer(&b"garbage"[..]).is_err());
+    }
+
+    #[test]
+    fn queries() {
+        let e = Endpoint::parse("http://p:4040").unwrap();
+        assert_eq!(
+            pyroscope_target(&e, "app{env=prod}", 10, 20, "folded", 10_000),
+            "/ingest?name=app%7Benv%3Dprod%7D&from=10&until=20&format=folded&spyName=tachyon&units=samples&aggregationType=sum&sampleRate=100"
+        );
+        assert_eq!(parse_header("Authorization: Bearer x").unwrap(), ("Authorization".into(), "Bearer x".into()));
+        assert!(parse_header("no colon").is_err());
+        // RFC 4648's examples.
+        for (plain, coded) in
+            [("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")]
+        {
+            assert_eq!(basic_auth(plain).1, format!("Basic {coded}"));
+        }
+    }
+}
