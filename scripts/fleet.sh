@@ -14,8 +14,8 @@ fail() { printf 'fleet failed at step "%s": %s\n' "$1" "$2" >&2; exit 1; }
 step() { printf -- '--> %s\n' "$*"; }
 PY311=/usr/bin/python3.11
 # opentelemetry-proto 1.45.2 is generated from opentelemetry-proto v1.10.0, the release
-# src/otlp implements (its PyPI description says so).
-PINNED=(opentelemetry-proto==1.45.2 protobuf==7.36.2)
+# src/otlp implements (its PyPI description says so); Dask runs the distributed merge.
+PINNED=(opentelemetry-proto==1.45.2 protobuf==7.36.2 dask==2026.8.0 distributed==2026.8.0)
 command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-tools.sh installs it)"
 if [ ! -x /usr/bin/time ]; then
   [ "$(id -u)" = 0 ] || fail "GNU time" "/usr/bin/time is missing and this is not root (apt-get install time)"
@@ -48,6 +48,12 @@ R=qemu-tests/fixtures/real-3.15.2
 target/release/fleet_files "$F" 2000 "$R/mixed_wall_blocking_raw.pyb" "$R/recursion_deep_raw.pyb" \
   "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet files" "fleet_files failed"
 "$C/venv/bin/python" python/tests/test_merge.py "$F" || fail "test_merge.py" "see above"
+
+step "Dask: the same merge as a Dask job on a local cluster of worker processes equals tachyon merge byte for byte (python/tests/test_dask.py, python/examples/dask_merge.py)"
+"$C/venv/bin/python" python/tests/test_dask.py "$F" || fail "test_dask.py" "see above"
+"$C/venv/bin/python" python/examples/dask_merge.py target/fleet/dask.pb.gz pprof "$F" || fail "dask example" "python/examples/dask_merge.py failed"
+"$TACHYON_CLI" --quiet merge "$F" --to pprof -o target/fleet/cli.pb.gz || fail "dask example" "tachyon merge failed"
+cmp target/fleet/dask.pb.gz target/fleet/cli.pb.gz || fail "dask example" "the example's output differs from tachyon merge's"
 rm -rf target/fleet
 
 step "push: OTLP/HTTP and Pyroscope /ingest against a scripted receiver on the loopback answering 200, 429, 503, 400 … (python/tests/test_push.py)"

@@ -21,7 +21,7 @@ use crate::errors::{format_name, profile_error, request_error};
 use crate::types::{int_list, path_of, FrameObjects};
 
 /// Outputs that are text (returned as `str` without an output path); the rest are bytes.
-fn is_text(kind: OutputKind) -> bool {
+pub(crate) fn is_text(kind: OutputKind) -> bool {
     !matches!(
         kind,
         OutputKind::Pstats
@@ -33,7 +33,7 @@ fn is_text(kind: OutputKind) -> bool {
     )
 }
 
-fn value_enum<T: ValueEnum>(what: &str, v: &str) -> PyResult<T> {
+pub(crate) fn value_enum<T: ValueEnum>(what: &str, v: &str) -> PyResult<T> {
     T::from_str(v, true)
         .map_err(|_| PyValueError::new_err(format!("{what}={v:?}: one of {}", value_names::<T>().join(", "))))
 }
@@ -79,7 +79,7 @@ const OUTPUT_OPTIONS: [&str; 16] = [
 ];
 const INPUT_OPTIONS: [&str; 4] = ["sample_index", "binary_path", "symbolize", "metric"];
 
-fn request(to: OutputKind, options: Option<&Bound<'_, PyDict>>) -> PyResult<ConvertRequest> {
+pub(crate) fn request(to: OutputKind, options: Option<&Bound<'_, PyDict>>) -> PyResult<ConvertRequest> {
     let mut r = ConvertRequest::new(to);
     r.input = input_options(options)?;
     let Some(options) = options else { return Ok(r) };

@@ -108,6 +108,6 @@ pub fn request_error(py: Python<'_>, e: RequestError) -> PyErr {
         RequestError::Profile(p) => profile_error(py, p),
         RequestError::Convert { error: tachyon::convert::ConvertError::Read(p), .. } => profile_error(py, p),
         RequestError::Convert { error: tachyon::convert::ConvertError::Write(w), .. } => os_error(&w, None),
-        e @ RequestError::Convert { .. } => PyValueError::new_err(e.to_string()),
+        e @ (RequestError::Convert { .. } | RequestError::Mismatch { .. }) => PyValueError::new_err(e.to_string()),
     }
 }

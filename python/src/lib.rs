@@ -8,15 +8,19 @@
 //! * [`writer`]: `BinaryWriter` over the core writer with tables that grow by use.
 //! * [`reader`]: `BinaryReader`, replaying a file into a collector as CPython does.
 //! * [`convert`]: `convert()` and `read_samples()` over the library's pipeline (any input).
+//! * [`fold`]: `merge()`, `fold_files()` and `Fold`: many profiles folded into one, in one
+//!   process or across a cluster's workers.
 //! * [`errors`]: Python exceptions for the library's errors (`FormatError` names the file,
 //!   the offset and the rule).
 //!
-//! Dependencies point one way: `convert`, `reader` and `writer` → `types` and `errors`.
+//! Dependencies point one way: `fold` → `convert`; `convert`, `reader` and `writer` → `types`
+//! and `errors`.
 
 use pyo3::prelude::*;
 
 pub mod convert;
 pub mod errors;
+pub mod fold;
 pub mod reader;
 pub mod types;
 pub mod writer;
@@ -51,6 +55,9 @@ fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
     m.add_function(wrap_pyfunction!(convert::read_samples, m)?)?;
     m.add_function(wrap_pyfunction!(convert::detect, m)?)?;
+    m.add_class::<fold::Fold>()?;
+    m.add_function(wrap_pyfunction!(fold::fold_files, m)?)?;
+    m.add_function(wrap_pyfunction!(fold::merge, m)?)?;
     for (name, value) in THREAD_STATUS {
         m.add(name, value)?;
     }
