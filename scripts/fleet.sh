@@ -58,3 +58,6 @@ rm -rf target/fleet
 
 step "push: OTLP/HTTP and Pyroscope /ingest against a scripted receiver on the loopback answering 200, 429, 503, 400 … (python/tests/test_push.py)"
 "$C/venv/bin/python" python/tests/test_push.py || fail "test_push.py" "see above"
+
+step "the fleet benchmark, once (one run: a smoke run; docs/fleet.md's figures come from three)"
+RUNS=1 bash scripts/fleet-bench.sh || fail "fleet benchmark" "see above"

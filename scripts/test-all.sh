@@ -166,8 +166,9 @@ step "Python package: the abi3 wheel built with maturin into target/wheels/, pip
 bash scripts/python.sh
 prune target/python
 
-step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks"
+step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against a scripted loopback receiver; the fleet benchmark once"
 bash scripts/fleet.sh
+prune target/wheels
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 15 s each under AddressSanitizer, failing on a crash, a timeout or running out of memory"
 bash scripts/fuzz.sh

@@ -7,22 +7,25 @@
 //!
 //! ## Module map
 //! * A conversion as asked for, options and all: [`request`] (what the command and the
-//!   Python package run).
+//!   Python package run; also a merge of many files); sending profiles to a server:
+//!   [`push`].
 //! * Any input: [`profile`] (detect, open, info, verify, dump, a source for the hub).
-//! * The pipeline: [`model`] (the hub: sources, collectors, the frame table, [`model::chain`]
-//!   for merging); [`output`] (the outputs' registry, options, destinations, errors);
+//! * The pipeline: [`model`] (the hub: sources, collectors, the frame table; [`model::chain`]
+//!   for files of one format in a row, [`model::fold`] for folding many of any format,
+//!   [`model::stacks`] for the stack aggregate pprof and OTLP share); [`output`] (the outputs' registry, options, destinations, errors);
 //!   [`convert`] (the dispatch, and the outputs no input format shares: collapsed stacks,
 //!   flame graph, Firefox profiler, speedscope, jsonl).
 //! * One folder per format, each with its input (`source`) and what writes it (`write`, or
 //!   `replay` for pstats): [`tachyon`] (also CPython's views and writer input, storage, zstd
 //!   threads, the framed stream), [`gperftools`], [`pprof`] (also the protobuf schema),
 //!   [`mojo`] (also Austin's text and speedscope as Austin makes it), [`pstats`] (also its
-//!   table, dump, merge and gprof2dot's graph).
+//!   table, dump, merge and gprof2dot's graph); [`otlp`] (an output only: OpenTelemetry's
+//!   profiles signal).
 //! * Shared: [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
 //!   [`hash`] (keyed fast hashing, string tables).
 //!
-//! Dependencies point one way: `request` → `profile` → `convert` → the format folders → `model`,
+//! Dependencies point one way: `push` → `request` → `profile` → `convert` → the format folders → `model`,
 //! `output` and the shared modules.
 
 #![deny(missing_docs)]
