@@ -377,11 +377,13 @@ fn every_command(file: &Path, out: &Path) -> Vec<Vec<std::ffi::OsString>> {
         vec!["verify".into(), f.clone()],
         vec!["dump".into(), f.clone()],
         vec!["merge".into(), "-o".into(), o.clone(), f.clone(), f.clone()],
+        vec!["merge".into(), "--to".into(), "pprof".into(), "-o".into(), o.clone(), f.clone(), f.clone()],
+        vec!["merge".into(), "--to".into(), "otlp".into(), "--keep-going".into(), "-o".into(), o.clone(), f.clone()],
         vec!["diff".into(), "-o".into(), o.clone(), f.clone(), f.clone()],
     ];
     for to in ["collapsed", "pstats", "pstats-text", "gecko", "speedscope", "pprof", "jsonl", "tachyon", "gperftools"]
         .into_iter()
-        .chain(["austin", "mojo", "dot"])
+        .chain(["austin", "mojo", "dot", "otlp", "otlp-json"])
     {
         commands.push(vec!["convert".into(), "--to".into(), to.into(), "-o".into(), o.clone(), f.clone()]);
     }

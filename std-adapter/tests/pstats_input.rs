@@ -24,7 +24,9 @@ fn tachyon() -> Command {
 
 #[test]
 fn outputs_made_of_stacks_are_refused_with_the_reason() {
-    for to in ["collapsed", "flamegraph", "gecko", "speedscope", "tachyon", "pprof", "jsonl", "mojo"] {
+    for to in
+        ["collapsed", "flamegraph", "gecko", "speedscope", "tachyon", "pprof", "otlp", "otlp-json", "jsonl", "mojo"]
+    {
         let out =
             tachyon().args(["convert", "--to", to]).arg(vector("cprofile_py311_simple.pstats")).assert().failure();
         let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
