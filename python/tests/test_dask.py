@@ -82,6 +82,10 @@ class DaskTest(unittest.TestCase):
         self.assertEqual(tp.merge(FLEET, "pprof"), want)
         halves = [tp.fold_files(self.files[1000:], "pprof"), tp.fold_files(self.files[:1000], "pprof")]
         self.assertEqual(tp.Fold.combined(halves).write("pprof"), want)
+        fold = tp.Fold()
+        self.assertGreater(fold.add(self.files[1500:], "pprof"), 0)
+        fold.add(self.files[:1500], "pprof")
+        self.assertEqual((fold.profiles, fold.write("pprof")), (2000, want))
 
 
 if __name__ == "__main__":

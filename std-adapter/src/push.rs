@@ -189,9 +189,10 @@ pub fn post(
     let mut stream = stream.ok_or(last)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
+    // An IPv6 address is bracketed in the Host header, as in the URL.
+    let host = if endpoint.host.contains(':') { format!("[{}]", endpoint.host) } else { endpoint.host.clone() };
     let mut head = format!(
-        "POST {target} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: tachyon/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        endpoint.host,
+        "POST {target} HTTP/1.1\r\nHost: {host}:{}\r\nUser-Agent: tachyon/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         endpoint.port,
         env!("CARGO_PKG_VERSION"),
         body.content_type,

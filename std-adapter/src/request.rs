@@ -364,7 +364,7 @@ pub struct MergeRequest {
 pub struct Merged {
     /// Profiles folded.
     pub profiles: u64,
-    /// Samples folded (in the merged profile's unit).
+    /// Samples the folded files replayed, each in its own unit.
     pub samples: u64,
     /// Files skipped, each with why (only with `keep_going`).
     pub skipped: Vec<RequestError>,

@@ -102,12 +102,11 @@ fn check(mine: &Facts, facts: &Facts) -> Result<(), String> {
     Ok(())
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
     }
+    a
 }
 
 impl Fold {
@@ -121,7 +120,8 @@ impl Fold {
         self.profiles
     }
 
-    /// Samples folded so far.
+    /// Samples the folded sources replayed, each in its own unit (a MOJO time metric counts
+    /// µs).
     pub fn samples(&self) -> u64 {
         self.samples
     }
@@ -153,6 +153,8 @@ impl Fold {
         Ok(samples)
     }
 
+    /// Replays `source` into this fold, a new one made by [`Fold::add`] (so its unit is the
+    /// source's, and only the fold it is for has facts to check against).
     fn add_alone<S: Source>(
         &mut self,
         source: &mut S,
@@ -178,17 +180,14 @@ impl Fold {
             start_unix_us: None,
             end_unix_us: None,
         };
-        self.check(&facts).map_err(FoldError::Mismatch)?;
         if let Some(other) = &self.check_against {
             check(other, &facts).map_err(FoldError::Mismatch)?;
         }
-        let scale = self.join_unit(facts.unit_us);
         let mut into = Intake {
             fold: self,
             frame_of: vec![u32::MAX; source.frames().frames.len()],
             mapping_of: vec![u32::MAX; source.frames().mappings.len()],
             key: Vec::new(),
-            scale,
             last_us: None,
             first_us: None,
         };
@@ -732,15 +731,14 @@ impl Fold {
     }
 }
 
-/// A source's calls entering the fold: frames and mappings interned on first use, counts in
-/// the fold's unit, threads dropped unless kept.
+/// A source's calls entering a fold of its own: frames and mappings interned on first use,
+/// threads dropped unless kept.
 struct Intake<'f> {
     fold: &'f mut Fold,
     /// Per source frame id, the fold's (u32::MAX: not yet).
     frame_of: Vec<u32>,
     mapping_of: Vec<u32>,
     key: Vec<u32>,
-    scale: u64,
     first_us: Option<u64>,
     last_us: Option<u64>,
 }
@@ -779,7 +777,7 @@ impl Collector for Intake<'_> {
             self.key.push(folded);
         }
         let key = std::mem::take(&mut self.key);
-        self.fold.count(&key, call.samples().saturating_mul(self.scale));
+        self.fold.count(&key, call.samples());
         self.key = key;
     }
 }

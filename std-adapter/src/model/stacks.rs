@@ -200,12 +200,51 @@ impl<'f> Locations<'f> {
                 });
                 next
             });
-            let column = frames.frame(l).location.map_or(0, |loc| i64::from(loc.col.max(-1) + 1));
+            // CPython's columns count from 0 (-1: unknown); pprof's and OTLP's from 1 (0: unknown).
+            let column = frames.frame(l).location.map_or(0, |loc| i64::from(loc.col).max(-1) + 1);
             lines.push(Line { function, line: i64::from(key.lineno), column });
         }
         self.locations.push(Location { mapping: f.mapping, address: f.address.unwrap_or(0), lines });
         let i = self.locations.len() as u32 - 1;
         self.location_of[frame as usize] = i + 1;
         i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FrameInfo, Times};
+    use tachyon_core::tables::Location as Span;
+
+    #[test]
+    fn columns_count_from_one_whatever_the_input_holds() {
+        let mut frames = FrameTable::default();
+        for (i, col) in [-1, 0, 7, i32::MAX, i32::MIN].into_iter().enumerate() {
+            frames.push(FrameInfo {
+                filename: "a.py".into(),
+                funcname: format!("f{i}"),
+                location: Some(Span { lineno: 1, end_lineno: 1, col, end_col: -1 }),
+                ..FrameInfo::default()
+            });
+        }
+        let mut counts = StackCounts::new();
+        let stack = [0, 1, 2, 3, 4];
+        let call = Call {
+            times: Times::Counted(1),
+            interpreter_id: 0,
+            thread_id: 0,
+            status: 0,
+            stack: &stack,
+            continued: false,
+        };
+        counts.collect(&frames, &call);
+        let mut tables = Locations::new(&frames);
+        let mut columns = Vec::new();
+        for &f in counts.stacks()[0].frames.iter() {
+            let at = tables.location(f) as usize;
+            columns.push(tables.locations[at].lines[0].column);
+        }
+        assert_eq!(columns, [0, 1, 8, 1 << 31, 0]);
     }
 }

@@ -34,7 +34,7 @@ impl Attributes {
     }
 
     fn index(&mut self, key: i32, value: AttributeValue) -> i32 {
-        let next = self.table.len() as i32;
+        let next = index(self.table.len());
         let table = &mut self.table;
         *self.index.entry((key, value)).or_insert_with_key(|(key, value)| {
             let value = match value {
@@ -49,6 +49,12 @@ impl Attributes {
             next
         })
     }
+}
+
+/// A table index as OTLP's `int32` fields hold it (no table of this size fits in memory; the
+/// cap keeps the conversion total).
+fn index(i: usize) -> i32 {
+    i32::try_from(i).unwrap_or(i32::MAX)
 }
 
 fn key_value(key: &str, value: &str) -> KeyValue {
@@ -76,7 +82,7 @@ pub fn request(
     service_name: Option<&str>,
 ) -> ExportProfilesServiceRequest {
     let mut strings = StringIndex::default();
-    let mut id = |s: &str| strings.id(s) as i32;
+    let mut id = |s: &str| index(strings.id(s) as usize);
     id("");
     let mut attributes = Attributes::new();
 
@@ -99,8 +105,8 @@ pub fn request(
     let mut stack_index: HashMap<Vec<i32>, i32> = HashMap::new();
     let mut stack_of = Vec::with_capacity(counts.stacks().len());
     for stack in counts.stacks() {
-        let locations: Vec<i32> = stack.frames.iter().map(|&f| tables.location(f) as i32 + 1).collect();
-        let next = stack_table.len() as i32;
+        let locations: Vec<i32> = stack.frames.iter().map(|&f| index(tables.location(f) as usize + 1)).collect();
+        let next = index(stack_table.len());
         let i = *stack_index.entry(locations).or_insert_with_key(|locations| {
             stack_table.push(Stack { location_indices: locations.clone() });
             next
@@ -111,12 +117,16 @@ pub fn request(
     let location_table = std::iter::once(Location::default())
         .chain(tables.locations.iter().map(|l| {
             Location {
-                mapping_index: l.mapping.map_or(0, |m| m as i32 + 1),
+                mapping_index: l.mapping.map_or(0, |m| index(m as usize + 1)),
                 address: l.address,
                 lines: l
                     .lines
                     .iter()
-                    .map(|line| Line { function_index: line.function as i32 + 1, line: line.line, column: line.column })
+                    .map(|line| Line {
+                        function_index: index(line.function as usize + 1),
+                        line: line.line,
+                        column: line.column,
+                    })
                     .collect(),
                 attribute_indices: vec![attributes.index(
                     frame_type,
