@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use tachyon::convert::{Destination, OutputKind};
 use tachyon::model::fold::{Fold as Folding, FoldOptions};
-use tachyon::request::{expand_folders, MergeRequest};
+use tachyon::request::{expand_folders, write_folded, MergeRequest};
 
 use crate::convert::{is_text, request, value_enum};
 use crate::errors::request_error;
@@ -99,14 +99,16 @@ impl Fold {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
         let files = collect_paths(paths)?;
-        let mut inner = std::mem::take(&mut *self.lock());
         let merge = merge_request(to, false, keep_going, options)?;
+        // `&mut self`: PyO3's borrow flag keeps every other method of this object out while the
+        // GIL is released below, so holding the lock across it cannot deadlock.
+        let mut inner = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let before = inner.samples();
-        let result = fold_into(py, &mut inner, &files, &merge);
-        let after = inner.samples();
-        *self.lock() = inner;
-        self.skipped.extend(result?);
-        Ok(after - before)
+        let skipped = fold_into(py, &mut inner, &files, &merge)?;
+        let added = inner.samples() - before;
+        drop(inner);
+        self.skipped.extend(skipped);
+        Ok(added)
     }
 
     /// Adds `other` into this fold.
@@ -183,7 +185,7 @@ impl Fold {
                 Some(p) => Destination::File(p),
                 None => Destination::Stream(&mut memory),
             };
-            tachyon::convert::convert(&mut folded, &out, dest, &mut |_| {}).map_err(|e| e.to_string())
+            write_folded(&mut folded, &out, dest, &name).map_err(|e| e.to_string())
         });
         let samples = written.map_err(PyValueError::new_err)?;
         let kind = merge.convert.to;

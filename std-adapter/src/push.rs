@@ -30,7 +30,7 @@ use crate::model::fold::{Fold, FoldOptions};
 use crate::model::Clock;
 use crate::otlp::DEFAULT_SERVICE_NAME;
 use crate::output::{Destination, OutputKind};
-use crate::request::{convert_file, ConvertRequest, InputOptions, MergeRequest, RequestError, Teardown};
+use crate::request::{convert_file, write_folded, ConvertRequest, InputOptions, MergeRequest, RequestError, Teardown};
 
 /// Where profiles go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -472,9 +472,7 @@ pub fn request_for(
     merge.fold_files(&[file.to_owned()], &output, &mut fold, warn, &mut |_| {})?;
     let mut folded = fold.finish().ok_or_else(|| RequestError::Usage(format!("{}: no samples", file.display())))?;
     let mut bytes = Vec::new();
-    crate::convert::convert(&mut folded, &output, Destination::Stream(&mut bytes), &mut |_| {}).map_err(|error| {
-        RequestError::Convert { file: file.to_owned(), error: error.map_read(|never| match never {}) }
-    })?;
+    write_folded(&mut folded, &output, Destination::Stream(&mut bytes), file)?;
     let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
     let info = crate::model::Source::info(&folded);
     let from_us = if info.clock == Clock::Unix { info.start_time_us } else { now_us };

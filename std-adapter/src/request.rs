@@ -12,7 +12,7 @@ use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
 
-use crate::model::fold::{Fold, FoldError, FoldOptions};
+use crate::model::fold::{Fold, FoldError, FoldOptions, Folded};
 use crate::mojo::source::MojoMetric;
 use crate::output::{ConvertError, Destination, Output, OutputKind, SortOrder};
 use crate::pprof::source::SampleIndex;
@@ -454,12 +454,19 @@ pub fn merge_files(
     let Some(mut folded) = fold.finish() else {
         return Err(RequestError::Usage("no profile could be merged".into()));
     };
-    match crate::convert::convert(&mut folded, &output, dest, &mut |_| {}) {
-        Ok(_) => Ok(merged),
-        Err(error) => {
-            Err(RequestError::Convert { file: name.to_owned(), error: error.map_read(|never| match never {}) })
-        }
-    }
+    write_folded(&mut folded, &output, dest, name).map(|_| merged)
+}
+
+/// Writes a finished fold as `output` to `dest`; returns its sample count. `name` names the
+/// output in errors.
+pub fn write_folded(
+    folded: &mut Folded,
+    output: &Output,
+    dest: Destination<'_>,
+    name: &Path,
+) -> Result<u64, RequestError> {
+    crate::convert::convert(folded, output, dest, &mut |_| {})
+        .map_err(|error| RequestError::Convert { file: name.to_owned(), error: error.map_read(|never| match never {}) })
 }
 
 /// Opens `file` as the source its content says it is and hands it to `run`.

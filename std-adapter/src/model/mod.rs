@@ -103,6 +103,47 @@ pub struct SourceInfo {
     pub clock: Clock,
 }
 
+/// Where a profile lies in Unix time ([`SourceInfo::unix_span`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnixSpan {
+    /// Start, µs since the epoch.
+    pub start_us: u64,
+    /// End, µs since the epoch.
+    pub end_us: u64,
+    /// What is added to the profile's own times to make them Unix time.
+    pub offset_us: i128,
+}
+
+impl SourceInfo {
+    /// The profile's span on its own clock, from its start and the earliest and latest sample
+    /// times seen (CPython's timestamps may go before the start: the span covers them).
+    pub fn own_span(&self, first_us: Option<u64>, last_us: Option<u64>) -> (u64, u64) {
+        let first = first_us.map_or(self.start_time_us, |t| t.min(self.start_time_us));
+        (first, last_us.unwrap_or(self.start_time_us).max(self.start_time_us))
+    }
+
+    /// The profile's span in Unix time, given the earliest and latest sample times seen and
+    /// when its file was written: as stated on a Unix clock (pprof); on a monotonic clock
+    /// (CPython's), placed so that the last sample is when the file was written, the spacing
+    /// kept; without times, the write time alone. `None` where nothing says.
+    pub fn unix_span(
+        &self,
+        written_unix_us: Option<u64>,
+        first_us: Option<u64>,
+        last_us: Option<u64>,
+    ) -> Option<UnixSpan> {
+        let (first, last) = self.own_span(first_us, last_us);
+        let offset_us = match (self.clock, written_unix_us) {
+            (Clock::Unix, _) => 0,
+            (Clock::Monotonic, Some(w)) => i128::from(w) - i128::from(last),
+            (Clock::None, Some(w)) => return Some(UnixSpan { start_us: w, end_us: w, offset_us: 0 }),
+            _ => return None,
+        };
+        let unix = |t: u64| (i128::from(t) + offset_us).clamp(0, i128::from(u64::MAX)) as u64;
+        Some(UnixSpan { start_us: unix(first), end_us: unix(last), offset_us })
+    }
+}
+
 /// What clock a profile's times are on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clock {

@@ -14,7 +14,7 @@ use super::proto::{
 use super::{attribute, DEFAULT_SERVICE_NAME, SCOPE_NAME};
 use crate::hash::StringIndex;
 use crate::model::stacks::{Locations, StackCounts};
-use crate::model::{Clock, FrameTable, SourceInfo};
+use crate::model::{FrameTable, SourceInfo, UnixSpan};
 
 /// The dictionary's attribute table, each distinct (key, value) once after the zero entry.
 struct Attributes {
@@ -149,15 +149,14 @@ pub fn request(
         }))
         .collect();
 
-    let last_us = counts.last_us().unwrap_or(info.start_time_us).max(info.start_time_us);
-    // CPython's timestamps may go before the start: the profile's span covers them.
-    let first_us = counts.first_us().map_or(info.start_time_us, |t| t.min(info.start_time_us));
-    let (start_us, offset_us) = match (info.clock, written_unix_us) {
-        (Clock::Monotonic, Some(written)) => (first_us, i128::from(written) - i128::from(last_us)),
-        (Clock::None, Some(written)) => (written, 0),
-        _ => (first_us, 0),
-    };
-    let unix_ns = |t_us: u64| (i128::from(t_us) + offset_us).clamp(0, i128::from(u64::MAX / 1000)) as u64 * 1000;
+    // Unix time where anything says how, the profile's own times otherwise.
+    let (first, last) = (counts.first_us(), counts.last_us());
+    let span = info.unix_span(written_unix_us, first, last).unwrap_or_else(|| {
+        let (start_us, end_us) = info.own_span(first, last);
+        UnixSpan { start_us, end_us, offset_us: 0 }
+    });
+    let ns = |t_us: u64| t_us.min(u64::MAX / 1000) * 1000;
+    let unix_ns = |t_us: u64| ns((i128::from(t_us) + span.offset_us).clamp(0, i128::from(u64::MAX)) as u64);
     let interval_ns = i64::try_from(info.sample_interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
     let thread_key = id(attribute::THREAD_ID);
     let mut count_samples = Vec::with_capacity(counts.stacks().len());
@@ -185,8 +184,8 @@ pub fn request(
         time_samples.push(Sample { stack_index, attribute_indices, values: times_of, timestamps_unix_nano });
     }
 
-    let time_unix_nano = unix_ns(start_us);
-    let duration_nano = if info.clock == Clock::None { 0 } else { (last_us - first_us).saturating_mul(1000) };
+    let time_unix_nano = ns(span.start_us);
+    let duration_nano = (span.end_us - span.start_us).saturating_mul(1000);
     let time_type = ValueType { type_strindex: id(&info.mode), unit_strindex: id("nanoseconds") };
     let profile = |sample_type: ValueType, samples: Vec<Sample>| Profile {
         sample_type: Some(sample_type),

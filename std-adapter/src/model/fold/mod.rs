@@ -195,35 +195,12 @@ impl Fold {
         };
         let samples = source.replay(&mut into, progress).map_err(FoldError::Read)?;
         let (first_us, last_us) = (into.first_us, into.last_us);
-        (facts.start_unix_us, facts.end_unix_us) = Self::unix_span(&info, source.written_unix_us(), first_us, last_us);
+        let span = info.unix_span(source.written_unix_us(), first_us, last_us);
+        (facts.start_unix_us, facts.end_unix_us) = (span.map(|s| s.start_us), span.map(|s| s.end_us));
         self.merge_facts(facts);
         self.samples = self.samples.saturating_add(samples);
         self.profiles += 1;
         Ok(samples)
-    }
-
-    /// The profile's span in Unix time: as stated (pprof), placed so that its last sample is
-    /// when the file was written (CPython's monotonic clock), or the write time alone.
-    fn unix_span(
-        info: &SourceInfo,
-        written: Option<u64>,
-        first_us: Option<u64>,
-        last_us: Option<u64>,
-    ) -> (Option<u64>, Option<u64>) {
-        match info.clock {
-            Clock::Unix if info.start_time_us != 0 => {
-                (Some(info.start_time_us), Some(last_us.unwrap_or(info.start_time_us).max(info.start_time_us)))
-            }
-            Clock::Monotonic => match written {
-                Some(w) => {
-                    let first = first_us.unwrap_or(info.start_time_us).min(info.start_time_us);
-                    let last = last_us.unwrap_or(info.start_time_us).max(info.start_time_us);
-                    (Some(w.saturating_sub(last - first)), Some(w))
-                }
-                None => (None, None),
-            },
-            _ => (written, written),
-        }
     }
 
     /// Refuses facts that do not share the fold's sample meaning.
@@ -369,11 +346,8 @@ impl Fold {
             .into_iter()
             .map(|(key, n)| (u64::from(key[0]) | (u64::from(key[1]) << 32), key[2..].to_vec(), n))
             .collect();
-        stacks.sort_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| {
-                let ranks = |s: &[u32]| s.iter().rev().map(|&f| frame_rank[f as usize]).collect::<Vec<_>>();
-                ranks(&a.1).cmp(&ranks(&b.1))
-            })
+        stacks.sort_by_cached_key(|(thread, stack, _)| {
+            (*thread, stack.iter().rev().map(|&f| frame_rank[f as usize]).collect::<Vec<_>>())
         });
         let mut table = FrameTable {
             mappings: mapping_order.iter().map(|&m| self.mappings[m as usize].clone()).collect(),
