@@ -15,6 +15,8 @@
 # installed here if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 ROOT=$PWD
 WORK="$ROOT/target/capture-bench"
 RUNS=${RUNS:-7}
@@ -29,8 +31,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 PROFILER=/usr/lib/x86_64-linux-gnu/libprofiler.so
 rm -rf "$WORK" && mkdir -p "$WORK"
-cargo build -q --release -p tachyon-capi -p tachyon || fail "building"
-cargo run -q --release -p qemu-tests --bin side_by_side -- --only capture || fail "side_by_side --only capture"
+release_build || fail "building"
+target/release/side_by_side --only capture || fail "side_by_side --only capture"
 
 LIB="$ROOT/target/release/libtachyon_c.a"
 gcc -std=c11 -O2 -g -I capi/include capi/examples/capture/native_sigprof.c "$LIB" -lpthread -ldl -lm \

@@ -5,27 +5,59 @@
 # the PowerPC files. Needs scripts/oracle.sh and the cross set-up of scripts/test-all.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 {
 DIR=${1:-$PWD/target/exchange}
 TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 rm -rf "$DIR" && mkdir -p "$DIR"
 # The qemu profile (see Cargo.toml): the big-endian suite has built the big-endian binaries
-# with it already; the host one is built here.
-run_host() { cargo run -q --profile qemu -p qemu-tests --bin exchange -- "$@"; }
-run_on() { local t=$1; shift; cargo run -q --profile qemu -p qemu-tests --bin exchange --target "$t" -- "$@"; }
-
-run_host docs "$DIR"
-run_host write "$DIR"
-for t in "${TARGETS[@]}"; do run_on "$t" write "$DIR"; done
+# with it already (its test build makes the same binaries with the same features); the host
+# one is built here. Built first, then each phase's programs run side by side, each an
+# emulated process of its own: the writers (and CPython writing), then the readers (and
+# CPython reading). Each one's output is kept and shown in order.
+cargo build -q --profile qemu -p qemu-tests --bin exchange
+for t in "${TARGETS[@]}"; do cargo build -q --profile qemu -p qemu-tests --bin exchange --target "$t"; done
+exe() { # exe TARGET|host: the exchange binary and the runner it needs
+  case $1 in
+    host) echo "target/qemu/exchange" ;;
+    s390x-*) echo "qemu-s390x -L /usr/s390x-linux-gnu target/$1/qemu/exchange" ;;
+    powerpc-*) echo "qemu-ppc -L /usr/powerpc-linux-gnu target/$1/qemu/exchange" ;;
+    powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/qemu/exchange" ;;
+  esac
+}
+# start NAME CMD...: CMD in the background, its output in $DIR/NAME.log. finish: waits for
+# every started command, shows the log of each that failed, fails if one did.
+PIDS=()
+NAMES=()
+start() { local name=$1; shift; "$@" >"$DIR/$name.log" 2>&1 & PIDS+=($!); NAMES+=("$name"); }
+finish() {
+  local i failed=0
+  for i in "${!PIDS[@]}"; do
+    wait "${PIDS[$i]}" && continue
+    failed=1
+    printf 'exchange: %s failed:\n' "${NAMES[$i]}" >&2
+    cat "$DIR/${NAMES[$i]}.log" >&2
+  done
+  PIDS=() NAMES=()
+  return $failed
+}
+$(exe host) docs "$DIR"
+start write-host $(exe host) write "$DIR"
+for t in "${TARGETS[@]}"; do start "write-$t" $(exe "$t") write "$DIR"; done
 for arch in amd64 s390x; do
-  scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py write "$DIR/write-$arch.tsv"
-  scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py dump "$DIR/dump-$arch.tsv"
+  start "cpython-write-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py write "$DIR/write-$arch.tsv"
 done
-{
-  run_host read "$DIR"
-  for t in "${TARGETS[@]}"; do run_on "$t" read "$DIR"; done
-} | tee "$DIR/matrix.txt"
-run_host check "$DIR"
+finish
+for t in host "${TARGETS[@]}"; do cat "$DIR/write-$t.log"; done
+for arch in amd64 s390x; do
+  start "cpython-dump-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py dump "$DIR/dump-$arch.tsv"
+done
+start read-host $(exe host) read "$DIR"
+for t in "${TARGETS[@]}"; do start "read-$t" $(exe "$t") read "$DIR"; done
+finish
+{ cat "$DIR/read-host.log"; for t in "${TARGETS[@]}"; do cat "$DIR/read-$t.log"; done; } | tee "$DIR/matrix.txt"
+$(exe host) check "$DIR"
 
 echo
 echo "Exchange matrix: rows = reader, columns = writer; samples matched (files)"

@@ -6,8 +6,12 @@
 # CPython 3.15.2's reader read both. Leaves in target/firmware/: <target>.ram.pyb,
 # <target>.uart.pyb, <target>.uart.bin (the raw capture), <target>.defmt and <target>.log.
 # Installs what it needs on a fresh Debian machine (as root); says which step failed.
+# `--prepare` only builds defmt-print into the cache (the test command does it beside its
+# downloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 ROOT=$PWD
 OUT="$ROOT/target/firmware"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tachyon-firmware"
@@ -33,7 +37,8 @@ if [ ! -x "$DEFMT_PRINT" ]; then
   log "building defmt-print 1.2.0 (once; cached in $CACHE)"
   cargo install -q defmt-print --version 1.2.0 --locked --root "$CACHE/defmt-print" || fail "cargo install defmt-print"
 fi
-cargo build -q --release -p tachyon || fail "building the tachyon command"
+[ "${1:-}" != --prepare ] || exit 0
+release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
 
 mkdir -p "$OUT"

@@ -11,9 +11,11 @@
 # Needs go and /usr/bin/time (scripts/viewer-tools.sh, scripts/fleet.sh install them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 RUNS=${RUNS:-3}
 fail() { printf 'fleet benchmark failed: %s\n' "$*" >&2; exit 1; }
-cargo build --release -q -p tachyon --bin tachyon -p qemu-tests --bin fleet_files || fail "build"
+release_build || fail "build"
 T=$PWD/target/release/tachyon
 W=$PWD/target/fleet-bench
 rm -rf "$W" && mkdir -p "$W/pyb" "$W/pb2000" "$W/pb200"

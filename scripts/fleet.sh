@@ -7,8 +7,13 @@
 #
 # Cache: ~/.cache/tachyon-fleet (a Python 3.11 environment with the pinned packages; only the
 # wheel is installed again each run). Every failure names its step.
+#
+#   bash scripts/fleet.sh --prepare    only the environment (the test command makes it beside
+#                                      its other downloads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 C=${TACHYON_FLEET_CACHE:-$HOME/.cache/tachyon-fleet}
 fail() { printf 'fleet failed at step "%s": %s\n' "$1" "$2" >&2; exit 1; }
 step() { printf -- '--> %s\n' "$*"; }
@@ -16,25 +21,25 @@ PY311=/usr/bin/python3.11
 # opentelemetry-proto 1.45.2 is generated from opentelemetry-proto v1.10.0, the release
 # src/otlp implements (its PyPI description says so); Dask runs the distributed merge.
 PINNED=(opentelemetry-proto==1.45.2 protobuf==7.36.2 dask==2026.8.0 distributed==2026.8.0)
-command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-tools.sh installs it)"
 if [ ! -x /usr/bin/time ]; then
   [ "$(id -u)" = 0 ] || fail "GNU time" "/usr/bin/time is missing and this is not root (apt-get install time)"
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null \
     || fail "GNU time" "apt-get install time failed"
 fi
 
-step "build the release tachyon command and qemu-tests' fleet_files"
-cargo build --release -q -p tachyon --bin tachyon || fail "build" "cargo build --release -p tachyon"
-cargo build --release -q -p qemu-tests --bin fleet_files || fail "build" "cargo build --release -p qemu-tests --bin fleet_files"
-export TACHYON_CLI=$PWD/target/release/tachyon
-
 step "Python 3.11 environment with ${PINNED[*]} (cached)"
 if [ "$(cat "$C/venv/pinned" 2>/dev/null)" != "${PINNED[*]}" ]; then
   rm -rf "$C/venv"
   "$PY311" -m venv "$C/venv" || fail "environment" "cannot make a virtual environment"
-  "$C/venv/bin/pip" install -q "${PINNED[@]}" || fail "environment" "pip install ${PINNED[*]} failed"
+  timed download "$C/venv/bin/pip" install -q "${PINNED[@]}" || fail "environment" "pip install ${PINNED[*]} failed"
   echo "${PINNED[*]}" > "$C/venv/pinned"
 fi
+[ -z "${1:-}" ] || { [ "$1" = --prepare ] && exit 0; fail "arguments" "only --prepare is known"; }
+
+command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-tools.sh installs it)"
+step "the release build (tachyon, fleet_files; scripts/harness.sh, shared with every step)"
+release_build || fail "build" "the release build"
+export TACHYON_CLI=$PWD/target/release/tachyon
 wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
 "$C/venv/bin/pip" install -q --force-reinstall --no-deps "$wheel" || fail "wheel" "pip install $wheel failed"
 

@@ -12,6 +12,8 @@
 #                                        of it, in runs of FUZZ_CHUNK seconds (default 600):
 #                                        stop it any time, run it again to go on
 #   bash scripts/fuzz.sh --ledger        the ledger summed per target
+#   bash scripts/fuzz.sh --prepare       only install cargo-fuzz (the test command does it
+#                                        beside its downloads)
 #   FUZZ_TARGETS="mojo pstats" ...       only those targets
 #   FUZZ_SANITIZER=none ...              without AddressSanitizer (default: address)
 #
@@ -27,6 +29,8 @@
 # copied to fuzz/regressions/<target>/ so that fuzz/tests/replay.rs keeps it as a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 ROOT=$PWD
 fail() { printf 'FUZZ FAILED: %s\n' "$*" >&2; exit 1; }
 log() { printf '  fuzz: %s\n' "$*"; }
@@ -40,7 +44,11 @@ ledger_total() { # ledger_total TARGET: executions the ledger counts for it
   [ -f "$LEDGER" ] || { echo 0; return; }
   awk -F'\t' -v t="$1" '$2 == t { n += $5 } END { printf "%d\n", n }' "$LEDGER"
 }
+PREPARE=
 case "${1:-}" in
+  --prepare)
+    PREPARE=1
+    ;;
   --campaign)
     CAMPAIGN=1
     SECONDS_EACH=${2:?--campaign takes the seconds per target}
@@ -86,6 +94,7 @@ if ! "$CACHE/cargo/bin/cargo-fuzz" --version 2>/dev/null | grep -q "$CARGO_FUZZ_
   cargo install -q --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION" --root "$CACHE/cargo" \
     || fail "cargo install cargo-fuzz"
 fi
+[ -z "$PREPARE" ] || exit 0
 export PATH=$CACHE/cargo/bin:$PATH
 export RUSTC_BOOTSTRAP=1
 # Logs, seeds and results go under target/ (a fresh clone has none yet).

@@ -10,8 +10,16 @@
 #
 # Cache: ~/.cache/tachyon-python (maturin's and 3.11's environments, the test suite package,
 # the 3.15 install). Every failure names its step.
+#
+#   bash scripts/python.sh --prepare    only what is downloaded (maturin, the test suite,
+#                                       CPython 3.13 and 3.14): the test command does this
+#                                       beside its other downloads
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
+PREPARE=
+[ "${1:-}" = --prepare ] && PREPARE=1
 C=${TACHYON_PYTHON_CACHE:-$HOME/.cache/tachyon-python}
 A=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}
 fail() { printf 'python package failed at step "%s": %s\n' "$1" "$2" >&2; exit 1; }
@@ -31,12 +39,49 @@ step "maturin $MATURIN_VERSION from the package index (cached environment)"
 if [ "$("$C/maturin/bin/maturin" --version 2>/dev/null)" != "maturin $MATURIN_VERSION" ]; then
   rm -rf "$C/maturin"
   "$PY311" -m venv "$C/maturin" || fail "maturin" "cannot make a virtual environment"
-  "$C/maturin/bin/pip" install -q "maturin==$MATURIN_VERSION" || fail "maturin" "pip install maturin==$MATURIN_VERSION failed"
+  timed download "$C/maturin/bin/pip" install -q "maturin==$MATURIN_VERSION" || fail "maturin" "pip install maturin==$MATURIN_VERSION failed"
+fi
+
+step "Debian's libpython3.15-testsuite (CPython's own tests), cached"
+T=$C/testsuite
+if [ ! -f "$T/ready" ]; then
+  rm -rf "$T" && mkdir -p "$T/dl"
+  # apt-get download writes into the current folder.
+  (cd "$T/dl" && APT_CONFIG=$A/apt.conf timed download apt-get download libpython3.15-testsuite:amd64 >"$T/download.log" 2>&1) \
+    || fail "test suite" "apt-get download libpython3.15-testsuite failed (see $T/download.log)"
+  deb=$(find "$T/dl" -name 'libpython3.15-testsuite_*.deb' | head -1)
+  [ -n "$deb" ] || fail "test suite" "the .deb was not downloaded (see $T/download.log)"
+  dpkg-deb -x "$deb" "$T/root" || fail "test suite" "dpkg-deb -x $deb"
+  touch "$T/ready"
+fi
+
+# Debian unstable's CPython 3.13 and 3.14, unpacked as scripts/oracle.sh unpacks 3.15 (with
+# its private package lists) and run through their own loader: the abi3 wheel on two more
+# versions, against CPython 3.15.2's committed outputs (python/tests/versions.py).
+sid_root() { # sid_root VERSION: Debian unstable's python$VERSION unpacked into $C/python$VERSION/root
+  local v=$1 R=$C/python$1
+  if [ ! -f "$R/ready" ]; then
+    rm -rf "$R" && mkdir -p "$R/dl/partial" "$R/root"
+    APT_CONFIG=$A/apt.conf timed download apt-get install -y -qq --download-only -o Dir::Cache::archives="$R/dl/" "python$v:amd64" \
+      >"$R/download.log" 2>&1 || fail "python$v" "apt-get download of Debian unstable's python$v failed (see $R/download.log)"
+    for deb in "$R"/dl/*.deb; do
+      dpkg-deb -x "$deb" "$R/root" || fail "python$v" "dpkg-deb -x $deb"
+    done
+    (cd "$R/root" && for d in lib lib64 bin sbin; do [ -e "usr/$d" ] && ln -sfn "usr/$d" "$d"; done; true)
+    rm -rf "$R/dl"
+    touch "$R/ready"
+  fi
+}
+if [ -n "$PREPARE" ]; then
+  step "CPython 3.13 and 3.14 from Debian unstable (cached)"
+  sid_root 3.13
+  sid_root 3.14
+  exit 0
 fi
 
 step "build the abi3 wheel into target/wheels/"
 rm -f target/wheels/tachyon_profiles-*.whl
-(cd python && CARGO_TARGET_DIR="$PWD/../target/python" "$C/maturin/bin/maturin" build --release --locked \
+(cd python && CARGO_TARGET_DIR="$PWD/../target/python" timed build "$C/maturin/bin/maturin" build --release --locked \
   --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
 wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
 echo "$wheel"
@@ -50,19 +95,6 @@ step "pip install the wheel into CPython 3.15.2 (the oracle's, with --target)"
 rm -rf "$C/site315"
 "$C/py311/bin/pip" install -q --target "$C/site315" "$wheel" || fail "pip install (3.15)" "pip install --target failed"
 
-step "Debian's libpython3.15-testsuite (CPython's own tests), cached"
-T=$C/testsuite
-if [ ! -f "$T/ready" ]; then
-  rm -rf "$T" && mkdir -p "$T/dl"
-  # apt-get download writes into the current folder.
-  (cd "$T/dl" && APT_CONFIG=$A/apt.conf apt-get download libpython3.15-testsuite:amd64 >"$T/download.log" 2>&1) \
-    || fail "test suite" "apt-get download libpython3.15-testsuite failed (see $T/download.log)"
-  deb=$(find "$T/dl" -name 'libpython3.15-testsuite_*.deb' | head -1)
-  [ -n "$deb" ] || fail "test suite" "the .deb was not downloaded (see $T/download.log)"
-  dpkg-deb -x "$deb" "$T/root" || fail "test suite" "dpkg-deb -x $deb"
-  touch "$T/ready"
-fi
-
 step "CPython 3.15.2's test_binary_format with tachyon_profiles' BinaryWriter and BinaryReader"
 PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/cpython_suite.py "$T/root/usr/lib/python3.15" \
   || fail "CPython's test_binary_format" "see above"
@@ -71,22 +103,9 @@ step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command 
 TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
   || fail "test_package.py" "see above"
 
-# Debian unstable's CPython 3.13 and 3.14, unpacked as scripts/oracle.sh unpacks 3.15 (with
-# its private package lists) and run through their own loader: the abi3 wheel on two more
-# versions, against CPython 3.15.2's committed outputs (python/tests/versions.py).
 sid_python() {
   local v=$1 R=$C/python$1
-  if [ ! -f "$R/ready" ]; then
-    rm -rf "$R" && mkdir -p "$R/dl/partial" "$R/root"
-    APT_CONFIG=$A/apt.conf apt-get install -y -qq --download-only -o Dir::Cache::archives="$R/dl/" "python$v:amd64" \
-      >"$R/download.log" 2>&1 || fail "python$v" "apt-get download of Debian unstable's python$v failed (see $R/download.log)"
-    for deb in "$R"/dl/*.deb; do
-      dpkg-deb -x "$deb" "$R/root" || fail "python$v" "dpkg-deb -x $deb"
-    done
-    (cd "$R/root" && for d in lib lib64 bin sbin; do [ -e "usr/$d" ] && ln -sfn "usr/$d" "$d"; done; true)
-    rm -rf "$R/dl"
-    touch "$R/ready"
-  fi
+  sid_root "$v"
   PYTHONPATH="$C/site315" "$R/root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$R/root/usr/lib/x86_64-linux-gnu" \
     "$R/root/usr/bin/python$v" python/tests/versions.py || fail "python$v" "python/tests/versions.py failed on $v"
 }

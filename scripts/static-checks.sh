@@ -6,6 +6,8 @@
 # `git add` new files first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/harness.sh
+. scripts/harness.sh
 
 {
 
@@ -59,7 +61,7 @@ done
 
 step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"
 MSRV=1.81.0
-grep -q "^$MSRV" <<<"$(rustup toolchain list)" || rustup toolchain install "$MSRV" --profile minimal \
+grep -q "^$MSRV" <<<"$(rustup toolchain list)" || timed download rustup toolchain install "$MSRV" --profile minimal \
   || missing "Rust $MSRV toolchain (rustup could not download it)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -87,9 +89,10 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
       cargo update -q -p "$name" --precise "$older"
     done
   }
-  msrv_check -p tachyon-core --features alloc,zstd,defmt,transport,marshal
-  msrv_check -p tachyon
-  msrv_check -p tachyon-capi
+  # One invocation: each crate is checked once, the dependencies with the features all three
+  # unify to (three invocations checked tachyon-core three times with three feature sets).
+  msrv_check -p tachyon-core -p tachyon -p tachyon-capi \
+    --features tachyon-core/alloc,tachyon-core/zstd,tachyon-core/defmt,tachyon-core/transport,tachyon-core/marshal
 )
 rm -rf "$scratch-target"
 

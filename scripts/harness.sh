@@ -1,0 +1,75 @@
+# Sourced by every script the test command runs (never run on its own). Two things:
+#
+# 1. Time accounting. Each step of scripts/test-all.sh is reported as download / build / run.
+#    `timed download|build CMD...` runs CMD and adds its wall time to that kind; `cargo` below
+#    does it by itself. When TACHYON_STEP_TIMES names a file (test-all.sh sets it), each
+#    timed command appends "KIND MILLISECONDS" to it; otherwise nothing is recorded and the
+#    commands run as they would.
+# 2. The one release build (`release_build`): the command, the C library and the release
+#    binaries of qemu-tests that steps run, made by one cargo invocation whose package and
+#    target selection never changes, so cargo resolves the same features every time and every
+#    later call is a no-op.
+#
+# Bash only; safe to source twice.
+
+[ -n "${TACHYON_HARNESS_LOADED:-}" ] && return 0
+TACHYON_HARNESS_LOADED=1
+
+_now_ms() { date +%s%3N; }
+
+# timed KIND CMD...: CMD's status is timed's; its wall time is added to KIND.
+timed() {
+  local kind=$1 started status=0
+  shift
+  started=$(_now_ms)
+  "$@" || status=$?
+  [ -n "${TACHYON_STEP_TIMES:-}" ] && printf '%s %s\n' "$kind" $(($(_now_ms) - started)) >>"$TACHYON_STEP_TIMES"
+  return "$status"
+}
+
+# cargo, split into what it builds and what it runs: `cargo test ARGS` is `cargo test --no-run
+# ARGS` (build) and then `cargo test ARGS` (run; cargo only checks that the build is fresh),
+# `cargo run ARGS -- PROGRAM ARGS` likewise with `cargo build ARGS`. The compilers' own
+# subcommands count as build, fetch and update as download, the rest (fmt, pkgid, …) as run.
+cargo() {
+  local toolchain=() sub
+  [ "${1:-}" != "${1#+}" ] && { toolchain=("$1"); shift; }
+  sub=${1:-}
+  case "$sub" in
+    build | check | clippy | doc | rustc | install | bench)
+      timed build command cargo "${toolchain[@]}" "$@" ;;
+    fetch | update)
+      timed download command cargo "${toolchain[@]}" "$@" ;;
+    test | run)
+      shift
+      local before=() arg
+      for arg in "$@"; do
+        [ "$arg" = -- ] && break
+        before+=("$arg")
+      done
+      if [[ " ${before[*]} " != *" --no-run "* ]]; then
+        if [ "$sub" = test ]; then
+          timed build command cargo "${toolchain[@]}" test --no-run "${before[@]}" || return
+        else
+          timed build command cargo "${toolchain[@]}" build "${before[@]}" || return
+        fi
+      fi
+      timed run command cargo "${toolchain[@]}" "$sub" "$@" ;;
+    fuzz)
+      case "${2:-}" in
+        build) timed build command cargo "${toolchain[@]}" "$@" ;;
+        *) timed run command cargo "${toolchain[@]}" "$@" ;;
+      esac ;;
+    *)
+      timed run command cargo "${toolchain[@]}" "$@" ;;
+  esac
+}
+
+# The release build every step shares: `tachyon` (the command), the C library (static and
+# shared) and qemu-tests' release binaries (fleet_files, side_by_side). A step that builds
+# one of these another way may make cargo resolve another feature set and build the tree
+# again, with fat LTO.
+release_build() {
+  cargo build --release --locked -q -p tachyon -p tachyon-capi -p qemu-tests \
+    --lib --bin tachyon --bin fleet_files --bin side_by_side
+}
