@@ -111,19 +111,29 @@ done
 grep -q "^$MSRV" <<<"$(rustup toolchain list)" || timed download rustup toolchain install "$MSRV" --profile minimal \
   || missing "Rust $MSRV toolchain (rustup could not download it)"
 # Each step's script installs what it lacks on its own (and says so); asked here all at once,
-# apt reads its database and resolves once instead of once a script. Recommended packages as
-# the scripts install them: with them for the tools the viewers' checks run, without for the
-# rest.
-WITH_RECOMMENDS=(gcc g++ libc6-dev qemu-user gcc-s390x-linux-gnu gcc-powerpc-linux-gnu gcc-powerpc64-linux-gnu
-  g++-powerpc-linux-gnu g++-powerpc64-linux-gnu gcc-i686-linux-gnu autoconf automake libtool golang-go librsvg2-bin
-  python3.11 python3.11-venv python3-pip npm graphviz libgoogle-perftools-dev google-perftools libc6-dbg
-  debian-archive-keyring binutils)
-WITHOUT_RECOMMENDS=(qemu-system-arm cbindgen clang valgrind pkg-config lua5.4 liblua5.4-dev binutils-arm-none-eabi time)
-not_installed() {
-  local p
-  for p in "$@"; do
-    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || printf '%s\n' "$p"
-  done
+# apt reads its database and resolves once instead of once a script. Each package is named
+# with what shows it is there (a command, or a file), as the scripts test for it; recommended
+# packages as the scripts install them: with them for the tools the viewers' checks run,
+# without for the rest.
+WITH_RECOMMENDS=(cc:gcc g++:g++ /usr/include/stdio.h:libc6-dev qemu-s390x:qemu-user qemu-ppc64:qemu-user
+  s390x-linux-gnu-gcc:gcc-s390x-linux-gnu powerpc-linux-gnu-gcc:gcc-powerpc-linux-gnu
+  powerpc64-linux-gnu-gcc:gcc-powerpc64-linux-gnu powerpc-linux-gnu-g++:g++-powerpc-linux-gnu
+  powerpc64-linux-gnu-g++:g++-powerpc64-linux-gnu i686-linux-gnu-gcc:gcc-i686-linux-gnu autoreconf:autoconf
+  automake:automake libtoolize:libtool go:golang-go rsvg-convert:librsvg2-bin python3.11:python3.11
+  /usr/lib/python3.11/venv/__init__.py:python3.11-venv npm:npm dot:graphviz
+  /usr/include/gperftools/profiler.h:libgoogle-perftools-dev google-pprof:google-perftools
+  /usr/lib/debug/.build-id:libc6-dbg /usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
+  objdump:binutils)
+WITHOUT_RECOMMENDS=(qemu-system-arm:qemu-system-arm cbindgen:cbindgen clang:clang valgrind:valgrind
+  pkg-config:pkg-config lua5.4:lua5.4 /usr/include/lua5.4/lua.h:liblua5.4-dev arm-none-eabi-ld:binutils-arm-none-eabi
+  /usr/bin/time:time)
+not_installed() { # not_installed WHAT:PACKAGE...: the packages whose command or file is missing
+  local pair what
+  for pair in "$@"; do
+    what=${pair%%:*}
+    if [ "${what#/}" != "$what" ]; then [ -e "$what" ] && continue; else command -v "$what" >/dev/null && continue; fi
+    printf '%s\n' "${pair#*:}"
+  done | sort -u
 }
 mapfile -t need_with < <(not_installed "${WITH_RECOMMENDS[@]}")
 mapfile -t need_without < <(not_installed "${WITHOUT_RECOMMENDS[@]}")
