@@ -55,13 +55,13 @@ diff -u capi/include/tachyon.h "$OUT/tachyon.h" \
   || fail "capi/include/tachyon.h is stale: regenerate it (cd capi && cbindgen --config cbindgen.toml --crate tachyon-capi --output include/tachyon.h .)"
 
 # --- libraries ------------------------------------------------------------------------------
-# The qemu profile (dev's debug assertions and overflow checks, at opt-level 1): the exchange
+# The checked profile (dev's debug assertions and overflow checks, at opt-level 1): the exchange
 # matrix built this tree's dependencies with it just before, with the same features, so only
 # the C library itself is compiled here.
-cargo build -q --profile qemu -p tachyon-capi || fail "building the C library"
+cargo build -q --profile checked -p tachyon-capi || fail "building the C library"
 release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
-LIB="$ROOT/target/qemu"
+LIB="$ROOT/target/checked"
 LIBS="-lpthread -ldl -lm"
 # pkg-config file for the build tree (capi/tachyon.pc.in, as an install would fill it in).
 mkdir -p "$OUT/pkgconfig"
@@ -189,10 +189,10 @@ for target in "${CROSS_TARGETS[@]}"; do
     powerpc64) cc=powerpc64-linux-gnu-gcc qemu="qemu-ppc64 -L /usr/powerpc64-linux-gnu" ;;
   esac
   log "$arch: the tests cross-compiled, under qemu-user"
-  # The qemu profile (dev's checks at opt-level 1), as the big-endian suite and the exchange
+  # The checked profile (dev's checks at opt-level 1), as the big-endian suite and the exchange
   # matrix build for these targets: the dependencies they built are reused, not built again.
-  cargo build -q --profile qemu -p tachyon-capi --target "$target" || fail "building the C library for $target"
-  build_tests "$cc" "$OUT/$arch" "$ROOT/target/$target/qemu/libtachyon_c.a"
+  cargo build -q --profile checked -p tachyon-capi --target "$target" || fail "building the C library for $target"
+  build_tests "$cc" "$OUT/$arch" "$ROOT/target/$target/checked/libtachyon_c.a"
   run_writer "$OUT/$arch" "$qemu" big
   run_reader "$OUT/$arch" "$qemu"
   run_errors "$OUT/$arch" "$qemu"

@@ -11,19 +11,19 @@ cd "$(dirname "$0")/.."
 DIR=${1:-$PWD/target/exchange}
 TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 rm -rf "$DIR" && mkdir -p "$DIR"
-# The qemu profile (see Cargo.toml): the big-endian suite has built the big-endian binaries
+# The checked profile (see Cargo.toml): the big-endian suite has built the big-endian binaries
 # with it already (its test build makes the same binaries with the same features); the host
 # one is built here. Built first, then each phase's programs run side by side, each an
 # emulated process of its own: the writers (and CPython writing), then the readers (and
 # CPython reading). Each one's output is kept and shown in order.
-cargo build -q --profile qemu -p qemu-tests --bin exchange
-for t in "${TARGETS[@]}"; do cargo build -q --profile qemu -p qemu-tests --bin exchange --target "$t"; done
+cargo build -q --profile checked -p qemu-tests --bin exchange
+for t in "${TARGETS[@]}"; do cargo build -q --profile checked -p qemu-tests --bin exchange --target "$t"; done
 exe() { # exe TARGET|host: the exchange binary and the runner it needs
   case $1 in
-    host) echo "target/qemu/exchange" ;;
-    s390x-*) echo "qemu-s390x -L /usr/s390x-linux-gnu target/$1/qemu/exchange" ;;
-    powerpc-*) echo "qemu-ppc -L /usr/powerpc-linux-gnu target/$1/qemu/exchange" ;;
-    powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/qemu/exchange" ;;
+    host) echo "target/checked/exchange" ;;
+    s390x-*) echo "qemu-s390x -L /usr/s390x-linux-gnu target/$1/checked/exchange" ;;
+    powerpc-*) echo "qemu-ppc -L /usr/powerpc-linux-gnu target/$1/checked/exchange" ;;
+    powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/checked/exchange" ;;
   esac
 }
 # start NAME CMD...: CMD in the background, its output in $DIR/NAME.log. finish: waits for

@@ -55,6 +55,12 @@ cargo() {
         fi
       fi
       timed run command cargo "${toolchain[@]}" "$sub" "$@" ;;
+    nextest)
+      # cargo nextest run ARGS: `--no-run` first (build), then the run.
+      if [ "${2:-}" = run ] && [[ " $* " != *" --no-run "* ]]; then
+        timed build command cargo "${toolchain[@]}" "$@" --no-run || return
+      fi
+      timed run command cargo "${toolchain[@]}" "$@" ;;
     fuzz)
       case "${2:-}" in
         build) timed build command cargo "${toolchain[@]}" "$@" ;;

@@ -27,6 +27,28 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo fmt --manifest-path python/Cargo.toml -- --check
 
+step "one version of each crate in the three lockfiles (Cargo.lock, python/, fuzz/)"
+# The Python package builds in the main target folder and reuses its builds only while the
+# versions agree; a drift would cost the test command a second build of the tree.
+python3 - <<'PY'
+import re, sys
+def versions(path):
+    text = open(path).read()
+    found = {}
+    for name, version in re.findall(r'name = "([^"]+)"\nversion = "([^"]+)"', text):
+        found.setdefault(name, set()).add(version)
+    return found
+main = versions("Cargo.lock")
+bad = []
+for other in ("python/Cargo.lock", "fuzz/Cargo.lock"):
+    for name, vs in versions(other).items():
+        if name in main and vs != main[name]:
+            bad.append(f"{other}: {name} {', '.join(sorted(vs))} where Cargo.lock has {', '.join(sorted(main[name]))}")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit("the lockfiles disagree: cargo update --manifest-path <workspace>/Cargo.toml -p NAME@VERSION --precise VERSION")
+PY
+
 step "module structure: no import cycle between the modules of any crate"
 python3 scripts/module-cycles.py --self-test
 python3 scripts/module-cycles.py
@@ -36,7 +58,8 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 # PyO3's build finds Python 3.11 (Debian's); the wheel itself is built by scripts/python.sh.
-CARGO_TARGET_DIR=target/python cargo clippy --manifest-path python/Cargo.toml --locked --all-targets -- -D warnings
+# The main target folder: the dependencies checked above are not checked again.
+CARGO_TARGET_DIR=$PWD/target cargo clippy --manifest-path python/Cargo.toml --locked --all-targets -- -D warnings
 
 step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"
 for target in "${NO_STD_TARGETS[@]}"; do
@@ -54,7 +77,7 @@ cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release --target t
 step "docs: host (all features) and no_std targets"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
-RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=target/python cargo doc --manifest-path python/Cargo.toml --locked --no-deps
+RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=$PWD/target cargo doc --manifest-path python/Cargo.toml --locked --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
   RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport,marshal
 done

@@ -50,11 +50,13 @@ mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # At the end, passed or not: each step's time, and of it what went to downloading and to
 # building (cargo's compiles, maturin, cargo install) — the rest is running. Where a step
 # runs things side by side, download + build can exceed its time; run is then shown as "‖".
+PASSED=
 time_table() {
-  local status=$? end i next total dl build run all_dl=0 all_build=0
+  local end i next total dl build run all_dl=0 all_build=0
   close_step
   end=$(($(date +%s) - START))
-  printf '\nTime per step (%s):\n' "$([ "$status" = 0 ] && echo "passed" || echo "stopped at the last step listed")"
+  # PASSED is set only after the last step: a run killed by a signal also exits through here.
+  printf '\nTime per step (%s):\n' "$([ -n "$PASSED" ] && echo "passed" || echo "stopped at the last step listed")"
   printf '  %8s %9s %8s %8s  %s\n' total download build run step
   for i in "${!STEP_NAMES[@]}"; do
     next=${STEP_STARTS[$((i + 1))]:-$end}
@@ -242,17 +244,31 @@ bash scripts/firmware.sh
 step "static checks: format, import cycles, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
 bash scripts/static-checks.sh
 
+# The host's tests build in the checked profile (Cargo.toml): dev's debug assertions and
+# overflow checks at opt-level 1, which ran the host's test binaries in XXX instead of 8 min 43 s.
 step "tests: core without features (no alloc, no zstd)"
-cargo test -p tachyon-core
+cargo test --profile checked -p tachyon-core
 
 step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools); the core example runs"
 # The C API is left out here and built by scripts/capi.sh with its own features: with every
 # feature of the workspace, tachyon-core gets defmt, whose symbols (named by JSON) the
 # shared library would export, which the linker refuses.
-cargo test --workspace --all-features --exclude tachyon-capi
-# `cargo test` built the example with the tests; it runs here rather than in a release build
-# of its own.
-target/debug/examples/roundtrip target/roundtrip.bin
+HOST_TESTS=(--workspace --all-features --exclude tachyon-capi)
+# cargo-nextest runs the test binaries side by side (cargo test runs one binary at a time,
+# and four single tests of 70 to 150 s each kept one core idle for minutes); the machine's
+# image has it, a machine without it gets it built once into the cache.
+if ! command -v cargo-nextest >/dev/null; then
+  [ -x "$HOME/.cache/tachyon-nextest/bin/cargo-nextest" ] ||
+    cargo install -q --locked cargo-nextest --root "$HOME/.cache/tachyon-nextest" || missing "cargo-nextest (cargo install failed)"
+  export PATH=$HOME/.cache/tachyon-nextest/bin:$PATH
+fi
+cargo nextest run --cargo-profile checked "${HOST_TESTS[@]}" --no-fail-fast
+# nextest leaves out the documentation tests.
+cargo test --profile checked --doc "${HOST_TESTS[@]}"
+# The example, built by the same selection (nothing new is compiled), runs here rather than
+# in a release build of its own.
+cargo build --profile checked "${HOST_TESTS[@]}" --example roundtrip
+target/checked/examples/roundtrip target/roundtrip.bin
 prune target/tmp
 
 step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, built together): clippy, core's byte-order proofs with every codec, CPython's vectors decoded and written natively, the writers under injected faults"
@@ -266,11 +282,11 @@ BE_TARGET_ARGS=()
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do BE_TARGET_ARGS+=(--target "$target"); done
 CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
 cargo clippy -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}" -- -D warnings
-cargo test --profile qemu -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
-cargo test --profile qemu -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
+cargo test --profile checked -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
+cargo test --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
 prune target/tmp
 
-# Straight after the big-endian suite, whose qemu-profile builds it runs (and the C API's after it).
+# Straight after the big-endian suite, whose checked-profile builds it runs (and the C API's after it).
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
 bash scripts/exchange.sh
 prune target/exchange
@@ -281,11 +297,11 @@ prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
 step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
 bash scripts/capture.sh
-prune target/loom target/capture/work target/qemu
+prune target/loom target/capture/work target/checked
 
 step "Python package: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too"
-bash scripts/python.sh
-prune target/python
+# The package's convert() is compared with the release command, the one users run.
+TACHYON_CLI=$PWD/target/release/tachyon bash scripts/python.sh
 
 step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against a scripted loopback receiver; the fleet benchmark once"
 bash scripts/fleet.sh
@@ -306,5 +322,6 @@ cargo run --release -p tachyon -- info examples/stdlib_work.pyb
 rsvg-convert target/flame.svg -o target/flame.png
 
 step "all steps passed"
+PASSED=1
 exit 0
 }

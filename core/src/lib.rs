@@ -64,6 +64,15 @@
 //!   any slot width and byte order).
 //!
 //! MSRV: Rust 1.81.
+//!
+//! ## Contributing
+//! A change to a codec is checked in a few minutes by `bash scripts/quick.sh` (from the
+//! repository's root): this crate without features and with every codec, the std layer and the
+//! command, CPython 3.15.2's committed vectors, the writers under injected faults, the saved
+//! fuzz inputs and a `no_std` build — all over committed files that hold the real tools'
+//! outputs, with nothing downloaded but crates. Before it lands, `bash scripts/test-all.sh`
+//! runs the real tools again, the big-endian targets under qemu-user and the rest
+//! (`docs/testing.md`).
 
 #![no_std]
 #![deny(missing_docs)]

@@ -27,6 +27,12 @@
 //!
 //! Dependencies point one way: `push` → `request` → `profile` → `convert` → the format folders → `model`,
 //! `output` and the shared modules.
+//!
+//! ## Contributing
+//! A format is one folder here (its `source` and `write`) and, below the std layer, one module
+//! tree in `tachyon-core`. `bash scripts/quick.sh` checks a change in a few minutes over the
+//! committed fixtures (the real tools' outputs are among them); `bash scripts/test-all.sh`
+//! runs every proof against the real tools before it lands (`docs/testing.md`).
 
 #![deny(missing_docs)]
 
