@@ -56,9 +56,20 @@ cargo() {
       fi
       timed run command cargo "${toolchain[@]}" "$sub" "$@" ;;
     nextest)
-      # cargo nextest run ARGS: `--no-run` first (build), then the run.
+      # cargo nextest run ARGS: `--no-run` first (build), without the flags only a run takes
+      # (nextest refuses them beside --no-run), then the run.
       if [ "${2:-}" = run ] && [[ " $* " != *" --no-run "* ]]; then
-        timed build command cargo "${toolchain[@]}" "$@" --no-run || return
+        local build_args=() skip= arg
+        for arg in "$@"; do
+          if [ -n "$skip" ]; then skip=; continue; fi
+          case "$arg" in
+            --no-fail-fast | --fail-fast) continue ;;
+            --status-level | --final-status-level | --retries | -j | --test-threads) skip=1; continue ;;
+            --status-level=* | --final-status-level=* | --retries=* | --test-threads=*) continue ;;
+          esac
+          build_args+=("$arg")
+        done
+        timed build command cargo "${toolchain[@]}" "${build_args[@]}" --no-run || return
       fi
       timed run command cargo "${toolchain[@]}" "$@" ;;
     fuzz)
