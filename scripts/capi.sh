@@ -55,13 +55,12 @@ diff -u capi/include/tachyon.h "$OUT/tachyon.h" \
   || fail "capi/include/tachyon.h is stale: regenerate it (cd capi && cbindgen --config cbindgen.toml --crate tachyon-capi --output include/tachyon.h .)"
 
 # --- libraries ------------------------------------------------------------------------------
-# The checked profile (dev's debug assertions and overflow checks, at opt-level 1): the exchange
-# matrix built this tree's dependencies with it just before, with the same features, so only
-# the C library itself is compiled here.
-cargo build -q --profile checked -p tachyon-capi || fail "building the C library"
+# The exchange matrix built this tree's dependencies just before, with the same features, so
+# only the C library itself is compiled here.
+cargo build -q -p tachyon-capi || fail "building the C library"
 release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
-LIB="$ROOT/target/checked"
+LIB="$ROOT/target/debug"
 LIBS="-lpthread -ldl -lm"
 # pkg-config file for the build tree (capi/tachyon.pc.in, as an install would fill it in).
 mkdir -p "$OUT/pkgconfig"

@@ -50,8 +50,7 @@ RUSTFLAGS="--cfg loom" cargo test -q -p tachyon-core --test capture_loom --relea
   > "$WORK/loom.log" 2>&1 || { cat "$WORK/loom.log"; fail "the loom model of the capture ring"; }
 grep -h "test result" "$WORK/loom.log" | sed 's/^/  capture:   /'
 
-# As scripts/capi.sh builds it (the checked profile: dev's checks at opt-level 1).
-cargo build -q --profile checked -p tachyon-capi || fail "building the C library"
+cargo build -q -p tachyon-capi || fail "building the C library"
 release_build || fail "building the C library and the tachyon command (release)"
 TACHYON="$ROOT/target/release/tachyon"
 LIB="$ROOT/target/release/libtachyon_c.a"
@@ -65,7 +64,7 @@ log "$(cat "$WORK/signal-safety.txt")"
 
 log "C contract: capture_test.c"
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -O1 -g -I capi/include capi/tests/c/capture_test.c \
-  "$ROOT/target/checked/libtachyon_c.a" $LIBS -o "$WORK/capture_test" || fail "compiling capture_test.c"
+  "$ROOT/target/debug/libtachyon_c.a" $LIBS -o "$WORK/capture_test" || fail "compiling capture_test.c"
 "$WORK/capture_test" "$WORK" || fail "capture_test"
 "$TACHYON" verify "$WORK/capture.pyb" >/dev/null || fail "capture_test's file does not verify"
 # Before the signal the 50 drained samples were still staged; after it they are in the stream.

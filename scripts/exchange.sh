@@ -11,16 +11,17 @@ cd "$(dirname "$0")/.."
 DIR=${1:-$PWD/target/exchange}
 TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 rm -rf "$DIR" && mkdir -p "$DIR"
-# The checked profile (see Cargo.toml): the big-endian suite has built the big-endian binaries
-# with it already (its test build makes the same binaries with the same features); the host
-# one is built here. Built first, then each phase's programs run side by side, each an
-# emulated process of its own: the writers (and CPython writing), then the readers (and
-# CPython reading). Each one's output is kept and shown in order.
-cargo build -q --profile checked -p qemu-tests --bin exchange
+# The checked profile (see Cargo.toml) for the big-endian programs: the big-endian suite has
+# built them already (its test build makes the same binaries with the same features); the
+# host's, in dev, is built here (as the C API's host library is after it: the same
+# dependencies). Built first, then each phase's programs run side by side, each an emulated
+# process of its own: the writers (and CPython writing), then the readers (and CPython
+# reading). Each one's output is kept and shown in order.
+cargo build -q -p qemu-tests --bin exchange
 for t in "${TARGETS[@]}"; do cargo build -q --profile checked -p qemu-tests --bin exchange --target "$t"; done
 exe() { # exe TARGET|host: the exchange binary and the runner it needs
   case $1 in
-    host) echo "target/checked/exchange" ;;
+    host) echo "target/debug/exchange" ;;
     s390x-*) echo "qemu-s390x -L /usr/s390x-linux-gnu target/$1/checked/exchange" ;;
     powerpc-*) echo "qemu-ppc -L /usr/powerpc-linux-gnu target/$1/checked/exchange" ;;
     powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/checked/exchange" ;;

@@ -28,14 +28,14 @@ cargo fmt --all -- --check
 
 step "core without features (no alloc, no zstd)"
 if command -v cargo-nextest >/dev/null; then
-  cargo nextest run --cargo-profile checked --no-fail-fast --final-status-level fail -p tachyon-core
+  cargo nextest run --cargo-profile checked --no-fail-fast --status-level fail --final-status-level fail -p tachyon-core
 else
   cargo test -q --profile checked -p tachyon-core
 fi
 
 step "core with every codec, the std layer and the command (unit, robustness, property, golden-output, CLI and bad-input tests); CPython 3.15.2's vectors decoded and written as CPython did; the writers under injected faults"
 if command -v cargo-nextest >/dev/null; then
-  cargo nextest run --cargo-profile checked --no-fail-fast --final-status-level fail \
+  cargo nextest run --cargo-profile checked --no-fail-fast --status-level fail --final-status-level fail \
     -p tachyon-core -p tachyon -p qemu-tests --features "$CORE_FEATURES" \
     -E "not (package(qemu-tests) & binary(/^($RECORDED)\$/))"
 else
