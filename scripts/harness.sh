@@ -47,7 +47,8 @@ cargo() {
         [ "$arg" = -- ] && break
         before+=("$arg")
       done
-      if [[ " ${before[*]} " != *" --no-run "* ]]; then
+      # (Documentation tests are compiled as they run: `cargo test --doc` is all run.)
+      if [[ " ${before[*]} " != *" --no-run "* && " ${before[*]} " != *" --doc "* ]]; then
         if [ "$sub" = test ]; then
           timed build command cargo "${toolchain[@]}" test --no-run "${before[@]}" || return
         else
