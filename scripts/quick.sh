@@ -4,8 +4,8 @@
 # crates. The committed fixtures already hold the real tools' outputs (CPython 3.15.2's
 # vectors and replay outputs, gperftools', Austin's, pstats'), so these are the unit, vector,
 # golden-output and property tests the test command runs, without the steps that run the real
-# tools again. Under 5 minutes warm on the project's 2-core VM (docs/testing.md); run
-# `bash scripts/test-all.sh` before a change lands.
+# tools again. Meant to take under 5 minutes warm on the project's 2-core VM (not yet
+# measured warm: docs/testing.md); run `bash scripts/test-all.sh` before a change lands.
 #
 #   bash scripts/quick.sh
 #
@@ -26,21 +26,25 @@ RECORDED='gperftools_convert|gperftools_symbols|pprof_input|mojo_recorded|firmwa
 step "format"
 cargo fmt --all -- --check
 
+# tests ARGS...: the selected tests, side by side under nextest where it is installed.
+tests() {
+  if command -v cargo-nextest >/dev/null; then
+    cargo nextest run --cargo-profile checked --no-fail-fast --status-level fail --final-status-level fail "$@"
+  else
+    cargo test -q --profile checked "$@"
+  fi
+}
+
 step "core without features (no alloc, no zstd)"
-if command -v cargo-nextest >/dev/null; then
-  cargo nextest run --cargo-profile checked --no-fail-fast --status-level fail --final-status-level fail -p tachyon-core
-else
-  cargo test -q --profile checked -p tachyon-core
-fi
+tests -p tachyon-core
 
 step "core with every codec, the std layer and the command (unit, robustness, property, golden-output, CLI and bad-input tests); CPython 3.15.2's vectors decoded and written as CPython did; the writers under injected faults"
 if command -v cargo-nextest >/dev/null; then
-  cargo nextest run --cargo-profile checked --no-fail-fast --status-level fail --final-status-level fail \
-    -p tachyon-core -p tachyon -p qemu-tests --features "$CORE_FEATURES" \
+  tests -p tachyon-core -p tachyon -p qemu-tests --features "$CORE_FEATURES" \
     -E "not (package(qemu-tests) & binary(/^($RECORDED)\$/))"
 else
-  cargo test -q --profile checked -p tachyon-core -p tachyon --features "$CORE_FEATURES"
-  cargo test -q --profile checked -p qemu-tests --test vectors --test fault_injection
+  tests -p tachyon-core -p tachyon --features "$CORE_FEATURES"
+  tests -p qemu-tests --test vectors --test fault_injection
 fi
 
 step "documentation tests"
