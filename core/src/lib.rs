@@ -66,7 +66,7 @@
 //! MSRV: Rust 1.81.
 //!
 //! ## Contributing
-//! A change to a codec is checked in a few minutes by `bash scripts/quick.sh` (from the
+//! A change to a codec is checked by `bash scripts/quick.sh` (from the
 //! repository's root): this crate without features and with every codec, the std layer and the
 //! command, CPython 3.15.2's committed vectors, the writers under injected faults, the saved
 //! fuzz inputs and a `no_std` build — all over committed files that hold the real tools'

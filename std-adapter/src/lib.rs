@@ -30,7 +30,7 @@
 //!
 //! ## Contributing
 //! A format is one folder here (its `source` and `write`) and, below the std layer, one module
-//! tree in `tachyon-core`. `bash scripts/quick.sh` checks a change in a few minutes over the
+//! tree in `tachyon-core`. `bash scripts/quick.sh` checks a change over the
 //! committed fixtures (the real tools' outputs are among them); `bash scripts/test-all.sh`
 //! runs every proof against the real tools before it lands (`docs/testing.md`).
 
