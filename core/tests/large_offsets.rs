@@ -2,9 +2,7 @@
 //! where a segment says otherwise. On 32-bit targets (powerpc) this checks that no offset,
 //! size or count is squeezed through a `usize` or `u32`.
 
-mod common;
-
-use common::FileBuilder;
+use crate::common::FileBuilder;
 use embedded_io::{ErrorType, Read, Seek, SeekFrom};
 use tachyon_core::header::{Footer, Header};
 use tachyon_core::reader::Metadata;

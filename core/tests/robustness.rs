@@ -1,9 +1,7 @@
 //! Hostile and damaged input: every case ends in a typed error naming the rule, or in a
 //! correct decode; never a panic, never memory beyond the caller's storage.
 
-mod common;
-
-use common::{decode_all, FileBuilder, SMALL_READER};
+use crate::common::{decode_all, FileBuilder, SMALL_READER};
 use tachyon_core::header::Footer;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;

@@ -3,12 +3,10 @@
 //! (not from the code under test); samples are compared per thread, since REPEAT runs are
 //! deferred and file order is not time order across threads.
 
-mod common;
-
 use proptest::prelude::*;
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage, WriterCapacity};
-use tachyon_core::{BigEndian, Compression, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
+use tachyon_core::{BigEndian, Endianity, Frame, LittleEndian, Location, Reader, Writer, WriterConfig};
 use tachyon_test_kit::roundtrip::{model, read_back, PerThread, Written};
 
 #[derive(Debug, Clone)]
@@ -102,8 +100,13 @@ fn write<E: Endianity>(pool: &[PoolFrame], samples: &[In], e: E, zstd: bool) -> 
         #[cfg(feature = "zstd")]
         {
             let c = tachyon_core::compression::Compressor::new(&mut ws, &mut out).unwrap();
-            Writer::with_endian(sink, storage.storage().with_zstd(c), cfg.with_compression(Compression::Zstd), e)
-                .unwrap()
+            Writer::with_endian(
+                sink,
+                storage.storage().with_zstd(c),
+                cfg.with_compression(tachyon_core::Compression::Zstd),
+                e,
+            )
+            .unwrap()
         }
         #[cfg(not(feature = "zstd"))]
         unreachable!()

@@ -4,9 +4,7 @@
 //! caller's region source gives what the built-in decompression gives; thread storage
 //! follows what the threads hold.
 
-mod common;
-
-use common::{FileBuilder, SMALL_READER};
+use crate::common::{FileBuilder, SMALL_READER};
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Record;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage};

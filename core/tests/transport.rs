@@ -2,11 +2,9 @@
 //! [`Receiver`] is byte for byte the file the same writer makes in RAM, in both byte orders
 //! and with any scratch size; frames lost, damaged or out of place are refused by name.
 
-mod common;
-
 use std::convert::Infallible;
 
-use common::{decode_all, writer_storage, SMALL_READER};
+use crate::common::{decode_all, writer_storage, SMALL_READER};
 use embedded_io::{ErrorType, Write};
 use tachyon_core::io::Cursor;
 use tachyon_core::transport::{chunk_for, decode, Accepted, FramedSink, Receiver, StreamError, MIN_SCRATCH};

@@ -1,9 +1,7 @@
 //! Writer behaviour the vectors do not cover: REPEAT splitting at CPython's byte budget,
 //! limits that keep the file finishable, sink errors that heal, the frame-id API.
 
-mod common;
-
-use common::{decode_all, writer_storage, SMALL_READER};
+use crate::common::{decode_all, writer_storage, SMALL_READER};
 use embedded_io::{ErrorType, Seek, SeekFrom, Write};
 use tachyon_core::io::Cursor;
 use tachyon_core::records::PREFIX_LEN;
@@ -442,7 +440,7 @@ fn storage_that_grows_by_use_writes_what_fixed_storage_writes() {
 #[test]
 fn a_million_threads_are_written_in_memory_that_follows_their_use() {
     const THREADS: u64 = 1_000_000;
-    let cap = tachyon_core::storage::WriterCapacity { threads: usize::MAX, ..common::SMALL_WRITER };
+    let cap = tachyon_core::storage::WriterCapacity { threads: usize::MAX, ..crate::common::SMALL_WRITER };
     let mut storage = tachyon_core::storage::VecWriterStorage::new(cap).unwrap();
     assert_eq!(storage.thread_bytes(), 0, "nothing is held before a thread is written");
     let mut buf = vec![0u8; 64 << 20];
@@ -533,7 +531,7 @@ fn growing_tables_write_the_file_fixed_tables_write() {
 
 #[test]
 fn fixed_tables_still_refuse_past_their_capacity() {
-    let cap = tachyon_core::storage::WriterCapacity { frames: 100, strings: 1000, ..common::SMALL_WRITER };
+    let cap = tachyon_core::storage::WriterCapacity { frames: 100, strings: 1000, ..crate::common::SMALL_WRITER };
     let mut storage = tachyon_core::storage::VecWriterStorage::new(cap).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut w = Writer::with_endian(Cursor::new(&mut buf[..]), storage.storage(), config(), LittleEndian).unwrap();
