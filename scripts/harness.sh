@@ -9,6 +9,8 @@
 #    binaries of qemu-tests that steps run, made by one cargo invocation whose package and
 #    target selection never changes, so cargo resolves the same features every time and every
 #    later call is a no-op.
+# 3. Side by side (`together`, `together_wait`): independent commands in the background, each
+#    with its own log, shown in the order they were started.
 #
 # Bash only; safe to source twice.
 
@@ -47,8 +49,13 @@ cargo() {
         [ "$arg" = -- ] && break
         before+=("$arg")
       done
-      # (Documentation tests are compiled as they run: `cargo test --doc` is all run.)
-      if [[ " ${before[*]} " != *" --no-run "* && " ${before[*]} " != *" --doc "* ]]; then
+      # (`--no-run` is all build; documentation tests are compiled as they run: `cargo test
+      # --doc` is all run.)
+      if [[ " ${before[*]} " == *" --no-run "* ]]; then
+        timed build command cargo "${toolchain[@]}" "$sub" "$@"
+        return
+      fi
+      if [[ " ${before[*]} " != *" --doc "* ]]; then
         if [ "$sub" = test ]; then
           timed build command cargo "${toolchain[@]}" test --no-run "${before[@]}" || return
         else
@@ -90,4 +97,40 @@ cargo() {
 release_build() {
   cargo build --release --locked -q -p tachyon -p tachyon-capi -p qemu-tests \
     --lib --bin tachyon --bin fleet_files --bin side_by_side
+}
+
+# together LOGDIR NAME CMD...: CMD in the background, its output in LOGDIR/NAME.log.
+# together_wait [--failed-only]: waits for every command started since the last wait, then
+# prints each one's log in start order (with --failed-only, the last 30 lines of those that
+# failed) and returns 1 naming the ones that failed. Commands that wait on one core each
+# (qemu-user, valgrind, a Python interpreter, the network) gain from this; compilers, which
+# already use both cores, do not.
+_TOGETHER_PIDS=() _TOGETHER_LOGS=()
+together() {
+  local dir=$1 name=$2
+  shift 2
+  mkdir -p "$dir"
+  "$@" >"$dir/$name.log" 2>&1 &
+  _TOGETHER_PIDS+=($!)
+  _TOGETHER_LOGS+=("$dir/$name.log")
+}
+together_wait() {
+  local i failed=()
+  local -a status=()
+  for i in "${!_TOGETHER_PIDS[@]}"; do
+    if wait "${_TOGETHER_PIDS[$i]}"; then status[i]=0; else status[i]=1; failed+=("$(basename "${_TOGETHER_LOGS[$i]}" .log)"); fi
+  done
+  for i in "${!_TOGETHER_LOGS[@]}"; do
+    if [ "${1:-}" = --failed-only ]; then
+      [ "${status[$i]}" = 0 ] && continue
+      printf '\n--- %s failed; the end of its log (%s):\n' "$(basename "${_TOGETHER_LOGS[$i]}" .log)" "${_TOGETHER_LOGS[$i]}" >&2
+      tail -30 "${_TOGETHER_LOGS[$i]}" >&2
+    else
+      cat "${_TOGETHER_LOGS[$i]}"
+    fi
+  done
+  _TOGETHER_PIDS=() _TOGETHER_LOGS=()
+  [ ${#failed[@]} -eq 0 ] && return 0
+  printf 'failed side by side: %s\n' "${failed[*]}" >&2
+  return 1
 }
