@@ -125,77 +125,93 @@ run_errors() {
 
 native_order=$([ "$(printf '\1\0' | od -An -t u2 | tr -d ' ')" = 1 ] && echo little || echo big)
 
-for cc in gcc clang; do
-  log "$cc: the tests against the static library"
-  build_tests "$cc" "$OUT/$cc" "$LIB/libtachyon_c.a"
-  run_writer "$OUT/$cc" "" "$native_order"
-  run_reader "$OUT/$cc" ""
-  run_errors "$OUT/$cc" ""
-done
+# The groups below share nothing but the libraries and the header, and each runs one
+# single-threaded program after another (valgrind, qemu-user, the sanitizers), so they run
+# side by side (measured: 5 min 04 s one after another); each one's log is shown in order
+# when all have ended (together, together_wait: scripts/harness.sh).
+native_tests() {
+  for cc in gcc clang; do
+    log "$cc: the tests against the static library"
+    build_tests "$cc" "$OUT/$cc" "$LIB/libtachyon_c.a"
+    run_writer "$OUT/$cc" "" "$native_order"
+    run_reader "$OUT/$cc" ""
+    run_errors "$OUT/$cc" ""
+  done
 
-log "the shared library, and flags from pkg-config"
-mkdir -p "$OUT/shared" "$OUT/pkgconfig-build"
-gcc $CFLAGS_STRICT -I capi/include capi/tests/c/errors_test.c -L "$LIB" -ltachyon_c -o "$OUT/shared/errors_test" \
-  || fail "linking errors_test against libtachyon_c.so"
-# (grep reads a variable: `grep -q` at the end of a pipe may end ldd early, which pipefail
-# counts as a failure.)
-linked=$(ldd "$OUT/shared/errors_test") || fail "ldd errors_test"
-grep -q libtachyon_c.so <<<"$linked" || fail "errors_test is not linked to libtachyon_c.so"
-export LD_LIBRARY_PATH="$LIB"
-run_errors "$OUT/shared" ""
-unset LD_LIBRARY_PATH
-# shellcheck disable=SC2046
-gcc $CFLAGS_STRICT $(pkg-config --cflags tachyon) capi/tests/c/writer_test.c $(pkg-config --static --libs tachyon) \
-  -o "$OUT/pkgconfig-build/writer_test" || fail "building writer_test with pkg-config's flags"
-LD_LIBRARY_PATH="$LIB" "$OUT/pkgconfig-build/writer_test" "$OUT/pkgconfig-build/w.pyb" "$OUT/pkgconfig-build/w.jsonl" \
-  native zstd >/dev/null || fail "writer_test built through pkg-config"
+  log "the shared library, and flags from pkg-config"
+  mkdir -p "$OUT/shared" "$OUT/pkgconfig-build"
+  gcc $CFLAGS_STRICT -I capi/include capi/tests/c/errors_test.c -L "$LIB" -ltachyon_c -o "$OUT/shared/errors_test" \
+    || fail "linking errors_test against libtachyon_c.so"
+  # (grep reads a variable: `grep -q` at the end of a pipe may end ldd early, which pipefail
+  # counts as a failure.)
+  linked=$(ldd "$OUT/shared/errors_test") || fail "ldd errors_test"
+  grep -q libtachyon_c.so <<<"$linked" || fail "errors_test is not linked to libtachyon_c.so"
+  LD_LIBRARY_PATH="$LIB" run_errors "$OUT/shared" ""
+  # shellcheck disable=SC2046
+  gcc $CFLAGS_STRICT $(pkg-config --cflags tachyon) capi/tests/c/writer_test.c $(pkg-config --static --libs tachyon) \
+    -o "$OUT/pkgconfig-build/writer_test" || fail "building writer_test with pkg-config's flags"
+  LD_LIBRARY_PATH="$LIB" "$OUT/pkgconfig-build/writer_test" "$OUT/pkgconfig-build/w.pyb" "$OUT/pkgconfig-build/w.jsonl" \
+    native zstd >/dev/null || fail "writer_test built through pkg-config"
 
-log "CPython 3.15.2 reads the C writer's files as our C reader does"
-manifest="$OUT/cpython.tsv"
-: > "$manifest"
-for f in "$OUT"/gcc/w-*.pyb; do
-  case "$f" in *.rust.pyb) continue ;; esac
-  printf '%s\t%s\n' "$f" "${f%.pyb}.cpython.jsonl" >> "$manifest"
-done
-"$ROOT/scripts/oracle-python.sh" amd64 "$ROOT/qemu-tests/oracle/cpython_batch.py" dump "$manifest" \
-  || fail "CPython's reader failed on a file of the C writer"
-while IFS=$'\t' read -r pyb jsonl; do
-  "$OUT/gcc/reader_test" "$pyb" > "${pyb%.pyb}.txt" || fail "reader_test $pyb"
-  python3 capi/tests/compare_reader.py "$jsonl" "${pyb%.pyb}.txt" >/dev/null || fail "$pyb: CPython and the C reader disagree"
-done < "$manifest"
+  log "CPython 3.15.2 reads the C writer's files as our C reader does"
+  local manifest="$OUT/cpython.tsv" f pyb jsonl
+  : > "$manifest"
+  for f in "$OUT"/gcc/w-*.pyb; do
+    case "$f" in *.rust.pyb) continue ;; esac
+    printf '%s\t%s\n' "$f" "${f%.pyb}.cpython.jsonl" >> "$manifest"
+  done
+  "$ROOT/scripts/oracle-python.sh" amd64 "$ROOT/qemu-tests/oracle/cpython_batch.py" dump "$manifest" \
+    || fail "CPython's reader failed on a file of the C writer"
+  while IFS=$'\t' read -r pyb jsonl; do
+    "$OUT/gcc/reader_test" "$pyb" > "${pyb%.pyb}.txt" || fail "reader_test $pyb"
+    python3 capi/tests/compare_reader.py "$jsonl" "${pyb%.pyb}.txt" >/dev/null || fail "$pyb: CPython and the C reader disagree"
+  done < "$manifest"
+}
 
-log "AddressSanitizer + UndefinedBehaviorSanitizer"
-build_tests gcc "$OUT/asan" "$LIB/libtachyon_c.a" -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_writer "$OUT/asan" "" "$native_order"
-run_reader "$OUT/asan" ""
-run_errors "$OUT/asan" ""
-unset ASAN_OPTIONS UBSAN_OPTIONS
+sanitizer_tests() {
+  log "AddressSanitizer + UndefinedBehaviorSanitizer"
+  build_tests gcc "$OUT/asan" "$LIB/libtachyon_c.a" -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_writer "$OUT/asan" "" "$native_order"
+  run_reader "$OUT/asan" ""
+  run_errors "$OUT/asan" ""
+}
 
-log "valgrind memcheck (no errors, no leaks definitely, indirectly or possibly lost)"
-VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible"
-run_writer "$OUT/gcc" "$VALGRIND" "$native_order"
-for v in 09_zstd.s390x 12_empty_and_deep_stack.x86_64 10_stats_mode.s390x; do
-  $VALGRIND "$OUT/gcc/reader_test" "$VECTORS/$v.bin" > /dev/null || fail "valgrind: reader_test $v"
-done
-run_errors "$OUT/gcc" "$VALGRIND"
+valgrind_tests() {
+  log "valgrind memcheck (no errors, no leaks definitely, indirectly or possibly lost)"
+  local valgrind="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible" v
+  build_tests gcc "$OUT/valgrind" "$LIB/libtachyon_c.a"
+  run_writer "$OUT/valgrind" "$valgrind" "$native_order"
+  for v in 09_zstd.s390x 12_empty_and_deep_stack.x86_64 10_stats_mode.s390x; do
+    $valgrind "$OUT/valgrind/reader_test" "$VECTORS/$v.bin" > /dev/null || fail "valgrind: reader_test $v"
+  done
+  run_errors "$OUT/valgrind" "$valgrind"
+}
 
-for target in "${CROSS_TARGETS[@]}"; do
-  arch=${target%%-*}
+cross_tests() { # cross_tests TARGET
+  local target=$1 arch=${1%%-*} cc qemu
   case "$arch" in
     s390x) cc=s390x-linux-gnu-gcc qemu="qemu-s390x -L /usr/s390x-linux-gnu" ;;
     powerpc) cc=powerpc-linux-gnu-gcc qemu="qemu-ppc -L /usr/powerpc-linux-gnu" ;;
     powerpc64) cc=powerpc64-linux-gnu-gcc qemu="qemu-ppc64 -L /usr/powerpc64-linux-gnu" ;;
   esac
   log "$arch: the tests cross-compiled, under qemu-user"
-  # The checked profile (dev's checks at opt-level 1), as the big-endian suite and the exchange
-  # matrix build for these targets: the dependencies they built are reused, not built again.
-  cargo build -q --profile checked -p tachyon-capi --target "$target" || fail "building the C library for $target"
   build_tests "$cc" "$OUT/$arch" "$ROOT/target/$target/checked/libtachyon_c.a"
   run_writer "$OUT/$arch" "$qemu" big
   run_reader "$OUT/$arch" "$qemu"
   run_errors "$OUT/$arch" "$qemu"
-done
+}
+
+# The checked profile (dev's checks at opt-level 1), as the big-endian suite and the exchange
+# matrix build for these targets: the dependencies they built are reused, not built again.
+cargo build -q --profile checked -p tachyon-capi "${CROSS_TARGETS[@]/#/--target=}" \
+  || fail "building the C library for ${CROSS_TARGETS[*]}"
+
+together "$OUT/logs" native native_tests
+together "$OUT/logs" sanitizers sanitizer_tests
+together "$OUT/logs" valgrind valgrind_tests
+for target in "${CROSS_TARGETS[@]}"; do together "$OUT/logs" "${target%%-*}" cross_tests "$target"; done
+together_wait || fail "the groups above that failed"
 
 log "no_std: the static library for thumbv7em-none-eabihf links into a C program without a C library"
 # Only the static library (a cdylib means nothing there), at opt-level "s" as firmware builds.
