@@ -18,7 +18,7 @@ rm -rf "$DIR" && mkdir -p "$DIR"
 # process of its own: the writers (and CPython writing), then the readers (and CPython
 # reading). Each one's output is kept and shown in order.
 cargo build -q -p qemu-tests --bin exchange
-for t in "${TARGETS[@]}"; do cargo build -q --profile checked -p qemu-tests --bin exchange --target "$t"; done
+cargo build -q --profile checked -p qemu-tests --bin exchange "${TARGETS[@]/#/--target=}"
 exe() { # exe TARGET|host: the exchange binary and the runner it needs
   case $1 in
     host) echo "target/debug/exchange" ;;
@@ -27,36 +27,21 @@ exe() { # exe TARGET|host: the exchange binary and the runner it needs
     powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/checked/exchange" ;;
   esac
 }
-# start NAME CMD...: CMD in the background, its output in $DIR/NAME.log. finish: waits for
-# every started command, shows the log of each that failed, fails if one did.
-PIDS=()
-NAMES=()
-start() { local name=$1; shift; "$@" >"$DIR/$name.log" 2>&1 & PIDS+=($!); NAMES+=("$name"); }
-finish() {
-  local i failed=0
-  for i in "${!PIDS[@]}"; do
-    wait "${PIDS[$i]}" && continue
-    failed=1
-    printf 'exchange: %s failed:\n' "${NAMES[$i]}" >&2
-    cat "$DIR/${NAMES[$i]}.log" >&2
-  done
-  PIDS=() NAMES=()
-  return $failed
-}
 $(exe host) docs "$DIR"
-start write-host $(exe host) write "$DIR"
-for t in "${TARGETS[@]}"; do start "write-$t" $(exe "$t") write "$DIR"; done
+# (together, together_wait: scripts/harness.sh; a failed program's log is shown.)
+together "$DIR" write-host $(exe host) write "$DIR"
+for t in "${TARGETS[@]}"; do together "$DIR" "write-$t" $(exe "$t") write "$DIR"; done
 for arch in amd64 s390x; do
-  start "cpython-write-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py write "$DIR/write-$arch.tsv"
+  together "$DIR" "cpython-write-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py write "$DIR/write-$arch.tsv"
 done
-finish
+together_wait --failed-only
 for t in host "${TARGETS[@]}"; do cat "$DIR/write-$t.log"; done
 for arch in amd64 s390x; do
-  start "cpython-dump-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py dump "$DIR/dump-$arch.tsv"
+  together "$DIR" "cpython-dump-$arch" scripts/oracle-python.sh "$arch" qemu-tests/oracle/cpython_batch.py dump "$DIR/dump-$arch.tsv"
 done
-start read-host $(exe host) read "$DIR"
-for t in "${TARGETS[@]}"; do start "read-$t" $(exe "$t") read "$DIR"; done
-finish
+together "$DIR" read-host $(exe host) read "$DIR"
+for t in "${TARGETS[@]}"; do together "$DIR" "read-$t" $(exe "$t") read "$DIR"; done
+together_wait --failed-only
 { cat "$DIR/read-host.log"; for t in "${TARGETS[@]}"; do cat "$DIR/read-$t.log"; done; } | tee "$DIR/matrix.txt"
 $(exe host) check "$DIR"
 
