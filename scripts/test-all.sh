@@ -69,6 +69,14 @@ time_table() {
       "$(cut -c1-90 <<<"${STEP_NAMES[$i]}")"
   done
   printf '  %8s %9s %8s %8s  in all\n' "$(mmss "$end")" "$(mmss "$all_dl")" "$(mmss "$all_build")" ""
+  # The compiler cache's share of the builds; its server is stopped, so nothing of the run
+  # stays behind.
+  if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
+    printf '\nCompiler cache (%s): ' "$SCCACHE_DIR"
+    sccache --show-stats 2>/dev/null | awk '/^Cache hits  /{h=$3} /^Cache misses  /{m=$3} /^Non-cacheable compilations/{n=$3}
+      END { printf "%d hits, %d misses, %d not cacheable\n", h, m, n }'
+    sccache --stop-server >/dev/null 2>&1 || true
+  fi
 }
 trap time_table EXIT
 # What no later step reads is removed as soon as the step that made it has passed: the builds
@@ -128,7 +136,7 @@ WITH_RECOMMENDS=(cc:gcc g++:g++ /usr/include/stdio.h:libc6-dev qemu-s390x:qemu-u
   objdump:binutils)
 WITHOUT_RECOMMENDS=(qemu-system-arm:qemu-system-arm cbindgen:cbindgen clang:clang valgrind:valgrind
   pkg-config:pkg-config lua5.4:lua5.4 /usr/include/lua5.4/lua.h:liblua5.4-dev arm-none-eabi-ld:binutils-arm-none-eabi
-  /usr/bin/time:time)
+  /usr/bin/time:time sccache:sccache)
 not_installed() { # not_installed WHAT:PACKAGE...: the packages whose command or file is missing
   local pair what
   for pair in "$@"; do
@@ -149,40 +157,36 @@ if [ $((${#need_with[@]} + ${#need_without[@]})) -gt 0 ]; then
     --no-install-recommends "${need_without[@]}" >/dev/null || missing "apt packages: ${need_without[*]}"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates; the fleet step's packages; cargo-fuzz and defmt-print built once"
+# A compiler cache for every compile of the run (Debian's sccache, kept in
+# ~/.cache/tachyon-sccache): keyed by the compiler, its arguments, the environment cargo gives
+# and the sources, so a run after another compiles only what is new; linking, and crates
+# built as programs or C libraries, are not cached. TACHYON_NO_SCCACHE=1 runs without it.
+if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
+  export RUSTC_WRAPPER=sccache SCCACHE_DIR=${SCCACHE_DIR:-$HOME/.cache/tachyon-sccache}
+  export SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-20G}
+  sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start)"
+fi
+
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages; cargo-fuzz and defmt-print built once"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
-declare -A JOBS=()
-job() { # job NAME CMD...: CMD in the background, its output in $LOGS/NAME.log
-  local name=$1
-  shift
-  "$@" >"$LOGS/$name.log" 2>&1 &
-  JOBS[$name]=$!
-}
-wait_jobs() {
-  local name failed=()
-  for name in "${!JOBS[@]}"; do
-    wait "${JOBS[$name]}" || failed+=("$name")
-  done
-  JOBS=()
-  for name in "${failed[@]}"; do
-    printf '\n--- %s failed; its log (%s):\n' "$name" "$LOGS/$name.log" >&2
-    tail -30 "$LOGS/$name.log" >&2
-  done
-  [ ${#failed[@]} -eq 0 ] || missing "set-up jobs: ${failed[*]}"
-}
+# (together, together_wait: scripts/harness.sh.)
+job() { together "$LOGS" "$@"; }
 job oracle-and-python bash -c 'bash scripts/oracle.sh && bash scripts/python.sh --prepare'
 job viewer-tools bash scripts/viewer-tools.sh
-job crates bash -c '. scripts/harness.sh
+# The release build every later step shares (scripts/harness.sh's release_build) starts as
+# soon as the crates are in: from empty caches the other jobs wait on the network for minutes.
+job crates-and-release-build bash -c '. scripts/harness.sh
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml &&
-  cargo fetch --locked --manifest-path python/Cargo.toml && cargo fetch --locked --manifest-path qemu-tests/firmware/Cargo.toml'
+  cargo fetch --locked --manifest-path python/Cargo.toml && cargo fetch --locked --manifest-path qemu-tests/firmware/Cargo.toml &&
+  release_build'
 job fleet-packages bash scripts/fleet.sh --prepare
 # Two compiles that only a run from empty caches does, while the rest waits on the network.
 job cargo-fuzz bash scripts/fuzz.sh --prepare
 job defmt-print bash scripts/firmware.sh --prepare
-wait_jobs
+together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
 
 # The recordings of the real tools: each made by a script from a workload, cached in
@@ -234,8 +238,6 @@ for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
   printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
 done
 
-step "release build, once for every step: the tachyon command, the C library, qemu-tests' fleet_files and side_by_side (scripts/harness.sh's release_build)"
-release_build
 
 step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together, CPython 3.15.2 reading both files"
 export TACHYON_FIRMWARE="$PWD/target/firmware"
@@ -284,9 +286,18 @@ BE_TARGET_ARGS=()
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do BE_TARGET_ARGS+=(--target "$target"); done
 CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
 cargo clippy -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}" -- -D warnings
-cargo test --profile checked -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
-cargo test --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
-prune target/tmp
+cargo test --no-run --profile checked -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
+cargo test --no-run --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
+# Then each target's tests run side by side with the others' (cargo test runs one binary at
+# a time, and one emulated binary seldom keeps both cores busy: 3 min 41 s one target after
+# another); each target's log is shown when all three have ended.
+be_tests() { # be_tests TARGET
+  cargo test --profile checked -p tachyon-core --features "$CORE_FEATURES" --target "$1" &&
+    cargo test --profile checked -p qemu-tests --target "$1" --test vectors --test fault_injection
+}
+for target in "${BIG_ENDIAN_TARGETS[@]}"; do together target/big-endian-logs "$target" be_tests "$target"; done
+together_wait
+prune target/tmp target/big-endian-logs
 
 # Straight after the big-endian suite, whose checked-profile builds it runs (and the C API's after it).
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
@@ -307,7 +318,7 @@ TACHYON_CLI=$PWD/target/release/tachyon bash scripts/python.sh
 
 step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against a scripted loopback receiver; the fleet benchmark once"
 bash scripts/fleet.sh
-prune target/wheels
+prune target/wheels target/python
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 5 s each under AddressSanitizer (a smoke run: the long runs are scripts/fuzz.sh --until and the ledger), failing on a crash, a timeout or running out of memory"
 FUZZ_SECONDS=5 bash scripts/fuzz.sh
