@@ -3,9 +3,13 @@
 //! batches, and heals after sink errors as the in-thread path does.
 
 use embedded_io::{ErrorType, Seek, SeekFrom, Write};
+use std::time::{Duration, Instant};
 use tachyon::memory::VecSink;
 use tachyon::tachyon::compress::ThreadedCompressor;
-use tachyon_core::compression::{compressor_workspace_bytes, workspace_words, Compressor, RegionCompressor};
+
+use tachyon_core::compression::{
+    compressor_workspace_bytes, workspace_words, Compressor, Progress, RegionCompressor, ZstdError,
+};
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
 use tachyon_core::{Compression, Frame, LittleEndian, Location, WriteError, Writer, WriterConfig};
 use tachyon_test_kit::Broken;
@@ -131,23 +135,62 @@ impl Seek for Flaky {
     }
 }
 
+/// The threaded compressor, made to wait once, after [`WAIT_AFTER`] bytes of input, until the
+/// worker has sent compressed bytes back. Whether any came back before `finish` used to depend
+/// on how the two threads were scheduled: on a loaded machine none did, no sample met the
+/// broken sink, and the test failed ("0 refused").
+struct SeesOutput {
+    inner: ThreadedCompressor,
+    fed: usize,
+    waited: bool,
+}
+
+/// Past zstd's input buffer (its window and a block: zstd emits nothing before it is full)
+/// and the batches in flight.
+const WAIT_AFTER: usize = 6 * tachyon::tachyon::compress::BATCH_BYTES;
+
+impl RegionCompressor for SeesOutput {
+    fn compress(&mut self, input: &[u8], end: bool) -> Result<Progress, ZstdError> {
+        let progress = self.inner.compress(input, end)?;
+        self.fed += progress.consumed;
+        if !self.waited && self.fed >= WAIT_AFTER {
+            self.waited = true;
+            let since = Instant::now();
+            while self.inner.pending().is_empty() {
+                assert!(since.elapsed() < Duration::from_secs(120), "the worker sent nothing back");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(progress)
+    }
+    fn pending(&mut self) -> &[u8] {
+        self.inner.pending()
+    }
+    fn consume_pending(&mut self, n: usize) {
+        self.inner.consume_pending(n);
+    }
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+}
+
 #[test]
 fn sink_errors_heal_to_the_same_bytes() {
     let want = in_thread();
     let names = names();
     let mut storage = VecWriterStorage::new(CAP).unwrap();
-    let mut threaded = ThreadedCompressor::spawn().unwrap();
+    let mut threaded = SeesOutput { inner: ThreadedCompressor::spawn().unwrap(), fed: 0, waited: false };
     let compressor: &mut dyn RegionCompressor = &mut threaded;
     let mut w =
         Writer::with_endian(Flaky::default(), storage.storage().with_zstd(compressor), config(), LittleEndian).unwrap();
     let mut refused = 0;
-    // The sink breaks for 2,000 samples in every 20,000 (compressed bytes come back from the
+    // The sink refuses the first write of every sample (compressed bytes come back from the
     // worker now and then, and the writer writes them out with a later sample); a refused
     // sample is retried once the sink is repaired.
     let names_ref = &names;
     for i in 0..SAMPLES {
         let (ts, tid, frames) = sample(i, names_ref);
-        w.get_mut().broken = i % 20_000 < 2_000;
+        w.get_mut().broken = true;
         while let Err(e) = w.write_thread_sample(ts, 0, tid, (i % 3) as u8, frames.iter().copied()) {
             assert!(matches!(e, WriteError::Sink { error: Broken, .. }), "{e:?}");
             refused += 1;
@@ -165,6 +208,7 @@ fn sink_errors_heal_to_the_same_bytes() {
         "the sink must really have failed: {refused} refused, {failures} failed"
     );
     assert!(got == want, "{} bytes, want {}", got.len(), want.len());
+    assert!(threaded.waited, "the region was shorter than {WAIT_AFTER} bytes: nothing made output come back early");
 }
 
 /// Re-encoding puts a REPEAT run that filled its buffer where the file has it: a writer ends
