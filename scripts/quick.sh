@@ -51,7 +51,7 @@ step "documentation tests"
 cargo test -q --profile checked --doc -p tachyon-core -p tachyon --features "$CORE_FEATURES"
 
 step "saved fuzz crashes and seeds replayed (fuzz/tests/replay.rs)"
-cargo test -q --manifest-path fuzz/Cargo.toml
+cargo test -q --manifest-path fuzz/Cargo.toml --test replay
 
 step "no_std: core for thumbv6m-none-eabi (no alloc, no zstd)"
 grep -qx thumbv6m-none-eabi <<<"$(rustup target list --installed)" || rustup target add thumbv6m-none-eabi
