@@ -81,9 +81,8 @@ fi
 
 step "build the abi3 wheel into target/wheels/"
 rm -f target/wheels/tachyon_profiles-*.whl
-# In a target folder of its own: built in the main one (to share the release build's
-# crates) it shared none of them (the measured run compiled every crate again) and left the
-# command's crates stale, so the README step then rebuilt the command (1 min 49 s).
+# In a target folder of its own: built in the main one, to share the release build's
+# crates, it shared none of them (a measured run compiled every crate again).
 (cd python && CARGO_TARGET_DIR="$PWD/../target/python" timed build "$C/maturin/bin/maturin" build --release --locked \
   --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
 wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
