@@ -4,8 +4,8 @@
 # crates. The committed fixtures already hold the real tools' outputs (CPython 3.15.2's
 # vectors and replay outputs, gperftools', Austin's, pstats'), so these are the unit, vector,
 # golden-output and property tests the test command runs, without the steps that run the real
-# tools again. Meant to take under 5 minutes warm on the project's 2-core VM (not yet
-# measured warm: docs/testing.md); run `bash scripts/test-all.sh` before a change lands.
+# tools again. After a one-line change to core it took 60-75 s on the project's 2-core VM
+# (docs/testing.md); run `bash scripts/test-all.sh` before a change lands.
 #
 #   bash scripts/quick.sh
 #
