@@ -115,15 +115,16 @@ together() {
   _TOGETHER_LOGS+=("$dir/$name.log")
 }
 together_wait() {
-  local i failed=()
-  local -a status=()
+  local i name failed=()
   for i in "${!_TOGETHER_PIDS[@]}"; do
-    if wait "${_TOGETHER_PIDS[$i]}"; then status[i]=0; else status[i]=1; failed+=("$(basename "${_TOGETHER_LOGS[$i]}" .log)"); fi
-  done
-  for i in "${!_TOGETHER_LOGS[@]}"; do
+    name=$(basename "${_TOGETHER_LOGS[$i]}" .log)
+    if wait "${_TOGETHER_PIDS[$i]}"; then
+      [ "${1:-}" = --failed-only ] || cat "${_TOGETHER_LOGS[$i]}"
+      continue
+    fi
+    failed+=("$name")
     if [ "${1:-}" = --failed-only ]; then
-      [ "${status[$i]}" = 0 ] && continue
-      printf '\n--- %s failed; the end of its log (%s):\n' "$(basename "${_TOGETHER_LOGS[$i]}" .log)" "${_TOGETHER_LOGS[$i]}" >&2
+      printf '\n--- %s failed; the end of its log (%s):\n' "$name" "${_TOGETHER_LOGS[$i]}" >&2
       tail -30 "${_TOGETHER_LOGS[$i]}" >&2
     else
       cat "${_TOGETHER_LOGS[$i]}"
