@@ -2,8 +2,6 @@
 //! ring's end; a full ring drops and counts; a garbled ring is refused without a panic; the
 //! drain writes what a direct writer writes and puts the losses in the stats trailer.
 
-#![cfg(not(loom))]
-
 use std::sync::atomic::AtomicU32;
 
 use tachyon_core::capture::{entry_words, Capture, Drain, Dropped, Stack, Taken};
