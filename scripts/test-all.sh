@@ -238,7 +238,6 @@ for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
   printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
 done
 
-
 step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together, CPython 3.15.2 reading both files"
 export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
