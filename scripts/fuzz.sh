@@ -216,25 +216,22 @@ run_target() { # run_target TARGET SECONDS [EXECUTIONS]: one libFuzzer run, its 
 if [ -z "$GOAL" ] && [ -z "$CAMPAIGN" ]; then
   LOGS=$ROOT/target/fuzz-run-logs
   rm -rf "$LOGS"
-  set -- "${TARGETS[@]}"
-  while [ $# -gt 0 ]; do
-    together "$LOGS" "$1" run_target "$1" "$SECONDS_EACH"
-    [ $# -gt 1 ] && together "$LOGS" "$2" run_target "$2" "$SECONDS_EACH"
+  for ((i = 0; i < ${#TARGETS[@]}; i += 2)); do
+    for t in "${TARGETS[@]:i:2}"; do together "$LOGS" "$t" run_target "$t" "$SECONDS_EACH"; done
     together_wait || fail "the fuzz target above"
-    shift $(($# > 1 ? 2 : 1))
   done
-  TARGETS=()
+else
+  for t in "${TARGETS[@]}"; do
+    if [ -n "$GOAL" ]; then
+      while done_so_far=$(ledger_total "$t") && [ "$done_so_far" -lt "$GOAL" ]; do
+        log "$t: $done_so_far of $GOAL executions so far"
+        run_target "$t" "$SECONDS_EACH" $((GOAL - done_so_far))
+        [ "$(ledger_total "$t")" -gt "$done_so_far" ] || fail "$t: a run counted no executions (log: $ROOT/target/fuzz-$t.log)"
+      done
+    else
+      run_target "$t" "$SECONDS_EACH"
+    fi
+  done
 fi
-for t in "${TARGETS[@]}"; do
-  if [ -n "$GOAL" ]; then
-    while done_so_far=$(ledger_total "$t") && [ "$done_so_far" -lt "$GOAL" ]; do
-      log "$t: $done_so_far of $GOAL executions so far"
-      run_target "$t" "$SECONDS_EACH" $((GOAL - done_so_far))
-      [ "$(ledger_total "$t")" -gt "$done_so_far" ] || fail "$t: a run counted no executions (log: $ROOT/target/fuzz-$t.log)"
-    done
-  else
-    run_target "$t" "$SECONDS_EACH"
-  fi
-done
 column -t -s $'\t' "$RESULTS"
 [ -z "$CAMPAIGN" ] || bash "$ROOT/scripts/fuzz.sh" --ledger
