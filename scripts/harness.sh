@@ -3,8 +3,9 @@
 # 1. Time accounting. Each step of scripts/test-all.sh is reported as download / build / run.
 #    `timed download|build CMD...` runs CMD and adds its wall time to that kind; `cargo` below
 #    does it by itself. When TACHYON_STEP_TIMES names a file (test-all.sh sets it), each
-#    timed command appends "KIND MILLISECONDS" to it; otherwise nothing is recorded and the
-#    commands run as they would.
+#    timed command appends "KIND MILLISECONDS" to it, and to TACHYON_COMMAND_TIMES, if set,
+#    its milliseconds, kind and command line; otherwise nothing is recorded and the commands
+#    run as they would.
 # 2. The one release build (`release_build`): the command, the C library and the release
 #    binaries of qemu-tests that steps run, made by one cargo invocation whose package and
 #    target selection never changes, so cargo resolves the same features every time and every
@@ -25,7 +26,11 @@ timed() {
   shift
   started=$(_now_ms)
   "$@" || status=$?
-  [ -n "${TACHYON_STEP_TIMES:-}" ] && printf '%s %s\n' "$kind" $(($(_now_ms) - started)) >>"$TACHYON_STEP_TIMES"
+  local took=$(($(_now_ms) - started)) line="$*"
+  [ -n "${TACHYON_STEP_TIMES:-}" ] && printf '%s %s\n' "$kind" "$took" >>"$TACHYON_STEP_TIMES"
+  # Every timed command of the run, for the list of the slowest at its end.
+  [ -n "${TACHYON_COMMAND_TIMES:-}" ] && printf '%s\t%s\t%s\n' "$took" "$kind" "$(cut -c1-150 <<<"${line#command }")" \
+    >>"$TACHYON_COMMAND_TIMES"
   return "$status"
 }
 
@@ -91,12 +96,17 @@ cargo() {
 }
 
 # The release build every step shares: `tachyon` (the command), the C library (static and
-# shared) and qemu-tests' release binaries (fleet_files, side_by_side). A step that builds
-# one of these another way may make cargo resolve another feature set and build the tree
-# again, with fat LTO.
+# shared) and qemu-tests' release binaries (fleet_files, side_by_side). With fat LTO, cargo
+# compiles a crate that only LTO'd programs and libraries use as bitcode alone, and one that an
+# rlib also uses as bitcode and object code: two builds of the same crate. So nothing here is
+# an rlib: the command is built as the README's `cargo run --release -p tachyon` builds it, the
+# C library as its static and shared library only (its crate types without the rlib the Rust
+# tests use), qemu-tests' programs without their library as a target of its own. Measured:
+# with the rlibs, the README's command compiled the whole tree again (2 min 41 s cold).
 release_build() {
-  cargo build --release --locked -q -p tachyon -p tachyon-capi -p qemu-tests \
-    --lib --bin tachyon --bin fleet_files --bin side_by_side
+  cargo build --release --locked -q -p tachyon --bin tachyon &&
+    cargo rustc --release --locked -q -p tachyon-capi --lib --crate-type staticlib --crate-type cdylib &&
+    cargo build --release --locked -q -p qemu-tests --bin fleet_files --bin side_by_side
 }
 
 # together LOGDIR NAME CMD...: CMD in the background, its output in LOGDIR/NAME.log.
