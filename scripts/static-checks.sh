@@ -56,9 +56,11 @@ python3 scripts/module-cycles.py
 step "clippy: host, every target kind, all features and none"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
-# PyO3's build finds Python 3.11 (Debian's); the wheel itself is built by scripts/python.sh.
-# The main target folder: the dependencies checked above are not checked again.
+# The fuzz workspace and the Python package in the main target folder: the dependencies
+# checked above are not checked again (in fuzz/'s own folder, a run from empty caches checked
+# the whole tree a second time). PyO3's build finds Python 3.11 (Debian's); the wheel itself
+# is built by scripts/python.sh.
+CARGO_TARGET_DIR=$PWD/target cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 CARGO_TARGET_DIR=$PWD/target cargo clippy --manifest-path python/Cargo.toml --locked --all-targets -- -D warnings
 
 step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"

@@ -1,8 +1,11 @@
-//! Seeds that no committed file is, made by our writers from committed vectors:
-//! `make_seeds ROOT OUT` writes `OUT/pprof/*` (pprof profiles converted from the CPython
-//! vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the CPython
-//! vectors sent through the framed transport, a frame per write as a device sends them, and
-//! a journaled stream, whole and cut, as a killed process leaves one).
+//! The fuzz targets' seeds that no committed file is, made by our writers from committed
+//! vectors: `make_fuzz_seeds ROOT OUT` writes `OUT/pprof/*` (pprof profiles converted from the
+//! CPython vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the
+//! CPython vectors sent through the framed transport, a frame per write as a device sends
+//! them, and a journaled stream, whole and cut, as a killed process leaves one).
+//!
+//! `scripts/fuzz.sh` runs it. It lives here rather than in `fuzz/` so that the host's test
+//! build makes it: in `fuzz/` it took a build of the whole tree of its own.
 
 use std::path::{Path, PathBuf};
 
@@ -50,7 +53,7 @@ fn journaled() -> Vec<u8> {
 
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
-    let [root, out] = &args[..] else { panic!("usage: make_seeds ROOT OUT") };
+    let [root, out] = &args[..] else { panic!("usage: make_fuzz_seeds ROOT OUT") };
     let vectors = root.join("qemu-tests/vectors/cpython-3.15.2");
     let (pprof, transport) = (out.join("pprof"), out.join("transport_receiver"));
     std::fs::create_dir_all(&pprof).unwrap();
