@@ -17,6 +17,8 @@ mkdir -p target
 # Every timed command of every step script appends "KIND MILLISECONDS" here (harness.sh).
 export TACHYON_STEP_TIMES=$PWD/target/step-times.txt
 : >"$TACHYON_STEP_TIMES"
+export TACHYON_COMMAND_TIMES=$PWD/target/command-times.tsv
+: >"$TACHYON_COMMAND_TIMES"
 
 # Each step's name, with the minutes and seconds since the run began, what target/ holds and
 # what is free on its file system: CI's disk is not ours to size, and a run that fills it
@@ -27,10 +29,22 @@ STEP_NAMES=()
 STEP_STARTS=()
 STEP_DOWNLOAD=()
 STEP_BUILD=()
+STEP_CPU=()
+# The machine's busy and total CPU time so far (all cores, in clock ticks): a step that keeps
+# the cores half idle has room for something beside it; one at 100 % has none.
+cpu_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8; print busy, busy + $5 + $6 }' /proc/stat 2>/dev/null || echo "0 0"; }
+cpu_share() { # cpu_share TICKS-BEFORE TICKS-AFTER: the busy share between the two, in percent
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); all = y[2] - x[2]
+    if (all > 0) printf "%d%%", 100 * (y[1] - x[1]) / all; else printf "-" }'
+}
+RUN_CPU_START=$(cpu_ticks)
+STEP_CPU_START=
 # The download and build seconds the step that is ending recorded; the file starts again.
 close_step() {
   [ ${#STEP_NAMES[@]} -gt ${#STEP_BUILD[@]} ] || return 0
-  local sums
+  local sums now
+  now=$(cpu_ticks)
+  STEP_CPU+=("$(cpu_share "$STEP_CPU_START" "$now")")
   sums=$(awk '$1 == "download" { d += $2 } $1 == "build" { b += $2 } END { printf "%d %d", d / 1000, b / 1000 }' \
     "$TACHYON_STEP_TIMES" 2>/dev/null || echo "0 0")
   STEP_DOWNLOAD+=("${sums% *}")
@@ -45,11 +59,13 @@ step() {
   printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
   STEP_NAMES+=("$*")
   STEP_STARTS+=("$t")
+  STEP_CPU_START=$(cpu_ticks)
 }
 mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # At the end, passed or not: each step's time, and of it what went to downloading and to
 # building (cargo's compiles, maturin, cargo install) — the rest is running. Where a step
 # runs things side by side, download + build can exceed its time; run is then shown as "‖".
+# "cpu" is how busy the machine's cores were during the step, all of them together.
 PASSED=
 time_table() {
   local end i next total dl build run all_dl=0 all_build=0
@@ -57,7 +73,7 @@ time_table() {
   end=$(($(date +%s) - START))
   # PASSED is set only after the last step: a run killed by a signal also exits through here.
   printf '\nTime per step (%s):\n' "$([ -n "$PASSED" ] && echo "passed" || echo "stopped at the last step listed")"
-  printf '  %8s %9s %8s %8s  %s\n' total download build run step
+  printf '  %8s %9s %8s %8s %5s  %s\n' total download build run cpu step
   for i in "${!STEP_NAMES[@]}"; do
     next=${STEP_STARTS[$((i + 1))]:-$end}
     total=$((next - STEP_STARTS[i]))
@@ -65,10 +81,15 @@ time_table() {
     all_dl=$((all_dl + dl)) all_build=$((all_build + build))
     run=$((total - dl - build))
     if [ "$run" -ge 0 ]; then run=$(mmss "$run"); else run="‖"; fi
-    printf '  %8s %9s %8s %8s  %s\n' "$(mmss "$total")" "$(mmss "$dl")" "$(mmss "$build")" "$run" \
-      "$(cut -c1-90 <<<"${STEP_NAMES[$i]}")"
+    printf '  %8s %9s %8s %8s %5s  %s\n' "$(mmss "$total")" "$(mmss "$dl")" "$(mmss "$build")" "$run" \
+      "${STEP_CPU[$i]:--}" "$(cut -c1-90 <<<"${STEP_NAMES[$i]}")"
   done
-  printf '  %8s %9s %8s %8s  in all\n' "$(mmss "$end")" "$(mmss "$all_dl")" "$(mmss "$all_build")" ""
+  printf '  %8s %9s %8s %8s %5s  in all\n' "$(mmss "$end")" "$(mmss "$all_dl")" "$(mmss "$all_build")" "" \
+    "$(cpu_share "$RUN_CPU_START" "$(cpu_ticks)")"
+  # Where the time of the next change to this script is likely to be found.
+  printf '\nThe slowest timed commands (of %s; all in %s):\n' "$(wc -l <"$TACHYON_COMMAND_TIMES")" "$TACHYON_COMMAND_TIMES"
+  sort -t$'\t' -k1,1nr "$TACHYON_COMMAND_TIMES" | head -15 |
+    awk -F'\t' '{ printf "  %4dm%02ds  %-8s %s\n", $1 / 60000, ($1 / 1000) % 60, $2, $3 }'
   # The compiler cache's share of the builds; its server is stopped, so nothing of the run
   # stays behind.
   if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
@@ -245,12 +266,13 @@ bash scripts/firmware.sh
 step "static checks: format, import cycles, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
 bash scripts/static-checks.sh
 
-# The host's tests build in the dev profile. At opt-level 1 (the checked profile) they took
-# 4 min 48 s to build instead of 1 min 32 s and ran under nextest in 4 min 03 s instead of
-# 8 min 06 s: about the same in all (docs/testing.md), and dev's build is the one a developer
-# has already.
+# The host's tests build in the checked profile (dev's debug assertions and overflow checks
+# at opt-level 1), as scripts/quick.sh's do. From empty caches that took 4 min 48 s to build
+# instead of dev's 1 min 32 s, and ran under nextest in 4 min 03 s instead of 8 min 06 s
+# (docs/testing.md): about even; with the compiler cache warm the build is cached either way
+# and the run's four minutes are saved.
 step "tests: core without features (no alloc, no zstd)"
-cargo test -p tachyon-core
+cargo test --profile checked -p tachyon-core
 
 step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools); the core example runs"
 # The C API is left out here and built by scripts/capi.sh with its own features: with every
@@ -265,13 +287,13 @@ if ! command -v cargo-nextest >/dev/null; then
     cargo install -q --locked cargo-nextest --root "$HOME/.cache/tachyon-nextest" || missing "cargo-nextest (cargo install failed)"
   export PATH=$HOME/.cache/tachyon-nextest/bin:$PATH
 fi
-cargo nextest run "${HOST_TESTS[@]}" --no-fail-fast
+cargo nextest run --cargo-profile checked "${HOST_TESTS[@]}" --no-fail-fast
 # nextest leaves out the documentation tests.
-cargo test --doc "${HOST_TESTS[@]}"
-# The example, built by the same selection (nothing new is compiled), runs here rather than
-# in a release build of its own.
-cargo build "${HOST_TESTS[@]}" --example roundtrip
-target/debug/examples/roundtrip target/roundtrip.bin
+cargo test --profile checked --doc "${HOST_TESTS[@]}"
+# The examples, built by the same selection (nothing new is compiled): the core example runs
+# here rather than in a release build of its own; the fuzz step runs the seed maker.
+cargo build --profile checked "${HOST_TESTS[@]}" --example roundtrip --example make_fuzz_seeds
+target/checked/examples/roundtrip target/roundtrip.bin
 prune target/tmp
 
 step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, built together): clippy, core's byte-order proofs with every codec, CPython's vectors decoded and written natively, the writers under injected faults"
@@ -305,7 +327,7 @@ prune target/exchange
 
 step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) against the Rust writer and CPython's vectors, ASan/UBSan, valgrind, s390x/powerpc/powerpc64 under qemu-user, the no_std library linked into C, the Lua 5.4 profiler read by CPython"
 bash scripts/capi.sh
-prune target/capi target/checked "${BIG_ENDIAN_TARGETS[@]/#/target/}"
+prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
 step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
 bash scripts/capture.sh
@@ -317,11 +339,12 @@ TACHYON_CLI=$PWD/target/release/tachyon bash scripts/python.sh
 
 step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against a scripted loopback receiver; the fleet benchmark once"
 bash scripts/fleet.sh
-prune target/wheels target/python
+prune target/wheels
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 5 s each under AddressSanitizer (a smoke run: the long runs are scripts/fuzz.sh --until and the ledger), failing on a crash, a timeout or running out of memory"
 FUZZ_SECONDS=5 bash scripts/fuzz.sh
-prune target/fuzz-address
+# (The host's checked build: the fuzz step ran its seed maker.)
+prune target/fuzz-address target/checked
 
 step "the capture benchmark runs once (one round, half the work: a smoke run; docs/benchmarks.md's figures come from seven full rounds)"
 RUNS=1 NATIVE_WORK=20000 LUA_WORK=3000 bash scripts/capture-bench.sh > target/capture-bench.md \
