@@ -185,7 +185,12 @@ fi
 if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   export RUSTC_WRAPPER=sccache SCCACHE_DIR=${SCCACHE_DIR:-$HOME/.cache/tachyon-sccache}
   export SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-20G}
-  sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start)"
+  # A server of the run's own, on a port of its own: one already running (a developer's, or
+  # one left by a run that was killed) would keep its own cache folder, and starting a second
+  # on the same port fails. A server this run left on its port is stopped first.
+  export SCCACHE_SERVER_PORT=${SCCACHE_SERVER_PORT:-4227}
+  sccache --stop-server >/dev/null 2>&1 || true
+  sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
 step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages; cargo-fuzz and defmt-print built once"
