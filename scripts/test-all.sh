@@ -241,6 +241,13 @@ recording() {
   export "$var=$dir"
 }
 O=qemu-tests/oracle
+# CPython's answers to qemu-tests/oracle/cpython_batch.py (what its writer makes of a document,
+# what its reader makes of a file), kept under a key of the script, the interpreter and the
+# input's bytes, for every step and test that asks: a file our code writes differently is a
+# new key, and CPython is asked. What no run has used for 30 days is removed.
+export TACHYON_ORACLE_MEMO=${TACHYON_ORACLE_MEMO:-$HOME/.cache/tachyon-oracle-memo}
+mkdir -p "$TACHYON_ORACLE_MEMO"
+find "$TACHYON_ORACLE_MEMO" -type f -mtime +30 -delete
 
 step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386; s390x, powerpc, powerpc64 under qemu-user, the PowerPC libprofiler built from source) and read them with google-pprof and go pprof (cached)"
 recording TACHYON_GPERFTOOLS_PROFILES gperftools "$O/gperftools" -- bash "$O/gperftools/record.sh" "{}"
