@@ -125,6 +125,10 @@ fn one_producer_thread_and_one_consumer_thread_lose_nothing_they_do_not_count() 
     let w = words(500);
     let ring = Capture::new(&w);
     const N: u64 = 200_000;
+    // The consumer stops once the producer has ended and the ring is empty, not after a count
+    // of empty polls: at opt-level 1 on a loaded machine a million polls passed while the
+    // producer waited for a core, and the test lost entries that were still to come.
+    let finished = std::sync::atomic::AtomicBool::new(false);
     let seen = std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..N {
@@ -132,19 +136,16 @@ fn one_producer_thread_and_one_consumer_thread_lose_nothing_they_do_not_count() 
                 let ids: Vec<FrameId> = (0..depth as u32).map(|d| FrameId(i as u32 ^ d)).collect();
                 let _ = ring.push_ids(taken(i), &ids);
             }
+            finished.store(true, std::sync::atomic::Ordering::Release);
         });
         let mut seen = Vec::new();
-        let mut idle = 0u32;
-        while idle < 1_000_000 {
+        loop {
+            // Read before popping: an entry pushed before the flag was set is popped after.
+            let ended = finished.load(std::sync::atomic::Ordering::Acquire);
             match pop(&ring) {
-                Some(entry) => {
-                    idle = 0;
-                    seen.push(entry);
-                }
-                None => idle += 1,
-            }
-            if seen.len() as u64 + u64::from(ring.dropped()) == N {
-                break;
+                Some(entry) => seen.push(entry),
+                None if ended => break,
+                None => std::hint::spin_loop(),
             }
         }
         seen

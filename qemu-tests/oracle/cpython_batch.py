@@ -12,22 +12,16 @@ failure.
 one line per thread sample in replay order; a reader error becomes a last line
 {"error": "<message>"}.
 
-With TACHYON_ORACLE_MEMO naming a folder (the test command sets it), each output is kept
-there under a key of everything it depends on — this script, the interpreter (its version,
-machine and the _remote_debugging module's bytes), the action and the input's bytes — and an
-input seen before is answered from there: both actions are functions of those alone. A run
-whose files did not change asks CPython nothing (an emulated s390x CPython takes minutes).
-Only whole answers are kept: a dump that ends in an error (whose message may name the path)
-is asked again every time.
+With TACHYON_ORACLE_MEMO set, answers are kept and reused (memo.py): both actions are
+functions of the input's bytes alone; a dump that ends in an error is asked again.
 """
-import hashlib
 import json
 import os
-import platform
-import shutil
 import sys
 
 import _remote_debugging as rd
+
+import memo
 
 
 def frames_of(raw):
@@ -90,65 +84,32 @@ def dump(src, dst):
             out.write(json.dumps({"error": str(e)}) + "\n")
 
 
-# Outputs above this size are not kept (a dump of a long recording is hundreds of MB).
-MEMO_MOST_BYTES = 64 << 20
-
-
-def interpreter_key(action):
-    h = hashlib.sha256()
-    for part in (sys.version, platform.machine(), action):
-        h.update(part.encode() + b"\0")
-    for path in (__file__, getattr(rd, "__file__", None)):
-        if path:
-            with open(path, "rb") as f:
-                h.update(f.read())
-    return h
-
-
 def whole(action, dst):
-    if os.path.getsize(dst) > MEMO_MOST_BYTES:
-        return False
-    if action == "dump":
-        with open(dst, "rb") as f:
-            f.seek(max(0, os.path.getsize(dst) - 4096))
-            last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
-        return not last.startswith(b'{"error"')
-    return True
+    """A dump that ends in an error is not kept: its message may name the path."""
+    if action != "dump":
+        return True
+    with open(dst, "rb") as f:
+        f.seek(max(0, os.path.getsize(dst) - 4096))
+        last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return not last.startswith(b'{"error"')
 
 
 def main():
     action, manifest = sys.argv[1], sys.argv[2]
     step = {"write": write, "dump": dump}[action]
-    memo = os.environ.get("TACHYON_ORACLE_MEMO")
-    base = interpreter_key(action) if memo else None
-    if memo:
-        os.makedirs(memo, exist_ok=True)
+    start = memo.base(action, getattr(rd, "__file__", None)) if memo.folder() else None
     with open(manifest) as f:
         for line in f:
             line = line.rstrip("\n")
             if not line:
                 continue
             src, dst = line.split("\t")
-            if not memo:
-                step(src, dst)
-                continue
-            h = base.copy()
-            try:
-                with open(src, "rb") as data:
-                    h.update(data.read())
-            except OSError:  # the step reports it as CPython does
-                step(src, dst)
-                continue
-            kept = os.path.join(memo, h.hexdigest())
-            if os.path.exists(kept):
-                shutil.copyfile(kept, dst)
-                os.utime(kept)  # the test command removes what no run has used for weeks
+            kept = memo.key(start, src) if start else None
+            if memo.fetch(kept, dst):
                 continue
             step(src, dst)
             if whole(action, dst):
-                partial = "%s.%d" % (kept, os.getpid())
-                shutil.copyfile(dst, partial)
-                os.replace(partial, kept)
+                memo.keep(kept, dst)
 
 
 if __name__ == "__main__":

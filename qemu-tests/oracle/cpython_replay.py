@@ -7,14 +7,22 @@ directory, what `replay` produces for every conversion the tachyon command repro
 collapsed.txt, pstats.marshal, jsonl.jsonl, gecko.json, and text-<variant>.txt holding
 everything `replay` printed for a pstats table (the driver's caller cuts the table out).
 A failing replay writes error-<what>.txt with the message instead.
+
+With TACHYON_ORACLE_MEMO set, each input's outputs are kept and reused (memo.py), keyed by
+the input's bytes and its path (what `replay` prints may name it) and the code of
+profiling.sampling; an input any of whose replays failed is replayed again.
 """
 
 import contextlib
+import glob
 import io
 import os
 import sys
 
+import profiling.sampling
 from profiling.sampling.cli import main
+
+import memo
 
 TEXT_VARIANTS = {
     "default": [],
@@ -50,8 +58,15 @@ def replay(args, stdout_path=None):
 def main_driver(manifest):
     with open(manifest, encoding="utf-8") as f:
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    start = None
+    if memo.folder():
+        code = sorted(glob.glob(os.path.join(os.path.dirname(profiling.sampling.__file__), "**", "*.py"), recursive=True))
+        start = memo.base("replay", *code)
     for source, outdir in jobs:
         os.makedirs(outdir, exist_ok=True)
+        kept = memo.key(start, source, with_path=True) if start else None
+        if memo.fetch(kept, outdir):
+            continue
         runs = [
             ("collapsed", ["--collapsed", "-o", os.path.join(outdir, "collapsed.txt"), source], None),
             ("pstats", ["--pstats", "-o", os.path.join(outdir, "pstats.marshal"), source], None),
@@ -60,11 +75,16 @@ def main_driver(manifest):
         ]
         for name, extra in TEXT_VARIANTS.items():
             runs.append((f"text-{name}", [*extra, source], os.path.join(outdir, f"text-{name}.txt")))
+        failed = False
         for what, args, stdout_path in runs:
             error = replay(args, stdout_path)
             if error is not None:
+                failed = True
                 with open(os.path.join(outdir, f"error-{what}.txt"), "w", encoding="utf-8") as f:
                     f.write(error + "\n")
+        if not failed:
+            written = [stdout_path or args[args.index("-o") + 1] for _, args, stdout_path in runs]
+            memo.keep(kept, [p for p in written if os.path.exists(p)])
 
 
 if __name__ == "__main__":
