@@ -14,7 +14,6 @@ profiling.sampling; an input any of whose replays failed is replayed again.
 """
 
 import contextlib
-import glob
 import io
 import os
 import sys
@@ -60,8 +59,7 @@ def main_driver(manifest):
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     start = None
     if memo.folder():
-        code = sorted(glob.glob(os.path.join(os.path.dirname(profiling.sampling.__file__), "**", "*.py"), recursive=True))
-        start = memo.base("replay", *code)
+        start = memo.base("replay", *memo.package_files(profiling.sampling))
     for source, outdir in jobs:
         os.makedirs(outdir, exist_ok=True)
         kept = memo.key(start, source, with_path=True) if start else None

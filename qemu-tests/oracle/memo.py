@@ -35,6 +35,15 @@ def base(question, *code_files):
     return h
 
 
+def package_files(module):
+    """Every Python file of the package `module` belongs to (the code that answers)."""
+    top = os.path.dirname(module.__file__)
+    found = []
+    for folder_, _, names in os.walk(top):
+        found += [os.path.join(folder_, n) for n in names if n.endswith(".py")]
+    return sorted(found)
+
+
 def key(start, src, with_path=False):
     """The full key for input `src`, or None when it cannot be read (the driver reports that
     as CPython does)."""

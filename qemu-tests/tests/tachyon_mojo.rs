@@ -172,8 +172,8 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
     oracle_ready();
     let austin = austin_dir();
     let python24 = austin.join("austin-python-2.4/bin/python");
-    let mojo2austin = austin.join("austin-3.7/bin/mojo2austin");
-    assert!(python24.exists() && mojo2austin.exists(), "run qemu-tests/oracle/austin/record.sh first");
+    let python17 = austin.join("austin-3.7/bin/python");
+    assert!(python24.exists() && python17.exists(), "run qemu-tests/oracle/austin/record.sh first");
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tachyon-mojo");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
@@ -182,7 +182,7 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
 
     // Tachyon → MOJO (and Austin's text), then MOJO → Tachyon.
     let mut dumps = Vec::new();
-    let mut austin_jobs = String::new();
+    let (mut austin_jobs, mut mojo2austin_jobs) = (String::new(), String::new());
     for (i, file) in files.iter().enumerate() {
         let mojo = work.join(format!("{i}.mojo"));
         let bytes = convert_file(file, &Output::Mojo { version: None })
@@ -192,6 +192,11 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
             convert_file(file, &Output::Austin).unwrap_or_else(|e| panic!("{}: --to austin: {e}", file.display()));
         std::fs::write(work.join(format!("{i}.ours.austin")), text).unwrap();
         austin_jobs.push_str(&format!("{}\t{}\n", mojo.display(), work.join(format!("{i}.samples.jsonl")).display()));
+        mojo2austin_jobs.push_str(&format!(
+            "{}\t{}\n",
+            mojo.display(),
+            work.join(format!("{i}.theirs.austin")).display()
+        ));
         let mut source = MojoSource::open(FileSource::open(&mojo).unwrap(), MojoMetric::Default);
         let back = work.join(format!("{i}.back.pyb"));
         convert(
@@ -212,6 +217,14 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
         .status()
         .unwrap();
     assert!(status.success(), "austin-python 2.4.0's reader driver failed");
+    // austin-python 1.7.1's mojo2austin over every MOJO file, in one process.
+    std::fs::write(work.join("mojo2austin.tsv"), mojo2austin_jobs).unwrap();
+    let status = Command::new(&python17)
+        .arg(root().join("qemu-tests/oracle/austin/mojo2austin_batch.py"))
+        .arg(work.join("mojo2austin.tsv"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "mojo2austin failed");
 
     let mut compared = 0usize;
     for (i, file) in files.iter().enumerate() {
@@ -237,8 +250,6 @@ fn tachyon_to_mojo_reads_in_austin_python_as_in_cpython_and_comes_back() {
 
         // Our Austin text is mojo2austin's of our MOJO file.
         let theirs = work.join(format!("{i}.theirs.austin"));
-        let status = Command::new(&mojo2austin).arg(work.join(format!("{i}.mojo"))).arg(&theirs).status().unwrap();
-        assert!(status.success(), "{name}: mojo2austin failed");
         let ours = std::fs::read(work.join(format!("{i}.ours.austin"))).unwrap();
         qemu_tests::compare_bytes(&format!("{name}: --to austin"), &ours, &std::fs::read(&theirs).unwrap())
             .unwrap_or_else(|e| panic!("{e}"));

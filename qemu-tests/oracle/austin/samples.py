@@ -10,12 +10,20 @@ reader fails on ends with {"kind": "error", "error": "..."}.
 Usage (in austin-python 2.4.0's venv):
   python samples.py FILE.mojo > FILE.samples.jsonl
   python samples.py --batch MANIFEST     each line: FILE.mojo<TAB>OUTPUT.jsonl
+In batch mode with TACHYON_ORACLE_MEMO set, each file's lines are kept and reused
+(../memo.py: keyed by the file's bytes and austin-python's code); a file the reader fails on
+is read again every time.
 """
 import json
+import os
 import sys
 
+import austin
 from austin.events import AustinMetadata, AustinSample
 from austin.format.mojo import MojoStreamReader
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import memo  # noqa: E402
 
 
 def frame(f):
@@ -57,12 +65,20 @@ def main(path, out):
 
 if __name__ == "__main__":
     if sys.argv[1] == "--batch":
+        start = memo.base("samples", *memo.package_files(austin)) if memo.folder() else None
         with open(sys.argv[2]) as manifest:
             for line in manifest:
                 line = line.rstrip("\n")
                 if line:
                     src, dst = line.split("\t")
+                    kept = memo.key(start, src) if start else None
+                    if memo.fetch(kept, dst):
+                        continue
                     with open(dst, "w") as out:
                         main(src, out)
+                    with open(dst, "rb") as out:
+                        failed = b'"kind": "error"' in out.read()
+                    if not failed:
+                        memo.keep(kept, dst)
     else:
         main(sys.argv[1], sys.stdout)
