@@ -244,10 +244,16 @@ O=qemu-tests/oracle
 # CPython's answers to qemu-tests/oracle/cpython_batch.py (what its writer makes of a document,
 # what its reader makes of a file), kept under a key of the script, the interpreter and the
 # input's bytes, for every step and test that asks: a file our code writes differently is a
-# new key, and CPython is asked. What no run has used for 30 days is removed.
+# new key, and CPython is asked. A run whose writers changed keeps about 1.4 GB of new
+# answers, so the folder is cut to the most recently used 3 GB before each run.
 export TACHYON_ORACLE_MEMO=${TACHYON_ORACLE_MEMO:-$HOME/.cache/tachyon-oracle-memo}
 mkdir -p "$TACHYON_ORACLE_MEMO"
-find "$TACHYON_ORACLE_MEMO" -type f -mtime +30 -delete
+memo_trim() { # memo_trim FOLDER KILOBYTES: removes the least recently used entries beyond KILOBYTES
+  [ -n "$(ls -A "$1")" ] || return 0
+  du -sk --time --time-style=+%s -- "$1"/* | sort -t$'\t' -k2,2nr |
+    awk -F'\t' -v most="$2" '{ kept += $1; if (kept > most) print $3 }' | xargs -r -d '\n' rm -rf --
+}
+memo_trim "$TACHYON_ORACLE_MEMO" $((3 << 20))
 
 step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386; s390x, powerpc, powerpc64 under qemu-user, the PowerPC libprofiler built from source) and read them with google-pprof and go pprof (cached)"
 recording TACHYON_GPERFTOOLS_PROFILES gperftools "$O/gperftools" -- bash "$O/gperftools/record.sh" "{}"

@@ -8,7 +8,8 @@ machine, and the code that answers — a module's bytes), the question and the i
 from there, so a run whose files did not change asks CPython nothing; a file our code writes
 differently is a new key, and CPython is asked. Only whole answers are kept (an answer with
 an error is asked again every time), and none above MOST_BYTES (a dump of a long recording
-is hundreds of MB). Without the variable nothing is kept.
+is hundreds of MB). Without the variable nothing is kept. Each use of an answer renews its
+modification time: the test command removes the least recently used beyond 3 GB.
 """
 import hashlib
 import os
@@ -69,7 +70,7 @@ def fetch(kept, dst):
             shutil.copyfile(os.path.join(kept, name), os.path.join(dst, name))
     else:
         shutil.copyfile(kept, dst)
-    os.utime(kept)  # the test command removes what no run has used for 30 days
+    os.utime(kept)  # the least recently used go first (scripts/test-all.sh)
     return True
 
 
