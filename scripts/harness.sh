@@ -116,22 +116,13 @@ release_build() {
 # (qemu-user, valgrind, a Python interpreter, the network) gain from this; compilers, which
 # already use both cores, do not.
 _TOGETHER_PIDS=() _TOGETHER_LOGS=()
-# (Each job's wall time goes to the run's list of commands as kind "job": which of the jobs
-# side by side is the long pole.)
-_together_job() { # _together_job NAME CMD...
-  local name=$1 started status=0
-  shift
-  started=$(_now_ms)
-  "$@" || status=$?
-  [ -n "${TACHYON_COMMAND_TIMES:-}" ] &&
-    printf '%s\tjob\t%s\n' $(($(_now_ms) - started)) "$(cut -c1-150 <<<"$name: $*")" >>"$TACHYON_COMMAND_TIMES"
-  return "$status"
-}
 together() {
   local dir=$1 name=$2
   shift 2
   mkdir -p "$dir"
-  _together_job "$name" "$@" >"$dir/$name.log" 2>&1 &
+  # Timed as kind "job": its wall time goes to the run's list of commands (which of the jobs
+  # side by side is the long pole), not to a step's download or build.
+  timed job "$@" >"$dir/$name.log" 2>&1 &
   _TOGETHER_PIDS+=($!)
   _TOGETHER_LOGS+=("$dir/$name.log")
 }
