@@ -97,14 +97,14 @@ def whole(action, dst):
 def main():
     action, manifest = sys.argv[1], sys.argv[2]
     step = {"write": write, "dump": dump}[action]
-    start = memo.base(action, getattr(rd, "__file__", None)) if memo.folder() else None
+    start = memo.base(action, getattr(rd, "__file__", None))
     with open(manifest) as f:
         for line in f:
             line = line.rstrip("\n")
             if not line:
                 continue
             src, dst = line.split("\t")
-            kept = memo.key(start, src) if start else None
+            kept = memo.key(start, src)
             if memo.fetch(kept, dst):
                 continue
             step(src, dst)

@@ -57,12 +57,10 @@ def replay(args, stdout_path=None):
 def main_driver(manifest):
     with open(manifest, encoding="utf-8") as f:
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    start = None
-    if memo.folder():
-        start = memo.base("replay", *memo.package_files(profiling.sampling))
+    start = memo.base("replay", *memo.package_files(profiling.sampling))
     for source, outdir in jobs:
         os.makedirs(outdir, exist_ok=True)
-        kept = memo.key(start, source, with_path=True) if start else None
+        kept = memo.key(start, source, with_path=True)
         if memo.fetch(kept, outdir):
             continue
         runs = [

@@ -1,5 +1,5 @@
-"""CPython's answers kept across runs, for the oracle drivers (cpython_batch.py,
-cpython_replay.py).
+"""The real tools' answers kept across runs, for the oracle drivers (cpython_batch.py,
+cpython_replay.py, austin/samples.py, austin/mojo2austin_batch.py).
 
 With TACHYON_ORACLE_MEMO naming a folder (the test command sets it), each answer is kept
 there under a key of everything it depends on: the driver, the interpreter (its version and
@@ -9,7 +9,8 @@ from there, so a run whose files did not change asks CPython nothing; a file our
 differently is a new key, and CPython is asked. Only whole answers are kept (an answer with
 an error is asked again every time), and none above MOST_BYTES (a dump of a long recording
 is hundreds of MB). Without the variable nothing is kept. Each use of an answer renews its
-modification time: the test command removes the least recently used beyond 3 GB.
+modification time: the test command removes the least recently used beyond 3 GB. This
+module is not part of the key: it decides what is kept, not what an answer is.
 """
 import hashlib
 import os
@@ -25,11 +26,14 @@ def folder():
 
 
 def base(question, *code_files):
-    """The key's start: interpreter, driver and the code that answers, and the question."""
+    """The key's start: interpreter, driver and the code that answers, and the question;
+    None without a memo folder (then nothing is kept or fetched)."""
+    if not folder():
+        return None
     h = hashlib.sha256()
     for part in (sys.version, platform.machine(), question):
         h.update(part.encode() + b"\0")
-    for path in (__file__, sys.argv[0], *code_files):
+    for path in (sys.argv[0], *code_files):
         if path:
             with open(path, "rb") as f:
                 h.update(f.read())
@@ -46,8 +50,10 @@ def package_files(module):
 
 
 def key(start, src, with_path=False):
-    """The full key for input `src`, or None when it cannot be read (the driver reports that
-    as CPython does)."""
+    """The full key for input `src`, or None without a memo or when `src` cannot be read
+    (the driver reports that as the tool does)."""
+    if start is None:
+        return None
     h = start.copy()
     if with_path:
         h.update(os.fsencode(os.path.abspath(src)) + b"\0")

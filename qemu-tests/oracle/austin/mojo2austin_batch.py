@@ -19,11 +19,11 @@ import memo  # noqa: E402
 
 
 def main(manifest):
-    start = memo.base("mojo2austin", *memo.package_files(austin)) if memo.folder() else None
+    start = memo.base("mojo2austin", *memo.package_files(austin))
     with open(manifest) as f:
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     for src, dst in jobs:
-        kept = memo.key(start, src) if start else None
+        kept = memo.key(start, src)
         if memo.fetch(kept, dst):
             continue
         sys.argv = ["mojo2austin", src, dst]

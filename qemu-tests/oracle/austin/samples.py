@@ -65,13 +65,13 @@ def main(path, out):
 
 if __name__ == "__main__":
     if sys.argv[1] == "--batch":
-        start = memo.base("samples", *memo.package_files(austin)) if memo.folder() else None
+        start = memo.base("samples", *memo.package_files(austin))
         with open(sys.argv[2]) as manifest:
             for line in manifest:
                 line = line.rstrip("\n")
                 if line:
                     src, dst = line.split("\t")
-                    kept = memo.key(start, src) if start else None
+                    kept = memo.key(start, src)
                     if memo.fetch(kept, dst):
                         continue
                     with open(dst, "w") as out:
