@@ -34,23 +34,25 @@ pub fn info(meta: &Metadata, string_count: usize, frame_count: usize) -> Value {
 
 /// One frame as `[filename, funcname, [lineno, end_lineno, col, end_col] | null, opcode | null]`.
 pub fn frame(f: &ResolvedFrame<'_>) -> Value {
-    json!([
-        String::from_utf8_lossy(f.filename),
-        String::from_utf8_lossy(f.funcname),
-        f.location.map(|l| json!([l.lineno, l.end_lineno, l.col, l.end_col])),
-        f.opcode,
+    Value::Array(vec![
+        String::from_utf8_lossy(f.filename).into(),
+        String::from_utf8_lossy(f.funcname).into(),
+        f.location.map_or(Value::Null, |l| json!([l.lineno, l.end_lineno, l.col, l.end_col])),
+        f.opcode.into(),
     ])
 }
 
 /// One thread sample as `{"ts","iid","tid","status","frames"}`.
 pub fn sample(s: &Sample<'_>) -> Value {
-    json!({
-        "ts": s.timestamp_us,
-        "iid": s.interpreter_id,
-        "tid": s.thread_id,
-        "status": s.status,
-        "frames": s.frames().map(|f| frame(&f)).collect::<Vec<_>>(),
-    })
+    // Built directly: `json!` would serialise the frames' `Value`s into new ones.
+    let fields = [
+        ("ts", Value::from(s.timestamp_us)),
+        ("iid", Value::from(s.interpreter_id)),
+        ("tid", Value::from(s.thread_id)),
+        ("status", Value::from(s.status)),
+        ("frames", Value::Array(s.frames().map(|f| frame(&f)).collect())),
+    ];
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// Writes one thread sample as the exact line CPython's reader gives through
