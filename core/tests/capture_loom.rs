@@ -48,12 +48,48 @@ fn an_entry_that_does_not_fit_before_the_end_goes_back_to_the_start() {
     run(20, [1, 2, 3]);
 }
 
+#[test]
+fn positions_wrap_and_counts_carry_while_both_sides_run() {
+    // Positions count modulo twice the length (34): started 5 words before it, the first
+    // entry crosses it; each count starts one below a carry of its low word (2^30).
+    run_from(17, [1, 2, 1], 2 * 17 - 5, (1 << 30) - 1);
+}
+
+#[test]
+fn a_count_read_during_a_carry_is_one_the_count_had() {
+    // The count's low word carries into its high word at 2^30: two stores, which a reader on
+    // another thread can fall between (core/src/capture/count.rs).
+    loom::model(|| {
+        let words: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
+        let start = (1 << 30) - 1;
+        let ring = Arc::new(Capture::starting_at(Box::leak(words.into_boxed_slice()), 0, start));
+        let producer_ring = ring.clone();
+        let producer = loom::thread::spawn(move || {
+            for i in 0..2 {
+                producer_ring.push_ids(taken(i), &ids(i, 1)).unwrap();
+            }
+        });
+        // Without a yield here loom ran one execution only (the producer after both reads)
+        // and missed a reader that ignores the phase bits; with it, it finds that reader.
+        loom::thread::yield_now();
+        let first = ring.pushed();
+        let second = ring.pushed();
+        assert!(start <= first && first <= second && second <= start + 2, "{first} then {second}, from {start}");
+        producer.join().unwrap();
+        assert_eq!(ring.pushed(), start + 2);
+    });
+}
+
 fn run(words: usize, depths: [u32; 3]) {
+    run_from(words, depths, 0, 0);
+}
+
+fn run_from(words: usize, depths: [u32; 3], words_before: u64, count: u64) {
     loom::model(move || {
         // The words are leaked: loom's threads need `'static`, and each run leaks a few
         // hundred bytes.
         let words: Vec<AtomicU32> = (0..words).map(|_| AtomicU32::new(0)).collect();
-        let ring = Arc::new(Capture::new(Box::leak(words.into_boxed_slice())));
+        let ring = Arc::new(Capture::starting_at(Box::leak(words.into_boxed_slice()), words_before, count));
         let producer_ring = ring.clone();
         let done = Arc::new(AtomicBool::new(false));
         let producer_done = done.clone();
@@ -83,7 +119,8 @@ fn run(words: usize, depths: [u32; 3]) {
             seen.push(i);
         }
         assert_eq!(seen, kept, "popped in push order, nothing kept lost");
-        assert_eq!(kept.len() as u32 + ring.dropped(), 3);
-        assert_eq!(ring.garbled(), 0);
+        assert_eq!(ring.pushed() - count, kept.len() as u64);
+        assert_eq!(kept.len() as u64 + ring.dropped() - count, 3);
+        assert_eq!(ring.garbled(), count);
     });
 }

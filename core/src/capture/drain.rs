@@ -172,7 +172,7 @@ impl Drain {
         start_time_us: u64,
         rings: impl IntoIterator<Item = &'r Capture<'r>>,
     ) -> Result<(), WriteError<T::Error>> {
-        let dropped = rings.into_iter().map(|r| u64::from(r.dropped()) + u64::from(r.garbled())).sum();
+        let dropped = rings.into_iter().map(|r| r.dropped().wrapping_add(r.garbled())).fold(0, u64::wrapping_add);
         writer.set_stats(self.stats(start_time_us, dropped))
     }
 }

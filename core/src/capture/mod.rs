@@ -62,6 +62,7 @@
 //! cannot size it at run time) and its grants need compare-and-swap (not on Cortex-M0). A
 //! ring of atomic words needs neither, and stays free of `unsafe`.
 
+mod count;
 mod drain;
 mod entry;
 mod ring;
@@ -76,6 +77,7 @@ mod atomic {
 }
 
 pub use atomic::AtomicU32;
+pub use count::MAX_COUNT;
 pub use drain::{Drain, IdsOnly, Resolver, Target};
 pub use entry::{CodePairs, Entry, Ids, Stack, Taken};
 pub use ring::{entry_words, Capture, Dropped, MAX_WORDS};

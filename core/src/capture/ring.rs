@@ -1,14 +1,21 @@
 //! The ring: one producer pushes whole entries, one consumer pops them, over the caller's
-//! words. Positions are free-running `u32` counters of words; an entry never wraps (a pad
-//! word sends the consumer back to the start), so the consumer reads it as one slice.
+//! words. An entry never wraps (a pad word sends the consumer back to the start), so the
+//! consumer reads it as one slice.
+//!
+//! Positions count words modulo twice the ring's length, `2n`: the slot of position `p` is
+//! `p` or `p − n`, and `written − released` (modulo `2n`) runs from 0 (empty) to `n` (full),
+//! so the two are told apart for every length. Free-running `u32` counters with the slot
+//! `p mod n` are right only while `n` divides 2^32: past the counters' wrap the slot jumps
+//! back by `2^32 mod n` and the free-space check let the producer overwrite unread entries
+//! (issue 38). Neither side divides (a Cortex-M0 has no divide instruction).
 
 use super::atomic::{AtomicU32, Ordering};
+use super::count::Count;
 use super::entry::{Entry, Header, Kind, Taken, HEADER_WORDS, MAX_ENTRY_WORDS};
 use crate::records::MAX_STACK_DEPTH;
 use crate::writer::FrameId;
 
-/// The most words a [`Capture`] uses: positions are `u32` counters and their difference must
-/// tell a full ring from an empty one.
+/// The most words a [`Capture`] uses: positions, below twice the length, are `u32`s.
 pub const MAX_WORDS: usize = 1 << 31;
 
 /// Why [`Capture::push_ids`] or [`Capture::push_code`] did not keep a sample (it is counted
@@ -36,31 +43,37 @@ pub enum Dropped {
 /// interrupted by another that pushes into the same ring) garble entries. That is never
 /// undefined behaviour — every word is an atomic — and the consumer refuses a garbled entry
 /// without reading past the ring ([`Capture::garbled`]), but the samples are lost.
+///
+/// Runs for ever: positions are right across their wrap for every length (see
+/// [`Capture::starting_at`]), and the counts are 62-bit (centuries at 10 kHz) on every
+/// target, 32-bit ones included.
 pub struct Capture<'a> {
     words: &'a [AtomicU32],
-    /// Words the producer has published (free-running).
+    /// Words the producer has published, modulo twice the length.
     written: AtomicU32,
-    /// Words the consumer has released (free-running).
+    /// Words the consumer has released, modulo twice the length.
     released: AtomicU32,
     /// Samples the producer could not keep; written by the producer only.
-    dropped: AtomicU32,
+    dropped: Count,
     /// Samples the producer kept; written by the producer only.
-    pushed: AtomicU32,
+    pushed: Count,
     /// Entries the consumer refused as garbled; written by the consumer only.
-    garbled: AtomicU32,
+    garbled: Count,
 }
 
-/// The new ring both constructors make (one `const`, one for loom, whose atomics are not).
-macro_rules! empty_ring {
-    ($words:expr) => {{
+/// The ring both constructors make (one `const`, one for loom, whose atomics are not).
+macro_rules! ring_at {
+    ($words:expr, $words_before:expr, $count:expr) => {{
         let words: &[AtomicU32] = $words;
+        let words = if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words };
+        let position = if words.is_empty() { 0 } else { ($words_before % (2 * words.len() as u64)) as u32 };
         Capture {
-            words: if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words },
-            written: AtomicU32::new(0),
-            released: AtomicU32::new(0),
-            dropped: AtomicU32::new(0),
-            pushed: AtomicU32::new(0),
-            garbled: AtomicU32::new(0),
+            words,
+            written: AtomicU32::new(position),
+            released: AtomicU32::new(position),
+            dropped: Count::new($count),
+            pushed: Count::new($count),
+            garbled: Count::new($count),
         }
     }};
 }
@@ -71,13 +84,28 @@ impl<'a> Capture<'a> {
     /// good start.
     #[cfg(not(loom))]
     pub const fn new(words: &'a [AtomicU32]) -> Self {
-        empty_ring!(words)
+        ring_at!(words, 0, 0)
     }
 
     /// A ring over `words`, as the `const` constructor (loom's atomics are not `const`).
     #[cfg(loom)]
     pub fn new(words: &'a [AtomicU32]) -> Self {
-        empty_ring!(words)
+        ring_at!(words, 0, 0)
+    }
+
+    /// An empty ring as it is after `words_before` words went through it, with each count
+    /// (pushed, dropped, garbled) at `count` (modulo 2^62): for tests of what runs for days —
+    /// a wrap of the positions, counts past 2^32 — in seconds. `new` is `starting_at(words,
+    /// 0, 0)`.
+    #[cfg(not(loom))]
+    pub const fn starting_at(words: &'a [AtomicU32], words_before: u64, count: u64) -> Self {
+        ring_at!(words, words_before, count)
+    }
+
+    /// As the `const` constructor (loom's atomics are not `const`).
+    #[cfg(loom)]
+    pub fn starting_at(words: &'a [AtomicU32], words_before: u64, count: u64) -> Self {
+        ring_at!(words, words_before, count)
     }
 
     /// Pushes a sample whose stack is frame ids interned earlier (`Writer::intern_frame`),
@@ -148,7 +176,7 @@ impl<'a> Capture<'a> {
                 taken.interpreter_id,
                 depth as u32,
             ];
-            let slots = self.words.get(start..start + len).unwrap_or(&[]);
+            let slots = self.words.get(start..start.saturating_add(len)).unwrap_or(&[]);
             let (fixed, stack) = slots.split_at(HEADER_WORDS.min(slots.len()));
             for (slot, word) in fixed.iter().zip(head) {
                 slot.store(word, Ordering::Relaxed);
@@ -157,64 +185,60 @@ impl<'a> Capture<'a> {
             // Publishes the entry: the consumer's acquire load of `written` sees every word.
             self.written.store(next, Ordering::Release);
         });
-        // Only the producer writes these two, so a load and a store count without a
-        // read-modify-write.
-        let counter = if result.is_ok() { &self.pushed } else { &self.dropped };
-        counter.store(counter.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        // Only the producer writes these two (so `add_one` needs no read-modify-write).
+        if result.is_ok() { &self.pushed } else { &self.dropped }.add_one();
         result
     }
 
     /// Finds room for `len` contiguous words: the entry's first index, the word to mark as
     /// padding when the entry goes back to the start, and `written` after it.
     fn reserve(&self, len: usize) -> Result<(usize, Option<&AtomicU32>, u32), Dropped> {
-        let capacity = self.words.len();
-        if len > capacity || len > MAX_ENTRY_WORDS {
+        let ring = Positions::of(self.words.len());
+        if len > self.words.len() || len > MAX_ENTRY_WORDS {
             return Err(Dropped::TooLarge);
         }
         let written = self.written.load(Ordering::Relaxed);
         // Acquire: the consumer has finished reading the words it released.
         let released = self.released.load(Ordering::Acquire);
-        let free = capacity - (written.wrapping_sub(released) as usize).min(capacity);
-        // `checked_rem`: no division-by-zero panic path (the length check above already rules
-        // out an empty ring, but the compiler need not see that).
-        let at = (written as usize).checked_rem(capacity).ok_or(Dropped::TooLarge)?;
-        let to_end = capacity - at;
+        let free = ring.len - ring.used(written, released);
+        let at = ring.slot(written);
+        let to_end = ring.len.saturating_sub(at);
         let (start, skip) = if len <= to_end { (at, 0) } else { (0, to_end) };
         if skip + len > free {
             return Err(Dropped::Full);
         }
         let pad = if skip > 0 { self.words.get(at) } else { None };
-        Ok((start, pad, written.wrapping_add((skip + len) as u32)))
+        Ok((start, pad, ring.advance(written, skip + len)))
     }
 
     /// Takes the oldest entry, hands it to `read`, then gives its words back to the
     /// producer; `None` when the ring is empty. A garbled entry (two producers at once)
     /// empties the ring and is counted in [`Capture::garbled`]. For the consumer only.
     pub fn pop<R>(&self, read: impl FnOnce(Entry<'_>) -> R) -> Option<R> {
-        let capacity = self.words.len();
+        let ring = Positions::of(self.words.len());
         let mut released = self.released.load(Ordering::Relaxed);
         // Acquire: every word of the entries published so far is visible.
         let written = self.written.load(Ordering::Acquire);
         // A pad word is followed by at least one entry, so this loop turns at most twice.
         for _ in 0..2 {
-            let available = written.wrapping_sub(released) as usize;
+            let available = ring.used(written, released);
             if available == 0 {
                 return None;
             }
-            let at = (released as usize).checked_rem(capacity)?;
+            let at = ring.slot(released);
             let word = self.words.get(at).map_or(Header::PAD, |w| w.load(Ordering::Relaxed));
             if word == Header::PAD {
-                released = released.wrapping_add((capacity - at) as u32);
+                released = ring.advance(released, ring.len.saturating_sub(at));
                 continue;
             }
             let len = Header::decode(word).map_or(0, |h| usize::from(h.words));
-            let fits = len >= HEADER_WORDS && len <= available && at + len <= capacity;
-            let Some(words) = self.words.get(at..at + len).filter(|_| fits) else {
+            let fits = len >= HEADER_WORDS && len <= available && len <= ring.len.saturating_sub(at);
+            let Some(words) = self.words.get(at..at.saturating_add(len)).filter(|_| fits) else {
                 break;
             };
             let result = Entry::new(words).map(read);
             // Release: the producer may reuse the words only after they were read.
-            self.released.store(released.wrapping_add(len as u32), Ordering::Release);
+            self.released.store(ring.advance(released, len), Ordering::Release);
             if result.is_none() {
                 self.count_garbled();
             }
@@ -227,27 +251,70 @@ impl<'a> Capture<'a> {
     }
 
     fn count_garbled(&self) {
-        self.garbled.store(self.garbled.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        self.garbled.add_one();
     }
 
     /// Samples dropped because the ring was full (or the entry too long), since it was made.
-    pub fn dropped(&self) -> u32 {
-        self.dropped.load(Ordering::Relaxed)
+    /// Any thread may read it, a handler too (two atomic loads).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.get()
     }
 
     /// Samples pushed and kept, since the ring was made.
-    pub fn pushed(&self) -> u32 {
-        self.pushed.load(Ordering::Relaxed)
+    pub fn pushed(&self) -> u64 {
+        self.pushed.get()
     }
 
     /// Entries the consumer refused as garbled (only two producers at once make one).
-    pub fn garbled(&self) -> u32 {
-        self.garbled.load(Ordering::Relaxed)
+    pub fn garbled(&self) -> u64 {
+        self.garbled.get()
     }
 
     /// The ring's length in words.
     pub fn capacity(&self) -> usize {
         self.words.len()
+    }
+}
+
+/// Position arithmetic modulo `2 · len`. Positions are below `2 · len ≤ 2^32` when the ring
+/// made them; one that is not (a ring misused by two producers cannot make one, but the
+/// arithmetic does not rely on it) gives a slot past the end, which no word answers to.
+#[derive(Clone, Copy)]
+struct Positions {
+    len: usize,
+}
+
+impl Positions {
+    fn of(len: usize) -> Self {
+        Positions { len }
+    }
+
+    fn period(self) -> u64 {
+        2 * self.len as u64
+    }
+
+    /// The index of position `p`'s word.
+    fn slot(self, p: u32) -> usize {
+        let p = p as usize;
+        if p >= self.len {
+            p - self.len
+        } else {
+            p
+        }
+    }
+
+    /// Words published and not yet released (at most the length).
+    fn used(self, written: u32, released: u32) -> usize {
+        let (w, r) = (u64::from(written), u64::from(released));
+        let used = if w >= r { w - r } else { (w + self.period()).saturating_sub(r) };
+        used.min(self.len as u64) as usize
+    }
+
+    /// `p` moved on by `n ≤ len` words.
+    fn advance(self, p: u32, n: usize) -> u32 {
+        let next = u64::from(p) + n as u64;
+        let next = if next >= self.period() { next - self.period() } else { next };
+        next as u32
     }
 }
 

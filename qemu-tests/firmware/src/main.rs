@@ -125,7 +125,7 @@ fn main() -> ! {
     let taken = TAKEN.load(Ordering::Relaxed);
     let dropped = RING.dropped();
     defmt::info!(
-        "interpreter: {=u64} steps, result {=i32}; {=u32} ticks; samples: {=u32} taken, {=u32} dropped (ring full), {=u32} written, {=u32} refused",
+        "interpreter: {=u64} steps, result {=i32}; {=u32} ticks; samples: {=u32} taken, {=u64} dropped (ring full), {=u32} written, {=u32} refused",
         machine.steps,
         machine.result.unwrap_or(-1),
         ticks,

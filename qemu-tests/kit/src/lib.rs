@@ -9,12 +9,16 @@
 //!   on a schedule, to show a writer reports it and still finishes a file with what it accepted).
 //! - [`fixtures`]: where the committed fixtures are (`qemu-tests/vectors/<set>`, each set
 //!   with a README saying how its files were made), listed and read.
+//! - [`soak`]: a capture ring under a long run, compressed (a producer and a consumer thread,
+//!   every entry checked, from any position and count).
 //! - [`roundtrip`]: the model a round trip is checked against: what a reader must report
 //!   for the samples a writer was given, by the reader rules of the format's spec, never by
 //!   the code under test.
 
 pub mod fixtures;
 pub mod roundtrip;
+#[cfg(not(loom))] // loom's atomics are not std's.
+pub mod soak;
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

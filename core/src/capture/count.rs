@@ -1,0 +1,103 @@
+//! A 62-bit count that one thread adds to and any thread reads, over two 32-bit atomics
+//! with loads and stores only: targets without 64-bit atomics (Cortex-M, 32-bit PowerPC)
+//! have no `AtomicU64`, and a handler cannot take a lock to update two words together.
+//!
+//! The count is `high · 2^30 + low30`. The low word holds `low30` in its bits 0–29 and, in
+//! bits 30–31, a copy of `high`'s two lowest bits (its *phase*). The writer, at a carry,
+//! stores the new `high` first and then the low word with the new phase; a reader loads
+//! `high` and then the low word and tells from the phase which `high` the low word goes
+//! with: the same (no carry in between), the one before (it read the new `high` and the
+//! old low word) or the one after (a carry fell between its two loads). Exact unless 2^30
+//! adds happen between a reader's two loads. A count of 2^62 − 1 is centuries of samples
+//! at 10 kHz; past it the count wraps to 0.
+
+use super::atomic::{AtomicU32, Ordering};
+
+const LOW_BITS: u32 = 30;
+const LOW_MASK: u32 = (1 << LOW_BITS) - 1;
+
+/// The largest count (`2^62 − 1`).
+pub const MAX_COUNT: u64 = (1 << 62) - 1;
+
+pub(super) struct Count {
+    low: AtomicU32,
+    high: AtomicU32,
+}
+
+/// The two words of `value` (taken modulo 2^62).
+pub(super) const fn words(value: u64) -> (u32, u32) {
+    let high = ((value >> LOW_BITS) & 0xFFFF_FFFF) as u32;
+    (((high & 3) << LOW_BITS) | (value as u32 & LOW_MASK), high)
+}
+
+impl Count {
+    #[cfg(not(loom))]
+    pub(super) const fn new(value: u64) -> Self {
+        let (low, high) = words(value);
+        Count { low: AtomicU32::new(low), high: AtomicU32::new(high) }
+    }
+
+    #[cfg(loom)]
+    pub(super) fn new(value: u64) -> Self {
+        let (low, high) = words(value);
+        Count { low: AtomicU32::new(low), high: AtomicU32::new(high) }
+    }
+
+    /// Adds one. For the count's one writer only: a load and a store, no read-modify-write
+    /// (so it runs on cores without compare-and-swap), and cannot panic.
+    pub(super) fn add_one(&self) {
+        let low = self.low.load(Ordering::Relaxed);
+        if low & LOW_MASK != LOW_MASK {
+            self.low.store(low.wrapping_add(1), Ordering::Release);
+        } else {
+            let high = self.high.load(Ordering::Relaxed).wrapping_add(1);
+            // The new `high` first: a reader that sees the low word's new phase then finds
+            // it, or counts from the old `high` it loaded before (see the module's docs).
+            self.high.store(high, Ordering::Release);
+            self.low.store((high & 3) << LOW_BITS, Ordering::Release);
+        }
+    }
+
+    /// The count, from any thread.
+    pub(super) fn get(&self) -> u64 {
+        let high = self.high.load(Ordering::Acquire);
+        let low = self.low.load(Ordering::Acquire);
+        let high = match ((low >> LOW_BITS).wrapping_sub(high)) & 3 {
+            0 => high,
+            1 => high.wrapping_add(1),
+            3 => high.wrapping_sub(1),
+            // Two carries between the loads (2^30 adds): the nearest reading.
+            _ => high.wrapping_add(2),
+        };
+        (u64::from(high) << LOW_BITS) | u64::from(low & LOW_MASK)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_across_carries_and_wraps_to_zero_past_the_largest() {
+        for start in [0, u64::from(LOW_MASK) - 3, u64::from(u32::MAX) - 3, 5_000_000_000, MAX_COUNT - 3] {
+            let c = Count::new(start);
+            for i in 0..8u64 {
+                assert_eq!(c.get(), (start + i) & MAX_COUNT, "from {start}, after {i}");
+                c.add_one();
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_between_the_two_stores_of_a_carry_gets_a_value_the_count_had() {
+        // The writer stored the new `high`, not yet the low word: the old value.
+        let c = Count::new((7 << LOW_BITS) + u64::from(LOW_MASK));
+        c.high.store(8, Ordering::Relaxed);
+        assert_eq!(c.get(), (7 << LOW_BITS) + u64::from(LOW_MASK));
+        // A reader that loaded `high` (7) before the carry and the low word after it.
+        let (low, _) = words(8 << LOW_BITS);
+        let c = Count::new((7 << LOW_BITS) + 5);
+        c.low.store(low, Ordering::Relaxed);
+        assert_eq!(c.get(), 8 << LOW_BITS);
+    }
+}
