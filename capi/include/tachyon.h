@@ -4,10 +4,10 @@
  * TACHYON_E_* code; tachyon_status_message names it) unless it says otherwise.
  *
  * Signal handlers and interrupts: only tachyon_capture_push_ids,
- * tachyon_capture_push_code, tachyon_capture_get_counts and tachyon_capture_memory_size
- * may be called there (async-signal-safe: no allocation, no lock, no system call, bounded
- * time). Every other function is for ordinary context; a writer handle is used by one
- * thread at a time. */
+ * tachyon_capture_push_code, tachyon_capture_get_counts, tachyon_capture_get_counts64
+ * and tachyon_capture_memory_size may be called there (async-signal-safe: no allocation,
+ * no lock, no system call, bounded time). Every other function is for ordinary context;
+ * a writer handle is used by one thread at a time. */
 
 #ifndef TACHYON_H
 #define TACHYON_H
@@ -134,7 +134,8 @@ typedef struct tachyon_code_frame {
   uint32_t offset;
 } tachyon_code_frame;
 
-// What a ring has seen.
+// What a ring has seen, each count's low 32 bits (they wrap at 2^32: a ring dropping at
+// 10 kHz wraps after five days). `tachyon_capture_counts64` has the whole counts.
 typedef struct tachyon_capture_counts {
   // Samples pushed and kept.
   uint32_t pushed;
@@ -143,6 +144,16 @@ typedef struct tachyon_capture_counts {
   // Entries the drain refused as garbled (two pushes at once into one ring).
   uint32_t garbled;
 } tachyon_capture_counts;
+
+// What a ring has seen, whole (62-bit counts: they do not wrap in any real run).
+typedef struct tachyon_capture_counts64 {
+  // Samples pushed and kept.
+  uint64_t pushed;
+  // Samples dropped because the ring was full (or the stack longer than the ring).
+  uint64_t dropped;
+  // Entries the drain refused as garbled (two pushes at once into one ring).
+  uint64_t garbled;
+} tachyon_capture_counts64;
 
 // One frame: names as pointer and length (`TACHYON_NUL_TERMINATED` for C strings), a
 // location whose parts are -1 when unknown (all four -1 is "no location"), and an opcode
@@ -365,12 +376,21 @@ int32_t tachyon_capture_push_code(const struct tachyon_capture *capture,
                                   const struct tachyon_code_frame *frames,
                                   size_t count);
 
-// What the ring has seen so far. Async-signal-safe.
+// What the ring has seen so far, each count's low 32 bits (see `tachyon_capture_counts`;
+// `tachyon_capture_get_counts64` gives them whole). Async-signal-safe.
 //
 // # Safety
 // Pointers must be NULL or valid.
 int32_t tachyon_capture_get_counts(const struct tachyon_capture *capture,
                                    struct tachyon_capture_counts *counts);
+
+// What the ring has seen so far, whole. Async-signal-safe (loads only: it may run while the
+// ring's producer pushes, and gives counts the ring had).
+//
+// # Safety
+// Pointers must be NULL or valid.
+int32_t tachyon_capture_get_counts64(const struct tachyon_capture *capture,
+                                     struct tachyon_capture_counts64 *counts);
 
 // Moves up to `max` samples from `capture` into `writer` (plain or journaled), resolving
 // code pairs with `resolve` (may be NULL for rings of frame ids only); stores how many were

@@ -35,7 +35,8 @@ pub struct tachyon_code_frame {
     pub offset: u32,
 }
 
-/// What a ring has seen.
+/// What a ring has seen, each count's low 32 bits (they wrap at 2^32: a ring dropping at
+/// 10 kHz wraps after five days). `tachyon_capture_counts64` has the whole counts.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct tachyon_capture_counts {
@@ -45,6 +46,18 @@ pub struct tachyon_capture_counts {
     pub dropped: u32,
     /// Entries the drain refused as garbled (two pushes at once into one ring).
     pub garbled: u32,
+}
+
+/// What a ring has seen, whole (62-bit counts: they do not wrap in any real run).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct tachyon_capture_counts64 {
+    /// Samples pushed and kept.
+    pub pushed: u64,
+    /// Samples dropped because the ring was full (or the stack longer than the ring).
+    pub dropped: u64,
+    /// Entries the drain refused as garbled (two pushes at once into one ring).
+    pub garbled: u64,
 }
 
 /// `tachyon_capture_push_ids` flag: the ids are outermost first (a shadow stack's order);
@@ -217,7 +230,8 @@ pub unsafe extern "C" fn tachyon_capture_push_code(
     }
 }
 
-/// What the ring has seen so far. Async-signal-safe.
+/// What the ring has seen so far, each count's low 32 bits (see `tachyon_capture_counts`;
+/// `tachyon_capture_get_counts64` gives them whole). Async-signal-safe.
 ///
 /// # Safety
 /// Pointers must be NULL or valid.
@@ -225,6 +239,33 @@ pub unsafe extern "C" fn tachyon_capture_push_code(
 pub unsafe extern "C" fn tachyon_capture_get_counts(
     capture: *const tachyon_capture,
     counts: *mut tachyon_capture_counts,
+) -> i32 {
+    let mut whole = tachyon_capture_counts64::default();
+    // SAFETY: by the function's contract; `whole` is ours.
+    let status = unsafe {
+        tachyon_capture_get_counts64(capture, if counts.is_null() { core::ptr::null_mut() } else { &mut whole })
+    };
+    if status == TACHYON_OK {
+        let c = tachyon_capture_counts {
+            pushed: whole.pushed as u32,
+            dropped: whole.dropped as u32,
+            garbled: whole.garbled as u32,
+        };
+        // SAFETY: non-null (the call above refused NULL).
+        unsafe { counts.write(c) };
+    }
+    status
+}
+
+/// What the ring has seen so far, whole. Async-signal-safe (loads only: it may run while the
+/// ring's producer pushes, and gives counts the ring had).
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_capture_get_counts64(
+    capture: *const tachyon_capture,
+    counts: *mut tachyon_capture_counts64,
 ) -> i32 {
     // SAFETY: by the function's contract.
     let ring = match unsafe { ring(capture) } {
@@ -234,7 +275,7 @@ pub unsafe extern "C" fn tachyon_capture_get_counts(
     if counts.is_null() {
         return TACHYON_E_NULL;
     }
-    let c = tachyon_capture_counts { pushed: ring.pushed(), dropped: ring.dropped(), garbled: ring.garbled() };
+    let c = tachyon_capture_counts64 { pushed: ring.pushed(), dropped: ring.dropped(), garbled: ring.garbled() };
     // SAFETY: checked non-null.
     unsafe { counts.write(c) };
     TACHYON_OK
@@ -344,7 +385,7 @@ pub unsafe extern "C" fn tachyon_capture_set_stats(
         for i in 0..count {
             // SAFETY: `count` handles by the caller's promise.
             match unsafe { ring(*captures.add(i)) } {
-                Ok(r) => dropped += u64::from(r.dropped()) + u64::from(r.garbled()),
+                Ok(r) => dropped = dropped.wrapping_add(r.dropped()).wrapping_add(r.garbled()),
                 Err(status) => return w.fail(status, format_args!("captures[{i}] is not a ring")),
             }
         }

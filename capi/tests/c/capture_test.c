@@ -81,6 +81,11 @@ int main(int argc, char **argv) {
     CHECK(tachyon_capture_get_counts(ring, &counts) == TACHYON_OK);
     CHECK(kept >= 4 && kept + full == 8);
     CHECK(counts.pushed == (uint32_t)kept && counts.dropped == (uint32_t)full && counts.garbled == 0);
+    tachyon_capture_counts64 whole;
+    CHECK(tachyon_capture_get_counts64(ring, &whole) == TACHYON_OK);
+    CHECK(whole.pushed == (uint64_t)kept && whole.dropped == (uint64_t)full && whole.garbled == 0);
+    CHECK(tachyon_capture_get_counts64(ring, NULL) == TACHYON_E_NULL);
+    CHECK(tachyon_capture_get_counts64(NULL, &whole) == TACHYON_E_NULL);
     CHECK(strcmp(tachyon_status_message(TACHYON_E_FULL), "the capture ring is full; the sample was dropped and counted") == 0);
 
     /* Drain into a file writer: ids from intern_frame, and code pairs resolved by the
