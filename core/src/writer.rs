@@ -328,21 +328,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         if self.finished {
             return Err(WriteError::Finished);
         }
-        self.finishing = true;
-        let tables_start = match self.tables_start {
-            Some(start) => start,
-            None => {
-                for thread in 0..self.store.threads.len() {
-                    if self.store.threads.get(thread).rle_count > 0 {
-                        self.flush_run(thread)?;
-                    }
-                }
-                self.end_sample_region()?;
-                let start = self.committed;
-                self.tables_start = Some(start);
-                start
-            }
-        };
+        let tables_start = self.end_samples()?;
         // Always seek to the tables: a retry after a failed table write starts them again.
         self.positioned = false;
         let (frame_table_offset, file_size) = self.write_tables(tables_start)?;
@@ -352,6 +338,29 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         self.sink.flush().map_err(|error| WriteError::Sink { offset: file_size, error })?;
         self.finished = true;
         Ok(file_size)
+    }
+
+    /// The first part of [`Self::finish`]: ends the pending REPEAT runs (in thread-creation
+    /// order) and the sample region; returns where the tables start. Samples are refused
+    /// from here on; a second call returns the same offset. A journal sends the offset
+    /// before the tables, so a stream cut while they are written is salvaged from the
+    /// samples alone.
+    pub(crate) fn end_samples(&mut self) -> Result<u64, WriteError<W::Error>> {
+        if self.finished {
+            return Err(WriteError::Finished);
+        }
+        self.finishing = true;
+        if let Some(start) = self.tables_start {
+            return Ok(start);
+        }
+        for thread in 0..self.store.threads.len() {
+            if self.store.threads.get(thread).rle_count > 0 {
+                self.flush_run(thread)?;
+            }
+        }
+        self.end_sample_region()?;
+        self.tables_start = Some(self.committed);
+        Ok(self.committed)
     }
 
     /// Ends every thread's pending REPEAT run (in thread-creation order), hands every staged

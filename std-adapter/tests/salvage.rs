@@ -160,3 +160,77 @@ fn damage_before_the_tail_is_refused_and_a_plain_stream_says_it_has_no_journal()
     assert!(matches!(err, ReceiveError::NoJournal { .. }), "{err}");
     assert!(err.to_string().contains("no journal"), "{err}");
 }
+
+#[test]
+fn a_cut_at_every_byte_of_finish_salvages_the_complete_file() {
+    use tachyon_core::transport::{decode, Record};
+    let (file, stream) = file_and_stream();
+    // `finish` begins with the journal's `Tables` record (the samples' end); the tables,
+    // trailer, footer and header follow it as writes. Find its frame.
+    let mut start = 0;
+    let mut tables_at = None;
+    for piece in stream.split(|&b| b == 0) {
+        let (mut bytes, mut scratch) = (piece.to_vec(), vec![0; piece.len()]);
+        if let Ok(frame) = decode(&mut bytes, &mut scratch) {
+            if let Record::Tables { offset } = frame.record {
+                tables_at = Some((start, start + piece.len() + 1, offset));
+                break;
+            }
+        }
+        start += piece.len() + 1;
+    }
+    let (tables_frame, tables_end, region_end) = tables_at.expect("finish sends Tables");
+    assert!(region_end > 64 && (region_end as usize) < file.len());
+    let all = samples_of(&file);
+    // Before the `Tables` frame is whole the samples are all there, and no table bytes yet;
+    // from it on, the file salvaged is the complete file, byte for byte, however much of
+    // the tables arrived.
+    for cut in tables_frame..stream.len() {
+        let received = receive(&stream[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let salvage = received.salvage.unwrap_or_else(|| panic!("cut at {cut}: not salvaged"));
+        assert_eq!(salvage.samples, SAMPLES, "cut at {cut}");
+        assert_eq!(samples_of(&received.file), all, "cut at {cut}");
+        if cut >= tables_end {
+            assert!(received.file == file, "cut at {cut} of {}: not the complete file", stream.len());
+        }
+    }
+}
+
+#[test]
+fn table_bytes_that_look_like_a_sample_record_are_not_read_as_one() {
+    use tachyon_core::transport::{decode, Record};
+    // The string table begins with the first string's length (1 byte) and bytes: this file
+    // name makes its first 18 bytes a whole FULL record (13-byte prefix, encoding 1,
+    // timestamp delta 5, status 2, depth 1, frame id 1), which a salvage that scanned on
+    // past the samples read as one more sample.
+    let crafted = b"ABCDEFGHIJK\x01\x05\x02\x01\x01 and the rest of the name.py".to_vec();
+    let config = WriterConfig::new(10_000, 250);
+    let mut js = storage();
+    let mut scratch = [0u8; 256];
+    let mut j = JournalWriter::new(VecSink::new(), &mut scratch, js.storage(), config, FlushPolicy::default()).unwrap();
+    for i in 0..10u64 {
+        let stack = [Frame::new(&crafted, b"work"), Frame::new(&crafted, b"main")];
+        j.write_thread_sample(Taken { timestamp_us: 10_000 + i * 250, thread_id: 7, ..Taken::default() }, stack)
+            .unwrap();
+    }
+    j.finish().unwrap();
+    let stream = j.into_inner().into_inner();
+    let file = receive(&stream).unwrap().file;
+    assert_eq!(samples_of(&file).len(), 10);
+    let tables_end = {
+        let mut end = 0;
+        for piece in stream.split(|&b| b == 0) {
+            end += piece.len() + 1;
+            let (mut bytes, mut scratch) = (piece.to_vec(), vec![0; piece.len()]);
+            if matches!(decode(&mut bytes, &mut scratch).map(|f| f.record), Ok(Record::Tables { .. })) {
+                break;
+            }
+        }
+        end
+    };
+    for cut in tables_end..stream.len() {
+        let received = receive(&stream[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert_eq!(received.salvage.map(|s| s.samples), Some(10), "cut at {cut}");
+        assert!(received.file == file, "cut at {cut}: not the complete file");
+    }
+}

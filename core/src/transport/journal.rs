@@ -42,6 +42,8 @@ pub struct JournalWriter<'s, 'b, L: Write, E: Endianity = NativeEndian> {
     policy: FlushPolicy,
     samples_since_flush: u64,
     flushed_at_us: Option<u64>,
+    /// `Tables` was sent.
+    tables_sent: bool,
 }
 
 /// The least scratch a [`JournalWriter`] takes: a 64-byte header fits one frame.
@@ -91,6 +93,7 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
             policy,
             samples_since_flush: 0,
             flushed_at_us: None,
+            tables_sent: false,
         };
         let header = journal.writer.header_template().encode(endian);
         journal.send(&Record::Header { bytes: &header })?;
@@ -145,12 +148,7 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
     /// ([`Writer::flush`]), then flushes the link.
     pub fn flush(&mut self) -> Result<(), Error<L>> {
         self.journal()?;
-        if self.writer.stats() != self.stats {
-            if let Some(stats) = self.writer.stats() {
-                self.send(&Record::Stats { bytes: &stats.encode(self.writer.endian()) })?;
-            }
-            self.stats = self.writer.stats();
-        }
+        self.journal_stats()?;
         self.writer.flush()?;
         self.samples_since_flush = 0;
         Ok(())
@@ -160,6 +158,19 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
     /// file's size. Can be called again after an error.
     pub fn finish(&mut self) -> Result<u64, Error<L>> {
         self.journal()?;
+        // Where the samples end, before the tables: a receiver of a stream cut in what
+        // follows reads no table bytes as samples. Sent once (a retry finds it sent).
+        self.journal_stats()?;
+        if !self.tables_sent {
+            match self.writer.end_samples() {
+                Ok(offset) => {
+                    self.send(&Record::Tables { offset })?;
+                    self.tables_sent = true;
+                }
+                Err(WriteError::Finished) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let size = match self.writer.finish() {
             Ok(size) => size,
             // Finished before, the stream's `End` failed: only `End` is left to send.
@@ -206,6 +217,17 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
             let n = entry.encode(&mut bytes);
             self.send(&Record::Frame { bytes: bytes.get(..n).unwrap_or(&[]) })?;
             self.frames += 1;
+        }
+        Ok(())
+    }
+
+    /// Sends the stats if they changed since they were last sent.
+    fn journal_stats(&mut self) -> Result<(), Error<L>> {
+        if self.writer.stats() != self.stats {
+            if let Some(stats) = self.writer.stats() {
+                self.send(&Record::Stats { bytes: &stats.encode(self.writer.endian()) })?;
+            }
+            self.stats = self.writer.stats();
         }
         Ok(())
     }

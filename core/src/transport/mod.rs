@@ -10,7 +10,7 @@
 //! | field | postcard | meaning |
 //! |---|---|---|
 //! | `seq` | varint u32 | 0 for the first frame, then +1 each: a gap names the frames lost |
-//! | `record` | enum tag varint, then its fields | [`Record::Begin`], [`Record::Write`] or [`Record::End`] |
+//! | `record` | enum tag varint, then its fields | one of the records below |
 //! | `crc` | 4 bytes | CRC-32 (IEEE, as zlib's `crc32`) of the postcard bytes of `seq` and `record`, little-endian |
 //!
 //! | record | fields | meaning |
@@ -22,13 +22,16 @@
 //! | `String` (4) | `bytes` length-prefixed, `continues: bool` | the next string of the string table (or its next part, when the one before said `continues`) |
 //! | `Frame` (5) | `bytes` length-prefixed | the next frame table entry, as the table encodes it |
 //! | `Stats` (6) | `bytes` length-prefixed | the 56-byte stats trailer as it stands |
+//! | `Tables` (7) | `offset: u64` varint | the sample region is complete and ends at `offset`; the writes after this record are the tables, trailer, footer and header `finish` writes |
 //!
-//! Records 3–6 are the journal a [`JournalWriter`] adds: Tachyon's tables come at the end
+//! Records 3–7 are the journal a [`JournalWriter`] adds: Tachyon's tables come at the end
 //! of the file, so a stream cut before `End` would hold samples naming strings and frames
 //! it never carried. The journal sends each new string and frame ahead of the first
 //! sample bytes that use them; a receiver of a cut stream rebuilds the tables from it and
-//! keeps every sample record that arrived whole (std's `tachyon receive`). A complete
-//! stream is replayed from its writes alone: the journal does not change the file.
+//! keeps every sample record that arrived whole (std's `tachyon receive`), and never reads
+//! past a `Tables` offset for samples, however the cut falls in `finish`. A complete stream
+//! is replayed from its writes alone: the journal does not change the file. (`Tables` came
+//! after version 1's first release; a stream without it is read as before.)
 //!
 //! A receiver that finds a frame that does not decode, a CRC that does not match, a gap in
 //! `seq`, or a write leaving a hole refuses the stream: it never makes a file that differs
@@ -94,6 +97,11 @@ pub enum Record<'a> {
         /// Its 56 bytes.
         #[serde(borrow)]
         bytes: &'a [u8],
+    },
+    /// The sample region is complete and ends at `offset`: what follows is `finish`'s.
+    Tables {
+        /// The file offset where the string table starts.
+        offset: u64,
     },
 }
 

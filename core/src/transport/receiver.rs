@@ -69,8 +69,8 @@ pub enum Accepted<'f> {
         /// The bytes.
         bytes: &'f [u8],
     },
-    /// A journal record (`Header`, `String`, `Frame`, `Stats`): what rebuilds the tables of
-    /// a stream cut before `End`.
+    /// A journal record (`Header`, `String`, `Frame`, `Stats`, `Tables`): what rebuilds the
+    /// tables of a stream cut before `End`.
     Journal(Record<'f>),
 }
 
@@ -120,9 +120,11 @@ impl Receiver {
                 self.ended = true;
                 Accepted::Nothing
             }
-            journal @ (Record::Header { .. } | Record::String { .. } | Record::Frame { .. } | Record::Stats { .. }) => {
-                Accepted::Journal(journal)
-            }
+            journal @ (Record::Header { .. }
+            | Record::String { .. }
+            | Record::Frame { .. }
+            | Record::Stats { .. }
+            | Record::Tables { .. }) => Accepted::Journal(journal),
         };
         self.next = self.next.wrapping_add(1);
         Ok(write)

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use tachyon_core::header::{Footer, Header, HEADER_SIZE};
+use tachyon_core::header::{Footer, Header, HEADER_SIZE, STATS_TRAILER_SIZE};
 use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
 use tachyon_core::varint;
@@ -128,6 +128,8 @@ struct Journal {
     string_open: bool,
     frames: Vec<Vec<u8>>,
     stats: Option<Vec<u8>>,
+    /// Where the sample region ends, once `finish` said so (`Tables`).
+    tables: Option<u64>,
 }
 
 impl Journal {
@@ -143,6 +145,7 @@ impl Journal {
             }
             Record::Frame { bytes } => self.frames.push(bytes.to_vec()),
             Record::Stats { bytes } => self.stats = Some(bytes.to_vec()),
+            Record::Tables { offset } => self.tables = Some(offset),
             Record::Begin { .. } | Record::Write { .. } | Record::End { .. } => {}
         }
     }
@@ -214,6 +217,16 @@ fn salvage(
     let (mut head, endian, _) = Header::decode(&header, u64::MAX).map_err(|e| bad(format!("{e:?}")))?;
     if head.compression != tachyon_core::Compression::None {
         return Err(bad("the sample region is compressed; only an uncompressed one can be salvaged".into()));
+    }
+    if let Some(stats) = journal.stats.as_ref().filter(|s| s.len() != STATS_TRAILER_SIZE) {
+        return Err(bad(format!("a stats record of {} bytes ({STATS_TRAILER_SIZE} expected)", stats.len())));
+    }
+    // Once `finish` said where the samples end, what follows is tables, never samples.
+    if let Some(end) = journal.tables {
+        if end < HEADER_SIZE as u64 || end > file.len() as u64 {
+            return Err(bad(format!("the sample region ends at {end}, outside the {} bytes received", file.len())));
+        }
+        file.truncate(end as usize);
     }
     file.resize(file.len().max(HEADER_SIZE), 0);
     let scan = scan_records(&file[HEADER_SIZE..], endian, journal.frames.len() as u64);
