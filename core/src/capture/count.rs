@@ -62,13 +62,12 @@ impl Count {
     pub(super) fn get(&self) -> u64 {
         let high = self.high.load(Ordering::Acquire);
         let low = self.low.load(Ordering::Acquire);
-        let high = match ((low >> LOW_BITS).wrapping_sub(high)) & 3 {
-            0 => high,
-            1 => high.wrapping_add(1),
-            3 => high.wrapping_sub(1),
-            // Two carries between the loads (2^30 adds): the nearest reading.
-            _ => high.wrapping_add(2),
-        };
+        // The phase's distance from `high`'s: 0 the same, 1 the one after, 3 the one before
+        // (2: two carries between the loads, 2^30 adds: the nearest reading, after). An
+        // `if`, not a `match`: a jump table is an indirect jump, which the signal-safety
+        // check of the machine code refuses to follow.
+        let distance = (low >> LOW_BITS).wrapping_sub(high) & 3;
+        let high = high.wrapping_add(if distance == 3 { u32::MAX } else { distance });
         (u64::from(high) << LOW_BITS) | u64::from(low & LOW_MASK)
     }
 }
