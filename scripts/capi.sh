@@ -138,6 +138,14 @@ native_tests() {
     run_errors "$OUT/$cc" ""
   done
 
+  log "the header as C11 and C++17, its constants in use"
+  printf '#include "tachyon.h"\nint main(void) { return TACHYON_ABI_VERSION == 2 && TACHYON_MODE_CPU == 1 && TACHYON_THREAD_STATUS_MAIN_THREAD == 32 && TACHYON_CAPTURE_FEATURE_BLOCKING == 16 ? 0 : 1; }\n' \
+    > "$OUT/header_use.c"
+  gcc -std=c11 -Wall -Wextra -Werror -pedantic -I capi/include "$OUT/header_use.c" -o "$OUT/header_use_c" || fail "the header as C11"
+  g++ -std=c++17 -Wall -Wextra -Werror -pedantic -x c++ -I capi/include "$OUT/header_use.c" -o "$OUT/header_use_cpp" \
+    || fail "the header as C++17"
+  "$OUT/header_use_c" && "$OUT/header_use_cpp" || fail "the header's constants"
+
   log "the shared library, and flags from pkg-config"
   mkdir -p "$OUT/shared" "$OUT/pkgconfig-build"
   gcc $CFLAGS_STRICT -I capi/include capi/tests/c/errors_test.c -L "$LIB" -ltachyon_c -o "$OUT/shared/errors_test" \
@@ -166,6 +174,15 @@ native_tests() {
     "$OUT/gcc/reader_test" "$pyb" > "${pyb%.pyb}.txt" || fail "reader_test $pyb"
     python3 capi/tests/compare_reader.py "$jsonl" "${pyb%.pyb}.txt" >/dev/null || fail "$pyb: CPython and the C reader disagree"
   done < "$manifest"
+  # The options' mode and capture features, as CPython's get_info() shows them: writer_test
+  # sets TACHYON_MODE_CPU and ALL_THREADS | NATIVE for its zstd files, nothing for the raw.
+  for f in "$OUT"/gcc/w-*-zstd.cpython.jsonl "$OUT"/gcc/w-*-none.cpython.jsonl; do
+    case "$f" in *-zstd.*) want="1 3" ;; *) want="None None" ;; esac
+    got=$(head -1 "$f" | python3 -c 'import json, sys; i = json.load(sys.stdin); print(i["mode"], i["capture_features"])') \
+      || fail "$f: no info line"
+    [ "$got" = "$want" ] || fail "$f: CPython's get_info() gives mode and capture_features $got, the options said $want"
+  done
+  log "CPython's get_info() shows the options' mode and capture features (cpu, all_threads | native)"
 }
 
 sanitizer_tests() {

@@ -45,7 +45,7 @@ NATIVE_WORK=${NATIVE_WORK:-40000}
 LUA_WORK=${LUA_WORK:-6000}
 SPLIT="$ROOT/capi/examples/capture/split.lua"
 native() { echo "$WORK/native_sigprof $WORK/native.pyb 1 $1 1024 --work $NATIVE_WORK --threads $CORES ${2:-}"; }
-lua() { echo "$WORK/lua_timer $WORK/lua.stream $SPLIT $CORES 1 $1 --work $LUA_WORK"; }
+lua() { echo "$WORK/lua_timer $WORK/lua.pyb $SPLIT $CORES 1 $1 --work $LUA_WORK"; }
 
 # One profiled run of each, for the samples it took.
 samples_of() { sed -n 's/.*: \([0-9]*\) samples written.*/\1/p; s/.*threads, \([0-9]*\) samples written.*/\1/p' | head -1; }

@@ -104,6 +104,65 @@
 // Sample region compressed with zstd (as CPython's `--compression zstd`).
 #define TACHYON_COMPRESSION_ZSTD 1
 
+// `tachyon_writer_options.mode`: not known (CPython's `mode=-1`; readers show `None`).
+#define TACHYON_MODE_UNKNOWN -1
+
+// `tachyon_writer_options.mode`: wall-clock time (CPython's `PROFILING_MODE_WALL`, 0).
+#define TACHYON_MODE_WALL 0
+
+// `tachyon_writer_options.mode`: CPU time (`PROFILING_MODE_CPU`, 1).
+#define TACHYON_MODE_CPU 1
+
+// `tachyon_writer_options.mode`: time holding the GIL (`PROFILING_MODE_GIL`, 2).
+#define TACHYON_MODE_GIL 2
+
+// `tachyon_writer_options.mode`: every thread whatever it does (`PROFILING_MODE_ALL`, 3).
+#define TACHYON_MODE_ALL 3
+
+// `tachyon_writer_options.mode`: threads handling an exception (`PROFILING_MODE_EXCEPTION`, 4).
+#define TACHYON_MODE_EXCEPTION 4
+
+// `tachyon_writer_options.capture_features`: not known (CPython's `-1`; readers show `None`).
+#define TACHYON_CAPTURE_FEATURES_UNKNOWN -1
+
+// Capture feature bit: every thread was sampled, not only the main one (`all_threads`).
+#define TACHYON_CAPTURE_FEATURE_ALL_THREADS 1
+
+// Capture feature bit: native frames (`native`).
+#define TACHYON_CAPTURE_FEATURE_NATIVE 2
+
+// Capture feature bit: garbage-collection frames (`gc`).
+#define TACHYON_CAPTURE_FEATURE_GC 4
+
+// Capture feature bit: opcodes (`opcodes`).
+#define TACHYON_CAPTURE_FEATURE_OPCODES 8
+
+// Capture feature bit: blocking calls (`blocking`).
+#define TACHYON_CAPTURE_FEATURE_BLOCKING 16
+
+// A thread sample's status bit (CPython 3.15's `THREAD_STATUS_HAS_GIL`): it held the GIL.
+#define TACHYON_THREAD_STATUS_HAS_GIL 1
+
+// Status bit (`THREAD_STATUS_ON_CPU`): it was running on a CPU.
+#define TACHYON_THREAD_STATUS_ON_CPU 2
+
+// Status bit (`THREAD_STATUS_UNKNOWN`): its state could not be told.
+#define TACHYON_THREAD_STATUS_UNKNOWN 4
+
+// Status bit (`THREAD_STATUS_GIL_REQUESTED`): it was waiting for the GIL.
+#define TACHYON_THREAD_STATUS_GIL_REQUESTED 8
+
+// Status bit (`THREAD_STATUS_HAS_EXCEPTION`): it was handling an exception.
+#define TACHYON_THREAD_STATUS_HAS_EXCEPTION 16
+
+// Status bit (`THREAD_STATUS_MAIN_THREAD`, new in 3.15): it is the main thread.
+#define TACHYON_THREAD_STATUS_MAIN_THREAD 32
+
+// The version of this header's structures and calls. 2: `tachyon_writer_options` gained
+// `mode` and `capture_features` at its end (a program built against a version-1 header
+// passes a smaller struct: rebuild it). `tachyon_abi_version` says what the library is.
+#define TACHYON_ABI_VERSION 2
+
 
 
 // A frame's opcode value meaning "no opcode".
@@ -278,6 +337,13 @@ typedef struct tachyon_writer_options {
   // byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
   // shorter REPEAT records.
   size_t rle_budget;
+  // What the samples measure, as CPython's `BinaryWriter` `mode` (in the header; readers
+  // show it as `get_info()["mode"]`): `TACHYON_MODE_WALL`, `_CPU`, `_GIL`, `_ALL`,
+  // `_EXCEPTION`, or `TACHYON_MODE_UNKNOWN` (the default). ABI version 2.
+  int32_t mode;
+  // What the sampler captured, a mask of `TACHYON_CAPTURE_FEATURE_*` (0 to 31), or
+  // `TACHYON_CAPTURE_FEATURES_UNKNOWN` (the default). ABI version 2.
+  int32_t capture_features;
 } tachyon_writer_options;
 
 // Where the writer's bytes go.
@@ -324,6 +390,10 @@ typedef struct tachyon_flush_policy {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// The `TACHYON_ABI_VERSION` the library was built with: a program checks it against the
+// header's before its first call when it may meet another build of the library.
+uint32_t tachyon_abi_version(void);
 
 // What a status code means, as a static NUL-terminated string (never NULL; unknown codes get
 // a message saying so).
@@ -628,10 +698,12 @@ int32_t tachyon_writer_open_file(const char *path,
 #if defined(TACHYON_STD)
 // Creates (or truncates) the file at `path` and a writer that streams into it in the
 // framed transport with a journal of its tables (`tachyon_core::transport`), flushed by
-// `policy` and by `tachyon_writer_flush`. If the process dies (even by SIGKILL),
-// `tachyon receive` rebuilds a valid Tachyon file from the stream with every sample up
-// to the last flush; after `tachyon_writer_finalize` it rebuilds exactly the file
-// `tachyon_writer_open_file` would have written for the same calls. The sample region is
+// `policy` and by `tachyon_writer_flush`. `tachyon_writer_finalize` (or finalizing at
+// exit) then replaces the stream at `path` by the Tachyon file, exactly the one
+// `tachyon_writer_open_file` would have written for the same calls, which CPython reads
+// (written beside it and renamed over it: a crash leaves one or the other). If the
+// process dies first (even by SIGKILL), `path` holds the stream, and `tachyon receive`
+// rebuilds a valid Tachyon file from it with every sample up to the last flush. The sample region is
 // uncompressed (`TACHYON_E_UNSUPPORTED` for zstd). Host builds only; memory as
 // `tachyon_writer_open_file`, plus 4 KiB.
 //

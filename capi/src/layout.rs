@@ -6,6 +6,7 @@
 use core::alloc::Layout;
 use core::mem::align_of;
 
+use tachyon_core::header::{CaptureFeatures, ProfilingConfig, ProfilingMode};
 use tachyon_core::records::{max_record_len, CPYTHON_RLE_BUDGET, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH};
 use tachyon_core::storage::{Span, WriterThread};
 use tachyon_core::tables::FrameEntry;
@@ -39,6 +40,13 @@ pub struct tachyon_writer_options {
     /// byte-identical to CPython's; smaller (at least 11) saves RAM at the cost of more,
     /// shorter REPEAT records.
     pub rle_budget: usize,
+    /// What the samples measure, as CPython's `BinaryWriter` `mode` (in the header; readers
+    /// show it as `get_info()["mode"]`): `TACHYON_MODE_WALL`, `_CPU`, `_GIL`, `_ALL`,
+    /// `_EXCEPTION`, or `TACHYON_MODE_UNKNOWN` (the default). ABI version 2.
+    pub mode: i32,
+    /// What the sampler captured, a mask of `TACHYON_CAPTURE_FEATURE_*` (0 to 31), or
+    /// `TACHYON_CAPTURE_FEATURES_UNKNOWN` (the default). ABI version 2.
+    pub capture_features: i32,
 }
 
 /// Bytes of the compressor's output buffer (as the std layer's).
@@ -102,6 +110,21 @@ fn slots(n: usize) -> Result<usize, i32> {
     n.checked_mul(2).and_then(|s| s.checked_add(1)).ok_or(TACHYON_E_ARGUMENT)
 }
 
+/// The header's profiling configuration for `o`: CPython's ranges (mode −1 to 4, capture
+/// features −1 to 31; −1 unknown), anything else `TACHYON_E_ARGUMENT` as CPython's
+/// constructor raises `ValueError`.
+pub(crate) fn profiling_of(o: &tachyon_writer_options) -> Result<ProfilingConfig, i32> {
+    let mode = match o.mode {
+        -1 => None,
+        m => Some(ProfilingMode::from_value(i64::from(m)).ok_or(TACHYON_E_ARGUMENT)?),
+    };
+    let capture_features = match o.capture_features {
+        -1 => None,
+        f => Some(u8::try_from(f).ok().and_then(CaptureFeatures::new).ok_or(TACHYON_E_ARGUMENT)?),
+    };
+    Ok(ProfilingConfig { mode, capture_features })
+}
+
 /// The plan for `o`, or the status of what is wrong with the options.
 pub(crate) fn plan<H>(o: &tachyon_writer_options) -> Result<Plan, i32> {
     if o.strings == 0 || o.frames == 0 || o.threads == 0 {
@@ -111,6 +134,7 @@ pub(crate) fn plan<H>(o: &tachyon_writer_options) -> Result<Plan, i32> {
     if rle_budget < MAX_RLE_ENTRY_LEN || rle_budget > u32::MAX as usize {
         return Err(TACHYON_E_ARGUMENT);
     }
+    profiling_of(o)?;
     let zstd = match o.compression {
         TACHYON_COMPRESSION_NONE => false,
         TACHYON_COMPRESSION_ZSTD if cfg!(feature = "zstd") => true,

@@ -111,6 +111,57 @@ pub const TACHYON_COMPRESSION_NONE: u32 = 0;
 /// Sample region compressed with zstd (as CPython's `--compression zstd`).
 pub const TACHYON_COMPRESSION_ZSTD: u32 = 1;
 
+/// `tachyon_writer_options.mode`: not known (CPython's `mode=-1`; readers show `None`).
+pub const TACHYON_MODE_UNKNOWN: i32 = -1;
+/// `tachyon_writer_options.mode`: wall-clock time (CPython's `PROFILING_MODE_WALL`, 0).
+pub const TACHYON_MODE_WALL: i32 = 0;
+/// `tachyon_writer_options.mode`: CPU time (`PROFILING_MODE_CPU`, 1).
+pub const TACHYON_MODE_CPU: i32 = 1;
+/// `tachyon_writer_options.mode`: time holding the GIL (`PROFILING_MODE_GIL`, 2).
+pub const TACHYON_MODE_GIL: i32 = 2;
+/// `tachyon_writer_options.mode`: every thread whatever it does (`PROFILING_MODE_ALL`, 3).
+pub const TACHYON_MODE_ALL: i32 = 3;
+/// `tachyon_writer_options.mode`: threads handling an exception (`PROFILING_MODE_EXCEPTION`, 4).
+pub const TACHYON_MODE_EXCEPTION: i32 = 4;
+
+/// `tachyon_writer_options.capture_features`: not known (CPython's `-1`; readers show `None`).
+pub const TACHYON_CAPTURE_FEATURES_UNKNOWN: i32 = -1;
+/// Capture feature bit: every thread was sampled, not only the main one (`all_threads`).
+pub const TACHYON_CAPTURE_FEATURE_ALL_THREADS: i32 = 1;
+/// Capture feature bit: native frames (`native`).
+pub const TACHYON_CAPTURE_FEATURE_NATIVE: i32 = 2;
+/// Capture feature bit: garbage-collection frames (`gc`).
+pub const TACHYON_CAPTURE_FEATURE_GC: i32 = 4;
+/// Capture feature bit: opcodes (`opcodes`).
+pub const TACHYON_CAPTURE_FEATURE_OPCODES: i32 = 8;
+/// Capture feature bit: blocking calls (`blocking`).
+pub const TACHYON_CAPTURE_FEATURE_BLOCKING: i32 = 16;
+
+/// A thread sample's status bit (CPython 3.15's `THREAD_STATUS_HAS_GIL`): it held the GIL.
+pub const TACHYON_THREAD_STATUS_HAS_GIL: u8 = 1;
+/// Status bit (`THREAD_STATUS_ON_CPU`): it was running on a CPU.
+pub const TACHYON_THREAD_STATUS_ON_CPU: u8 = 2;
+/// Status bit (`THREAD_STATUS_UNKNOWN`): its state could not be told.
+pub const TACHYON_THREAD_STATUS_UNKNOWN: u8 = 4;
+/// Status bit (`THREAD_STATUS_GIL_REQUESTED`): it was waiting for the GIL.
+pub const TACHYON_THREAD_STATUS_GIL_REQUESTED: u8 = 8;
+/// Status bit (`THREAD_STATUS_HAS_EXCEPTION`): it was handling an exception.
+pub const TACHYON_THREAD_STATUS_HAS_EXCEPTION: u8 = 16;
+/// Status bit (`THREAD_STATUS_MAIN_THREAD`, new in 3.15): it is the main thread.
+pub const TACHYON_THREAD_STATUS_MAIN_THREAD: u8 = 32;
+
+/// The version of this header's structures and calls. 2: `tachyon_writer_options` gained
+/// `mode` and `capture_features` at its end (a program built against a version-1 header
+/// passes a smaller struct: rebuild it). `tachyon_abi_version` says what the library is.
+pub const TACHYON_ABI_VERSION: u32 = 2;
+
+/// The `TACHYON_ABI_VERSION` the library was built with: a program checks it against the
+/// header's before its first call when it may meet another build of the library.
+#[no_mangle]
+pub extern "C" fn tachyon_abi_version() -> u32 {
+    TACHYON_ABI_VERSION
+}
+
 /// A name length meaning "NUL-terminated": the library measures it.
 pub const TACHYON_NUL_TERMINATED: usize = usize::MAX;
 

@@ -105,6 +105,8 @@ pub(crate) struct Owned {
     words: usize,
     file: Option<*mut std::io::BufWriter<std::fs::File>>,
     scratch: Option<*mut [u8]>,
+    /// A journal's path: finalizing replaces the stream there by the file.
+    journal: Option<std::path::PathBuf>,
 }
 
 /// A writer (opaque to C).
@@ -210,6 +212,8 @@ pub unsafe extern "C" fn tachyon_writer_options_init(options: *mut tachyon_write
         frames: 4096,
         threads: 16,
         rle_budget: 0,
+        mode: TACHYON_MODE_UNKNOWN,
+        capture_features: TACHYON_CAPTURE_FEATURES_UNKNOWN,
     };
     // SAFETY: checked non-null.
     unsafe { options.write(defaults) };
@@ -347,6 +351,7 @@ unsafe fn place(
     };
     let storage = WriterStorage::new(buffers).map_err(|_| TACHYON_E_ARGUMENT)?;
     let mut config = WriterConfig::new(options.start_time_us, options.sample_interval_us);
+    config.profiling = crate::layout::profiling_of(options)?;
     #[cfg(feature = "zstd")]
     let storage = if options.compression == TACHYON_COMPRESSION_ZSTD {
         config = config.with_compression(Compression::Zstd);
@@ -627,6 +632,19 @@ pub unsafe extern "C" fn tachyon_writer_finalize(writer: *mut tachyon_writer, fi
             Ok(size) => {
                 w.state = State::Finalized;
                 w.message.clear();
+                // A journal's complete stream becomes the file CPython reads.
+                #[cfg(feature = "std")]
+                if let Some(path) = w.owned.as_ref().and_then(|o| o.journal.clone()) {
+                    if let Err(e) = tachyon::tachyon::receive::receive_in_place(&path) {
+                        return w.fail(
+                            TACHYON_E_IO,
+                            format_args!(
+                                "finalized, but {} is still the stream ({e}); `tachyon receive` makes the file from it",
+                                path.display()
+                            ),
+                        );
+                    }
+                }
                 if !file_size.is_null() {
                     // SAFETY: checked non-null.
                     unsafe { file_size.write(size) };
@@ -794,7 +812,7 @@ mod file {
         let words = bytes.div_ceil(8);
         let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
         let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
-        let mut owned = Owned { memory: memory_ptr, words, file: None, scratch: None };
+        let mut owned = Owned { memory: memory_ptr, words, file: None, scratch: None, journal: None };
         let sink = match through {
             Through::Callbacks => {
                 let file = Box::into_raw(Box::new(file));
@@ -809,6 +827,7 @@ mod file {
             Through::Journal(policy) => {
                 let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
                 owned.scratch = Some(scratch);
+                owned.journal = Some(path.clone());
                 // SAFETY: the scratch lives until close, which frees it after the writer.
                 Sink::Journal { link: tachyon::file::StdIo(file), scratch: unsafe { &mut *scratch }, policy }
             }
@@ -878,10 +897,12 @@ mod file {
 
     /// Creates (or truncates) the file at `path` and a writer that streams into it in the
     /// framed transport with a journal of its tables (`tachyon_core::transport`), flushed by
-    /// `policy` and by `tachyon_writer_flush`. If the process dies (even by SIGKILL),
-    /// `tachyon receive` rebuilds a valid Tachyon file from the stream with every sample up
-    /// to the last flush; after `tachyon_writer_finalize` it rebuilds exactly the file
-    /// `tachyon_writer_open_file` would have written for the same calls. The sample region is
+    /// `policy` and by `tachyon_writer_flush`. `tachyon_writer_finalize` (or finalizing at
+    /// exit) then replaces the stream at `path` by the Tachyon file, exactly the one
+    /// `tachyon_writer_open_file` would have written for the same calls, which CPython reads
+    /// (written beside it and renamed over it: a crash leaves one or the other). If the
+    /// process dies first (even by SIGKILL), `path` holds the stream, and `tachyon receive`
+    /// rebuilds a valid Tachyon file from it with every sample up to the last flush. The sample region is
     /// uncompressed (`TACHYON_E_UNSUPPORTED` for zstd). Host builds only; memory as
     /// `tachyon_writer_open_file`, plus 4 KiB.
     ///

@@ -124,7 +124,8 @@ enum Command {
     /// link that cannot seek (a UART), or a journaled writer wrote to a file; rebuilds a
     /// journaled stream cut at its tail (a killed process's) from the samples that arrived
     /// whole, saying what was cut; refuses a capture with a frame lost or damaged elsewhere,
-    /// and then writes no file.
+    /// and then writes no file. A Tachyon file (what a journaled run that finished leaves)
+    /// is copied as it is.
     Receive {
         /// The capture (the link's bytes).
         input: PathBuf,
@@ -683,6 +684,15 @@ fn push(files: &[PathBuf], request: &PushRequest, keep_going: bool, quiet: bool)
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
+    // A journaled run that finished cleanly left the file itself: the same command serves
+    // both endings.
+    if tachyon::tachyon::receive::is_tachyon_file(&capture) {
+        eprintln!(
+            "tachyon receive: {}: already a Tachyon file (a journaled run that finished), copied",
+            input.display()
+        );
+        return std::fs::write(output, capture).map_err(|e| Failure(format!("{}: {e}", output.display())));
+    }
     let received =
         tachyon::tachyon::receive::receive(&capture).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     if let Some(salvage) = received.salvage {

@@ -234,3 +234,27 @@ fn table_bytes_that_look_like_a_sample_record_are_not_read_as_one() {
         assert!(received.file == file, "cut at {cut}: not the complete file");
     }
 }
+
+#[test]
+fn a_finished_journal_file_is_replaced_by_the_tachyon_file_in_place() {
+    use tachyon::tachyon::receive::{is_tachyon_file, receive_in_place};
+    let (file, stream) = file_and_stream();
+    let dir = std::env::temp_dir().join(format!("tachyon-salvage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.pyb");
+    std::fs::write(&path, &stream).unwrap();
+    assert!(!is_tachyon_file(&stream));
+    assert_eq!(receive_in_place(&path).unwrap(), file.len() as u64);
+    assert!(std::fs::read(&path).unwrap() == file, "not the seekable writer's file");
+    // Again: already the file, left as it is.
+    assert_eq!(receive_in_place(&path).unwrap(), file.len() as u64);
+    assert!(std::fs::read(&path).unwrap() == file);
+    // A cut stream is left as it is, with the reason; nothing is left beside it.
+    std::fs::write(&path, &stream[..stream.len() / 2]).unwrap();
+    let e = receive_in_place(&path).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    assert!(e.to_string().contains("before the stream's End"), "{e}");
+    assert!(std::fs::read(&path).unwrap() == stream[..stream.len() / 2]);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,7 +1,7 @@
 /* lua_timer: Lua 5.4 sampled by time, the way signal profilers sample, through tachyon.h's
  * capture rings, into a stream that survives the process being killed.
  *
- *   lua_timer OUT.stream SCRIPT.lua THREADS SECONDS HZ [--progress FILE] [--exit-without-finalize]
+ *   lua_timer OUT.pyb SCRIPT.lua THREADS SECONDS HZ [--progress FILE] [--exit-without-finalize]
  *             [--work N]
  *
  * THREADS OS threads each run SCRIPT's run() in their own lua_State. Each thread has a
@@ -15,10 +15,12 @@
  * drains every ring each 10 ms into one writer, resolving code ids through those tables, and
  * flushes the stream every 250 ms (writing "flushed N" to the progress file after each).
  *
- * The writer is tachyon_writer_open_journal: `tachyon receive OUT.stream OUT.pyb` makes the
- * Tachyon file, or, if the process was killed, a file with every sample up to the last
- * flush. With --exit-without-finalize the program exits without finalizing: the writer
- * registered with tachyon_writer_finalize_at_exit is finalized by exit().
+ * The writer is tachyon_writer_open_journal: OUT.pyb holds the journaled stream while the
+ * program runs and the Tachyon file once it finalizes (CPython reads it as it is). If the
+ * process was killed, `tachyon receive OUT.pyb -o SALVAGED.pyb` makes a file with every
+ * sample up to the last flush. With --exit-without-finalize the program exits without
+ * finalizing: the writer registered with tachyon_writer_finalize_at_exit is finalized by
+ * exit().
  *
  * For the benchmark (scripts/capture-bench.sh): --work N calls run(N) (fixed work) instead
  * of running for SECONDS, and HZ 0 sets no timer (the unprofiled run).
@@ -44,7 +46,7 @@
 #define MAX_THREADS 16
 #define MAX_FRAMES 256
 #define MAX_CODE 1024
-#define STATUS_RUNNING (1 | 2)
+#define STATUS_RUNNING (TACHYON_THREAD_STATUS_HAS_GIL | TACHYON_THREAD_STATUS_ON_CPU)
 
 /* A function the hook has seen: its address (the code id) and names. */
 struct code {
@@ -227,7 +229,7 @@ static void drain_all(tachyon_writer *writer, uint64_t *taken) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: lua_timer OUT.stream SCRIPT.lua THREADS SECONDS HZ [--progress FILE] "
+        fprintf(stderr, "usage: lua_timer OUT.pyb SCRIPT.lua THREADS SECONDS HZ [--progress FILE] "
                         "[--exit-without-finalize]\n");
         return 2;
     }

@@ -81,7 +81,8 @@ static void on_sigprof(int signo) {
     if (w != NULL && !empty_handler) {
         int depth = w->depth;
         atomic_signal_fence(memory_order_acquire);
-        int s = tachyon_capture_push_ids(w->ring, now_us(), 0, (uint64_t)(w->index + 1), 3,
+        int s = tachyon_capture_push_ids(w->ring, now_us(), 0, (uint64_t)(w->index + 1),
+                                         TACHYON_THREAD_STATUS_HAS_GIL | TACHYON_THREAD_STATUS_ON_CPU,
                                          w->stack, (size_t)depth, TACHYON_CAPTURE_ROOT_FIRST);
         if (s == TACHYON_E_FULL) w->full++;
         if (malloc_in_handler) {

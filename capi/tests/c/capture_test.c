@@ -2,9 +2,10 @@
  * counted exactly, code pairs resolved by the drain's callback, the stats trailer, and a
  * flush asked for by a signal reaching a journaled stream.
  *
- *   capture_test DIR     writes DIR/capture.pyb, DIR/before-signal.stream and
- *                        DIR/after-signal.stream (scripts/capture.sh checks the last two
- *                        with `tachyon receive`)
+ *   capture_test DIR     writes DIR/capture.pyb, DIR/before-signal.stream,
+ *                        DIR/after-signal.stream (scripts/capture.sh checks these two with
+ *                        `tachyon receive`) and DIR/journal.pyb (a finalized journal: the
+ *                        Tachyon file itself)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -134,6 +135,27 @@ int main(int argc, char **argv) {
     /* Left unfinished on purpose: the streams are cut. */
     CHECK(tachyon_writer_close(w) == TACHYON_OK);
     CHECK(tachyon_flush_on_signal(-1) == TACHYON_E_ARGUMENT);
+
+    /* A journaled run that finalizes leaves the Tachyon file itself at its path (the
+     * stream replaced): its first bytes are the magic, "TACH" in either byte order. */
+    CHECK(tachyon_writer_open_journal(in_dir(dir, "journal.pyb"), &o, &never, &w) == TACHYON_OK);
+    CHECK(tachyon_writer_intern_frame(w, &main_frame, &ids[0]) == TACHYON_OK);
+    for (int i = 0; i < 10; i++) CHECK(tachyon_capture_push_ids(ring, 100 * (uint64_t)i, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
+    CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 10);
+    uint64_t journal_size = 0;
+    CHECK(tachyon_writer_finalize(w, &journal_size) == TACHYON_OK);
+    CHECK(tachyon_writer_close(w) == TACHYON_OK);
+    FILE *journal = fopen(in_dir(dir, "journal.pyb"), "rb");
+    char magic[4] = {0};
+    long length = -1;
+    if (journal) {
+        CHECK(fread(magic, 1, 4, journal) == 4);
+        CHECK(fseek(journal, 0, SEEK_END) == 0);
+        length = ftell(journal);
+        fclose(journal);
+    }
+    CHECK(memcmp(magic, "HCAT", 4) == 0 || memcmp(magic, "TACH", 4) == 0);
+    CHECK(length > 0 && (uint64_t)length == journal_size);
 
     if (failures) {
         fprintf(stderr, "capture_test: %d checks failed\n", failures);

@@ -118,6 +118,13 @@ int main(int argc, char **argv) {
     o.frames = 64;
     o.strings = 64;
     o.string_bytes = 8192;
+    /* The zstd files also say what they measured: CPU time, every thread and native frames
+     * (CPython's get_info() shows mode 1 and capture_features 3); the raw ones leave both
+     * unknown (None). */
+    if (o.compression == TACHYON_COMPRESSION_ZSTD) {
+        o.mode = TACHYON_MODE_CPU;
+        o.capture_features = TACHYON_CAPTURE_FEATURE_ALL_THREADS | TACHYON_CAPTURE_FEATURE_NATIVE;
+    }
 
     size_t bytes = 0;
     int s = tachyon_writer_memory_size(&o, &bytes);
@@ -133,9 +140,9 @@ int main(int argc, char **argv) {
     if (s != TACHYON_OK) return fail("init", s, NULL);
 
     fprintf(json, "{\"start_time_us\":%" PRIu64 ",\"sample_interval_us\":%" PRIu64
-                  ",\"compression\":%u,\"mode\":-1,\"capture_features\":-1,"
+                  ",\"compression\":%u,\"mode\":%d,\"capture_features\":%d,"
                   "\"stats\":[12.5,3999.75,0.125,1.5]}\n",
-            o.start_time_us, o.sample_interval_us, o.compression);
+            o.start_time_us, o.sample_interval_us, o.compression, o.mode, o.capture_features);
 
     static struct thread threads[5] = {
         {1, 0, 0, {{0}}}, {2, 0, 0, {{0}}}, {0xFFFFFFFFFFFFFFFFULL, 0, 0, {{0}}},

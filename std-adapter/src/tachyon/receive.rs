@@ -11,8 +11,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io::{self, Write};
+use std::path::Path;
 
-use tachyon_core::header::{Footer, Header, HEADER_SIZE, STATS_TRAILER_SIZE};
+use tachyon_core::header::{Footer, Header, HEADER_SIZE, MAGIC, STATS_TRAILER_SIZE};
 use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
 use tachyon_core::varint;
@@ -84,6 +86,47 @@ pub fn reassemble(capture: &[u8]) -> Result<Vec<u8>, ReceiveError> {
         Received { file, salvage: None } => Ok(file),
         Received { salvage: Some(s), .. } => Err(ReceiveError::NoEnd { frames: s.frames }),
     }
+}
+
+/// Whether `bytes` begin like a Tachyon file (its magic in either byte order) rather than a
+/// framed stream, whose first byte is COBS's code for the zero of frame 0's `seq` (1).
+pub fn is_tachyon_file(bytes: &[u8]) -> bool {
+    bytes.get(..4).is_some_and(|m| {
+        let m: [u8; 4] = m.try_into().unwrap_or_default();
+        u32::from_le_bytes(m) == MAGIC || u32::from_be_bytes(m) == MAGIC
+    })
+}
+
+/// Replaces the complete journaled stream at `path` by the Tachyon file it holds, so that a
+/// journaled run that finished cleanly leaves a file CPython reads (`tachyon_writer_finalize`
+/// calls it): the file is written beside it, synced, and renamed over the stream, so a crash
+/// at any moment leaves the stream or the file, never neither. Returns the file's size. A
+/// stream that is not complete (cut, damaged) is left as it is, with an `InvalidData` error
+/// saying why; a path that already holds a Tachyon file is left as it is.
+pub fn receive_in_place(path: &Path) -> io::Result<u64> {
+    let capture = std::fs::read(path)?;
+    if is_tachyon_file(&capture) {
+        return Ok(capture.len() as u64);
+    }
+    let file = reassemble(&capture).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.receiving", std::process::id()));
+    let beside = path.with_file_name(name);
+    let written = (|| {
+        let mut out = std::fs::File::create(&beside)?;
+        out.write_all(&file)?;
+        out.sync_all()?;
+        std::fs::rename(&beside, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&beside);
+        return Err(e);
+    }
+    // The rename itself is durable once the folder is synced (where a folder can be).
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(folder).and_then(|f| f.sync_all());
+    }
+    Ok(file.len() as u64)
 }
 
 /// What [`receive`] made.
