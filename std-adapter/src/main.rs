@@ -686,7 +686,7 @@ fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     // A journaled run that finished cleanly left the file itself: the same command serves
     // both endings.
-    if tachyon::tachyon::receive::is_tachyon_file(&capture) {
+    if FileKind::detect(&capture) == FileKind::Tachyon {
         eprintln!(
             "tachyon receive: {}: already a Tachyon file (a journaled run that finished), copied",
             input.display()

@@ -237,13 +237,14 @@ fn table_bytes_that_look_like_a_sample_record_are_not_read_as_one() {
 
 #[test]
 fn a_finished_journal_file_is_replaced_by_the_tachyon_file_in_place() {
-    use tachyon::tachyon::receive::{is_tachyon_file, receive_in_place};
+    use tachyon::tachyon::receive::receive_in_place;
+    use tachyon_core::FileKind;
     let (file, stream) = file_and_stream();
     let dir = std::env::temp_dir().join(format!("tachyon-salvage-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("run.pyb");
     std::fs::write(&path, &stream).unwrap();
-    assert!(!is_tachyon_file(&stream));
+    assert_ne!(FileKind::detect(&stream), FileKind::Tachyon);
     assert_eq!(receive_in_place(&path).unwrap(), file.len() as u64);
     assert!(std::fs::read(&path).unwrap() == file, "not the seekable writer's file");
     // Again: already the file, left as it is.

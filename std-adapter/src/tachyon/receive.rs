@@ -14,10 +14,11 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::Path;
 
-use tachyon_core::header::{Footer, Header, HEADER_SIZE, MAGIC, STATS_TRAILER_SIZE};
+use tachyon_core::header::{Footer, Header, HEADER_SIZE, STATS_TRAILER_SIZE};
 use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
 use tachyon_core::varint;
+use tachyon_core::FileKind;
 
 /// Why a capture does not give a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,15 +89,6 @@ pub fn reassemble(capture: &[u8]) -> Result<Vec<u8>, ReceiveError> {
     }
 }
 
-/// Whether `bytes` begin like a Tachyon file (its magic in either byte order) rather than a
-/// framed stream, whose first byte is COBS's code for the zero of frame 0's `seq` (1).
-pub fn is_tachyon_file(bytes: &[u8]) -> bool {
-    bytes.get(..4).is_some_and(|m| {
-        let m: [u8; 4] = m.try_into().unwrap_or_default();
-        u32::from_le_bytes(m) == MAGIC || u32::from_be_bytes(m) == MAGIC
-    })
-}
-
 /// Replaces the complete journaled stream at `path` by the Tachyon file it holds, so that a
 /// journaled run that finished cleanly leaves a file CPython reads (`tachyon_writer_finalize`
 /// calls it): the file is written beside it, synced, and renamed over the stream, so a crash
@@ -105,7 +97,8 @@ pub fn is_tachyon_file(bytes: &[u8]) -> bool {
 /// saying why; a path that already holds a Tachyon file is left as it is.
 pub fn receive_in_place(path: &Path) -> io::Result<u64> {
     let capture = std::fs::read(path)?;
-    if is_tachyon_file(&capture) {
+    // A stream's first byte is COBS's code for frame 0's zero `seq` (1), never the magic.
+    if FileKind::detect(&capture) == FileKind::Tachyon {
         return Ok(capture.len() as u64);
     }
     let file = reassemble(&capture).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
