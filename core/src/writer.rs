@@ -325,9 +325,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// and stats are refused with [`WriteError::Finished`] from the first call on); after
     /// success it returns [`WriteError::Finished`].
     pub fn finish(&mut self) -> Result<u64, WriteError<W::Error>> {
-        if self.finished {
-            return Err(WriteError::Finished);
-        }
+        // `end_samples` refuses a finished writer.
         let tables_start = self.end_samples()?;
         // Always seek to the tables: a retry after a failed table write starts them again.
         self.positioned = false;

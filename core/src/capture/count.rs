@@ -25,7 +25,7 @@ pub(super) struct Count {
 }
 
 /// The two words of `value` (taken modulo 2^62).
-pub(super) const fn words(value: u64) -> (u32, u32) {
+const fn words(value: u64) -> (u32, u32) {
     let high = ((value >> LOW_BITS) & 0xFFFF_FFFF) as u32;
     (((high & 3) << LOW_BITS) | (value as u32 & LOW_MASK), high)
 }
@@ -48,20 +48,23 @@ impl Count {
     pub(super) fn add_one(&self) {
         let low = self.low.load(Ordering::Relaxed);
         if low & LOW_MASK != LOW_MASK {
-            self.low.store(low.wrapping_add(1), Ordering::Release);
+            // Relaxed: a push on PowerPC or Arm pays no barrier for its count. The release
+            // of the next carry's `high` publishes this store with it.
+            self.low.store(low.wrapping_add(1), Ordering::Relaxed);
         } else {
             let high = self.high.load(Ordering::Relaxed).wrapping_add(1);
-            // The new `high` first: a reader that sees the low word's new phase then finds
-            // it, or counts from the old `high` it loaded before (see the module's docs).
+            // The new `high` first, released: a reader that acquires it sees the low word at
+            // least as it was before this carry, so its low word is at most one carry behind
+            // or ahead, which the phase tells apart (see the module's docs).
             self.high.store(high, Ordering::Release);
-            self.low.store((high & 3) << LOW_BITS, Ordering::Release);
+            self.low.store((high & 3) << LOW_BITS, Ordering::Relaxed);
         }
     }
 
     /// The count, from any thread.
     pub(super) fn get(&self) -> u64 {
         let high = self.high.load(Ordering::Acquire);
-        let low = self.low.load(Ordering::Acquire);
+        let low = self.low.load(Ordering::Relaxed);
         // The phase's distance from `high`'s: 0 the same, 1 the one after, 3 the one before
         // (2: two carries between the loads, 2^30 adds: the nearest reading, after). An
         // `if`, not a `match`: a jump table is an indirect jump, which the signal-safety

@@ -161,15 +161,11 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
         // Where the samples end, before the tables: a receiver of a stream cut in what
         // follows reads no table bytes as samples. Sent once (a retry finds it sent).
         self.journal_stats()?;
+        // (The writer finishes only after this was sent, so a retry never finds it unsent.)
         if !self.tables_sent {
-            match self.writer.end_samples() {
-                Ok(offset) => {
-                    self.send(&Record::Tables { offset })?;
-                    self.tables_sent = true;
-                }
-                Err(WriteError::Finished) => {}
-                Err(e) => return Err(e),
-            }
+            let offset = self.writer.end_samples()?;
+            self.send(&Record::Tables { offset })?;
+            self.tables_sent = true;
         }
         let size = match self.writer.finish() {
             Ok(size) => size,
