@@ -161,25 +161,28 @@ fn damage_before_the_tail_is_refused_and_a_plain_stream_says_it_has_no_journal()
     assert!(err.to_string().contains("no journal"), "{err}");
 }
 
+/// Where the stream's `Tables` frame starts and ends (its closing `0x00` included), and the
+/// sample region's end it gives.
+fn tables_frame(stream: &[u8]) -> (usize, usize, u64) {
+    use tachyon_core::transport::{decode, Record};
+    let mut start = 0;
+    for piece in stream.split(|&b| b == 0) {
+        let end = start + piece.len() + 1;
+        let (mut bytes, mut scratch) = (piece.to_vec(), vec![0; piece.len()]);
+        if let Ok(Record::Tables { offset }) = decode(&mut bytes, &mut scratch).map(|f| f.record) {
+            return (start, end, offset);
+        }
+        start = end;
+    }
+    panic!("finish sends no Tables record");
+}
+
 #[test]
 fn a_cut_at_every_byte_of_finish_salvages_the_complete_file() {
-    use tachyon_core::transport::{decode, Record};
     let (file, stream) = file_and_stream();
     // `finish` begins with the journal's `Tables` record (the samples' end); the tables,
-    // trailer, footer and header follow it as writes. Find its frame.
-    let mut start = 0;
-    let mut tables_at = None;
-    for piece in stream.split(|&b| b == 0) {
-        let (mut bytes, mut scratch) = (piece.to_vec(), vec![0; piece.len()]);
-        if let Ok(frame) = decode(&mut bytes, &mut scratch) {
-            if let Record::Tables { offset } = frame.record {
-                tables_at = Some((start, start + piece.len() + 1, offset));
-                break;
-            }
-        }
-        start += piece.len() + 1;
-    }
-    let (tables_frame, tables_end, region_end) = tables_at.expect("finish sends Tables");
+    // trailer, footer and header follow it as writes.
+    let (tables_frame, tables_end, region_end) = tables_frame(&stream);
     assert!(region_end > 64 && (region_end as usize) < file.len());
     let all = samples_of(&file);
     // Before the `Tables` frame is whole the samples are all there, and no table bytes yet;
@@ -198,7 +201,6 @@ fn a_cut_at_every_byte_of_finish_salvages_the_complete_file() {
 
 #[test]
 fn table_bytes_that_look_like_a_sample_record_are_not_read_as_one() {
-    use tachyon_core::transport::{decode, Record};
     // The string table begins with the first string's length (1 byte) and bytes: this file
     // name makes its first 18 bytes a whole FULL record (13-byte prefix, encoding 1,
     // timestamp delta 5, status 2, depth 1, frame id 1), which a salvage that scanned on
@@ -217,17 +219,7 @@ fn table_bytes_that_look_like_a_sample_record_are_not_read_as_one() {
     let stream = j.into_inner().into_inner();
     let file = receive(&stream).unwrap().file;
     assert_eq!(samples_of(&file).len(), 10);
-    let tables_end = {
-        let mut end = 0;
-        for piece in stream.split(|&b| b == 0) {
-            end += piece.len() + 1;
-            let (mut bytes, mut scratch) = (piece.to_vec(), vec![0; piece.len()]);
-            if matches!(decode(&mut bytes, &mut scratch).map(|f| f.record), Ok(Record::Tables { .. })) {
-                break;
-            }
-        }
-        end
-    };
+    let (_, tables_end, _) = tables_frame(&stream);
     for cut in tables_end..stream.len() {
         let received = receive(&stream[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         assert_eq!(received.salvage.map(|s| s.samples), Some(10), "cut at {cut}");
