@@ -39,6 +39,7 @@ fn status_of<E>(e: &WriteError<E>) -> i32 {
         WriteError::UnknownFrameId { .. } => TACHYON_E_UNKNOWN_FRAME,
         WriteError::Zstd { .. } | WriteError::CompressorMissing => TACHYON_E_ZSTD,
         WriteError::Finished => TACHYON_E_FINALIZED,
+        WriteError::NotFinished => TACHYON_E_ARGUMENT,
     }
 }
 

@@ -139,6 +139,17 @@ impl<'w> Compressor<'w> {
     pub fn is_finished(&self) -> bool {
         self.finished
     }
+
+    /// Drops whatever the current frame holds and starts a new one with the same
+    /// parameters (a writer's next file).
+    pub fn restart(&mut self) -> Result<(), ZstdError> {
+        // SAFETY: cctx is a live context.
+        check(unsafe { sys::ZSTD_CCtx_reset(self.cctx.as_ptr(), sys::ZSTD_ResetDirective::ZSTD_reset_session_only) })?;
+        self.pending_start = 0;
+        self.pending_end = 0;
+        self.finished = false;
+        Ok(())
+    }
 }
 
 /// A compressor for a writer's sample region: feeds input with `ZSTD_e_continue` and ends the
@@ -157,6 +168,8 @@ pub trait RegionCompressor {
     fn consume_pending(&mut self, n: usize);
     /// True when the frame has been closed.
     fn is_finished(&self) -> bool;
+    /// Starts a new frame, dropping anything of the current one (a writer's next file).
+    fn restart(&mut self) -> Result<(), ZstdError>;
 }
 
 impl RegionCompressor for Compressor<'_> {
@@ -174,6 +187,10 @@ impl RegionCompressor for Compressor<'_> {
 
     fn is_finished(&self) -> bool {
         Compressor::is_finished(self)
+    }
+
+    fn restart(&mut self) -> Result<(), ZstdError> {
+        Compressor::restart(self)
     }
 }
 

@@ -401,9 +401,29 @@ pub enum WriteError<E> {
     CompressorMissing,
     /// The writer was already finished.
     Finished,
+    /// [`Writer::restart`](crate::Writer::restart) was called before the current file was
+    /// finished.
+    NotFinished,
 }
 
 impl<E> WriteError<E> {
+    /// The same error with the sink's error mapped by `f` (a caller that writes through
+    /// several sinks reports one error type).
+    pub fn map_sink<F>(self, f: impl FnOnce(E) -> F) -> WriteError<F> {
+        match self {
+            WriteError::Sink { offset, error } => WriteError::Sink { offset, error: f(error) },
+            WriteError::SinkWroteZero { offset } => WriteError::SinkWroteZero { offset },
+            WriteError::Capacity { resource } => WriteError::Capacity { resource },
+            WriteError::Limit(l) => WriteError::Limit(l),
+            WriteError::InvalidStats => WriteError::InvalidStats,
+            WriteError::UnknownFrameId { id } => WriteError::UnknownFrameId { id },
+            WriteError::Zstd { code } => WriteError::Zstd { code },
+            WriteError::CompressorMissing => WriteError::CompressorMissing,
+            WriteError::Finished => WriteError::Finished,
+            WriteError::NotFinished => WriteError::NotFinished,
+        }
+    }
+
     /// True for capacity and format limits: the file is still finishable with everything
     /// accepted so far (CPython's `limit_reached`).
     pub fn is_limit(&self) -> bool {
@@ -423,6 +443,7 @@ impl<E: fmt::Debug> fmt::Display for WriteError<E> {
             WriteError::Zstd { code } => write!(f, "zstd compression error (ZSTD_ErrorCode {code})"),
             WriteError::CompressorMissing => f.write_str("zstd compression requested without a compressor"),
             WriteError::Finished => f.write_str("writer is already finished"),
+            WriteError::NotFinished => f.write_str("restart before the current file was finished"),
         }
     }
 }

@@ -338,6 +338,47 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
         Ok(file_size)
     }
 
+    /// Starts the next file on the same tables, after [`Self::finish`]: the sink (replaced
+    /// first through [`Self::get_mut`], or one that now writes elsewhere) gets a new file
+    /// whose header says `start_time_us`, with every string and frame interned so far (in
+    /// the same order, so every [`FrameId`] stays valid: a capture ring's entries rely on
+    /// that), no threads, no samples, no stats, and a new compressed frame. Does no I/O.
+    /// A rotating writer calls this to begin each period; [`WriteError::NotFinished`]
+    /// if the current file was not finished.
+    pub fn restart(&mut self, start_time_us: u64) -> Result<(), WriteError<W::Error>> {
+        if !self.finished {
+            return Err(WriteError::NotFinished);
+        }
+        #[cfg(feature = "zstd")]
+        if let Some(zstd) = self.zstd.as_mut() {
+            zstd.get().restart().map_err(|e| WriteError::Zstd { code: e.0 })?;
+        }
+        self.store.threads.clear();
+        self.config.start_time_us = start_time_us;
+        self.staged_from = 0;
+        self.staged = 0;
+        self.sample_count = 0;
+        self.stats = None;
+        self.committed = 0;
+        self.positioned = false;
+        self.tables_start = None;
+        self.finishing = false;
+        self.finished = false;
+        self.limit_reached = false;
+        self.counts = WriteCounts::default();
+        Ok(())
+    }
+
+    /// True once [`Self::finish`] succeeded (until [`Self::restart`]).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The start time the current file's header gives.
+    pub fn start_time_us(&self) -> u64 {
+        self.config.start_time_us
+    }
+
     /// The first part of [`Self::finish`]: ends the pending REPEAT runs (in thread-creation
     /// order) and the sample region; returns where the tables start. Samples are refused
     /// from here on; a second call returns the same offset. A journal sends the offset

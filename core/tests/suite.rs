@@ -21,6 +21,8 @@ mod large_offsets;
 mod marshal;
 #[cfg(all(feature = "mojo", feature = "alloc"))]
 mod mojo;
+#[cfg(all(feature = "alloc", feature = "zstd", feature = "transport"))]
+mod restart;
 #[cfg(feature = "alloc")]
 mod robustness;
 #[cfg(feature = "alloc")]

@@ -172,6 +172,9 @@ impl RegionCompressor for SeesOutput {
     fn is_finished(&self) -> bool {
         self.inner.is_finished()
     }
+    fn restart(&mut self) -> Result<(), ZstdError> {
+        self.inner.restart()
+    }
 }
 
 #[test]

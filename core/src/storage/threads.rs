@@ -124,6 +124,14 @@ impl<'a> WriterThreads<'a> {
         self.count
     }
 
+    /// Forgets every thread (a writer's next file starts with none), keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.count = 0;
+        self.stacks_used = 0;
+        self.rle_used = 0;
+        self.slots.as_mut_slice().fill(0);
+    }
+
     pub(crate) fn rle_budget(&self) -> usize {
         self.rle_budget
     }

@@ -44,6 +44,8 @@ pub struct JournalWriter<'s, 'b, L: Write, E: Endianity = NativeEndian> {
     flushed_at_us: Option<u64>,
     /// `Tables` was sent.
     tables_sent: bool,
+    /// The header template was sent on this stream.
+    header_sent: bool,
 }
 
 /// The least scratch a [`JournalWriter`] takes: a 64-byte header fits one frame.
@@ -94,9 +96,9 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
             samples_since_flush: 0,
             flushed_at_us: None,
             tables_sent: false,
+            header_sent: false,
         };
-        let header = journal.writer.header_template().encode(endian);
-        journal.send(&Record::Header { bytes: &header })?;
+        journal.journal()?;
         Ok(journal)
     }
 
@@ -177,6 +179,27 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
         Ok(size)
     }
 
+    /// Starts the next file on `link` after [`Self::finish`], with the same tables (every
+    /// [`FrameId`] stays valid) and a header saying `start_time_us` (see
+    /// [`Writer::restart`]); gives back the old link. The new stream journals every string
+    /// and frame again, so it rebuilds on its own. No I/O until the next call.
+    /// [`WriteError::NotFinished`] unless the current stream was finished.
+    pub fn restart(&mut self, link: L, start_time_us: u64) -> Result<L, Error<L>> {
+        if !self.writer.is_finished() || !self.writer.get_ref().is_ended() {
+            return Err(WriteError::NotFinished);
+        }
+        let old = self.writer.get_mut().restart(link);
+        self.writer.restart(start_time_us)?;
+        self.strings = 0;
+        self.frames = 0;
+        self.stats = None;
+        self.samples_since_flush = 0;
+        self.flushed_at_us = None;
+        self.tables_sent = false;
+        self.header_sent = false;
+        Ok(old)
+    }
+
     /// The writer (its counts, its tables).
     pub fn writer(&self) -> &Writer<'s, FramedSink<'b, L>, E> {
         &self.writer
@@ -202,8 +225,14 @@ impl<'s, 'b, L: Write, E: Endianity> JournalWriter<'s, 'b, L, E> {
         Ok(())
     }
 
-    /// Sends the strings and frames interned since the last journal.
+    /// Sends the header template if this stream has none yet, then the strings and frames
+    /// interned since the last journal.
     fn journal(&mut self) -> Result<(), Error<L>> {
+        if !self.header_sent {
+            let header = self.writer.header_template().encode(self.writer.endian());
+            self.send(&Record::Header { bytes: &header })?;
+            self.header_sent = true;
+        }
         while let (sink, Some(string)) = self.writer.sink_and_string(self.strings) {
             sink.send_journal(&Record::String { bytes: string, continues: false }).map_err(sink_error(sink))?;
             self.strings += 1;

@@ -20,6 +20,8 @@ pub struct FramedSink<'b, L: Write> {
     /// `End` went out (a retried [`FramedSink::finish`] then only flushes: a second `End`
     /// would make the receiver refuse the stream).
     ended: bool,
+    /// `Begin` went out on this link.
+    begun: bool,
 }
 
 /// Errors of [`FramedSink`].
@@ -74,9 +76,33 @@ impl<'b, L: Write> FramedSink<'b, L> {
         if scratch.len() < MIN_SCRATCH {
             return Err(SinkError::ScratchTooSmall);
         }
-        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0, ended: false };
-        sink.send(&Record::Begin { magic: MAGIC, version: VERSION })?;
+        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0, ended: false, begun: false };
+        sink.begin()?;
         Ok(sink)
+    }
+
+    /// Starts a new stream on `link` (the next file of a rotating writer) and gives back the
+    /// old link; `Begin` goes out with the first record sent on the new one.
+    pub fn restart(&mut self, link: L) -> L {
+        self.seq = 0;
+        self.position = 0;
+        self.length = 0;
+        self.ended = false;
+        self.begun = false;
+        core::mem::replace(&mut self.link, link)
+    }
+
+    /// True once `End` went out.
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    fn begin(&mut self) -> Result<(), SinkError<L::Error>> {
+        if !self.begun {
+            self.send_frame(&Record::Begin { magic: MAGIC, version: VERSION })?;
+            self.begun = true;
+        }
+        Ok(())
     }
 
     /// Sends `End` with the file's length (one past the highest byte written) and flushes;
@@ -124,6 +150,11 @@ impl<'b, L: Write> FramedSink<'b, L> {
     }
 
     fn send(&mut self, record: &Record<'_>) -> Result<(), SinkError<L::Error>> {
+        self.begin()?;
+        self.send_frame(record)
+    }
+
+    fn send_frame(&mut self, record: &Record<'_>) -> Result<(), SinkError<L::Error>> {
         let next = self.seq.checked_add(1).ok_or(SinkError::TooManyFrames)?;
         // `chunk_for` keeps every record within the scratch buffer.
         let frame = encode(self.seq, record, self.scratch).map_err(|_| SinkError::ScratchTooSmall)?;

@@ -169,6 +169,12 @@ impl RegionCompressor for ThreadedCompressor {
     fn is_finished(&self) -> bool {
         self.finished
     }
+
+    fn restart(&mut self) -> Result<(), ZstdError> {
+        // A fresh worker: the old one ended with its frame (dropping it joins it).
+        *self = ThreadedCompressor::spawn().map_err(|_| WORKSPACE_REFUSED)?;
+        Ok(())
+    }
 }
 
 impl Drop for ThreadedCompressor {

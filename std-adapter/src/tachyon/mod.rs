@@ -9,6 +9,7 @@ pub mod compress;
 pub mod input;
 pub mod receive;
 pub mod region;
+pub mod rotate;
 pub mod source;
 pub mod storage;
 pub mod view;

@@ -321,7 +321,7 @@ pub struct TachyonFile {
 }
 
 /// The reader of the file at `path`, over `storage` (sized from its metadata).
-fn open_path<'s>(
+pub fn open_path<'s>(
     path: &std::path::Path,
     storage: &'s mut Option<crate::tachyon::storage::OwnedReaderStorage>,
 ) -> Result<Reader<'s, crate::file::FileSource>, ReadError<std::io::Error>> {
