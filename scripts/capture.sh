@@ -11,6 +11,11 @@
 #    malloc/free/pthread_mutex_*/write calls inside handlers (0, and > 0 for a handler that
 #    does call malloc: the tripwire can see), and the file's missed_samples equal to the
 #    drops the program counted, in CPython's reading.
+#  - rotation: 4 threads, SIGPROF at 1 kHz each, one-second journaled periods for 30.5 s, the
+#    run ended by SIGKILL: every finished period reads in CPython on its own (start, span,
+#    threads), the killed period is salvaged by `tachyon receive`, and the samples of all the
+#    files equal what the handlers pushed minus the drops they counted minus what the program
+#    logged as unflushed at the kill, exactly.
 #  - Lua 5.4: 3 OS threads, each its own lua_State, per-thread CPU-time timers whose handler
 #    only arms lua_sethook; the hook pushes; one writer drains into a journaled stream. CPython
 #    finds the workload's 3:1 split within 10 % and every thread; a run that exits without
@@ -68,6 +73,11 @@ gcc -std=c99 -Wall -Wextra -Werror -pedantic -O1 -g -I capi/include capi/tests/c
 "$WORK/capture_test" "$WORK" || fail "capture_test"
 "$TACHYON" verify "$WORK/capture.pyb" >/dev/null || fail "capture_test's file does not verify"
 "$TACHYON" verify "$WORK/journal.pyb" >/dev/null || fail "capture_test's finalized journal is not a Tachyon file"
+for want in rot.00000000.0.pyb:10 rot.00000001.2000.pyb:1 rot.00000002.2500.pyb:1; do
+  "$TACHYON" verify "$WORK/${want%%:*}" > "$WORK/rot.txt" 2>&1 || fail "capture_test's period ${want%%:*}: $(cat "$WORK/rot.txt")"
+  grep -q "OK, ${want#*:} thread samples" "$WORK/rot.txt" || fail "period ${want%%:*}: $(cat "$WORK/rot.txt"), want ${want#*:} samples"
+done
+log "capture_test's rotating zstd writer: periods of 10, 1 and 1 samples, as named"
 # Before the signal the 50 drained samples were still staged; after it they are in the stream.
 # An empty stream (nothing of it had reached the file yet) holds 0; any other must receive.
 before=0
@@ -102,6 +112,32 @@ status=0
 oracle native "$OUT/native-sigprof.pyb" "$counted" 8 > "$WORK/native-check.txt" || status=$?
 log "CPython: $(sed "s|$ROOT/||" "$WORK/native-check.txt")"
 [ "$status" = 0 ] || fail "CPython's reading of native-sigprof.pyb"
+
+log "rotation: 4 threads, SIGPROF at 1 kHz, one-second journaled periods for 30.5 s, then SIGKILL"
+mkdir -p "$WORK/rotate"
+status=0
+"$WORK/native_sigprof" "$WORK/rotate/run" 30.5 1000 16 --rotate --kill --threads 4 > "$WORK/rotate.log" \
+  2> "$WORK/rotate.err" || status=$?
+[ "$status" = 137 ] || { cat "$WORK/rotate.err"; fail "native_sigprof --rotate --kill ended with $status, not SIGKILL's 137"; }
+log "$(sed "s|$ROOT/||" "$WORK/rotate.log")"
+read -r pushes refused unflushed < <(sed -n \
+  's/.*: \([0-9]*\) pushes by the handlers, \([0-9]*\) refused as full.* \([0-9]*\) unflushed in period.*/\1 \2 \3/p' \
+  "$WORK/rotate.log")
+[ -n "${unflushed:-}" ] || fail "native_sigprof --rotate printed no accounting"
+grep -q "(the rings counted $refused dropped" "$WORK/rotate.log" \
+  || fail "the handlers counted $refused refusals, the rings another number of drops"
+mapfile -t periods < <(find "$WORK/rotate" -name 'run.*.pyb' | sort)
+[ "${#periods[@]}" -ge 31 ] || fail "${#periods[@]} period files, want 31 or more from 30.5 s of one-second periods"
+killed=${periods[-1]}
+unset 'periods[-1]'
+"$TACHYON" receive "$killed" -o "$WORK/rotate-salvaged.pyb" 2> "$WORK/rotate-receive.txt" \
+  || fail "tachyon receive of the killed period: $(cat "$WORK/rotate-receive.txt")"
+log "$(sed "s|$ROOT/||" "$WORK/rotate-receive.txt")"
+status=0
+oracle rotated "$WORK/rotate-salvaged.pyb" $((pushes - refused - unflushed)) 4 "${periods[@]}" > "$WORK/rotated.txt" \
+  || status=$?
+log "CPython: $(cat "$WORK/rotated.txt")"
+[ "$status" = 0 ] || fail "the rotated periods"
 
 log "Lua 5.4: 3 threads, per-thread CPU timers arming lua_sethook, one journaled writer"
 # shellcheck disable=SC2046

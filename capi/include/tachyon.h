@@ -387,6 +387,20 @@ typedef struct tachyon_flush_policy {
 } tachyon_flush_policy;
 #endif
 
+#if defined(TACHYON_STD)
+// When a rotating writer ends a period (each 0: never by that measure; both 0: only on
+// `tachyon_writer_rotate`).
+typedef struct tachyon_rotation {
+  // Microseconds of sample time a period spans: a period ends before the first
+  // sample `every_us` or more past its start; the next starts on the grid
+  // `start_time_us + k * every_us` (a quiet stretch makes no empty files).
+  uint64_t every_us;
+  // Bytes of sample records (before compression) after which a period ends, before
+  // the next sample.
+  uint64_t every_bytes;
+} tachyon_rotation;
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -649,6 +663,17 @@ int32_t tachyon_writer_set_stats(struct tachyon_writer *writer, const struct tac
 int32_t tachyon_writer_get_counts(struct tachyon_writer *writer,
                                   struct tachyon_writer_counts *counts);
 
+// The period `writer` is writing: its sequence number (from 0; a writer made by
+// `tachyon_writer_open_rotating` counts its files, any other is always 0) in `*sequence` and
+// its start in `*start_time_us` (either may be NULL). With `tachyon_writer_get_counts` (the
+// current period's counts) a program knows what a crash would lose.
+//
+// # Safety
+// Pointers must be NULL or valid.
+int32_t tachyon_writer_get_period(struct tachyon_writer *writer,
+                                  uint64_t *sequence,
+                                  uint64_t *start_time_us);
+
 // Completes the file: flushes pending REPEAT runs and the compressor, writes the string and
 // frame tables, the footer and the stats, then seeks to 0 and writes the header. Stores the
 // file's size in `*file_size` (may be NULL). After a sink error it can be called again; after
@@ -713,6 +738,45 @@ int32_t tachyon_writer_open_journal(const char *path,
                                     const struct tachyon_writer_options *options,
                                     const struct tachyon_flush_policy *policy,
                                     struct tachyon_writer **writer);
+#endif
+
+#if defined(TACHYON_STD)
+// Creates a writer that writes the run as a series of complete profiles, one per
+// period: `PREFIX.SEQUENCE.START.pyb` beside `prefix` (NUL-terminated; its file name is
+// the names' first part), SEQUENCE from 0 in eight digits, START the period's start in
+// the samples' µs (its header's `start_time_us`; period 0 starts at
+// `options->start_time_us`). A period ends by `rotation`, or by `tachyon_writer_rotate`;
+// its file is then complete and CPython reads it on its own. Every period's file holds
+// every frame interned so far, so frame ids (and the rings holding them) stay valid.
+// With `policy` NULL the periods are plain files (a killed process loses its current
+// period); with a policy each period is journaled as `tachyon_writer_open_journal`
+// does (uncompressed only): the live period's file is the stream, which `tachyon
+// receive` salvages after a kill, and it is replaced by the Tachyon file when the
+// period ends. Rotation happens inside the calls that write samples (the drain's
+// thread), never in a signal handler. Counts (`tachyon_writer_get_counts`) are the
+// current period's; `tachyon_capture_set_stats` goes into the last period's file and
+// describes the whole run. Host builds only; memory as `tachyon_writer_open_file`
+// (plus 4 KiB journaled).
+//
+// # Safety
+// Pointers must be NULL (`policy` may be) or valid.
+int32_t tachyon_writer_open_rotating(const char *prefix,
+                                     const struct tachyon_writer_options *options,
+                                     const struct tachyon_rotation *rotation,
+                                     const struct tachyon_flush_policy *policy,
+                                     struct tachyon_writer **writer);
+#endif
+
+#if defined(TACHYON_STD)
+// Ends a rotating writer's current period now, its file complete, and starts the next
+// at the latest sample's timestamp (a hand-over the program decides: at a signal,
+// before an upload). From the thread that writes (drains) only. `TACHYON_E_UNSUPPORTED`
+// for a writer not made by `tachyon_writer_open_rotating`; after an error
+// (`TACHYON_E_IO`) a retry goes on where it stopped.
+//
+// # Safety
+// `writer` must be NULL or a valid handle.
+int32_t tachyon_writer_rotate(struct tachyon_writer *writer);
 #endif
 
 #if defined(TACHYON_STD)

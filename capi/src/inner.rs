@@ -1,5 +1,6 @@
 //! What a writer handle writes with: the core's writer over the caller's callbacks, or (host
-//! builds) a journaled stream into a file that survives the process being killed.
+//! builds) a journaled stream into a file that survives the process being killed, or a
+//! series of period files (`tachyon::tachyon::rotate`).
 
 use core::fmt;
 
@@ -16,18 +17,24 @@ pub(crate) type FileLink = tachyon::file::StdIo<std::io::BufWriter<std::fs::File
 #[cfg(feature = "std")]
 type Journal = tachyon_core::transport::JournalWriter<'static, 'static, FileLink, RunTimeEndian>;
 
+#[cfg(feature = "std")]
+type Rotating = tachyon::tachyon::rotate::RotatingWriter<'static, 'static, RunTimeEndian>;
+
 pub(crate) enum Inner {
     Plain(Writer<'static, CallbackSink, RunTimeEndian>),
     #[cfg(feature = "std")]
     Journal(Journal),
+    #[cfg(feature = "std")]
+    Rotating(Rotating),
 }
 
-/// A failure of either kind, with the status it maps to.
+/// A failure of any kind, with the status it maps to.
 #[derive(Debug)]
 pub(crate) enum Failure {
     Plain(WriteError<SinkError>),
+    /// A journal's or a rotating writer's: the file's or the stream's.
     #[cfg(feature = "std")]
-    Journal(WriteError<tachyon_core::transport::SinkError<std::io::Error>>),
+    File(tachyon::tachyon::rotate::RotateError),
 }
 
 fn status_of<E>(e: &WriteError<E>) -> i32 {
@@ -48,7 +55,7 @@ impl Failure {
         match self {
             Failure::Plain(e) => status_of(e),
             #[cfg(feature = "std")]
-            Failure::Journal(e) => status_of(e),
+            Failure::File(e) => status_of(e),
         }
     }
 }
@@ -58,23 +65,25 @@ impl fmt::Display for Failure {
         match self {
             Failure::Plain(e) => e.fmt(f),
             #[cfg(feature = "std")]
-            Failure::Journal(e) => e.fmt(f),
+            Failure::File(e) => e.fmt(f),
         }
     }
 }
 
-/// Runs the same call on either writer.
-macro_rules! either {
+/// Runs the same call on any writer.
+macro_rules! any {
     ($self:expr, $w:ident => $call:expr) => {
         match $self {
             Inner::Plain($w) => $call.map_err(Failure::Plain),
             #[cfg(feature = "std")]
-            Inner::Journal($w) => $call.map_err(Failure::Journal),
+            Inner::Journal($w) => $call.map_err(Failure::File),
+            #[cfg(feature = "std")]
+            Inner::Rotating($w) => $call.map_err(Failure::File),
         }
     };
 }
 
-/// Reads a count from either writer.
+/// Reads a count from any writer.
 macro_rules! count {
     ($self:expr, $w:ident => $read:expr) => {
         match $self {
@@ -84,6 +93,8 @@ macro_rules! count {
                 let $w = j.writer();
                 $read
             }
+            #[cfg(feature = "std")]
+            Inner::Rotating($w) => $read,
         }
     };
 }
@@ -98,11 +109,11 @@ impl Inner {
         resolver: &impl Resolver,
         max: usize,
     ) -> Result<usize, Failure> {
-        either!(self, w => drain.drain(ring, w, resolver, max))
+        any!(self, w => drain.drain(ring, w, resolver, max))
     }
 
     pub(crate) fn intern_frame(&mut self, frame: Frame<'_>) -> Result<FrameId, Failure> {
-        either!(self, w => w.intern_frame(frame))
+        any!(self, w => w.intern_frame(frame))
     }
 
     pub(crate) fn write_frames<'f>(
@@ -110,23 +121,42 @@ impl Inner {
         taken: Taken,
         frames: impl IntoIterator<Item = Frame<'f>>,
     ) -> Result<(), Failure> {
-        either!(self, w => w.write_frames(taken, frames))
+        any!(self, w => w.write_frames(taken, frames))
     }
 
     pub(crate) fn write_ids(&mut self, taken: Taken, frames: &[FrameId]) -> Result<(), Failure> {
-        either!(self, w => w.write_ids(taken, frames.iter().copied()))
+        any!(self, w => w.write_ids(taken, frames.iter().copied()))
     }
 
     pub(crate) fn set_stats(&mut self, stats: Stats) -> Result<(), Failure> {
-        either!(self, w => Target::set_stats(w, stats))
+        any!(self, w => Target::set_stats(w, stats))
     }
 
     pub(crate) fn flush(&mut self) -> Result<(), Failure> {
-        either!(self, w => w.flush())
+        any!(self, w => w.flush())
     }
 
     pub(crate) fn finish(&mut self) -> Result<u64, Failure> {
-        either!(self, w => w.finish())
+        any!(self, w => w.finish())
+    }
+
+    /// Ends a rotating writer's period now (`TACHYON_E_UNSUPPORTED` for any other writer).
+    #[cfg(feature = "std")]
+    pub(crate) fn rotate(&mut self) -> Result<(), Result<Failure, i32>> {
+        match self {
+            Inner::Rotating(r) => r.rotate().map_err(|e| Ok(Failure::File(e))),
+            _ => Err(Err(TACHYON_E_UNSUPPORTED)),
+        }
+    }
+
+    /// The current period's sequence number and start (0 and the start time for a writer
+    /// that does not rotate).
+    pub(crate) fn period(&self) -> (u64, u64) {
+        match self {
+            #[cfg(feature = "std")]
+            Inner::Rotating(r) => (r.sequence(), r.start_time_us()),
+            _ => (0, count!(self, w => w.start_time_us())),
+        }
     }
 
     pub(crate) fn sample_count(&self) -> u64 {

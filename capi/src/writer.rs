@@ -318,6 +318,13 @@ enum Sink {
     /// A journaled stream into a file.
     #[cfg(feature = "std")]
     Journal { link: crate::inner::FileLink, scratch: &'static mut [u8], policy: tachyon_core::transport::FlushPolicy },
+    /// Period files from `prefix`, journaled with the scratch and policy when given.
+    #[cfg(feature = "std")]
+    Rotating {
+        prefix: std::path::PathBuf,
+        rotation: tachyon::tachyon::rotate::Rotation,
+        journal: Option<(&'static mut [u8], tachyon_core::transport::FlushPolicy)>,
+    },
 }
 
 /// Builds the tables and the writer at `base` following `plan`.
@@ -373,6 +380,14 @@ unsafe fn place(
         Sink::Journal { link, scratch, policy } => Inner::Journal(
             tachyon_core::transport::JournalWriter::with_endian(link, scratch, storage, config, policy, endian)
                 .map_err(|_| TACHYON_E_IO)?,
+        ),
+        #[cfg(feature = "std")]
+        Sink::Rotating { prefix, rotation, journal } => Inner::Rotating(
+            tachyon::tachyon::rotate::RotatingWriter::create(&prefix, storage, config, endian, rotation, journal)
+                .map_err(|e| {
+                    crate::registry::set_last_error(format_args!("cannot start {}: {e}", prefix.display()));
+                    TACHYON_E_IO
+                })?,
         ),
     };
     let handle = base.cast::<tachyon_writer>();
@@ -609,6 +624,39 @@ pub unsafe extern "C" fn tachyon_writer_get_counts(
     })
 }
 
+/// The period `writer` is writing: its sequence number (from 0; a writer made by
+/// `tachyon_writer_open_rotating` counts its files, any other is always 0) in `*sequence` and
+/// its start in `*start_time_us` (either may be NULL). With `tachyon_writer_get_counts` (the
+/// current period's counts) a program knows what a crash would lose.
+///
+/// # Safety
+/// Pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_writer_get_period(
+    writer: *mut tachyon_writer,
+    sequence: *mut u64,
+    start_time_us: *mut u64,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        let (seq, start) = w.writer.period();
+        // SAFETY: each NULL or valid by the caller's promise.
+        unsafe {
+            if !sequence.is_null() {
+                sequence.write(seq);
+            }
+            if !start_time_us.is_null() {
+                start_time_us.write(start);
+            }
+        }
+        TACHYON_OK
+    })
+}
+
 /// Completes the file: flushes pending REPEAT runs and the compressor, writes the string and
 /// frame tables, the footer and the stats, then seeks to 0 and writes the header. Stores the
 /// file's size in `*file_size` (may be NULL). After a sink error it can be called again; after
@@ -780,6 +828,8 @@ mod file {
         Callbacks,
         /// A journaled framed stream into the file.
         Journal(tachyon_core::transport::FlushPolicy),
+        /// Period files named from the path, journaled by the policy when there is one.
+        Rotating(tachyon::tachyon::rotate::Rotation, Option<tachyon_core::transport::FlushPolicy>),
     }
 
     /// Creates the file at `path` and a writer into it in memory the library allocates for
@@ -802,19 +852,20 @@ mod file {
         }
         // SAFETY: a NUL-terminated string by the caller's promise.
         let path = crate::registry::path_of(unsafe { core::ffi::CStr::from_ptr(path) });
-        let file = match std::fs::File::create(&path) {
-            Ok(f) => BufWriter::with_capacity(64 << 10, f),
-            Err(e) => {
-                crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
-                return TACHYON_E_IO;
-            }
+        // A rotating writer names and creates its files itself.
+        let file = match through {
+            Through::Rotating(..) => None,
+            _ => match std::fs::File::create(&path) {
+                Ok(f) => Some(BufWriter::with_capacity(64 << 10, f)),
+                Err(e) => {
+                    crate::registry::set_last_error(format_args!("cannot create {}: {e}", path.display()));
+                    return TACHYON_E_IO;
+                }
+            },
         };
-        let words = bytes.div_ceil(8);
-        let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
-        let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
-        let mut owned = Owned { memory: memory_ptr, words, file: None, scratch: None, journal: None };
-        let sink = match through {
-            Through::Callbacks => {
+        let mut owned = Owned { memory: core::ptr::null_mut(), words: 0, file: None, scratch: None, journal: None };
+        let sink = match (through, file) {
+            (Through::Callbacks, Some(file)) => {
                 let file = Box::into_raw(Box::new(file));
                 owned.file = Some(file);
                 Sink::Callbacks(tachyon_sink {
@@ -824,14 +875,29 @@ mod file {
                     flush: Some(flush),
                 })
             }
-            Through::Journal(policy) => {
+            (Through::Journal(policy), Some(file)) => {
                 let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
                 owned.scratch = Some(scratch);
                 owned.journal = Some(path.clone());
                 // SAFETY: the scratch lives until close, which frees it after the writer.
                 Sink::Journal { link: tachyon::file::StdIo(file), scratch: unsafe { &mut *scratch }, policy }
             }
+            (Through::Rotating(rotation, policy), _) => {
+                let journal = policy.map(|policy| {
+                    let scratch: *mut [u8] = Box::into_raw(vec![0u8; 4096].into_boxed_slice());
+                    owned.scratch = Some(scratch);
+                    // SAFETY: the scratch lives until close, which frees it after the writer.
+                    (unsafe { &mut *scratch }, policy)
+                });
+                Sink::Rotating { prefix: path.clone(), rotation, journal }
+            }
+            // Every other kind opened its file above (nothing is allocated yet).
+            (_, None) => return TACHYON_E_IO,
         };
+        let words = bytes.div_ceil(8);
+        let mut memory = std::mem::ManuallyDrop::new(vec![0u64; words]);
+        let (memory_ptr, words) = (memory.as_mut_ptr(), memory.capacity());
+        (owned.memory, owned.words) = (memory_ptr, words);
         // SAFETY: the memory holds `words * 8 >= bytes` bytes and lives until close.
         match unsafe { init_in(memory_ptr.cast(), words * 8, options, sink) } {
             Ok(handle) => {
@@ -936,10 +1002,104 @@ mod file {
             unsafe { open_owned(path, options, Through::Journal(policy), writer) }
         })
     }
+
+    /// When a rotating writer ends a period (each 0: never by that measure; both 0: only on
+    /// `tachyon_writer_rotate`).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct tachyon_rotation {
+        /// Microseconds of sample time a period spans: a period ends before the first
+        /// sample `every_us` or more past its start; the next starts on the grid
+        /// `start_time_us + k * every_us` (a quiet stretch makes no empty files).
+        pub every_us: u64,
+        /// Bytes of sample records (before compression) after which a period ends, before
+        /// the next sample.
+        pub every_bytes: u64,
+    }
+
+    /// Creates a writer that writes the run as a series of complete profiles, one per
+    /// period: `PREFIX.SEQUENCE.START.pyb` beside `prefix` (NUL-terminated; its file name is
+    /// the names' first part), SEQUENCE from 0 in eight digits, START the period's start in
+    /// the samples' µs (its header's `start_time_us`; period 0 starts at
+    /// `options->start_time_us`). A period ends by `rotation`, or by `tachyon_writer_rotate`;
+    /// its file is then complete and CPython reads it on its own. Every period's file holds
+    /// every frame interned so far, so frame ids (and the rings holding them) stay valid.
+    /// With `policy` NULL the periods are plain files (a killed process loses its current
+    /// period); with a policy each period is journaled as `tachyon_writer_open_journal`
+    /// does (uncompressed only): the live period's file is the stream, which `tachyon
+    /// receive` salvages after a kill, and it is replaced by the Tachyon file when the
+    /// period ends. Rotation happens inside the calls that write samples (the drain's
+    /// thread), never in a signal handler. Counts (`tachyon_writer_get_counts`) are the
+    /// current period's; `tachyon_capture_set_stats` goes into the last period's file and
+    /// describes the whole run. Host builds only; memory as `tachyon_writer_open_file`
+    /// (plus 4 KiB journaled).
+    ///
+    /// # Safety
+    /// Pointers must be NULL (`policy` may be) or valid.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_open_rotating(
+        prefix: *const c_char,
+        options: *const tachyon_writer_options,
+        rotation: *const tachyon_rotation,
+        policy: *const tachyon_flush_policy,
+        writer: *mut *mut tachyon_writer,
+    ) -> i32 {
+        guard(|| {
+            if writer.is_null() {
+                return TACHYON_E_NULL;
+            }
+            // SAFETY: checked non-null.
+            unsafe { writer.write(core::ptr::null_mut()) };
+            if prefix.is_null() || options.is_null() || rotation.is_null() {
+                return TACHYON_E_NULL;
+            }
+            // SAFETY: checked non-null (policy may be NULL), valid by the caller's promise.
+            let (options, rotation, policy) = unsafe { (&*options, *rotation, policy.as_ref().copied()) };
+            if policy.is_some() && options.compression != TACHYON_COMPRESSION_NONE {
+                crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
+                return TACHYON_E_UNSUPPORTED;
+            }
+            let rotation =
+                tachyon::tachyon::rotate::Rotation { every_us: rotation.every_us, every_bytes: rotation.every_bytes };
+            let policy = policy
+                .map(|p| tachyon_core::transport::FlushPolicy { every_samples: p.every_samples, every_us: p.every_us });
+            // SAFETY: checked non-null, NUL-terminated by the caller's promise.
+            unsafe { open_owned(prefix, options, Through::Rotating(rotation, policy), writer) }
+        })
+    }
+
+    /// Ends a rotating writer's current period now, its file complete, and starts the next
+    /// at the latest sample's timestamp (a hand-over the program decides: at a signal,
+    /// before an upload). From the thread that writes (drains) only. `TACHYON_E_UNSUPPORTED`
+    /// for a writer not made by `tachyon_writer_open_rotating`; after an error
+    /// (`TACHYON_E_IO`) a retry goes on where it stopped.
+    ///
+    /// # Safety
+    /// `writer` must be NULL or a valid handle.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_rotate(writer: *mut tachyon_writer) -> i32 {
+        guard(|| {
+            // SAFETY: the caller's pointer, checked by `live`.
+            let w = match unsafe { live(writer) } {
+                Ok(w) => w,
+                Err(status) => return status,
+            };
+            if let Err(status) = w.open() {
+                return status;
+            }
+            match w.writer.rotate() {
+                Ok(()) => TACHYON_OK,
+                Err(Ok(e)) => w.write_error(e),
+                Err(Err(status)) => w.fail(status, format_args!("only a rotating writer rotates")),
+            }
+        })
+    }
 }
 
 #[cfg(feature = "std")]
-pub use file::{tachyon_writer_open_file, tachyon_writer_open_journal};
+pub use file::{
+    tachyon_writer_open_file, tachyon_writer_open_journal, tachyon_writer_open_rotating, tachyon_writer_rotate,
+};
 
 #[cfg(all(feature = "std", unix))]
 mod at_exit {

@@ -11,6 +11,13 @@
         own ratio is noisier than the 10 % asked of the whole.
     python3.15 capture_check.py salvaged FILE AT_LEAST
         the file reads, and holds at least AT_LEAST samples.
+    python3.15 capture_check.py rotated SALVAGED EXPECTED THREADS PERIOD...
+        each PERIOD file (PREFIX.SEQUENCE.START.pyb, in order) reads on its own, its header's
+        start time is START, its samples lie before START + 1 s and no earlier than 100 ms
+        before START (a ring drained after the one whose sample ended the period brings
+        samples from before the boundary: the drain runs every 20 ms), and come from at most
+        THREADS threads; the SALVAGED file of the killed period reads too; the samples of all of
+        them add up to EXPECTED exactly.
 
 Prints one line of what it saw; exits 1 with the reason when a check fails.
 """
@@ -98,6 +105,54 @@ def salvaged(path, at_least):
         fail(f"{count.samples} < {at_least}")
 
 
+def rotated(salvaged_path, expected, threads, periods):
+    total = 0
+    seen = set()
+    early = 0
+    for seq, path in enumerate(periods):
+        _, number, start, _ = path.rsplit(".", 3)
+        if int(number) != seq:
+            fail(f"{path}: period {seq} expected")
+        reader = rd.BinaryReader(path)
+        info = reader.get_info()
+        count = Times()
+        reader.replay(count, None)
+        if info["start_time_us"] != int(start):
+            fail(f"{path}: the header starts at {info['start_time_us']}")
+        if count.samples != info["sample_count"] or count.samples == 0:
+            fail(f"{path}: replay {count.samples}, header {info['sample_count']}")
+        if not (int(start) - 100_000 <= count.first and count.last < int(start) + 1_000_000):
+            fail(f"{path}: samples from {count.first} to {count.last}, outside its second")
+        early = max(early, int(start) - count.first)
+        if len(count.threads) > threads:
+            fail(f"{path}: {len(count.threads)} threads")
+        seen |= count.threads
+        total += count.samples
+    info, count = read(salvaged_path)
+    total += count.samples
+    print(f"{len(periods)} rotated periods and the salvaged one read on their own: {total} samples "
+          f"({count.samples} salvaged), {len(seen)} threads, the earliest sample {early / 1000:.1f} ms "
+          f"before its period's start; want {expected}")
+    if total != expected:
+        fail(f"{total} samples in the files, {expected} pushed, kept and flushed")
+
+
+class Times:
+    def __init__(self):
+        self.samples = 0
+        self.threads = set()
+        self.first = None
+        self.last = None
+
+    def collect(self, stack_frames, timestamps_us=None):
+        for interp in stack_frames:
+            for thread in interp.threads:
+                self.threads.add(thread.thread_id)
+                self.samples += len(timestamps_us)
+        self.first = min([t for t in (self.first,) if t is not None] + list(timestamps_us))
+        self.last = max([t for t in (self.last,) if t is not None] + list(timestamps_us))
+
+
 def main():
     what, path, *rest = sys.argv[1:]
     if what == "native":
@@ -106,6 +161,8 @@ def main():
         split(path, int(rest[0]), rest[1], rest[2], float(rest[3]), float(rest[4]))
     elif what == "salvaged":
         salvaged(path, int(rest[0]))
+    elif what == "rotated":
+        rotated(path, int(rest[0]), int(rest[1]), rest[2:])
     else:
         fail(f"unknown check {what}")
 

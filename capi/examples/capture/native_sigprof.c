@@ -2,6 +2,7 @@
  * through tachyon.h's capture rings.
  *
  *   native_sigprof OUT.pyb SECONDS HZ RING_ENTRIES [--malloc-in-handler] [--work N] [--threads T]
+ *                  [--rotate] [--kill]
  *
  * Eight threads each keep a shadow stack of frame ids (as instrumented engines and
  * interpreters keep one): the ids were interned with tachyon_writer_intern_frame before the
@@ -11,6 +12,14 @@
  * what the ring refused. A writer thread drains every ring each 20 ms into one file. Rings
  * of RING_ENTRIES entries overflow on purpose at high rates: the file's stats trailer says
  * how many samples were missed, and the program prints the drops it counted itself.
+ *
+ * --rotate writes OUT as rotating journaled periods (tachyon_writer_open_rotating: a new file
+ * OUT.SEQUENCE.START.pyb each second of sample time), flushed by this program every 100 ms.
+ * --kill ends the run as a crash would: the threads stop, the rings are drained into the
+ * writer without a flush, the program prints what it knows (what the handlers pushed and
+ * counted as dropped, and how many written samples were not flushed: the current period's
+ * samples since its last flush) and kills itself with SIGKILL, so nothing more reaches the
+ * file. Every sample pushed is then in a period file, dropped, or among the unflushed.
  *
  * --malloc-in-handler makes the handler call malloc and free too: the LD_PRELOAD tripwire
  * (tripwire.c) must see those calls, which shows it can see any.
@@ -51,7 +60,8 @@ struct worker {
     /* The shadow stack: the handler reads `depth` entries of `stack`. */
     uint32_t stack[MAX_DEPTH];
     volatile sig_atomic_t depth;
-    /* Written only by this thread's handler. */
+    /* Written only by this thread's handler: pushes tried, and refused for a full ring. */
+    volatile uint64_t attempts;
     volatile uint64_t full;
     timer_t timer;
     uint64_t sink; /* keeps the work from being optimised away */
@@ -64,6 +74,8 @@ static atomic_int running;
 static long rounds; /* 0: until stop */
 static int malloc_in_handler;
 static int empty_handler; /* the benchmark's baseline: the signal's own cost */
+static int rotate;
+static int kill_at_end;
 static uint64_t start_us;
 
 static uint64_t now_us(void) {
@@ -84,6 +96,7 @@ static void on_sigprof(int signo) {
         int s = tachyon_capture_push_ids(w->ring, now_us(), 0, (uint64_t)(w->index + 1),
                                          TACHYON_THREAD_STATUS_HAS_GIL | TACHYON_THREAD_STATUS_ON_CPU,
                                          w->stack, (size_t)depth, TACHYON_CAPTURE_ROOT_FIRST);
+        w->attempts++;
         if (s == TACHYON_E_FULL) w->full++;
         if (malloc_in_handler) {
             /* volatile: a compiler may drop a malloc whose block is only freed. */
@@ -175,6 +188,10 @@ int main(int argc, char **argv) {
             rounds = atol(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--rotate") == 0)
+            rotate = 1;
+        else if (strcmp(argv[i], "--kill") == 0)
+            kill_at_end = 1;
         else
             return 2;
     }
@@ -190,7 +207,14 @@ int main(int argc, char **argv) {
     o.sample_interval_us = hz > 0 ? (uint64_t)(1000000 / hz) : 1000;
     o.threads = THREADS;
     tachyon_writer *writer;
-    int s = tachyon_writer_open_file(out, &o, &writer);
+    int s;
+    if (rotate) {
+        tachyon_rotation every_second = {1000000, 0};
+        tachyon_flush_policy by_hand = {0, 0}; /* this program flushes, so it knows when */
+        s = tachyon_writer_open_rotating(out, &o, &every_second, &by_hand, &writer);
+    } else {
+        s = tachyon_writer_open_file(out, &o, &writer);
+    }
     if (s != TACHYON_OK) {
         fprintf(stderr, "native_sigprof: %s\n", tachyon_status_message(s));
         return 1;
@@ -223,9 +247,20 @@ int main(int argc, char **argv) {
     /* This thread drains every ring each 20 ms. */
     uint64_t end = now_us() + (uint64_t)(seconds * 1e6);
     size_t taken = 0;
-    while (rounds > 0 ? atomic_load(&running) > 0 : now_us() < end) {
+    /* What the last flush left on disk: the period it was in and that period's samples. */
+    uint64_t flushed_period = 0, flushed_samples = 0;
+    for (unsigned loop = 1; rounds > 0 ? atomic_load(&running) > 0 : now_us() < end; loop++) {
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
+        if (rotate && loop % 5 == 0) {
+            tachyon_writer_counts c;
+            if (tachyon_writer_flush(writer) != TACHYON_OK || tachyon_writer_get_counts(writer, &c) != TACHYON_OK ||
+                tachyon_writer_get_period(writer, &flushed_period, NULL) != TACHYON_OK) {
+                fprintf(stderr, "native_sigprof: flush: %s\n", tachyon_writer_last_error(writer));
+                return 1;
+            }
+            flushed_samples = c.samples;
+        }
         for (int i = 0; i < threads; i++) {
             size_t n = 0;
             if ((s = tachyon_capture_drain(workers[i].ring, writer, NULL, NULL, SIZE_MAX, &n)) != TACHYON_OK) {
@@ -238,17 +273,31 @@ int main(int argc, char **argv) {
     atomic_store(&stop, 1);
     for (int i = 0; i < threads; i++) pthread_join(workers[i].thread, NULL);
     const tachyon_capture *rings[THREADS];
-    uint64_t counted = 0, dropped = 0, pushed = 0;
+    uint64_t counted = 0, dropped = 0, pushed = 0, attempts = 0;
     for (int i = 0; i < threads; i++) {
         size_t n = 0;
         tachyon_capture_drain(workers[i].ring, writer, NULL, NULL, SIZE_MAX, &n);
         taken += n;
-        tachyon_capture_counts c;
-        tachyon_capture_get_counts(workers[i].ring, &c);
+        tachyon_capture_counts64 c;
+        tachyon_capture_get_counts64(workers[i].ring, &c);
         dropped += c.dropped;
         pushed += c.pushed;
         counted += workers[i].full;
+        attempts += workers[i].attempts;
         rings[i] = workers[i].ring;
+    }
+    if (kill_at_end) {
+        /* The current period's samples since its last flush are only in this process. */
+        tachyon_writer_counts c;
+        uint64_t period = 0;
+        tachyon_writer_get_counts(writer, &c);
+        tachyon_writer_get_period(writer, &period, NULL);
+        uint64_t unflushed = period == flushed_period ? c.samples - flushed_samples : c.samples;
+        printf("%s: %" PRIu64 " pushes by the handlers, %" PRIu64 " refused as full (the rings counted %" PRIu64
+               " dropped, %" PRIu64 " kept), %zu taken, %" PRIu64 " unflushed in period %" PRIu64 " at the kill\n",
+               out, attempts, counted, dropped, pushed, taken, unflushed, period);
+        fflush(stdout);
+        raise(SIGKILL);
     }
     if ((s = tachyon_capture_set_stats(writer, rings, (size_t)threads)) != TACHYON_OK ||
         (s = tachyon_writer_finalize(writer, NULL)) != TACHYON_OK) {

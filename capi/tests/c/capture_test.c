@@ -111,6 +111,9 @@ int main(int argc, char **argv) {
     CHECK(tachyon_writer_get_counts(w, &wc) == TACHYON_OK && wc.samples == (uint64_t)kept + 1 && wc.threads == 2);
     /* main, work, then jit_add, jit_loop and <unknown> from the drain. */
     CHECK(wc.frames == 5);
+    CHECK(tachyon_writer_rotate(w) == TACHYON_E_UNSUPPORTED);
+    uint64_t sequence = 9, period_start = 9;
+    CHECK(tachyon_writer_get_period(w, &sequence, &period_start) == TACHYON_OK && sequence == 0 && period_start == 0);
     CHECK(tachyon_writer_finalize(w, NULL) == TACHYON_OK);
     CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_E_FINALIZED);
     CHECK(tachyon_writer_close(w) == TACHYON_OK);
@@ -156,6 +159,34 @@ int main(int argc, char **argv) {
     }
     CHECK(memcmp(magic, "HCAT", 4) == 0 || memcmp(magic, "TACH", 4) == 0);
     CHECK(length > 0 && (uint64_t)length == journal_size);
+
+    /* Rotation: zstd periods of 1000 µs from start 0, frame ids interned once. Samples at
+     * 0..900 make period 0; one at 2500 ends it and starts period 1 on the grid, at 2000 (the
+     * quiet millisecond makes no file); a forced rotation starts period 2 at the latest
+     * sample, 2500. capture.sh counts each file's samples (10, 1, 1). */
+    tachyon_writer_options z;
+    tachyon_writer_options_init(&z);
+    z.compression = TACHYON_COMPRESSION_ZSTD;
+    tachyon_rotation every_ms = {1000, 0};
+    CHECK(tachyon_writer_open_rotating(NULL, &z, &every_ms, NULL, &w) == TACHYON_E_NULL && w == NULL);
+    CHECK(tachyon_writer_open_rotating(in_dir(dir, "rot"), &z, &every_ms, &never, &w) == TACHYON_E_UNSUPPORTED);
+    CHECK(tachyon_writer_open_rotating(in_dir(dir, "rot"), &z, &every_ms, NULL, &w) == TACHYON_OK);
+    CHECK(tachyon_writer_intern_frame(w, &main_frame, &ids[0]) == TACHYON_OK);
+    for (int i = 0; i < 10; i++) CHECK(tachyon_capture_push_ids(ring, 100 * (uint64_t)i, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
+    CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 10);
+    CHECK(tachyon_writer_get_period(w, &sequence, &period_start) == TACHYON_OK && sequence == 0 && period_start == 0);
+    CHECK(tachyon_capture_push_ids(ring, 2500, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
+    CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 1);
+    CHECK(tachyon_writer_get_period(w, &sequence, &period_start) == TACHYON_OK && sequence == 1 && period_start == 2000);
+    CHECK(tachyon_writer_get_counts(w, &wc) == TACHYON_OK && wc.samples == 1 && wc.frames == 1);
+    CHECK(tachyon_writer_rotate(w) == TACHYON_OK);
+    CHECK(tachyon_writer_get_period(w, &sequence, &period_start) == TACHYON_OK && sequence == 2 && period_start == 2500);
+    CHECK(tachyon_writer_get_counts(w, &wc) == TACHYON_OK && wc.samples == 0);
+    CHECK(tachyon_capture_push_ids(ring, 2600, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
+    CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 1);
+    CHECK(tachyon_writer_finalize(w, NULL) == TACHYON_OK);
+    CHECK(tachyon_writer_rotate(w) == TACHYON_E_FINALIZED);
+    CHECK(tachyon_writer_close(w) == TACHYON_OK);
 
     if (failures) {
         fprintf(stderr, "capture_test: %d checks failed\n", failures);

@@ -280,7 +280,13 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
                 w.restart(start_us).map_err(|e| e.map_sink(SinkError::Link))?;
                 old
             }
-            Current::Journal(j) => j.restart(sink, start_us)?,
+            Current::Journal(j) => {
+                let old = j.restart(sink, start_us)?;
+                // The new stream's header and tables now: a kill before its first flush
+                // then salvages to an empty period, not an empty file.
+                j.flush()?;
+                old
+            }
         };
         drop(old);
         let finished = std::mem::replace(&mut self.path, next);
