@@ -92,6 +92,17 @@ after=$(sed -n 's/.* \([0-9]*\) samples kept.*/\1/p' "$WORK/after.txt")
   || fail "flush on SIGUSR2: ${before:-0} samples in the stream before the signal, $after after (want fewer than 50, then 50)"
 log "flush on a signal: ${before:-0} of 50 drained samples in the stream before SIGUSR2, $after after"
 
+log "salvage: a journaled stream cut at every 7th byte and at every byte of finish, each distinct file read by CPython"
+mkdir -p "$WORK/cuts"
+TACHYON_SALVAGE_OUT="$WORK/cuts" cargo test -q -p tachyon --test salvage cut_a \
+  > "$WORK/cuts.log" 2>&1 || { cat "$WORK/cuts.log"; fail "the cut streams' tests"; }
+mapfile -t cuts < <(find "$WORK/cuts" -name 'cut-*.pyb' | sort -V)
+[ "${#cuts[@]}" -ge 100 ] || fail "${#cuts[@]} distinct salvaged files from the cuts"
+status=0
+oracle cuts "$WORK/cuts/complete.pyb" "${cuts[@]}" > "$WORK/cuts.txt" || status=$?
+log "CPython: $(cat "$WORK/cuts.txt")"
+[ "$status" = 0 ] || fail "a file salvaged from a cut"
+
 log "native: 8 threads, shadow stacks, SIGPROF at 10 kHz per thread, the handler pushing, under the tripwire"
 gcc -std=c11 -Wall -Wextra -Werror -O2 -g -I capi/include capi/examples/capture/native_sigprof.c "$LIB" $LIBS \
   -o "$WORK/native_sigprof" || fail "compiling native_sigprof.c"

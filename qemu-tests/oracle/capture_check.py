@@ -11,6 +11,10 @@
         own ratio is noisier than the 10 % asked of the whole.
     python3.15 capture_check.py salvaged FILE AT_LEAST
         the file reads, and holds at least AT_LEAST samples.
+    python3.15 capture_check.py cuts COMPLETE FILE...
+        every FILE, cut-CUT-SAMPLES.pyb (what `tachyon receive` salvaged from a stream cut at
+        byte CUT), reads, holding SAMPLES samples by the header and by the replay, which are
+        the first SAMPLES of the COMPLETE file's in replay order.
     python3.15 capture_check.py rotated SALVAGED EXPECTED THREADS PERIOD...
         each PERIOD file (PREFIX.SEQUENCE.START.pyb, in order) reads on its own, its header's
         start time is START, its samples lie before START + 1 s and no earlier than 100 ms
@@ -153,6 +157,39 @@ class Times:
         self.last = max([t for t in (self.last,) if t is not None] + list(timestamps_us))
 
 
+class Sequence:
+    def __init__(self):
+        self.samples = []
+
+    def collect(self, stack_frames, timestamps_us=None):
+        for interp in stack_frames:
+            for thread in interp.threads:
+                stack = tuple(f.funcname for f in thread.frame_info)
+                self.samples.extend((thread.thread_id, t, stack) for t in timestamps_us)
+
+
+def sequence(path):
+    reader = rd.BinaryReader(path)
+    seq = Sequence()
+    reader.replay(seq, None)
+    return reader.get_info(), seq.samples
+
+
+def cuts(complete, paths):
+    _, whole = sequence(complete)
+    counts = []
+    for path in paths:
+        samples = int(path.rsplit("-", 1)[1].split(".")[0])
+        info, got = sequence(path)
+        if len(got) != samples or info["sample_count"] != samples:
+            fail(f"{path}: replay {len(got)}, header {info['sample_count']}, want {samples}")
+        if got != whole[:samples]:
+            fail(f"{path}: not the first {samples} samples of the complete file")
+        counts.append(samples)
+    print(f"{len(paths)} distinct files salvaged from cuts each read, holding the first "
+          f"{min(counts)} to {max(counts)} of the complete file's {len(whole)} samples")
+
+
 def main():
     what, path, *rest = sys.argv[1:]
     if what == "native":
@@ -161,6 +198,8 @@ def main():
         split(path, int(rest[0]), rest[1], rest[2], float(rest[3]), float(rest[4]))
     elif what == "salvaged":
         salvaged(path, int(rest[0]))
+    elif what == "cuts":
+        cuts(path, rest)
     elif what == "rotated":
         rotated(path, int(rest[0]), int(rest[1]), rest[2:])
     else:

@@ -97,6 +97,7 @@ fn a_stream_cut_anywhere_keeps_every_sample_that_arrived_whole() {
     let all = samples_of(&file);
     let mut last_kept = 0;
     let mut salvaged = 0;
+    let mut cpython = ForCpython::new();
     // Every cut point through the stream (a few thousand): each rebuilt file reads, holds a
     // prefix of the samples, never fewer than a shorter cut kept.
     for cut in (1..stream.len()).step_by(7).chain([stream.len() - 1]) {
@@ -109,6 +110,7 @@ fn a_stream_cut_anywhere_keeps_every_sample_that_arrived_whole() {
         let salvage = received.salvage.expect("a cut stream is salvaged");
         let kept = samples_of(&received.file);
         assert_eq!(kept.len() as u64, salvage.samples, "cut at {cut}");
+        cpython.keep(cut, salvage.samples, &received.file);
         assert_eq!(kept[..], all[..kept.len()], "cut at {cut}: not a prefix of the samples");
         assert!(kept.len() >= last_kept, "cut at {cut}: {} < {last_kept}", kept.len());
         last_kept = kept.len();
@@ -188,6 +190,7 @@ fn a_cut_at_every_byte_of_finish_salvages_the_complete_file() {
     // Before the `Tables` frame is whole the samples are all there, and no table bytes yet;
     // from it on, the file salvaged is the complete file, byte for byte, however much of
     // the tables arrived.
+    let mut cpython = ForCpython::new();
     for cut in tables_frame..stream.len() {
         let received = receive(&stream[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let salvage = received.salvage.unwrap_or_else(|| panic!("cut at {cut}: not salvaged"));
@@ -195,6 +198,33 @@ fn a_cut_at_every_byte_of_finish_salvages_the_complete_file() {
         assert_eq!(samples_of(&received.file), all, "cut at {cut}");
         if cut >= tables_end {
             assert!(received.file == file, "cut at {cut} of {}: not the complete file", stream.len());
+        }
+        cpython.keep(cut, SAMPLES, &received.file);
+    }
+}
+
+/// Every distinct salvaged file, kept for CPython when scripts/capture.sh sets
+/// `TACHYON_SALVAGE_OUT` (as `cut-CUT-SAMPLES.pyb`; CPython checks each against the complete
+/// file's samples).
+struct ForCpython {
+    out: Option<std::path::PathBuf>,
+    seen: std::collections::HashSet<Vec<u8>>,
+}
+
+impl ForCpython {
+    fn new() -> Self {
+        let out = std::env::var_os("TACHYON_SALVAGE_OUT").map(std::path::PathBuf::from);
+        if let Some(out) = &out {
+            std::fs::write(out.join("complete.pyb"), file_and_stream().0).unwrap();
+        }
+        ForCpython { out, seen: Default::default() }
+    }
+
+    fn keep(&mut self, cut: usize, samples: u64, file: &[u8]) {
+        if let Some(out) = &self.out {
+            if self.seen.insert(file.to_vec()) {
+                std::fs::write(out.join(format!("cut-{cut}-{samples}.pyb")), file).unwrap();
+            }
         }
     }
 }
