@@ -45,6 +45,7 @@ impl Count {
 
     /// Adds one. For the count's one writer only: a load and a store, no read-modify-write
     /// (so it runs on cores without compare-and-swap), and cannot panic.
+    #[inline]
     pub(super) fn add_one(&self) {
         let low = self.low.load(Ordering::Relaxed);
         if low & LOW_MASK != LOW_MASK {
@@ -62,6 +63,7 @@ impl Count {
     }
 
     /// The count, from any thread.
+    #[inline]
     pub(super) fn get(&self) -> u64 {
         let high = self.high.load(Ordering::Acquire);
         let low = self.low.load(Ordering::Relaxed);
