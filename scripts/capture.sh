@@ -77,7 +77,11 @@ for want in rot.00000000.0.pyb:10 rot.00000001.2000.pyb:1 rot.00000002.2500.pyb:
   "$TACHYON" verify "$WORK/${want%%:*}" > "$WORK/rot.txt" 2>&1 || fail "capture_test's period ${want%%:*}: $(cat "$WORK/rot.txt")"
   grep -q "OK, ${want#*:} thread samples" "$WORK/rot.txt" || fail "period ${want%%:*}: $(cat "$WORK/rot.txt"), want ${want#*:} samples"
 done
-log "capture_test's rotating zstd writer: periods of 10, 1 and 1 samples, as named"
+status=0
+oracle counts "$WORK/rot.00000000.0.pyb:10" "$WORK/rot.00000001.2000.pyb:1" "$WORK/rot.00000002.2500.pyb:1" \
+  > "$WORK/rot-cpython.txt" || status=$?
+[ "$status" = 0 ] || fail "CPython's reading of capture_test's periods: $(cat "$WORK/rot-cpython.txt")"
+log "capture_test's rotating zstd writer: periods of 10, 1 and 1 samples, as named; CPython: $(cat "$WORK/rot-cpython.txt")"
 # Before the signal the 50 drained samples were still staged; after it they are in the stream.
 # An empty stream (nothing of it had reached the file yet) holds 0; any other must receive.
 before=0

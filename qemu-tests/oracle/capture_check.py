@@ -15,6 +15,8 @@
         every FILE, cut-CUT-SAMPLES.pyb (what `tachyon receive` salvaged from a stream cut at
         byte CUT), reads, holding SAMPLES samples by the header and by the replay, which are
         the first SAMPLES of the COMPLETE file's in replay order.
+    python3.15 capture_check.py counts FILE:SAMPLES...
+        each FILE reads, holding SAMPLES samples by the header and by the replay.
     python3.15 capture_check.py rotated SALVAGED EXPECTED THREADS PERIOD...
         each PERIOD file (PREFIX.SEQUENCE.START.pyb, in order) reads on its own, its header's
         start time is START, its samples lie before START + 1 s and no earlier than 100 ms
@@ -190,6 +192,15 @@ def cuts(complete, paths):
           f"{min(counts)} to {max(counts)} of the complete file's {len(whole)} samples")
 
 
+def counts(pairs):
+    for pair in pairs:
+        path, want = pair.rsplit(":", 1)
+        info, count = read(path)
+        if count.samples != int(want) or info["sample_count"] != int(want):
+            fail(f"{path}: replay {count.samples}, header {info['sample_count']}, want {want}")
+    print(f"{len(pairs)} files read, each with the samples it should hold")
+
+
 def main():
     what, path, *rest = sys.argv[1:]
     if what == "native":
@@ -198,6 +209,8 @@ def main():
         split(path, int(rest[0]), rest[1], rest[2], float(rest[3]), float(rest[4]))
     elif what == "salvaged":
         salvaged(path, int(rest[0]))
+    elif what == "counts":
+        counts([path] + rest)
     elif what == "cuts":
         cuts(path, rest)
     elif what == "rotated":

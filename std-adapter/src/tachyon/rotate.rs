@@ -117,7 +117,11 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
                 Writer::with_endian(sink, storage, config, endian).map_err(|e| e.map_sink(SinkError::Link))?,
             ),
             Some((scratch, policy)) => {
-                Current::Journal(JournalWriter::with_endian(sink, scratch, storage, config, policy, endian)?)
+                let mut j = JournalWriter::with_endian(sink, scratch, storage, config, policy, endian)?;
+                // As every later period: the header on disk at once, so a kill before the
+                // first flush salvages to an empty profile.
+                j.flush()?;
+                Current::Journal(j)
             }
         };
         Ok(RotatingWriter {
