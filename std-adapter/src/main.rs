@@ -20,7 +20,7 @@ use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
-use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry};
+use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets};
 use tachyon::request::{
     convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
     MergeRequest, RequestError, Teardown,
@@ -180,12 +180,17 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Protocol::Otlp)]
         protocol: Protocol,
         /// An extra header, `Name: value` (repeatable): `Authorization: Bearer TOKEN`,
-        /// `X-Scope-OrgID: TENANT` ….
-        #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+        /// `X-Scope-OrgID: TENANT` …; `@FILE` reads one `Name: value` a line from FILE (for
+        /// secrets: an argument shows in `ps`). OTEL_EXPORTER_OTLP_PROFILES_HEADERS or
+        /// OTEL_EXPORTER_OTLP_HEADERS (`name=value,…`) in the environment add theirs.
+        #[arg(short = 'H', long = "header", value_name = "NAME: VALUE|@FILE")]
         headers: Vec<String>,
         /// HTTP basic authentication, USER:PASSWORD (Grafana Cloud's instance id and token).
-        #[arg(long, value_name = "USER:PASSWORD")]
+        #[arg(long, value_name = "USER:PASSWORD", conflicts_with = "basic_auth_file")]
         basic_auth: Option<String>,
+        /// HTTP basic authentication from the first line of FILE, USER:PASSWORD.
+        #[arg(long, value_name = "FILE")]
+        basic_auth_file: Option<PathBuf>,
         /// OTLP: the resource's service.name; Pyroscope: the application name, labels
         /// included (`app{env=prod}`). Default: unknown_service.
         #[arg(long)]
@@ -653,25 +658,70 @@ fn fold(files: &[PathBuf], output: &Path, request: &MergeRequest, quiet: bool) -
     Ok(())
 }
 
-/// `tachyon push`: each file sent in turn, a bar over the files.
-fn push(files: &[PathBuf], request: &PushRequest, keep_going: bool, quiet: bool) -> Result<(), Failure> {
+/// The headers of a push from every source (`-H`, `-H @FILE`, the OpenTelemetry variables,
+/// basic authentication), each checked, each value registered as a secret.
+fn push_headers(
+    given: &[String],
+    basic_auth: Option<String>,
+    basic_auth_file: Option<PathBuf>,
+    secrets: &mut Secrets,
+) -> Result<Vec<(String, String)>, tachyon::push::secrets::BadHeader> {
+    use tachyon::push::secrets::{basic_auth_from_file, headers_from_environment, headers_from_file};
+    let mut headers = Vec::new();
+    for h in given {
+        match h.strip_prefix('@') {
+            Some(path) => headers.extend(headers_from_file(Path::new(path))?),
+            None => headers.push(parse_header(h)?),
+        }
+    }
+    headers.extend(headers_from_environment()?);
+    let credentials = match (basic_auth, basic_auth_file) {
+        (Some(c), _) => Some(c),
+        (None, Some(path)) => Some(basic_auth_from_file(&path)?),
+        (None, None) => None,
+    };
+    if let Some(c) = credentials {
+        secrets.add(&c);
+        if let Some((_, password)) = c.split_once(':') {
+            secrets.add(password);
+        }
+        headers.push(tachyon::push::basic_auth(&c));
+    }
+    secrets.add_headers(&headers);
+    Ok(headers)
+}
+
+/// `tachyon push`: each file sent in turn, a bar over the files. Every line it prints is
+/// scrubbed of the push's secrets (a server may echo the request's headers).
+fn push(
+    files: &[PathBuf],
+    request: &PushRequest,
+    secrets: &Secrets,
+    keep_going: bool,
+    quiet: bool,
+) -> Result<(), Failure> {
     let files = expand_folders(files).map_err(|e| Failure(e.to_string()))?;
     let mut bar = Progress::files(files.len() as u64, quiet);
     let mut failed = 0;
+    let mut said = |m: &str| warn(&secrets.scrub(m));
     for (done, file) in files.iter().enumerate() {
         let mut waiting = |wait: Duration, why: &str| {
             if !quiet {
-                warn(&format!("{}: {why}; trying again in {:.1} s", file.display(), wait.as_secs_f64()));
+                warn(&secrets.scrub(&format!(
+                    "{}: {why}; trying again in {:.1} s",
+                    file.display(),
+                    wait.as_secs_f64()
+                )));
             }
         };
-        match push_file(file, request, &mut warn, &mut waiting) {
+        match push_file(file, request, &mut said, &mut waiting) {
             Ok(None) => {}
-            Ok(Some(partial)) => warn(&format!("{}: taken in part: {partial}", file.display())),
+            Ok(Some(partial)) => said(&format!("{}: taken in part: {partial}", file.display())),
             Err(e) if keep_going => {
                 failed += 1;
-                eprintln!("tachyon: skipped {}: {e}", file.display());
+                eprintln!("{}", secrets.scrub(&format!("tachyon: skipped {}: {e}", file.display())));
             }
-            Err(e) => return Err(Failure(format!("{}: {e}", file.display()))),
+            Err(e) => return Err(Failure(secrets.scrub(&format!("{}: {e}", file.display())))),
         }
         bar.update(done as u64 + 1);
     }
@@ -750,6 +800,7 @@ fn main() -> ExitCode {
             protocol,
             headers,
             basic_auth,
+            basic_auth_file,
             service_name,
             attempts,
             retry_wait_ms,
@@ -757,9 +808,10 @@ fn main() -> ExitCode {
             keep_going,
             inputs,
         } => {
+            let mut secrets = Secrets::default();
             let request = Endpoint::parse(&endpoint).and_then(|endpoint| {
-                let mut headers = headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
-                headers.extend(basic_auth.as_deref().map(tachyon::push::basic_auth));
+                let headers = push_headers(&headers, basic_auth, basic_auth_file, &mut secrets)
+                    .map_err(|e| secrets.scrub(&e.to_string()))?;
                 Ok(PushRequest {
                     endpoint,
                     protocol,
@@ -774,7 +826,7 @@ fn main() -> ExitCode {
                 })
             });
             match request {
-                Ok(request) => push(&files, &request, keep_going, quiet),
+                Ok(request) => push(&files, &request, &secrets, keep_going, quiet),
                 Err(msg) => {
                     eprintln!("tachyon: {msg}");
                     return ExitCode::from(2);

@@ -9,20 +9,29 @@
 //!   the gzipped profile in its `profile` field, as Pyroscope's own agents send it) or as
 //!   folded stacks (`format=folded`, one `stack count` line each).
 //!
-//! One request per file, in order, over plain HTTP/1.1 ([`post`]): a connection refused or
-//! cut, a timeout, 429 or 5xx is retried with exponential backoff (`Retry-After` honoured),
-//! up to a number of attempts; any other 4xx is final and its message is the server's. A file
-//! is never sent again once the server has taken it (2xx).
+//! One request per file, in order, over plain HTTP/1.1 ([`http::post`]): a connection
+//! refused or cut before an answer, a time-out, 429 or 5xx is retried with exponential
+//! backoff (`Retry-After` honoured), up to a number of attempts; any other 4xx is final and
+//! its message is the server's. A file is never sent again once a 2xx status line arrived,
+//! whatever happened to the rest of the answer (see [`http`]).
+//!
+//! Modules: [`http`] (the client: endpoints, requests, answers), [`secrets`] (headers and
+//! credentials: sources, checks, and keeping them out of what is printed).
 //!
 //! HTTPS is not spoken: a TLS stack would raise the library's minimum Rust and add C to every
 //! cross build; put the collector (or a TLS-terminating proxy) on the loopback in front of a
 //! remote endpoint.
 
+pub mod http;
+pub mod secrets;
+
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
+
+pub use http::{post, Answer, Body, Endpoint};
+pub use secrets::{basic_auth, parse_header, Secrets};
 
 use prost::Message;
 
@@ -41,50 +50,6 @@ pub enum Protocol {
     PyroscopePprof,
     /// Pyroscope's `/ingest`, folded stacks.
     PyroscopeFolded,
-}
-
-/// An `http://host[:port][/base]` endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    /// Host name or address.
-    pub host: String,
-    /// Port (80 when not given).
-    pub port: u16,
-    /// Path prefix, without a trailing `/` (may be empty).
-    pub base: String,
-}
-
-impl Endpoint {
-    /// Parses `url`.
-    pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let rest = match url.split_once("://") {
-            Some(("http", rest)) => rest,
-            Some(("https", _)) => {
-                return Err(format!(
-                    "{url}: https is not supported; run an OpenTelemetry collector or a TLS proxy on this machine and push to it over http"
-                ))
-            }
-            _ => return Err(format!("{url}: not an http:// URL")),
-        };
-        let (authority, base) = match rest.find('/') {
-            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
-            None => (rest, ""),
-        };
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
-                (h, p.parse().map_err(|_| format!("{url}: bad port {p:?}"))?)
-            }
-            _ => (authority, 80),
-        };
-        if host.is_empty() {
-            return Err(format!("{url}: no host"));
-        }
-        Ok(Endpoint {
-            host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
-            port,
-            base: base.to_owned(),
-        })
-    }
 }
 
 /// How requests are retried.
@@ -107,17 +72,6 @@ impl Default for Retry {
     fn default() -> Self {
         Retry { attempts: 5, first_wait: Duration::from_millis(500), timeout: Duration::from_secs(30) }
     }
-}
-
-/// A request's body and how it is described.
-#[derive(Debug, Clone)]
-pub struct Body {
-    /// `Content-Type`.
-    pub content_type: String,
-    /// `Content-Encoding`, if any.
-    pub encoding: Option<&'static str>,
-    /// The bytes.
-    pub bytes: Vec<u8>,
 }
 
 /// Why a push failed.
@@ -150,130 +104,6 @@ impl fmt::Display for PushError {
 
 impl std::error::Error for PushError {}
 
-/// A server's answer.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// Status code.
-    pub status: u16,
-    /// Reason phrase.
-    pub reason: String,
-    /// `Retry-After`, in seconds, when given as a number.
-    pub retry_after: Option<u64>,
-    /// The body (at most 1 MiB is read).
-    pub body: Vec<u8>,
-}
-
-/// Most of an answer's body that is read.
-const MAX_ANSWER: u64 = 1 << 20;
-
-/// One HTTP/1.1 POST (`Connection: close`); the answer whatever its status.
-pub fn post(
-    endpoint: &Endpoint,
-    target: &str,
-    headers: &[(String, String)],
-    body: &Body,
-    timeout: Duration,
-) -> io::Result<Answer> {
-    let addrs: Vec<_> = (endpoint.host.as_str(), endpoint.port).to_socket_addrs()?.collect();
-    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", endpoint.host));
-    let mut stream = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(&addr, timeout) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = e,
-        }
-    }
-    let mut stream = stream.ok_or(last)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    // An IPv6 address is bracketed in the Host header, as in the URL.
-    let host = if endpoint.host.contains(':') { format!("[{}]", endpoint.host) } else { endpoint.host.clone() };
-    let mut head = format!(
-        "POST {target} HTTP/1.1\r\nHost: {host}:{}\r\nUser-Agent: tachyon/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        endpoint.port,
-        env!("CARGO_PKG_VERSION"),
-        body.content_type,
-        body.bytes.len()
-    );
-    if let Some(e) = body.encoding {
-        head.push_str(&format!("Content-Encoding: {e}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&body.bytes)?;
-    stream.flush()?;
-    read_answer(BufReader::new(stream))
-}
-
-fn bad(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("a malformed HTTP answer: {what}"))
-}
-
-fn read_answer(mut r: impl BufRead) -> io::Result<Answer> {
-    let mut line = String::new();
-    (&mut r).take(8192).read_line(&mut line)?;
-    let mut parts = line.trim_end().splitn(3, ' ');
-    let (version, status) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    if !version.starts_with("HTTP/") {
-        return Err(bad("no status line"));
-    }
-    let status: u16 = status.parse().map_err(|_| bad("no status code"))?;
-    let reason = parts.next().unwrap_or("").to_owned();
-    let (mut length, mut chunked, mut retry_after) = (None, false, None);
-    for _ in 0..200 {
-        line.clear();
-        (&mut r).take(8192).read_line(&mut line)?;
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-            match k.as_str() {
-                "content-length" => length = v.parse::<u64>().ok(),
-                "transfer-encoding" => chunked = v.eq_ignore_ascii_case("chunked"),
-                "retry-after" => retry_after = v.parse().ok(),
-                _ => {}
-            }
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            line.clear();
-            (&mut r).take(100).read_line(&mut line)?;
-            let size =
-                u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| bad("chunk size"))?;
-            if size == 0 || body.len() as u64 >= MAX_ANSWER {
-                break;
-            }
-            (&mut r).take(size.min(MAX_ANSWER)).read_to_end(&mut body)?;
-            line.clear();
-            (&mut r).take(2).read_line(&mut line)?;
-        }
-    } else {
-        (&mut r).take(length.unwrap_or(MAX_ANSWER).min(MAX_ANSWER)).read_to_end(&mut body)?;
-    }
-    Ok(Answer { status, reason, retry_after, body })
-}
-
-/// What to say of an answer: its reason and body, as text, cut at 4 KiB.
-fn said(answer: &Answer) -> String {
-    let mut body = String::from_utf8_lossy(&answer.body[..answer.body.len().min(4096)]).trim().to_owned();
-    if body.is_empty() {
-        body = answer.reason.clone();
-    } else if !answer.reason.is_empty() {
-        body = format!("{} — {body}", answer.reason);
-    }
-    body
-}
-
 /// Posts `body` to `target`, retrying as `retry` says; the 2xx answer. `waiting` is told each
 /// wait before a retry, with why.
 pub fn send(
@@ -289,9 +119,10 @@ pub fn send(
     loop {
         attempt += 1;
         let failure = match post(endpoint, target, headers, body, retry.timeout) {
+            // Taken, whatever followed the status line: never sent again.
             Ok(a) if (200..300).contains(&a.status) => return Ok(a),
-            Ok(a) if a.status == 429 || a.status >= 500 => (format!("{} {}", a.status, said(&a)), a.retry_after),
-            Ok(a) => return Err(PushError::Refused { status: a.status, message: said(&a) }),
+            Ok(a) if a.status == 429 || a.status >= 500 => (format!("{} {}", a.status, http::said(&a)), a.retry_after),
+            Ok(a) => return Err(PushError::Refused { status: a.status, message: http::said(&a) }),
             Err(e) => (e.to_string(), None),
         };
         if attempt >= retry.attempts.max(1) {
@@ -393,16 +224,6 @@ pub fn pyroscope_pprof_body(gzipped_pprof: &[u8]) -> Body {
 /// Folded stacks for Pyroscope (`format=folded`).
 pub fn pyroscope_folded_body(collapsed: Vec<u8>) -> Body {
     Body { content_type: "text/plain".into(), encoding: None, bytes: collapsed }
-}
-
-/// A header given as `Name: value`.
-pub fn parse_header(h: &str) -> Result<(String, String), String> {
-    match h.split_once(':') {
-        Some((k, v)) if !k.trim().is_empty() && !k.contains(char::is_whitespace) => {
-            Ok((k.trim().to_owned(), v.trim().to_owned()))
-        }
-        _ => Err(format!("{h:?}: a header is `Name: value`")),
-    }
 }
 
 /// A push as a user asks for it.
@@ -508,58 +329,9 @@ pub fn push_file(
     })
 }
 
-/// `Authorization: Basic …` for `user:password`.
-pub fn basic_auth(user_password: &str) -> (String, String) {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::from("Basic ");
-    for chunk in user_password.as_bytes().chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    ("Authorization".into(), out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints() {
-        assert_eq!(
-            Endpoint::parse("http://127.0.0.1:4318").unwrap(),
-            Endpoint { host: "127.0.0.1".into(), port: 4318, base: String::new() }
-        );
-        assert_eq!(
-            Endpoint::parse("http://collector/otel/").unwrap(),
-            Endpoint { host: "collector".into(), port: 80, base: "/otel".into() }
-        );
-        assert_eq!(Endpoint::parse("http://[::1]:4040").unwrap().host, "::1");
-        assert!(Endpoint::parse("https://x").unwrap_err().contains("https is not supported"));
-        assert!(Endpoint::parse("ftp://x").is_err());
-        assert!(Endpoint::parse("http://x:port").is_err());
-    }
-
-    #[test]
-    fn answers() {
-        let a = read_answer(&b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nslow"[..])
-            .unwrap();
-        assert_eq!(
-            (a.status, a.retry_after, &a.body[..], said(&a).as_str()),
-            (429, Some(3), &b"slow"[..], "Too Many Requests — slow")
-        );
-        let a =
-            read_answer(&b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"[..])
-                .unwrap();
-        assert_eq!(a.body, b"abcde");
-        assert!(read_answer(&b"garbage"[..]).is_err());
-    }
 
     #[test]
     fn queries() {
@@ -568,13 +340,5 @@ mod tests {
             pyroscope_target(&e, "app{env=prod}", 10, 20, "folded", 10_000),
             "/ingest?name=app%7Benv%3Dprod%7D&from=10&until=20&format=folded&spyName=tachyon&units=samples&aggregationType=sum&sampleRate=100"
         );
-        assert_eq!(parse_header("Authorization: Bearer x").unwrap(), ("Authorization".into(), "Bearer x".into()));
-        assert!(parse_header("no colon").is_err());
-        // RFC 4648's examples.
-        for (plain, coded) in
-            [("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")]
-        {
-            assert_eq!(basic_auth(plain).1, format!("Basic {coded}"));
-        }
     }
 }

@@ -1,0 +1,204 @@
+//! `tachyon push` against loopback servers that misbehave on purpose: a request whose `2xx`
+//! status line arrived is never sent again whatever follows it; interim `1xx` answers are
+//! skipped; a server that never answers is given up on after `--timeout`, the file named;
+//! a header that would add another is refused with exit 2; and no secret — from
+//! `--basic-auth-file`, `-H @FILE` or the environment — appears in anything the command
+//! prints, even when the server echoes the request's headers back.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use tachyon::push::{send, Body, Endpoint, PushError, Retry};
+use tachyon_test_kit::fixtures;
+
+/// A loopback server answering every connection with `answer(request)`, counting them.
+struct Server {
+    endpoint: String,
+    connections: Arc<AtomicUsize>,
+}
+
+/// The request's head (request line and header fields) and body, read whole.
+fn read_request(stream: &mut TcpStream) -> String {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut head = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    head
+}
+
+fn serve(answer: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static, hold: Duration) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let count = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            count.fetch_add(1, Ordering::SeqCst);
+            let head = read_request(&mut stream);
+            let _ = stream.write_all(&answer(&head));
+            let _ = stream.flush();
+            std::thread::sleep(hold);
+        }
+    });
+    Server { endpoint, connections }
+}
+
+fn body() -> Body {
+    Body { content_type: "application/x-protobuf".into(), encoding: None, bytes: b"profile".to_vec() }
+}
+
+fn retry(timeout: Duration) -> Retry {
+    Retry { attempts: 3, first_wait: Duration::from_millis(10), timeout }
+}
+
+#[test]
+fn a_2xx_whose_body_breaks_is_sent_once() {
+    // Issue 39: a chunk size that is not hex after `200 OK` got the file three times.
+    let server =
+        serve(|_| b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n".to_vec(), Duration::ZERO);
+    let endpoint = Endpoint::parse(&server.endpoint).unwrap();
+    let answer =
+        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {})
+            .expect("a 200 status line is an answer");
+    assert_eq!(answer.status, 200);
+    assert!(answer.body_error.is_some());
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_100_continue_then_200_counts_as_sent() {
+    let server = serve(
+        |_| b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        Duration::ZERO,
+    );
+    let endpoint = Endpoint::parse(&server.endpoint).unwrap();
+    let answer =
+        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {})
+            .unwrap();
+    assert_eq!((answer.status, server.connections.load(Ordering::SeqCst)), (200, 1));
+}
+
+#[test]
+fn a_5xx_is_retried_and_a_cut_before_the_status_line_too() {
+    let server = serve(|_| b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n".to_vec(), Duration::ZERO);
+    let endpoint = Endpoint::parse(&server.endpoint).unwrap();
+    let err = send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {}).unwrap_err();
+    assert!(matches!(err, PushError::GaveUp { attempts: 3, .. }), "{err}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 3);
+    let server = serve(|_| b"HTTP/1.1 2".to_vec(), Duration::ZERO);
+    let endpoint = Endpoint::parse(&server.endpoint).unwrap();
+    assert!(send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {}).is_err());
+    assert_eq!(server.connections.load(Ordering::SeqCst), 3, "no status line: not taken, so sent again");
+}
+
+fn tachyon() -> Command {
+    Command::cargo_bin("tachyon").unwrap()
+}
+
+fn profile() -> std::path::PathBuf {
+    fixtures::root().join("examples/stdlib_work.pyb")
+}
+
+#[test]
+fn a_server_that_never_answers_is_given_up_after_the_timeout_naming_the_file() {
+    let server = serve(|_| Vec::new(), Duration::from_secs(30));
+    let started = Instant::now();
+    let out = tachyon()
+        .args(["push", "--endpoint", &server.endpoint, "--timeout", "1", "--attempts", "1", "-q"])
+        .arg(profile())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stdlib_work.pyb") && stderr.contains("no answer within 1 s"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn headers_that_would_add_a_header_are_refused_with_exit_2() {
+    let out = tachyon()
+        .args(["push", "--endpoint", "http://127.0.0.1:9", "-H", "X-Tenant: a\r\nX-Evil: 1"])
+        .arg(profile())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("X-Tenant") && stderr.contains("control character") && !stderr.contains("Evil"),
+        "{stderr}"
+    );
+    let out = tachyon().args(["push", "--endpoint", "http://127.0.0.1:9/a b"]).arg(profile()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn no_secret_is_printed_on_any_path() {
+    let dir = std::env::temp_dir().join(format!("tachyon-push-secrets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (user, password, bearer, env_key) = ("instance-4711", "pw-Secret-aa11", "tok-Secret-bb22", "env-Secret-cc33");
+    std::fs::write(dir.join("auth"), format!("{user}:{password}\n")).unwrap();
+    std::fs::write(dir.join("headers"), format!("# a header file\nAuthorization2: Bearer {bearer}\n")).unwrap();
+    // What a server that echoes the request's head shows back: the base64 of the basic
+    // credentials too.
+    let echo = |status: &'static str| {
+        move |head: &str| format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{head}", head.len()).into_bytes()
+    };
+    let refusing = serve(echo("401 Unauthorized"), Duration::ZERO);
+    let failing = serve(echo("500 Oops"), Duration::ZERO);
+    let silent = serve(|_| Vec::new(), Duration::from_secs(30));
+    let basic = tachyon::push::basic_auth(&format!("{user}:{password}")).1;
+    let secrets = [password, bearer, env_key, basic.trim_start_matches("Basic ")];
+    let endpoints =
+        [refusing.endpoint.clone(), failing.endpoint.clone(), silent.endpoint.clone(), "http://127.0.0.1:9".into()];
+    for endpoint in &endpoints {
+        for verbose in [false, true] {
+            let mut cmd = tachyon();
+            cmd.args(["push", "--endpoint", endpoint, "--timeout", "1", "--attempts", "2", "--retry-wait-ms", "10"])
+                .arg("--basic-auth-file")
+                .arg(dir.join("auth"))
+                .arg("-H")
+                .arg(format!("@{}", dir.join("headers").display()))
+                .env("OTEL_EXPORTER_OTLP_HEADERS", format!("api-key={env_key}"))
+                .arg(profile());
+            if !verbose {
+                cmd.arg("-q");
+            }
+            let out = cmd.output().unwrap();
+            let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(1), "{endpoint}: {all}");
+            for secret in secrets {
+                assert!(!all.contains(secret), "{endpoint}: a secret was printed: {all}");
+            }
+        }
+    }
+    // The echo reached the server: the headers were sent (and then kept out of the output).
+    assert!(refusing.connections.load(Ordering::SeqCst) >= 2);
+    // A bad line in the header file, with a secret on it: exit 2, the secret not shown.
+    std::fs::write(dir.join("bad"), format!("X-Key {bearer}\n")).unwrap();
+    let out = tachyon()
+        .args(["push", "--endpoint", "http://127.0.0.1:9", "-H"])
+        .arg(format!("@{}", dir.join("bad").display()))
+        .arg(profile())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("line 1 of") && !stderr.contains(bearer), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
