@@ -610,3 +610,28 @@ fn info_verify_and_dump_take_every_format() {
         }
     }
 }
+
+/// Issue 39: `convert --to pprof` of a Tachyon file wrote CPython's monotonic clock as
+/// `time_nanos` (go pprof showed 1970-01-01 00:23); it is dated as the OTLP output dates it,
+/// the last sample at the file's modification time.
+#[test]
+fn pprof_of_a_tachyon_file_is_dated_by_its_write_time() {
+    use prost::Message;
+    use std::io::Read;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pprof-dated");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pyb = dir.join("dated.pyb");
+    std::fs::copy(example(), &pyb).unwrap();
+    // 2026-01-02 03:04:05 UTC.
+    let written = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_323_045);
+    std::fs::File::options().write(true).open(&pyb).unwrap().set_modified(written).unwrap();
+    let out = dir.join("dated.pb.gz");
+    let run = tachyon().args(["convert", "--to", "pprof", "-o"]).arg(&out).arg(&pyb).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&out).unwrap()).read_to_end(&mut raw).unwrap();
+    let profile = tachyon::pprof::proto::Profile::decode(&raw[..]).unwrap();
+    let end_ns = profile.time_nanos + profile.duration_nanos;
+    assert!(profile.duration_nanos > 0, "{}", profile.duration_nanos);
+    assert!((end_ns - 1_767_323_045_000_000_000).abs() < 1_000, "ends at {end_ns} ns, not at the file's write time");
+}

@@ -166,7 +166,7 @@ fn write_streamed<S: Source>(
         Output::Pprof => {
             let mut c = StackCounts::new();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            let profile = pprof::profile(&c, source.frames(), info);
+            let profile = pprof::profile(&c, source.frames(), info, source.written_unix_us());
             pprof::write_gzipped(&profile, &mut out)?;
             n
         }

@@ -7,7 +7,10 @@
 //! locations and functions as [`crate::model::stacks`] makes them (a native frame without a
 //! symbol has no line: go pprof then shows the address, and can symbolise it from the
 //! binaries itself). Samples with an empty stack are left out, as CPython's collectors leave
-//! them out.
+//! them out. `time_nanos` and `duration_nanos` are Unix time as the OTLP output gives it
+//! ([`SourceInfo::unix_span`]): a CPython file's monotonic clock is placed so that its last
+//! sample is when the file was written (it was the monotonic reading itself, which go pprof
+//! showed as a date in January 1970).
 
 use std::io::{self, Write};
 
@@ -18,9 +21,10 @@ use crate::hash::StringIndex;
 use crate::model::stacks::{Locations, StackCounts};
 use crate::model::{FrameTable, SourceInfo};
 
-/// The profile message of the samples `counts` holds, of `info`'s input.
-pub fn profile(counts: &StackCounts, frames: &FrameTable, info: &SourceInfo) -> Profile {
-    let (start_time_us, interval_us, mode) = (info.start_time_us, info.sample_interval_us, &*info.mode);
+/// The profile message of the samples `counts` holds, of `info`'s input, whose file was
+/// written at `written_unix_us` (µs since the epoch; it dates a monotonic clock's samples).
+pub fn profile(counts: &StackCounts, frames: &FrameTable, info: &SourceInfo, written_unix_us: Option<u64>) -> Profile {
+    let (interval_us, mode) = (info.sample_interval_us, &*info.mode);
     let mut strings = StringIndex::default();
     let mut id = |s: &str| i64::from(strings.id(s));
     id("");
@@ -95,9 +99,14 @@ pub fn profile(counts: &StackCounts, frames: &FrameTable, info: &SourceInfo) -> 
         samples.push(Sample { location_id, value: vec![n, n.saturating_mul(interval_ns)], label });
     }
     let comment = id(concat!("converted by tachyon ", env!("CARGO_PKG_VERSION")));
-    let time_nanos = i64::try_from(start_time_us.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let end_us = counts.last_us().unwrap_or(start_time_us);
-    let duration_nanos = i64::try_from(end_us.saturating_sub(start_time_us).saturating_mul(1000)).unwrap_or(0);
+    // Unix time where anything says how (as the OTLP output), the profile's own otherwise.
+    let (first, last) = (counts.first_us(), counts.last_us());
+    let (start_us, end_us) = match info.unix_span(written_unix_us, first, last) {
+        Some(span) => (span.start_us, span.end_us),
+        None => (info.start_time_us, last.unwrap_or(info.start_time_us)),
+    };
+    let time_nanos = i64::try_from(start_us.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let duration_nanos = i64::try_from(end_us.saturating_sub(start_us).saturating_mul(1000)).unwrap_or(0);
     Profile {
         default_sample_type: time_type.r#type,
         sample_type: vec![samples_type, time_type.clone()],
