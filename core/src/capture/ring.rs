@@ -295,9 +295,10 @@ struct Positions {
 }
 
 impl Positions {
+    /// `len` is a ring's length, which its constructor caps at [`MAX_WORDS`].
     #[inline]
     fn of(len: usize) -> Self {
-        Positions { len: len.min(MAX_WORDS) as u32 }
+        Positions { len: len as u32 }
     }
 
     /// The length in words.

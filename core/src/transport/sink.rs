@@ -20,8 +20,6 @@ pub struct FramedSink<'b, L: Write> {
     /// `End` went out (a retried [`FramedSink::finish`] then only flushes: a second `End`
     /// would make the receiver refuse the stream).
     ended: bool,
-    /// `Begin` went out on this link.
-    begun: bool,
 }
 
 /// Errors of [`FramedSink`].
@@ -76,7 +74,7 @@ impl<'b, L: Write> FramedSink<'b, L> {
         if scratch.len() < MIN_SCRATCH {
             return Err(SinkError::ScratchTooSmall);
         }
-        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0, ended: false, begun: false };
+        let mut sink = FramedSink { link, scratch, seq: 0, position: 0, length: 0, ended: false };
         sink.begin()?;
         Ok(sink)
     }
@@ -88,7 +86,6 @@ impl<'b, L: Write> FramedSink<'b, L> {
         self.position = 0;
         self.length = 0;
         self.ended = false;
-        self.begun = false;
         core::mem::replace(&mut self.link, link)
     }
 
@@ -97,10 +94,11 @@ impl<'b, L: Write> FramedSink<'b, L> {
         self.ended
     }
 
+    /// Sends `Begin` unless this link has it: it is always frame 0, so a link has it once
+    /// any frame went out.
     fn begin(&mut self) -> Result<(), SinkError<L::Error>> {
-        if !self.begun {
+        if self.seq == 0 {
             self.send_frame(&Record::Begin { magic: MAGIC, version: VERSION })?;
-            self.begun = true;
         }
         Ok(())
     }
