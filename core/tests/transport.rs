@@ -2,32 +2,11 @@
 //! [`Receiver`] is byte for byte the file the same writer makes in RAM, in both byte orders
 //! and with any scratch size; frames lost, damaged or out of place are refused by name.
 
-use std::convert::Infallible;
-
+use crate::common::link::{replay, Link};
 use crate::common::{decode_all, writer_storage, SMALL_READER};
-use embedded_io::{ErrorType, Write};
 use tachyon_core::io::Cursor;
-use tachyon_core::transport::{chunk_for, decode, Accepted, FramedSink, Receiver, StreamError, MIN_SCRATCH};
+use tachyon_core::transport::{chunk_for, FramedSink, Receiver, StreamError, MIN_SCRATCH};
 use tachyon_core::{BigEndian, Endianity, Frame, LittleEndian, Writer, WriterConfig};
-
-/// A link that keeps what is sent (a UART capture).
-#[derive(Default)]
-struct Capture(Vec<u8>);
-
-impl ErrorType for Capture {
-    type Error = Infallible;
-}
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Infallible> {
-        Ok(())
-    }
-}
 
 const FILES: [&[u8]; 3] = [b"/app/main.py", b"/app/work.py", b"/usr/lib/python3.15/json/decoder.py"];
 const FUNCS: [&[u8]; 4] = [b"main", b"work", b"decode", b"<module>"];
@@ -57,7 +36,7 @@ fn in_ram<E: Endianity>(endian: E, n: u64) -> Vec<u8> {
 
 fn streamed<E: Endianity>(endian: E, n: u64, scratch_len: usize) -> (Vec<u8>, u64) {
     let mut scratch = vec![0u8; scratch_len];
-    let sink = FramedSink::new(Capture::default(), &mut scratch).unwrap();
+    let sink = FramedSink::new(Link::default(), &mut scratch).unwrap();
     let mut storage = writer_storage();
     let mut w = Writer::with_endian(sink, storage.storage(), WriterConfig::new(1_000_000, 1000), endian).unwrap();
     samples(&mut w, n);
@@ -65,35 +44,6 @@ fn streamed<E: Endianity>(endian: E, n: u64, scratch_len: usize) -> (Vec<u8>, u6
     let mut sink = w.into_inner();
     let length = sink.finish().unwrap();
     (sink.into_inner().0, length)
-}
-
-/// The file a capture holds, or the first thing wrong with it.
-fn replay(capture: &[u8]) -> Result<Vec<u8>, String> {
-    let mut file = Vec::new();
-    let mut receiver = Receiver::new();
-    let mut scratch = vec![0u8; capture.len()];
-    let mut bytes = capture.to_vec();
-    let mut at = 0;
-    for chunk in bytes.split_mut(|&b| b == 0) {
-        let len = chunk.len();
-        if len > 0 {
-            let frame = decode(chunk, &mut scratch).map_err(|e| format!("{e:?} at {at}"))?;
-            if let Accepted::Write { offset, bytes: data } =
-                receiver.accept(&frame).map_err(|e| format!("{e} at {at}"))?
-            {
-                let end = offset as usize + data.len();
-                if file.len() < end {
-                    file.resize(end, 0);
-                }
-                file[offset as usize..end].copy_from_slice(data);
-            }
-        }
-        at += len + 1;
-    }
-    if !receiver.complete() {
-        return Err("no End".into());
-    }
-    Ok(file)
 }
 
 #[test]
@@ -185,6 +135,6 @@ fn the_receiver_refuses_streams_no_sink_sends() {
 #[test]
 fn a_scratch_buffer_too_small_is_refused() {
     let mut scratch = [0u8; MIN_SCRATCH - 1];
-    assert!(FramedSink::new(Capture::default(), &mut scratch).is_err());
+    assert!(FramedSink::new(Link::default(), &mut scratch).is_err());
     assert!(chunk_for(MIN_SCRATCH) > 0);
 }

@@ -2,6 +2,9 @@
 //! into plain values, and hand-built files for malformed-input tests.
 #![allow(dead_code)]
 
+#[cfg(feature = "transport")]
+pub mod link;
+
 use tachyon_core::endian::Endianity;
 use tachyon_core::header::{Compression, Footer, Header, ProfilingConfig, CPYTHON_VERSION};
 use tachyon_core::io::Cursor;
