@@ -844,6 +844,11 @@ mod file {
         through: Through,
         writer: *mut *mut tachyon_writer,
     ) -> i32 {
+        let journaled = matches!(through, Through::Journal(_) | Through::Rotating(_, Some(_)));
+        if journaled && options.compression != TACHYON_COMPRESSION_NONE {
+            crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
+            return TACHYON_E_UNSUPPORTED;
+        }
         let mut bytes = 0usize;
         // SAFETY: valid pointers.
         let status = unsafe { tachyon_writer_memory_size(options, &mut bytes) };
@@ -961,6 +966,12 @@ mod file {
         pub every_us: u64,
     }
 
+    impl From<tachyon_flush_policy> for tachyon_core::transport::FlushPolicy {
+        fn from(p: tachyon_flush_policy) -> Self {
+            tachyon_core::transport::FlushPolicy { every_samples: p.every_samples, every_us: p.every_us }
+        }
+    }
+
     /// Creates (or truncates) the file at `path` and a writer that streams into it in the
     /// framed transport with a journal of its tables (`tachyon_core::transport`), flushed by
     /// `policy` and by `tachyon_writer_flush`. `tachyon_writer_finalize` (or finalizing at
@@ -992,14 +1003,8 @@ mod file {
             }
             // SAFETY: checked non-null, valid by the caller's promise.
             let (options, policy) = unsafe { (&*options, *policy) };
-            if options.compression != TACHYON_COMPRESSION_NONE {
-                crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
-                return TACHYON_E_UNSUPPORTED;
-            }
-            let policy =
-                tachyon_core::transport::FlushPolicy { every_samples: policy.every_samples, every_us: policy.every_us };
             // SAFETY: checked non-null, NUL-terminated by the caller's promise.
-            unsafe { open_owned(path, options, Through::Journal(policy), writer) }
+            unsafe { open_owned(path, options, Through::Journal(policy.into()), writer) }
         })
     }
 
@@ -1055,14 +1060,9 @@ mod file {
             }
             // SAFETY: checked non-null (policy may be NULL), valid by the caller's promise.
             let (options, rotation, policy) = unsafe { (&*options, *rotation, policy.as_ref().copied()) };
-            if policy.is_some() && options.compression != TACHYON_COMPRESSION_NONE {
-                crate::registry::set_last_error(format_args!("a journaled stream needs an uncompressed sample region"));
-                return TACHYON_E_UNSUPPORTED;
-            }
             let rotation =
                 tachyon::tachyon::rotate::Rotation { every_us: rotation.every_us, every_bytes: rotation.every_bytes };
-            let policy = policy
-                .map(|p| tachyon_core::transport::FlushPolicy { every_samples: p.every_samples, every_us: p.every_us });
+            let policy = policy.map(tachyon_flush_policy::into);
             // SAFETY: checked non-null, NUL-terminated by the caller's promise.
             unsafe { open_owned(prefix, options, Through::Rotating(rotation, policy), writer) }
         })
