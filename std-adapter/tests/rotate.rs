@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tachyon::tachyon::receive::receive;
-use tachyon::tachyon::rotate::{period_path, RotatingWriter, Rotation};
+use tachyon::tachyon::rotate::{RotatingWriter, Rotation};
 use tachyon::tachyon::source::open_path;
 use tachyon_core::capture::Taken;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
@@ -103,10 +103,16 @@ fn time_periods_hold_exactly_their_samples_and_read_alone() {
         }
         assert_eq!(w.sequence(), 3);
         w.finish().unwrap();
-        let want: Vec<PathBuf> =
-            [(0, 5), (1, 6), (2, 7), (3, 11)].iter().map(|&(seq, s)| period_path(&prefix, seq, s * SECOND)).collect();
+        let want: Vec<PathBuf> = [
+            "run.00000000.5000000.pyb",
+            "run.00000001.6000000.pyb",
+            "run.00000002.7000000.pyb",
+            "run.00000003.11000000.pyb",
+        ]
+        .iter()
+        .map(|name| d.join(name))
+        .collect();
         assert_eq!(files(&d), want, "zstd {zstd} journaled {journaled}");
-        assert_eq!(want[3].file_name().unwrap(), "run.00000003.11000000.pyb");
         let mut all = vec![];
         for path in &want {
             assert_eq!(FileKind::detect(&std::fs::read(path).unwrap()), FileKind::Tachyon, "{}", path.display());
@@ -151,7 +157,7 @@ fn size_periods_end_after_the_bytes_and_a_forced_rotation_ends_one_now() {
     let mut n = 0;
     for (seq, path) in paths.iter().enumerate() {
         let (start, samples) = read(path);
-        assert_eq!(path, &period_path(&prefix, seq as u64, start));
+        assert_eq!(path, &d.join(format!("big.{seq:08}.{start}.pyb")));
         let records = std::fs::metadata(path).unwrap().len();
         assert!(!samples.is_empty());
         // The last (forced, then finished) periods are short; the others end just past the

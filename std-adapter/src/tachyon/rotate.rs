@@ -185,11 +185,7 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
         taken: Taken,
         frames: impl IntoIterator<Item = Frame<'f>>,
     ) -> Result<(), RotateError> {
-        self.rotate_if_due(taken.timestamp_us)?;
-        let t = taken;
-        either!(&mut self.current, w => Target::write_frames(w, t, frames))?;
-        self.latest_us = self.latest_us.max(t.timestamp_us);
-        Ok(())
+        self.write_sample(taken, |current| either!(current, w => Target::write_frames(w, taken, frames)))
     }
 
     /// Writes a sample from frame ids, in a new period first if it falls past this one.
@@ -198,10 +194,18 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
         taken: Taken,
         frames: impl IntoIterator<Item = FrameId>,
     ) -> Result<(), RotateError> {
+        self.write_sample(taken, |current| either!(current, w => Target::write_ids(w, taken, frames)))
+    }
+
+    /// What every sample goes through: the period it falls in, then `write`.
+    fn write_sample(
+        &mut self,
+        taken: Taken,
+        write: impl FnOnce(&mut Current<'s, 'b, E>) -> Result<(), RotateError>,
+    ) -> Result<(), RotateError> {
         self.rotate_if_due(taken.timestamp_us)?;
-        let t = taken;
-        either!(&mut self.current, w => Target::write_ids(w, t, frames))?;
-        self.latest_us = self.latest_us.max(t.timestamp_us);
+        write(&mut self.current)?;
+        self.latest_us = self.latest_us.max(taken.timestamp_us);
         Ok(())
     }
 
@@ -227,19 +231,19 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
     /// Tachyon file). Returns its size. Can be called again after an error.
     pub fn finish(&mut self) -> Result<u64, RotateError> {
         let size = self.finish_file()?;
-        self.convert(&self.path.clone())?;
+        self.convert(&self.path)?;
         Ok(size)
     }
 
     fn rotate_if_due(&mut self, timestamp_us: u64) -> Result<(), RotateError> {
-        let start = self.start_time_us();
-        let every = self.rotation.every_us;
-        if every > 0 && timestamp_us.checked_sub(start).is_some_and(|d| d >= every) {
-            let elapsed = timestamp_us - start;
-            return self.begin_period(start + elapsed / every * every);
+        let (start, every) = (self.start_time_us(), self.rotation.every_us);
+        // Whole periods since the start: none while the sample is inside this one, or when
+        // periods are not timed (`every_us` 0).
+        if let Some(periods) = timestamp_us.saturating_sub(start).checked_div(every).filter(|&n| n > 0) {
+            return self.begin_period(start + periods * every);
         }
-        let bytes = read!(&self.current, w => w.write_counts().bytes_written);
-        if self.rotation.every_bytes > 0 && bytes >= self.rotation.every_bytes && self.sample_count() > 0 {
+        let limit = self.rotation.every_bytes;
+        if limit > 0 && read!(&self.current, w => w.write_counts().bytes_written >= limit && w.sample_count() > 0) {
             return self.begin_period(timestamp_us);
         }
         Ok(())
