@@ -111,54 +111,6 @@ def salvaged(path, at_least):
         fail(f"{count.samples} < {at_least}")
 
 
-def rotated(salvaged_path, expected, threads, periods):
-    total = 0
-    seen = set()
-    early = 0
-    for seq, path in enumerate(periods):
-        _, number, start, _ = path.rsplit(".", 3)
-        if int(number) != seq:
-            fail(f"{path}: period {seq} expected")
-        reader = rd.BinaryReader(path)
-        info = reader.get_info()
-        count = Times()
-        reader.replay(count, None)
-        if info["start_time_us"] != int(start):
-            fail(f"{path}: the header starts at {info['start_time_us']}")
-        if count.samples != info["sample_count"] or count.samples == 0:
-            fail(f"{path}: replay {count.samples}, header {info['sample_count']}")
-        if not (int(start) - 100_000 <= count.first and count.last < int(start) + 1_000_000):
-            fail(f"{path}: samples from {count.first} to {count.last}, outside its second")
-        early = max(early, int(start) - count.first)
-        if len(count.threads) > threads:
-            fail(f"{path}: {len(count.threads)} threads")
-        seen |= count.threads
-        total += count.samples
-    info, count = read(salvaged_path)
-    total += count.samples
-    print(f"{len(periods)} rotated periods and the salvaged one read on their own: {total} samples "
-          f"({count.samples} salvaged), {len(seen)} threads, the earliest sample {early / 1000:.1f} ms "
-          f"before its period's start; want {expected}")
-    if total != expected:
-        fail(f"{total} samples in the files, {expected} pushed, kept and flushed")
-
-
-class Times:
-    def __init__(self):
-        self.samples = 0
-        self.threads = set()
-        self.first = None
-        self.last = None
-
-    def collect(self, stack_frames, timestamps_us=None):
-        for interp in stack_frames:
-            for thread in interp.threads:
-                self.threads.add(thread.thread_id)
-                self.samples += len(timestamps_us)
-        self.first = min([t for t in (self.first,) if t is not None] + list(timestamps_us))
-        self.last = max([t for t in (self.last,) if t is not None] + list(timestamps_us))
-
-
 class Sequence:
     def __init__(self):
         self.samples = []
@@ -171,10 +123,42 @@ class Sequence:
 
 
 def sequence(path):
+    """The file's header info and its samples, (thread, timestamp, stack) in replay order."""
     reader = rd.BinaryReader(path)
     seq = Sequence()
     reader.replay(seq, None)
     return reader.get_info(), seq.samples
+
+
+def rotated(salvaged_path, expected, threads, periods):
+    total = 0
+    seen = set()
+    early = 0
+    for seq, path in enumerate(periods):
+        _, number, start, _ = path.rsplit(".", 3)
+        if int(number) != seq:
+            fail(f"{path}: period {seq} expected")
+        info, samples = sequence(path)
+        if info["start_time_us"] != int(start):
+            fail(f"{path}: the header starts at {info['start_time_us']}")
+        if len(samples) != info["sample_count"] or not samples:
+            fail(f"{path}: replay {len(samples)}, header {info['sample_count']}")
+        first, last = min(t for _, t, _ in samples), max(t for _, t, _ in samples)
+        if not (int(start) - 100_000 <= first and last < int(start) + 1_000_000):
+            fail(f"{path}: samples from {first} to {last}, outside its second")
+        early = max(early, int(start) - first)
+        in_file = {thread for thread, _, _ in samples}
+        if len(in_file) > threads:
+            fail(f"{path}: {len(in_file)} threads")
+        seen |= in_file
+        total += len(samples)
+    info, count = read(salvaged_path)
+    total += count.samples
+    print(f"{len(periods)} rotated periods and the salvaged one read on their own: {total} samples "
+          f"({count.samples} salvaged), {len(seen)} threads, the earliest sample {early / 1000:.1f} ms "
+          f"before its period's start; want {expected}")
+    if total != expected:
+        fail(f"{total} samples in the files, {expected} pushed, kept and flushed")
 
 
 def cuts(complete, paths):
