@@ -6,16 +6,16 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use clap::ValueEnum;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use tachyon::choice::Choice;
 use tachyon::convert::{Destination, OutputKind};
 use tachyon::core::Compression;
 use tachyon::model::{Call, Collector, FrameTable, Source, Times};
 use tachyon::mojo::source::MojoMetric;
 use tachyon::profile::Profile;
-use tachyon::request::{convert_file, value_names, with_source, ByteOrder, ConvertRequest, InputOptions, Teardown};
+use tachyon::request::{convert_file, with_source, ByteOrder, ConvertRequest, InputOptions, Teardown};
 
 use crate::errors::{format_name, profile_error, request_error};
 use crate::types::{int_list, path_of, FrameObjects};
@@ -33,9 +33,9 @@ pub(crate) fn is_text(kind: OutputKind) -> bool {
     )
 }
 
-pub(crate) fn value_enum<T: ValueEnum>(what: &str, v: &str) -> PyResult<T> {
-    T::from_str(v, true)
-        .map_err(|_| PyValueError::new_err(format!("{what}={v:?}: one of {}", value_names::<T>().join(", "))))
+pub(crate) fn value_enum<T: Choice>(what: &str, v: &str) -> PyResult<T> {
+    T::from_name_ignoring_case(v)
+        .ok_or_else(|| PyValueError::new_err(format!("{what}={v:?}: one of {}", T::names_listed())))
 }
 
 /// How an input is read, from the keyword arguments both functions share.

@@ -62,7 +62,7 @@ fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, value)?;
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let outputs = tachyon::request::value_names::<tachyon::convert::OutputKind>();
+    let outputs: Vec<&str> = <tachyon::convert::OutputKind as tachyon::choice::Choice>::names().collect();
     m.add("OUTPUTS", pyo3::types::PyTuple::new(py, outputs)?)?;
     Ok(())
 }

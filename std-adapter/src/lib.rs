@@ -21,7 +21,7 @@
 //!   [`mojo`] (also Austin's text and speedscope as Austin makes it), [`pstats`] (also its
 //!   table, dump, merge and gprof2dot's graph); [`otlp`] (an output only: OpenTelemetry's
 //!   profiles signal).
-//! * Shared: [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
+//! * Shared: [`choice`] (the named values options take), [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
 //!   [`hash`] (keyed fast hashing, string tables).
 //!
@@ -36,6 +36,7 @@
 
 #![deny(missing_docs)]
 
+pub mod choice;
 pub mod convert;
 pub mod file;
 pub mod gperftools;

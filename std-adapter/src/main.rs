@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
+use tachyon::choice::Choice;
 use tachyon::convert::{Destination, Output, OutputKind};
 use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
@@ -98,7 +100,7 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// Byte order of the file.
-        #[arg(long, value_enum, default_value_t = ByteOrder::Native)]
+        #[arg(long, value_parser = choice::<ByteOrder>(), default_value_t = ByteOrder::Native)]
         byte_order: ByteOrder,
         /// Overrides the input's compression.
         #[arg(long, value_enum)]
@@ -147,7 +149,7 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// Fold into this format (pprof, otlp, collapsed, tachyon, … any of convert's).
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = choice::<OutputKind>())]
         to: Option<OutputKind>,
         /// With --to: name and skip files that cannot be read or do not share the first's
         /// sample meaning (its mode), instead of stopping.
@@ -177,7 +179,7 @@ enum Command {
         #[arg(long)]
         endpoint: String,
         /// What the server takes.
-        #[arg(long, value_enum, default_value_t = Protocol::Otlp)]
+        #[arg(long, value_parser = choice::<Protocol>(), default_value_t = Protocol::Otlp)]
         protocol: Protocol,
         /// An extra header, `Name: value` (repeatable): `Authorization: Bearer TOKEN`,
         /// `X-Scope-OrgID: TENANT` …; `@FILE` reads one `Name: value` a line from FILE (for
@@ -239,7 +241,7 @@ struct InputArgs {
     /// MOJO input: what a sample weighs in collapsed stacks, flame graphs, pprof and pstats;
     /// default: time, or allocations for a memory profile (as Austin's tools). speedscope gets
     /// every metric of the file's mode, as austin2speedscope makes it.
-    #[arg(long, value_enum, value_name = "METRIC")]
+    #[arg(long, value_parser = choice::<tachyon::mojo::source::MojoMetric>(), value_name = "METRIC")]
     metric: Option<tachyon::mojo::source::MojoMetric>,
     /// Without `--sample-index`, count pprof's first `count` type (outputs made of samples).
     #[arg(skip)]
@@ -249,7 +251,7 @@ struct InputArgs {
 #[derive(Args)]
 struct ConvertArgs {
     /// Output format.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<OutputKind>())]
     to: OutputKind,
     /// Output file.
     #[arg(short, long)]
@@ -293,7 +295,7 @@ struct ConvertArgs {
     #[arg(long)]
     title: Option<String>,
     /// tachyon, gperftools: byte order of the output (default: the input's).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<ByteOrder>())]
     byte_order: Option<ByteOrder>,
     /// tachyon: compression of the output (default: the input's).
     #[arg(long, value_enum)]
@@ -309,6 +311,13 @@ struct ConvertArgs {
     /// otlp, otlp-json: the resource's `service.name` (default: unknown_service).
     #[arg(long)]
     service_name: Option<String>,
+}
+
+/// clap's parser for one of the library's named values: its names, each with its
+/// description as help (as clap's `ValueEnum` derive shows a variant's documentation).
+fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {
+    let values = T::ALL.iter().map(|(_, name, doc)| PossibleValue::new(*name).help(doc.trim().trim_end_matches('.')));
+    PossibleValuesParser::new(values).try_map(|name| T::from_name(&name).ok_or("not one of the names"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
-use clap::ValueEnum;
+use crate::choice::Choice;
 use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
@@ -70,43 +70,45 @@ impl<E> From<io::Error> for ConvertError<E> {
     }
 }
 
-/// Every output format: the one list the command, its help and its checks are made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputKind {
-    /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
-    Collapsed,
-    /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
-    Pstats,
-    /// The table CPython's `replay` prints.
-    PstatsText,
-    /// An SVG flame graph.
-    Flamegraph,
-    /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
-    Gecko,
-    /// speedscope JSON, one sampled profile per thread.
-    Speedscope,
-    /// Gzipped pprof profile.proto (go tool pprof).
-    Pprof,
-    /// OpenTelemetry profiles: an OTLP `ExportProfilesServiceRequest` in protobuf.
-    Otlp,
-    /// The same request in OTLP/JSON.
-    OtlpJson,
-    /// CPython's `replay --jsonl` aggregate records.
-    Jsonl,
-    /// Tachyon again, in another byte order or compression.
-    Tachyon,
-    /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
-    /// another slot width or byte order is asked for).
-    Gperftools,
-    /// Austin's text format, as austin-python's `mojo2austin` writes it (of a MOJO input, or
-    /// of the MOJO file `--to mojo` makes).
-    Austin,
-    /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
-    /// asked for; from any other: what Austin would have written for its samples).
-    Mojo,
-    /// Graphviz DOT: the call graph gprof2dot draws with `-f pstats` (of a pstats input, or
-    /// of the pstats file `--to pstats` makes).
-    Dot,
+crate::choices! {
+    /// Every output format: the one list the command, its help and its checks are made from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OutputKind {
+        /// Collapsed stacks, byte-identical to CPython's `replay --collapsed`.
+        Collapsed = "collapsed",
+        /// The marshal file of CPython's `replay --pstats -o` (pstats.Stats loads it).
+        Pstats = "pstats",
+        /// The table CPython's `replay` prints.
+        PstatsText = "pstats-text",
+        /// An SVG flame graph.
+        Flamegraph = "flamegraph",
+        /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
+        Gecko = "gecko",
+        /// speedscope JSON, one sampled profile per thread.
+        Speedscope = "speedscope",
+        /// Gzipped pprof profile.proto (go tool pprof).
+        Pprof = "pprof",
+        /// OpenTelemetry profiles: an OTLP `ExportProfilesServiceRequest` in protobuf.
+        Otlp = "otlp",
+        /// The same request in OTLP/JSON.
+        OtlpJson = "otlp-json",
+        /// CPython's `replay --jsonl` aggregate records.
+        Jsonl = "jsonl",
+        /// Tachyon again, in another byte order or compression.
+        Tachyon = "tachyon",
+        /// A gperftools CPU profile (from a gperftools input: re-encoded, byte-identical unless
+        /// another slot width or byte order is asked for).
+        Gperftools = "gperftools",
+        /// Austin's text format, as austin-python's `mojo2austin` writes it (of a MOJO input, or
+        /// of the MOJO file `--to mojo` makes).
+        Austin = "austin",
+        /// Austin's MOJO (from MOJO input: re-encoded, byte-identical unless another version is
+        /// asked for; from any other: what Austin would have written for its samples).
+        Mojo = "mojo",
+        /// Graphviz DOT: the call graph gprof2dot draws with `-f pstats` (of a pstats input, or
+        /// of the pstats file `--to pstats` makes).
+        Dot = "dot",
+    }
 }
 
 impl OutputKind {
@@ -126,17 +128,7 @@ impl OutputKind {
 
     /// The outputs an option belongs to.
     pub fn owning(option: &str) -> impl Iterator<Item = OutputKind> + '_ {
-        OutputKind::value_variants().iter().copied().filter(move |k| k.options().contains(&option))
-    }
-}
-
-/// The name `--to` takes (clap's, from the variant's name).
-impl fmt::Display for OutputKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.to_possible_value() {
-            Some(v) => f.write_str(v.get_name()),
-            None => Ok(()),
-        }
+        OutputKind::ALL.iter().map(|(k, _, _)| *k).filter(move |k| k.options().contains(&option))
     }
 }
 
@@ -233,23 +225,25 @@ impl Output {
     }
 }
 
-/// Sort orders of the printed table (CPython's `--sort`, same names on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SortOrder {
-    /// Direct samples, descending (the default).
-    Nsamples,
-    /// Direct time, descending.
-    Tottime,
-    /// Cumulative time, descending.
-    Cumtime,
-    /// Direct share, descending.
-    SamplePct,
-    /// Cumulative share, descending.
-    CumulPct,
-    /// Cumulative samples, descending.
-    NsamplesCumul,
-    /// Python's `str()` of the key, ascending.
-    Name,
+crate::choices! {
+    /// Sort orders of the printed table (CPython's `--sort`, same names on the command line).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SortOrder {
+        /// Direct samples, descending (the default).
+        Nsamples = "nsamples",
+        /// Direct time, descending.
+        Tottime = "tottime",
+        /// Cumulative time, descending.
+        Cumtime = "cumtime",
+        /// Direct share, descending.
+        SamplePct = "sample-pct",
+        /// Cumulative share, descending.
+        CumulPct = "cumul-pct",
+        /// Cumulative samples, descending.
+        NsamplesCumul = "nsamples-cumul",
+        /// Python's `str()` of the key, ascending.
+        Name = "name",
+    }
 }
 
 /// Where an output goes.

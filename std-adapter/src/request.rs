@@ -7,11 +7,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
 use tachyon_core::gperftools::RunTimeWord;
 use tachyon_core::kind::FileKind;
 use tachyon_core::Compression;
 
+use crate::choice::Choice;
 use crate::model::fold::{Fold, FoldError, FoldOptions, Folded};
 use crate::mojo::source::MojoMetric;
 use crate::output::{ConvertError, Destination, Output, OutputKind, SortOrder};
@@ -19,25 +19,22 @@ use crate::pprof::source::SampleIndex;
 use crate::profile::{AnySource, Profile, ProfileError, SourceOptions};
 use crate::pstats::source::PstatsOptions;
 
-/// The names a command-line enum takes (`--to`'s outputs, `--sort`'s orders, …).
-pub fn value_names<T: ValueEnum>() -> Vec<String> {
-    T::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|v| v.get_name().to_string()).collect()
-}
-
 /// A file's name for a title (the whole path if it has none).
 pub fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// Byte order of a Tachyon or gperftools output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ByteOrder {
-    /// This machine's.
-    Native,
-    /// Little-endian (x86_64, aarch64).
-    Little,
-    /// Big-endian (s390x, PowerPC).
-    Big,
+crate::choices! {
+    /// Byte order of a Tachyon or gperftools output.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ByteOrder {
+        /// This machine's.
+        Native = "native",
+        /// Little-endian (x86_64, aarch64).
+        Little = "little",
+        /// Big-endian (s390x, PowerPC).
+        Big = "big",
+    }
 }
 
 impl ByteOrder {
@@ -222,11 +219,8 @@ impl ConvertRequest {
             OutputKind::PstatsText => Output::PstatsText {
                 sort: match self.sort.as_deref() {
                     None => SortOrder::Nsamples,
-                    Some(s) => SortOrder::from_str(s, false).map_err(|_| {
-                        RequestError::Usage(format!(
-                            "--sort {s}: for this input one of {}",
-                            value_names::<SortOrder>().join(", ")
-                        ))
+                    Some(s) => SortOrder::from_name(s).ok_or_else(|| {
+                        RequestError::Usage(format!("--sort {s}: for this input one of {}", SortOrder::names_listed()))
                     })?,
                 },
                 limit: Some(self.limit.unwrap_or(15)),

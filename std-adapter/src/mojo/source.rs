@@ -45,22 +45,31 @@ use crate::output::{ConvertError, Destination, Output, OutputKind};
 /// THREAD_STATUS_ON_CPU.
 const ON_CPU: u8 = 2;
 
-/// What a sample weighs in aggregating outputs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum MojoMetric {
-    /// Time, or for a memory profile allocations.
-    #[default]
-    Default,
-    /// METRIC_TIME, µs (wall or CPU time as the mode measured; in full mode wall time).
-    Time,
-    /// METRIC_TIME of samples not idle (full mode's CPU time, as austin2speedscope counts it).
-    Cpu,
-    /// Positive METRIC_MEMORY deltas, bytes.
-    Alloc,
-    /// Negative METRIC_MEMORY deltas, negated, bytes.
-    Free,
-    /// One per sample.
-    Samples,
+crate::choices! {
+    /// What a sample weighs in aggregating outputs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum MojoMetric {
+        /// Time, or for a memory profile allocations.
+        Default = "default",
+        /// METRIC_TIME, µs (wall or CPU time as the mode measured; in full mode wall time).
+        Time = "time",
+        /// METRIC_TIME of samples not idle (full mode's CPU time, as austin2speedscope counts it).
+        Cpu = "cpu",
+        /// Positive METRIC_MEMORY deltas, bytes.
+        Alloc = "alloc",
+        /// Negative METRIC_MEMORY deltas, negated, bytes.
+        Free = "free",
+        /// One per sample.
+        Samples = "samples",
+    }
+}
+
+// By hand: `choices!` variants take documentation only, so no `#[default]`.
+#[allow(clippy::derivable_impls)]
+impl Default for MojoMetric {
+    fn default() -> Self {
+        MojoMetric::Default
+    }
 }
 
 impl MojoMetric {

@@ -288,6 +288,7 @@ impl<'a> Printer<'a> {
                         list.truncate((before as f64 * f + 0.5) as usize);
                     }
                 }
+                #[cfg(feature = "regex")]
                 Restriction::Pattern(p) => {
                     let pattern = regex::Regex::new(p).map_err(|e| {
                         PrintError(format!(
@@ -297,6 +298,14 @@ impl<'a> Printer<'a> {
                         ))
                     })?;
                     list.retain(|&i| pattern.is_match(&self.stats.std_string(&self.entries()[i].key)));
+                }
+                #[cfg(not(feature = "regex"))]
+                Restriction::Pattern(_) => {
+                    return Err(PrintError(format!(
+                        "the restriction {}: regular expressions need the `regex` feature, which this build \
+                         of the library leaves out",
+                        restriction.py_repr()
+                    )));
                 }
             }
             if list.len() != before {

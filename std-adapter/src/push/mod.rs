@@ -41,15 +41,17 @@ use crate::otlp::DEFAULT_SERVICE_NAME;
 use crate::output::{Destination, OutputKind};
 use crate::request::{convert_file, write_folded, ConvertRequest, InputOptions, MergeRequest, RequestError, Teardown};
 
-/// Where profiles go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Protocol {
-    /// OTLP/HTTP, protobuf, gzip.
-    Otlp,
-    /// Pyroscope's `/ingest`, pprof.
-    PyroscopePprof,
-    /// Pyroscope's `/ingest`, folded stacks.
-    PyroscopeFolded,
+crate::choices! {
+    /// Where profiles go.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Protocol {
+        /// OTLP/HTTP, protobuf, gzip.
+        Otlp = "otlp",
+        /// Pyroscope's `/ingest`, pprof.
+        PyroscopePprof = "pyroscope-pprof",
+        /// Pyroscope's `/ingest`, folded stacks.
+        PyroscopeFolded = "pyroscope-folded",
+    }
 }
 
 /// How requests are retried.
