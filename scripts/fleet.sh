@@ -21,11 +21,13 @@ PY311=/usr/bin/python3.11
 # opentelemetry-proto 1.45.2 is generated from opentelemetry-proto v1.10.0, the release
 # src/otlp implements (its PyPI description says so); Dask runs the distributed merge.
 PINNED=(opentelemetry-proto==1.45.2 protobuf==7.36.2 dask==2026.8.0 distributed==2026.8.0)
-if [ ! -x /usr/bin/time ]; then
-  [ "$(id -u)" = 0 ] || fail "GNU time" "/usr/bin/time is missing and this is not root (apt-get install time)"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null \
-    || fail "GNU time" "apt-get install time failed"
-fi
+# GNU time (peak memory), openssl (the HTTPS push test's throwaway certificate authority).
+for pair in /usr/bin/time:time /usr/bin/openssl:openssl; do
+  [ -x "${pair%%:*}" ] && continue
+  [ "$(id -u)" = 0 ] || fail "${pair#*:}" "${pair%%:*} is missing and this is not root (apt-get install ${pair#*:})"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${pair#*:}" >/dev/null || fail "${pair#*:}" "apt-get install ${pair#*:} failed"
+done
 
 step "Python 3.11 environment with ${PINNED[*]} (cached)"
 if [ "$(cat "$C/venv/pinned" 2>/dev/null)" != "${PINNED[*]}" ]; then

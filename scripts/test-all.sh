@@ -157,7 +157,7 @@ WITH_RECOMMENDS=(cc:gcc g++:g++ /usr/include/stdio.h:libc6-dev qemu-s390x:qemu-u
   objdump:binutils)
 WITHOUT_RECOMMENDS=(qemu-system-arm:qemu-system-arm cbindgen:cbindgen clang:clang valgrind:valgrind
   pkg-config:pkg-config lua5.4:lua5.4 /usr/include/lua5.4/lua.h:liblua5.4-dev arm-none-eabi-ld:binutils-arm-none-eabi
-  /usr/bin/time:time sccache:sccache)
+  /usr/bin/time:time sccache:sccache openssl:openssl)
 not_installed() { # not_installed WHAT:PACKAGE...: the packages whose command or file is missing
   local pair what
   for pair in "$@"; do
@@ -314,7 +314,7 @@ cargo build --profile checked "${HOST_TESTS[@]}" --example roundtrip --example m
 target/checked/examples/roundtrip target/roundtrip.bin
 prune target/tmp
 
-step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, built together): clippy, core's byte-order proofs with every codec, CPython's vectors decoded and written natively, the writers under injected faults"
+step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, built together): clippy, TLS (rustls, ring) built, core's byte-order proofs with every codec, CPython's vectors decoded and written natively, the writers under injected faults"
 # What depends on the ISA runs here: core (every codec's reader and writer, in the machine's
 # own byte order), CPython's vectors, the writers' fault paths. The conversions above core
 # (gperftools, pprof, MOJO, the firmware files: qemu-tests' gperftools_convert,
@@ -327,6 +327,11 @@ CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
 cargo clippy -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}" -- -D warnings
 cargo test --no-run --profile checked -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
 cargo test --no-run --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
+# TLS (`tachyon push` to https://, the std layer's `tls` feature): rustls, its roots and ring,
+# whose C and assembly the targets' cross compilers build. Our own TLS code is portable Rust,
+# checked on the host; building the std layer itself again with the feature would compile it
+# a second time per target.
+cargo build --profile checked -p rustls -p rustls-native-certs -p webpki-roots "${BE_TARGET_ARGS[@]}"
 # Then each target's tests run side by side with the others' (cargo test runs one binary at
 # a time, and one emulated binary seldom keeps both cores busy: 3 min 41 s one target after
 # another); each target's log is shown when all three have ended.

@@ -13,7 +13,10 @@ import email.parser
 import gzip
 import http.server
 import os
+import shutil
+import ssl
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -33,9 +36,10 @@ BURN = os.path.join(ROOT, "qemu-tests", "vectors", "gperftools-2.10", "x86_64-le
 
 
 class Receiver:
-    """An HTTP server on 127.0.0.1 answering from a script of (status, body, headers)."""
+    """An HTTP server on 127.0.0.1 answering from a script of (status, body, headers); HTTPS
+    with `tls`, a server-side `ssl.SSLContext`."""
 
-    def __init__(self, script):
+    def __init__(self, script, tls=None):
         self.script = list(script)
         self.requests = []
         receiver = self
@@ -56,7 +60,9 @@ class Receiver:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -86,8 +92,8 @@ def collapsed(args):
 
 
 class PushTest(unittest.TestCase):
-    def receiver(self, script):
-        r = Receiver(script)
+    def receiver(self, script, tls=None):
+        r = Receiver(script, tls)
         self.addCleanup(r.close)
         return r
 
@@ -161,11 +167,6 @@ class PushTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("taken in part: 1 profiles rejected: unknown frame type", p.stderr)
 
-    def test_https_is_refused_plainly(self):
-        p = push("https://profiles.example", FILES[0])
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("https is not supported", p.stderr)
-
     def test_pyroscope_ingest(self):
         for protocol, fmt in (("pyroscope-pprof", "pprof"), ("pyroscope-folded", "folded")):
             with self.subTest(protocol=protocol):
@@ -210,6 +211,121 @@ class PushTest(unittest.TestCase):
                     if f == FILES[0]:
                         self.assertGreater(int(q["from"]), 1_600_000_000)
 
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+class Certificates:
+    """A throwaway certificate authority and server certificates made with openssl: one for
+    127.0.0.1, one for another name, one expired (valid until before it was made)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="tachyon-tls-")
+        d = lambda n: os.path.join(self.dir, n)  # noqa: E731
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        openssl("req", "-x509", *ec, "-keyout", d("ca.key"), "-out", d("ca.pem"), "-days", "2", "-subj", "/CN=tachyon test CA")
+        self.ca = d("ca.pem")
+        for name, san, days in (
+            ("good", "IP:127.0.0.1,DNS:localhost", "2"),
+            ("wrong-name", "DNS:profiles.example", "2"),
+            ("expired", "IP:127.0.0.1,DNS:localhost", "-1"),
+        ):
+            openssl("req", *ec, "-keyout", d(name + ".key"), "-out", d(name + ".csr"), "-subj", "/CN=" + name)
+            with open(d(name + ".ext"), "w") as f:
+                f.write(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n")
+            openssl("x509", "-req", "-in", d(name + ".csr"), "-CA", self.ca, "-CAkey", d("ca.key"), "-CAcreateserial",
+                    "-days", days, "-extfile", d(name + ".ext"), "-out", d(name + ".pem"))
+
+    def server(self, name):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(self.dir, name + ".pem"), os.path.join(self.dir, name + ".key"))
+        return ctx
+
+    def close(self):
+        shutil.rmtree(self.dir)
+
+
+class HttpsTest(unittest.TestCase):
+    """Issue 39: pushes over HTTPS to loopback servers with a throwaway CA; each refusal says
+    why, exits 1 and is not retried."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = Certificates()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.certs.close()
+
+    def receiver(self, script, tls=None):
+        r = Receiver(script, tls)
+        self.addCleanup(r.close)
+        return r
+
+    def test_otlp_and_pyroscope_over_https_with_the_private_ca(self):
+        r = self.receiver([(200, b"", {})] * 3, self.certs.server("good"))
+        p = push(r.url, *FILES, "--service-name", "checkout", "--cacert", self.certs.ca)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sent = [gzip.decompress(body) for _, _, body, _ in r.requests]
+        self.assertEqual(sent, [otlp_of(f, "checkout") for f in FILES])
+        for body in sent:
+            msg = ExportProfilesServiceRequest()
+            msg.ParseFromString(body)
+            self.assertTrue(msg.resource_profiles[0].scope_profiles[0].profiles[0].samples)
+        # Pyroscope, the CA named by the OpenTelemetry exporters' variable instead.
+        r = self.receiver([(200, b"", {})], self.certs.server("good"))
+        env = dict(os.environ, OTEL_EXPORTER_OTLP_CERTIFICATE=self.certs.ca)
+        p = subprocess.run([CLI, "--quiet", "push", "--endpoint", r.url, FILES[0], "--protocol", "pyroscope-folded",
+                            "--service-name", "shop"], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (path, _, body, _), = r.requests
+        self.assertTrue(path.startswith("/ingest?name=shop&"), path)
+        got = Counter()
+        for line in body.decode().splitlines():
+            stack, n = line.rsplit(" ", 1)
+            got[stack] += int(n)
+        self.assertEqual(got, collapsed(["merge", FILES[0], "--to", "collapsed", "-o", "/dev/stdout"]))
+
+    def refused(self, url, *args):
+        # Not --quiet: a retry would say "trying again".
+        p = subprocess.run([CLI, "push", "--endpoint", url, FILES[0], "--attempts", "3", "--retry-wait-ms", "20",
+                            "--timeout", "5", *args], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertNotIn("trying again", p.stderr)
+        return p.stderr
+
+    def test_an_unknown_ca_is_refused(self):
+        r = self.receiver([], self.certs.server("good"))
+        self.assertIn("127.0.0.1's certificate is not signed by an authority this push trusts (for a private CA: --cacert FILE)",
+                      self.refused(r.url))
+        self.assertEqual(r.requests, [])
+
+    def test_a_certificate_for_another_name_is_refused(self):
+        r = self.receiver([], self.certs.server("wrong-name"))
+        self.assertIn("127.0.0.1's certificate is for another name than 127.0.0.1", self.refused(r.url, "--cacert", self.certs.ca))
+        self.assertEqual(r.requests, [])
+
+    def test_an_expired_certificate_is_refused(self):
+        r = self.receiver([], self.certs.server("expired"))
+        self.assertIn("127.0.0.1's certificate has expired", self.refused(r.url, "--cacert", self.certs.ca))
+        self.assertEqual(r.requests, [])
+
+    def test_a_plain_http_server_behind_https_is_refused(self):
+        r = self.receiver([])
+        url = r.url.replace("http://", "https://")
+        self.assertIn("127.0.0.1 does not speak TLS there (a plain http:// server behind an https:// URL?)",
+                      self.refused(url, "--cacert", self.certs.ca))
+        self.assertEqual(r.requests, [])
+
+    def test_cacert_is_for_https(self):
+        p = push("http://127.0.0.1:9", FILES[0], "--cacert", self.certs.ca)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--cacert is for https:// endpoints", p.stderr)
+        p = push("https://127.0.0.1:9", FILES[0], "--cacert", os.path.join(self.certs.dir, "nothing.pem"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nothing.pem", p.stderr)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -22,7 +22,7 @@ use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
-use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets};
+use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets, TlsClient, Trust};
 use tachyon::request::{
     convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
     MergeRequest, RequestError, Teardown,
@@ -170,14 +170,20 @@ enum Command {
     /// Sends profiles (or folders of them) to a server, one request per file: an OTLP/HTTP
     /// receiver (POST <endpoint>/v1development/profiles, protobuf, gzip) or Pyroscope's
     /// /ingest (pprof or folded stacks). Retries with backoff on 429, 5xx and lost
-    /// connections; stops at any other 4xx with what the server said. http:// only.
+    /// connections; stops at any other 4xx, or a certificate TLS refuses, with why.
     Push {
         /// The profiles (or folders of them).
         #[arg(required = true, num_args = 1..)]
         files: Vec<PathBuf>,
-        /// The server: http://host:port[/base].
+        /// The server: http[s]://host[:port][/base].
         #[arg(long)]
         endpoint: String,
+        /// https: trust only the certificate authorities in this PEM file (a private CA), as
+        /// curl's --cacert; default: Mozilla's roots and the system's.
+        /// OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE in the
+        /// environment name one too.
+        #[arg(long, value_name = "FILE")]
+        cacert: Option<PathBuf>,
         /// What the server takes.
         #[arg(long, value_parser = choice::<Protocol>(), default_value_t = Protocol::Otlp)]
         protocol: Protocol,
@@ -667,6 +673,25 @@ fn fold(files: &[PathBuf], output: &Path, request: &MergeRequest, quiet: bool) -
     Ok(())
 }
 
+/// The TLS client an endpoint needs: for https://, trusting `--cacert`'s file, else the
+/// OpenTelemetry exporters' certificate variable's, else Mozilla's roots and the system's.
+fn push_tls(endpoint: &Endpoint, cacert: Option<PathBuf>) -> Result<Option<TlsClient>, String> {
+    let from_env = || {
+        ["OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"]
+            .iter()
+            .find_map(|v| std::env::var_os(v).filter(|p| !p.is_empty()))
+            .map(PathBuf::from)
+    };
+    if !endpoint.tls {
+        return match cacert {
+            Some(_) => Err("--cacert is for https:// endpoints".into()),
+            None => Ok(None),
+        };
+    }
+    let trust = cacert.or_else(from_env).map_or(Trust::Default, Trust::CaFile);
+    TlsClient::new(&trust).map(Some)
+}
+
 /// The headers of a push from every source (`-H`, `-H @FILE`, the OpenTelemetry variables,
 /// basic authentication), each checked, each value registered as a secret.
 fn push_headers(
@@ -806,6 +831,7 @@ fn main() -> ExitCode {
         Command::Push {
             files,
             endpoint,
+            cacert,
             protocol,
             headers,
             basic_auth,
@@ -821,6 +847,7 @@ fn main() -> ExitCode {
             let request = Endpoint::parse(&endpoint).and_then(|endpoint| {
                 let headers = push_headers(&headers, basic_auth, basic_auth_file, &mut secrets)
                     .map_err(|e| secrets.scrub(&e.to_string()))?;
+                let tls = push_tls(&endpoint, cacert)?;
                 Ok(PushRequest {
                     endpoint,
                     protocol,
@@ -832,6 +859,7 @@ fn main() -> ExitCode {
                         timeout: Duration::from_secs(timeout),
                     },
                     input: input_options(&inputs),
+                    tls,
                 })
             });
             match request {

@@ -74,7 +74,7 @@ fn a_2xx_whose_body_breaks_is_sent_once() {
         serve(|_| b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n".to_vec(), Duration::ZERO);
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
     let answer =
-        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {})
+        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {})
             .expect("a 200 status line is an answer");
     assert_eq!(answer.status, 200);
     assert!(answer.body_error.is_some());
@@ -89,7 +89,7 @@ fn a_100_continue_then_200_counts_as_sent() {
     );
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
     let answer =
-        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {})
+        send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {})
             .unwrap();
     assert_eq!((answer.status, server.connections.load(Ordering::SeqCst)), (200, 1));
 }
@@ -98,12 +98,12 @@ fn a_100_continue_then_200_counts_as_sent() {
 fn a_5xx_is_retried_and_a_cut_before_the_status_line_too() {
     let server = serve(|_| b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n".to_vec(), Duration::ZERO);
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
-    let err = send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {}).unwrap_err();
+    let err = send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {}).unwrap_err();
     assert!(matches!(err, PushError::GaveUp { attempts: 3, .. }), "{err}");
     assert_eq!(server.connections.load(Ordering::SeqCst), 3);
     let server = serve(|_| b"HTTP/1.1 2".to_vec(), Duration::ZERO);
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
-    assert!(send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), &mut |_, _| {}).is_err());
+    assert!(send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {}).is_err());
     assert_eq!(server.connections.load(Ordering::SeqCst), 3, "no status line: not taken, so sent again");
 }
 

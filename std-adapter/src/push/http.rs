@@ -9,6 +9,10 @@
 //! `1xx` answers (`100 Continue`, `103 Early Hints`) are skipped, up to
 //! [`MAX_INTERIM`] of them; `101 Switching Protocols` is an error (nothing asked to switch).
 //!
+//! An `https://` endpoint's connection is TLS ([`crate::push::tls`]): the handshake completes
+//! before the request is written, and a certificate TLS refuses is [`NotSent::Refused`], which
+//! is not retried.
+//!
 //! Nothing that reaches the request is taken as it is given: the URL's host, port and path
 //! and every header are checked for characters that would end a line or a field
 //! ([`Endpoint::parse`], [`crate::push::secrets`]), so a value cannot add a header or a
@@ -19,12 +23,16 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// An `http://host[:port][/base]` endpoint.
+use crate::push::tls::{Refusal, TlsClient};
+
+/// An `http[s]://host[:port][/base]` endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// `https://`: the connection is TLS ([`crate::push::tls`]).
+    pub tls: bool,
     /// Host name or address (an IPv6 address without its brackets).
     pub host: String,
-    /// Port (80 when not given).
+    /// Port (80, or 443 for https, when not given).
     pub port: u16,
     /// Path prefix, without a trailing `/` (may be empty).
     pub base: String,
@@ -51,19 +59,16 @@ fn target_char(c: char) -> bool {
 }
 
 impl Endpoint {
-    /// Parses `url` (`http://host[:port][/base]`; `[v6address]` for IPv6). Errors show the
-    /// URL only as [`shown`] gives it.
+    /// Parses `url` (`http[s]://host[:port][/base]`; `[v6address]` for IPv6). Errors show
+    /// the URL only as [`shown`] gives it.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let show = shown(url);
-        let rest = match url.split_once("://") {
-            Some(("http", rest)) => rest,
-            Some(("https", _)) => {
-                return Err(format!(
-                    "{show}: https is not supported; run an OpenTelemetry collector or a TLS proxy on this machine and push to it over http"
-                ))
-            }
-            _ => return Err(format!("{show}: not an http:// URL")),
+        let (tls, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            _ => return Err(format!("{show}: not an http:// or https:// URL")),
         };
+        let default_port = if tls { 443 } else { 80 };
         if !url.chars().all(target_char) {
             return Err(format!("{show}: the URL has a space or a control character"));
         }
@@ -82,7 +87,7 @@ impl Endpoint {
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let (host, after) = v6.split_once(']').ok_or_else(|| format!("{show}: no `]` after the IPv6 address"))?;
             match after {
-                "" => (host, 80),
+                "" => (host, default_port),
                 _ => match after.strip_prefix(':') {
                     Some(p) => (host, p.parse().map_err(|_| format!("{show}: bad port {p:?}"))?),
                     None => return Err(format!("{show}: text after the IPv6 address")),
@@ -91,7 +96,7 @@ impl Endpoint {
         } else {
             match authority.split_once(':') {
                 Some((h, p)) => (h, p.parse().map_err(|_| format!("{show}: bad port {p:?}"))?),
-                None => (authority, 80),
+                None => (authority, default_port),
             }
         };
         if host.is_empty() {
@@ -100,7 +105,7 @@ impl Endpoint {
         if port == 0 {
             return Err(format!("{show}: port 0"));
         }
-        Ok(Endpoint { host: host.to_owned(), port, base: base.to_owned() })
+        Ok(Endpoint { tls, host: host.to_owned(), port, base: base.to_owned() })
     }
 
     /// The `Host` header's value: an IPv6 address bracketed, as in the URL.
@@ -147,11 +152,19 @@ pub const MAX_INTERIM: usize = 8;
 
 /// Why a request got no final answer: nothing of it was taken.
 #[derive(Debug)]
-pub struct NotSent(pub io::Error);
+pub enum NotSent {
+    /// The connection failed or no answer came (retried).
+    Lost(io::Error),
+    /// TLS refused the server (retrying would meet the same certificate).
+    Refused(String),
+}
 
 impl std::fmt::Display for NotSent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        match self {
+            NotSent::Lost(e) => e.fmt(f),
+            NotSent::Refused(why) => f.write_str(why),
+        }
     }
 }
 
@@ -176,23 +189,29 @@ fn resolve(host: &str, port: u16, timeout: Duration) -> io::Result<Vec<SocketAdd
     }
 }
 
-/// One HTTP/1.1 POST (`Connection: close`); the final answer whatever its status. `headers`
-/// must have been checked ([`crate::push::secrets`]) and `target` must be visible ASCII
-/// (checked here too).
+/// One HTTP/1.1 POST (`Connection: close`), over TLS for an `https://` endpoint (`tls` is
+/// then required); the final answer whatever its status. `headers` must have been checked
+/// ([`crate::push::secrets`]) and `target` must be visible ASCII (checked here too).
 pub fn post(
     endpoint: &Endpoint,
     target: &str,
     headers: &[(String, String)],
     body: &Body,
     timeout: Duration,
+    tls: Option<&TlsClient>,
 ) -> Result<Answer, NotSent> {
     if !target.chars().all(target_char) {
-        return Err(NotSent(io::Error::new(
+        return Err(NotSent::Lost(io::Error::new(
             io::ErrorKind::InvalidInput,
             "the request target has a space or a control character",
         )));
     }
-    let addrs = resolve(&endpoint.host, endpoint.port, timeout).map_err(NotSent)?;
+    let tls = match (endpoint.tls, tls) {
+        (true, None) => return Err(NotSent::Refused("an https:// endpoint needs a TLS client".into())),
+        (true, tls) => tls,
+        (false, _) => None,
+    };
+    let addrs = resolve(&endpoint.host, endpoint.port, timeout).map_err(NotSent::Lost)?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", endpoint.host));
     let mut stream = None;
     for addr in addrs {
@@ -204,10 +223,29 @@ pub fn post(
             Err(e) => last = e,
         }
     }
-    let mut stream = stream.ok_or(last).map_err(NotSent)?;
+    let stream = stream.ok_or(last).map_err(NotSent::Lost)?;
+    stream.set_read_timeout(Some(timeout)).map_err(NotSent::Lost)?;
+    stream.set_write_timeout(Some(timeout)).map_err(NotSent::Lost)?;
+    match tls {
+        Some(tls) => match tls.connect(&endpoint.host, stream) {
+            Ok(stream) => exchange(stream, endpoint, target, headers, body, timeout),
+            Err(Refusal::Final(why)) => Err(NotSent::Refused(why)),
+            Err(Refusal::Retry(e)) => Err(NotSent::Lost(e)),
+        },
+        None => exchange(stream, endpoint, target, headers, body, timeout),
+    }
+}
+
+/// Writes the request to a connected `stream` and reads the answer.
+fn exchange<S: Read + Write>(
+    mut stream: S,
+    endpoint: &Endpoint,
+    target: &str,
+    headers: &[(String, String)],
+    body: &Body,
+    timeout: Duration,
+) -> Result<Answer, NotSent> {
     let sent = (|| {
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
         let mut head = format!(
             "POST {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: tachyon/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
             endpoint.host_header(),
@@ -237,8 +275,8 @@ pub fn post(
     };
     match (read_answer(BufReader::new(stream)), sent) {
         (Ok(answer), _) => Ok(answer),
-        (Err(e), Ok(())) => Err(NotSent(waited(e))),
-        (Err(_), Err(e)) => Err(NotSent(waited(e))),
+        (Err(e), Ok(())) => Err(NotSent::Lost(waited(e))),
+        (Err(_), Err(e)) => Err(NotSent::Lost(waited(e))),
     }
 }
 
@@ -359,21 +397,26 @@ mod tests {
     fn endpoints() {
         assert_eq!(
             Endpoint::parse("http://127.0.0.1:4318").unwrap(),
-            Endpoint { host: "127.0.0.1".into(), port: 4318, base: String::new() }
+            Endpoint { tls: false, host: "127.0.0.1".into(), port: 4318, base: String::new() }
         );
         assert_eq!(
             Endpoint::parse("http://collector/otel/").unwrap(),
-            Endpoint { host: "collector".into(), port: 80, base: "/otel".into() }
+            Endpoint { tls: false, host: "collector".into(), port: 80, base: "/otel".into() }
         );
         assert_eq!(Endpoint::parse("http://[::1]:4040").unwrap().host, "::1");
         // Issue 39: an IPv6 address without a port was refused.
         assert_eq!(
             Endpoint::parse("http://[::1]/").unwrap(),
-            Endpoint { host: "::1".into(), port: 80, base: String::new() }
+            Endpoint { tls: false, host: "::1".into(), port: 80, base: String::new() }
         );
         assert_eq!(Endpoint::parse("http://[::1]").unwrap().port, 80);
         assert_eq!(Endpoint::parse("http://[::1]:80").unwrap().host_header(), "[::1]:80");
-        assert!(Endpoint::parse("https://x").unwrap_err().contains("https is not supported"));
+        assert_eq!(
+            Endpoint::parse("https://otlp.example/base").unwrap(),
+            Endpoint { tls: true, host: "otlp.example".into(), port: 443, base: "/base".into() }
+        );
+        assert_eq!(Endpoint::parse("https://[::1]").unwrap().port, 443);
+        assert_eq!(Endpoint::parse("https://h:8443").unwrap().port, 8443);
         assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http://x:port").is_err());
         assert!(Endpoint::parse("http://[::1").is_err());

@@ -9,21 +9,20 @@
 //!   the gzipped profile in its `profile` field, as Pyroscope's own agents send it) or as
 //!   folded stacks (`format=folded`, one `stack count` line each).
 //!
-//! One request per file, in order, over plain HTTP/1.1 ([`http::post`]): a connection
+//! One request per file, in order, over HTTP/1.1 ([`http::post`]; TLS for `https://`
+//! endpoints, [`tls`]): a connection
 //! refused or cut before an answer, a time-out, 429 or 5xx is retried with exponential
 //! backoff (`Retry-After` honoured), up to a number of attempts; any other 4xx is final and
 //! its message is the server's. A file is never sent again once a 2xx status line arrived,
 //! whatever happened to the rest of the answer (see [`http`]).
 //!
-//! Modules: [`http`] (the client: endpoints, requests, answers), [`secrets`] (headers and
-//! credentials: sources, checks, and keeping them out of what is printed).
-//!
-//! HTTPS is not spoken: a TLS stack would raise the library's minimum Rust and add C to every
-//! cross build; put the collector (or a TLS-terminating proxy) on the loopback in front of a
-//! remote endpoint.
+//! Modules: [`http`] (the client: endpoints, requests, answers), [`tls`] (whom an `https://`
+//! push trusts, and why a server was refused), [`secrets`] (headers and credentials: sources,
+//! checks, and keeping them out of what is printed).
 
 pub mod http;
 pub mod secrets;
+pub mod tls;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -32,6 +31,7 @@ use std::time::Duration;
 
 pub use http::{post, Answer, Body, Endpoint};
 pub use secrets::{basic_auth, parse_header, Secrets};
+pub use tls::{TlsClient, Trust};
 
 use prost::Message;
 
@@ -86,6 +86,8 @@ pub enum PushError {
         /// The reason phrase and body, as the server sent them (cut at 4 KiB).
         message: String,
     },
+    /// TLS refused the server (its certificate, or it does not speak TLS); not retried.
+    Tls(String),
     /// Every attempt failed; the last failure.
     GaveUp {
         /// Attempts made.
@@ -99,6 +101,7 @@ impl fmt::Display for PushError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PushError::Refused { status, message } => write!(f, "the server refused it ({status}): {message}"),
+            PushError::Tls(why) => f.write_str(why),
             PushError::GaveUp { attempts, last } => write!(f, "gave up after {attempts} attempts: {last}"),
         }
     }
@@ -106,25 +109,27 @@ impl fmt::Display for PushError {
 
 impl std::error::Error for PushError {}
 
-/// Posts `body` to `target`, retrying as `retry` says; the 2xx answer. `waiting` is told each
-/// wait before a retry, with why.
+/// Posts `body` to `target` (over `tls` for an `https://` endpoint), retrying as `retry`
+/// says; the 2xx answer. `waiting` is told each wait before a retry, with why.
 pub fn send(
     endpoint: &Endpoint,
     target: &str,
     headers: &[(String, String)],
     body: &Body,
     retry: Retry,
+    tls: Option<&TlsClient>,
     waiting: &mut dyn FnMut(Duration, &str),
 ) -> Result<Answer, PushError> {
     let mut wait = retry.first_wait;
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let failure = match post(endpoint, target, headers, body, retry.timeout) {
+        let failure = match post(endpoint, target, headers, body, retry.timeout, tls) {
             // Taken, whatever followed the status line: never sent again.
             Ok(a) if (200..300).contains(&a.status) => return Ok(a),
             Ok(a) if a.status == 429 || a.status >= 500 => (format!("{} {}", a.status, http::said(&a)), a.retry_after),
             Ok(a) => return Err(PushError::Refused { status: a.status, message: http::said(&a) }),
+            Err(http::NotSent::Refused(why)) => return Err(PushError::Tls(why)),
             Err(e) => (e.to_string(), None),
         };
         if attempt >= retry.attempts.max(1) {
@@ -244,6 +249,8 @@ pub struct PushRequest {
     pub retry: Retry,
     /// How inputs are read.
     pub input: InputOptions,
+    /// The TLS client of an `https://` endpoint ([`TlsClient::new`]; `None` for `http://`).
+    pub tls: Option<TlsClient>,
 }
 
 /// Why pushing a file failed.
@@ -323,8 +330,9 @@ pub fn push_file(
     waiting: &mut dyn FnMut(Duration, &str),
 ) -> Result<Option<String>, PushFileError> {
     let (target, body) = request_for(file, request, warn).map_err(PushFileError::Request)?;
-    let answer = send(&request.endpoint, &target, &request.headers, &body, request.retry, waiting)
-        .map_err(PushFileError::Push)?;
+    let answer =
+        send(&request.endpoint, &target, &request.headers, &body, request.retry, request.tls.as_ref(), waiting)
+            .map_err(PushFileError::Push)?;
     Ok(match request.protocol {
         Protocol::Otlp => otlp_partial_success(&answer),
         _ => None,
