@@ -184,26 +184,66 @@ fn counts_of_2_to_the_32_and_beyond() {
     }
 }
 
-/// pprof values are signed 64-bit: many large ones would overflow a sum; past 2^53 the
+/// pprof values are weights, signed 64-bit: their total may pass 2^53 (go rescales values when
+/// it merges profiles of different periods; nanoseconds of a fleet's CPU), and every output
+/// converts such a profile or refuses it with an error, never an overflow (the checked
+/// profile's overflow checks would panic); past 2^63 − 1, what one pprof value holds, the
 /// profile is refused, saying why.
 #[test]
-fn pprof_values_adding_past_2_to_the_53_are_refused() {
+fn pprof_values_past_2_to_the_53_convert_and_past_2_to_the_63_are_refused() {
     use prost::Message;
     use tachyon::model::Source;
-    use tachyon::pprof::proto::{Profile, Sample, ValueType};
+    use tachyon::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
     use tachyon::pprof::source::{PprofSource, SampleIndex};
     let profile = |values: &[i64]| Profile {
         sample_type: vec![ValueType { r#type: 1, unit: 2 }],
-        sample: values.iter().map(|&v| Sample { location_id: vec![], value: vec![v], label: vec![] }).collect(),
-        string_table: vec![String::new(), "samples".into(), "count".into()],
+        sample: values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Sample { location_id: vec![1 + i as u64 % 2], value: vec![v], label: vec![] })
+            .collect(),
+        location: (1..=2)
+            .map(|id| Location { id, line: vec![Line { function_id: id, line: 7 }], ..Location::default() })
+            .collect(),
+        function: (1..=2).map(|id| Function { id, name: 2 + id as i64, ..Function::default() }).collect(),
+        string_table: vec![String::new(), "cpu".into(), "nanoseconds".into(), "hot".into(), "cold".into()],
+        // A 10 ms period: outputs that multiply counts by the interval meet 2^63 × 10^4.
+        period_type: Some(ValueType { r#type: 1, unit: 2 }),
+        period: 10_000_000,
         ..Profile::default()
     };
-    let fine = profile(&[1 << 52, 1 << 52]).encode_to_vec();
-    assert_eq!(PprofSource::open(&fine[..], &SampleIndex::Default).unwrap().info().expected_samples, 1 << 53);
-    for values in [&[1 << 52, 1 << 52, 1][..], &[i64::MAX, i64::MAX, i64::MAX]] {
+    // Three values totalling 2^63 − 1: hot 2^62 + 1, cold 2^62 − 2.
+    let big = profile(&[1 << 62, (1 << 62) - 2, 1]).encode_to_vec();
+    let open = || PprofSource::open(&big[..], &SampleIndex::Default).unwrap();
+    assert_eq!(open().info().expected_samples, i64::MAX as u64);
+    let mut out = Vec::new();
+    convert(&mut open(), &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "hot 4611686018427387905\ncold 4611686018427387902\n");
+    let mut outputs = formats();
+    outputs.extend([
+        Output::Otlp { json: false, service_name: None },
+        Output::Otlp { json: true, service_name: None },
+        Output::Tachyon { big_endian: None, compression: None },
+        Output::Gperftools { word: None, big_endian: None },
+        Output::Dot,
+    ]);
+    let mut refused = Vec::new();
+    for output in &outputs {
+        let mut out = Vec::new();
+        if let Err(e) = convert(&mut open(), output, Destination::Stream(&mut out), &mut |_| {}) {
+            refused.push(format!("{output:?}: {e}"));
+        }
+    }
+    // Gecko needs times, Tachyon is made one sample per count (its own limit), gperftools
+    // needs addresses: each refuses with its reason; every other output converts.
+    assert_eq!(refused.len(), 3, "{refused:#?}");
+    for kind in ["Gecko", "Tachyon", "Gperftools"] {
+        assert!(refused.iter().any(|r| r.starts_with(kind)), "{kind}: {refused:#?}");
+    }
+    for values in [&[i64::MAX, 1][..], &[i64::MAX, i64::MAX, i64::MAX]] {
         let bytes = profile(values).encode_to_vec();
         let err = PprofSource::open(&bytes[..], &SampleIndex::Default).err().expect("refused");
-        assert!(err.to_string().contains("more than 2^53"), "{err}");
+        assert!(err.to_string().contains("more than 2^63 - 1"), "{err}");
     }
 }
 

@@ -75,6 +75,15 @@ pub enum Naming {
 /// corrupted count.
 pub const MAX_COUNTED_TOTAL: u64 = 1 << 53;
 
+/// Most a pprof source's counted values may total: 2^63 − 1, the most one pprof or OTLP value
+/// holds, so that every sum of them fits the 64-bit fields outputs add them in. pprof values
+/// are weights (nanoseconds, bytes, or counts go rescaled when it merged profiles of
+/// different periods), not samples: a real profile may pass 2^53 (104 days of CPU time in
+/// nanoseconds). Outputs made one sample per count refuse far fewer on their own
+/// (`MAX_COUNTED_SAMPLES` in Tachyon's writer); JSON outputs write such integers exactly,
+/// though a JavaScript viewer shows them rounded to 53 bits.
+pub const MAX_WEIGHT_TOTAL: u64 = i64::MAX as u64;
+
 /// What a source says about its whole profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceInfo {

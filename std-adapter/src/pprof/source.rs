@@ -19,8 +19,7 @@ use tachyon_core::tables::Location as Span;
 use super::proto::{malformed, Location, Profile};
 use crate::hash::IdMap;
 use crate::model::{
-    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times,
-    MAX_COUNTED_TOTAL,
+    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_WEIGHT_TOTAL,
 };
 use crate::symbolize::{symbol_frames, Symbolizer};
 
@@ -221,10 +220,9 @@ impl PprofSource {
             .iter()
             .filter_map(|s| s.value.get(value))
             .fold(0u64, |total, &v| total.saturating_add(v.max(0) as u64));
-        if expected_samples > MAX_COUNTED_TOTAL {
+        if expected_samples > MAX_WEIGHT_TOTAL {
             return Err(PprofError::Invalid(
-                "the samples' values add up to more than 2^53 (a corrupted value; conversions add values up to 2^53)"
-                    .to_owned(),
+                "the counted values add up to more than 2^63 - 1, the most a pprof or OTLP value holds".to_owned(),
             ));
         }
         let info = SourceInfo {
