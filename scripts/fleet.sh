@@ -66,5 +66,8 @@ rm -rf target/fleet
 step "push: OTLP/HTTP and Pyroscope /ingest against a scripted receiver on the loopback answering 200, 429, 503, 400 … (python/tests/test_push.py)"
 "$C/venv/bin/python" python/tests/test_push.py || fail "test_push.py" "see above"
 
+step "push --follow: 200 files arriving (Tachyon written slowly, MOJO in pieces, a journaled writer's rotated periods) while the receiver goes down twice and the follower is SIGKILLed twice; every file received, twice only if logged so; peak RSS for 200 and 2,000 files (python/tests/test_follow.py)"
+FLEET_FILES=$PWD/target/release/fleet_files "$C/venv/bin/python" python/tests/test_follow.py || fail "test_follow.py" "see above"
+
 step "the fleet benchmark, once (one run: a smoke run; docs/fleet.md's figures come from three)"
 RUNS=1 bash scripts/fleet-bench.sh || fail "fleet benchmark" "see above"

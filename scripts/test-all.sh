@@ -360,7 +360,7 @@ step "Python package: the abi3 wheel built with maturin into target/wheels/, pip
 # The package's convert() is compared with the release command, the one users run.
 TACHYON_CLI=$PWD/target/release/tachyon bash scripts/python.sh
 
-step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against a scripted loopback receiver; the fleet benchmark once"
+step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
 bash scripts/fleet.sh
 prune target/wheels
 

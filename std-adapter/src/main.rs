@@ -22,6 +22,7 @@ use tachyon::file::FileSink;
 use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
+use tachyon::push::follow::{follow, AfterSend, Event, FollowOptions};
 use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets, TlsClient, Trust};
 use tachyon::request::{
     convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
@@ -173,8 +174,32 @@ enum Command {
     /// connections; stops at any other 4xx, or a certificate TLS refuses, with why.
     Push {
         /// The profiles (or folders of them).
-        #[arg(required = true, num_args = 1..)]
+        #[arg(required_unless_present = "follow", num_args = 1..)]
         files: Vec<PathBuf>,
+        /// Run until killed, sending each complete profile that arrives in DIR once (a Tachyon
+        /// file once its header is written, any other once unchanged for --settle-ms), in
+        /// name order; a state file makes a restart send nothing twice but a file it logs as
+        /// possibly sent twice. While the server does not take a file, waits and tries it
+        /// again (--retry-wait-ms, doubled each time, at most a minute).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["files", "keep_going"])]
+        follow: Option<PathBuf>,
+        /// --follow: the state file (default DIR/.tachyon-push-state).
+        #[arg(long, value_name = "FILE")]
+        state: Option<PathBuf>,
+        /// --follow: what is done with a file the server took: keep (default), delete or
+        /// move:DIR.
+        #[arg(long, value_name = "keep|delete|move:DIR")]
+        after_send: Option<String>,
+        /// --follow: how long a file that is not Tachyon must stay unchanged to be complete, ms
+        /// (default 2000).
+        #[arg(long, value_name = "MS")]
+        settle_ms: Option<u64>,
+        /// --follow: how often the folder is looked at, ms (default 1000).
+        #[arg(long, value_name = "MS")]
+        poll_ms: Option<u64>,
+        /// --follow: stop (exit 0) once nothing has been sent or waited for in SECONDS.
+        #[arg(long, value_name = "SECONDS")]
+        exit_after_idle: Option<f64>,
         /// The server: http[s]://host[:port][/base].
         #[arg(long)]
         endpoint: String,
@@ -749,8 +774,17 @@ fn push(
             }
         };
         match push_file(file, request, &mut said, &mut waiting) {
-            Ok(None) => {}
-            Ok(Some(partial)) => said(&format!("{}: taken in part: {partial}", file.display())),
+            Ok(pushed) => {
+                if pushed.possibly_twice {
+                    said(&format!(
+                        "{}: possibly sent twice: an earlier request for it went out whole and got no answer",
+                        file.display()
+                    ));
+                }
+                if let Some(partial) = pushed.partial {
+                    said(&format!("{}: taken in part: {partial}", file.display()));
+                }
+            }
             Err(e) if keep_going => {
                 failed += 1;
                 eprintln!("{}", secrets.scrub(&format!("tachyon: skipped {}: {e}", file.display())));
@@ -764,6 +798,56 @@ fn push(
         return Err(Failure(format!("pushed {} of {} files ({failed} skipped)", files.len() - failed, files.len())));
     }
     Ok(())
+}
+
+/// `push --follow`'s options from the command line.
+fn follow_options(
+    dir: &Path,
+    state: Option<PathBuf>,
+    after_send: Option<String>,
+    settle_ms: Option<u64>,
+    poll_ms: Option<u64>,
+    retry_wait_ms: u64,
+    exit_after_idle: Option<f64>,
+) -> Result<FollowOptions, String> {
+    let mut o = FollowOptions::new(dir);
+    o.state = state.unwrap_or(o.state);
+    if let Some(a) = after_send {
+        o.after_send = AfterSend::parse(&a)?;
+    }
+    o.settle = settle_ms.map_or(o.settle, Duration::from_millis);
+    o.poll = poll_ms.map_or(o.poll, |ms| Duration::from_millis(ms.max(1)));
+    o.first_wait = Duration::from_millis(retry_wait_ms.max(1));
+    o.exit_after_idle = match exit_after_idle {
+        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s.min(1e9))),
+        Some(s) => return Err(format!("--exit-after-idle {s}: a number of seconds")),
+        None => None,
+    };
+    Ok(o)
+}
+
+/// `push --follow`: runs until killed (or idle, if asked); every event on stderr, secrets
+/// blanked out.
+fn follow_dir(request: &PushRequest, options: &FollowOptions, secrets: &Secrets, quiet: bool) -> Result<(), Failure> {
+    let mut log = |event: Event<'_>| {
+        let line = match event {
+            Event::Sent { file, partial: None } if !quiet => format!("sent {}", file.display()),
+            Event::Sent { file, partial: Some(p) } => format!("warning: {}: taken in part: {p}", file.display()),
+            Event::Sent { .. } => return,
+            Event::PossiblySentTwice { file, why } => {
+                format!("warning: {}: possibly sent twice: {why}", file.display())
+            }
+            Event::Refused { file, why } => format!("warning: {}: not sent: {why}", file.display()),
+            Event::Waiting { file, why, wait } if !quiet => {
+                format!("warning: {}: {why}; trying again in {:.1} s", file.display(), wait.as_secs_f64())
+            }
+            Event::Waiting { .. } => return,
+            Event::Warning(w) => format!("warning: {w}"),
+        };
+        eprintln!("{}", secrets.scrub(&format!("tachyon: {line}")));
+    };
+    let mut said = |m: &str| warn(&secrets.scrub(m));
+    follow(request, options, &mut log, &mut said).map_err(|e| Failure(e.to_string()))
 }
 
 fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
@@ -830,6 +914,12 @@ fn main() -> ExitCode {
         }
         Command::Push {
             files,
+            follow,
+            state,
+            after_send,
+            settle_ms,
+            poll_ms,
+            exit_after_idle,
             endpoint,
             cacert,
             protocol,
@@ -862,9 +952,31 @@ fn main() -> ExitCode {
                     tls,
                 })
             });
-            match request {
-                Ok(request) => push(&files, &request, &secrets, keep_going, quiet),
+            let follow_only = state.is_some()
+                || after_send.is_some()
+                || settle_ms.is_some()
+                || poll_ms.is_some()
+                || exit_after_idle.is_some();
+            if follow.is_none() && follow_only {
+                eprintln!(
+                    "tachyon: --state, --after-send, --settle-ms, --poll-ms and --exit-after-idle go with --follow"
+                );
+                return ExitCode::from(2);
+            }
+            let follow = match follow
+                .map(|dir| follow_options(&dir, state, after_send, settle_ms, poll_ms, retry_wait_ms, exit_after_idle))
+                .transpose()
+            {
+                Ok(follow) => follow,
                 Err(msg) => {
+                    eprintln!("tachyon: {msg}");
+                    return ExitCode::from(2);
+                }
+            };
+            match (request, follow) {
+                (Ok(request), Some(options)) => follow_dir(&request, &options, &secrets, quiet),
+                (Ok(request), None) => push(&files, &request, &secrets, keep_going, quiet),
+                (Err(msg), _) => {
                     eprintln!("tachyon: {msg}");
                     return ExitCode::from(2);
                 }

@@ -76,8 +76,8 @@ fn a_2xx_whose_body_breaks_is_sent_once() {
     let answer =
         send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {})
             .expect("a 200 status line is an answer");
-    assert_eq!(answer.status, 200);
-    assert!(answer.body_error.is_some());
+    assert_eq!((answer.answer.status, answer.possibly_twice), (200, false));
+    assert!(answer.answer.body_error.is_some());
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
 }
 
@@ -91,7 +91,7 @@ fn a_100_continue_then_200_counts_as_sent() {
     let answer =
         send(&endpoint, "/v1development/profiles", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {})
             .unwrap();
-    assert_eq!((answer.status, server.connections.load(Ordering::SeqCst)), (200, 1));
+    assert_eq!((answer.answer.status, server.connections.load(Ordering::SeqCst)), (200, 1));
 }
 
 #[test]
@@ -99,12 +99,14 @@ fn a_5xx_is_retried_and_a_cut_before_the_status_line_too() {
     let server = serve(|_| b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n".to_vec(), Duration::ZERO);
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
     let err = send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {}).unwrap_err();
-    assert!(matches!(err, PushError::GaveUp { attempts: 3, .. }), "{err}");
+    assert!(matches!(err, PushError::GaveUp { attempts: 3, possibly_taken: false, .. }), "{err}");
     assert_eq!(server.connections.load(Ordering::SeqCst), 3);
     let server = serve(|_| b"HTTP/1.1 2".to_vec(), Duration::ZERO);
     let endpoint = Endpoint::parse(&server.endpoint).unwrap();
-    assert!(send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {}).is_err());
+    let err = send(&endpoint, "/p", &[], &body(), retry(Duration::from_secs(10)), None, &mut |_, _| {}).unwrap_err();
     assert_eq!(server.connections.load(Ordering::SeqCst), 3, "no status line: not taken, so sent again");
+    // The request went out whole each time: the server may have taken it, and says so.
+    assert!(matches!(err, PushError::GaveUp { possibly_taken: true, .. }), "{err}");
 }
 
 fn tachyon() -> Command {
@@ -200,5 +202,50 @@ fn no_secret_is_printed_on_any_path() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("line 1 of") && !stderr.contains(bearer), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `push --follow` with `--exit-after-idle`: a complete Tachyon file is sent, one still being
+/// written (its 64 zero bytes) is waited for, a second run sends nothing again, and a file an
+/// earlier follower began without recording the answer is sent again and logged as possibly
+/// sent twice. The options that belong to `--follow` are refused without it.
+#[test]
+fn follow_sends_complete_files_once_and_names_the_possible_repeat() {
+    let server = serve(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(), Duration::ZERO);
+    let dir = std::env::temp_dir().join(format!("tachyon-push-follow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(profile(), dir.join("a.pyb")).unwrap();
+    std::fs::write(dir.join("b.pyb"), [0u8; 64]).unwrap();
+    let follow = |dir: &std::path::Path| {
+        let out = tachyon()
+            .args(["push", "--endpoint", &server.endpoint, "--poll-ms", "20", "--exit-after-idle", "0.3", "--follow"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let said = follow(&dir);
+    assert!(said.contains("sent ") && said.contains("a.pyb") && !said.contains("b.pyb"), "{said}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    assert!(follow(&dir).is_empty());
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1, "sent once");
+    // A follower killed between its request and recording the answer left `begin`.
+    let c = dir.join("c.pyb");
+    std::fs::copy(profile(), &c).unwrap();
+    let meta = std::fs::metadata(&c).unwrap();
+    let mtime_ns = meta.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let state = dir.join(".tachyon-push-state");
+    let mut log = std::fs::read_to_string(&state).unwrap();
+    log.push_str(&format!("begin {} {mtime_ns} c.pyb\n", meta.len()));
+    std::fs::write(&state, log).unwrap();
+    let said = follow(&dir);
+    assert!(said.contains("c.pyb: possibly sent twice"), "{said}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    for args in [&["--state", "s"][..], &["--after-send", "delete"], &["--exit-after-idle", "1"]] {
+        let out = tachyon().args(["push", "--endpoint", &server.endpoint]).args(args).arg(profile()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

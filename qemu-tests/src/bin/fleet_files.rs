@@ -5,6 +5,13 @@
 //! `fleet-00000.pyb` …, the i-th a copy of PROFILE number `i % n` re-encoded by this crate's
 //! writer (the hub's Tachyon output) with its thread ids raised by `(i + 1) << 20` and its
 //! times by `i` × 10 s: what a fleet of processes running the same code would send.
+//!
+//! `fleet_files --rotate PREFIX PERIODS PERIOD_MS` is a capture-path writer in real time, for
+//! the follower's test (`python/tests/test_follow.py`): a journaled rotating writer
+//! (`tachyon::tachyon::rotate`) gets a sample every 10 ms on two threads for PERIODS periods
+//! of PERIOD_MS each, flushed every 100 ms of samples (its flush policy), so that its live period is a stream and each
+//! finished one is replaced by its Tachyon file; every sample of period k has the leaf
+//! function `period_k`, so each file's stacks are its own.
 
 use std::path::PathBuf;
 
@@ -63,10 +70,60 @@ impl<S: Source> Source for Shifted<S> {
     }
 }
 
+/// `--rotate PREFIX PERIODS PERIOD_MS` (see the module's docs).
+fn rotate(prefix: &str, periods: u64, period_ms: u64) {
+    use tachyon::tachyon::rotate::{RotatingWriter, Rotation};
+    use tachyon_core::capture::Taken;
+    use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+    use tachyon_core::transport::FlushPolicy;
+    use tachyon_core::{Frame, NativeEndian, WriterConfig};
+
+    let capacity = WriterCapacity { string_bytes: 1 << 16, strings: 4096, frames: 4096, threads: 8, rle_budget: 16384 };
+    let mut storage = VecWriterStorage::new(capacity).expect("storage");
+    let mut scratch = vec![0u8; 1 << 16];
+    let clock = std::time::Instant::now();
+    let start_us = 1_000_000;
+    let every_us = period_ms * 1000;
+    let rotation = Rotation { every_us, every_bytes: 0 };
+    let journal = Some((&mut scratch[..], FlushPolicy { every_samples: 0, every_us: 100_000 }));
+    let mut w = RotatingWriter::create(
+        std::path::Path::new(prefix),
+        storage.storage(),
+        WriterConfig::new(start_us, 10_000),
+        NativeEndian::default(),
+        rotation,
+        journal,
+    )
+    .expect("the first period");
+    let end_us = start_us + periods * every_us;
+    let mut ts = start_us;
+    while ts < end_us {
+        // Real time: the follower sees the live period grow and each one end.
+        let due = std::time::Duration::from_micros(ts - start_us);
+        if let Some(wait) = due.checked_sub(clock.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let leaf = format!("period_{}", (ts - start_us) / every_us);
+        for thread in [1, 2] {
+            let taken = Taken { timestamp_us: ts, interpreter_id: 0, thread_id: thread, status: 0 };
+            let frames = [Frame::new(b"rotating.py", leaf.as_bytes()), Frame::new(b"rotating.py", b"main")];
+            w.write_thread_sample(taken, frames).expect("a sample");
+        }
+        ts += 10_000;
+    }
+    w.finish().expect("the last period");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, prefix, periods, period_ms] = &args[..] {
+        if flag == "--rotate" {
+            rotate(prefix, periods.parse().expect("PERIODS"), period_ms.parse().expect("PERIOD_MS"));
+            return;
+        }
+    }
     let [out, count, inputs @ ..] = &args[..] else {
-        eprintln!("usage: fleet_files OUT_DIR COUNT PROFILE...");
+        eprintln!("usage: fleet_files OUT_DIR COUNT PROFILE... | fleet_files --rotate PREFIX PERIODS PERIOD_MS");
         std::process::exit(2);
     };
     let count: u64 = count.parse().expect("COUNT");

@@ -153,8 +153,11 @@ pub const MAX_INTERIM: usize = 8;
 /// Why a request got no final answer: nothing of it was taken.
 #[derive(Debug)]
 pub enum NotSent {
-    /// The connection failed or no answer came (retried).
+    /// The connection failed before the whole request was written (retried).
     Lost(io::Error),
+    /// The whole request was written and no status line came (a time-out, a connection cut):
+    /// the server may have taken it, so a retry may send it twice.
+    Unanswered(io::Error),
     /// TLS refused the server (retrying would meet the same certificate).
     Refused(String),
 }
@@ -162,7 +165,7 @@ pub enum NotSent {
 impl std::fmt::Display for NotSent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            NotSent::Lost(e) => e.fmt(f),
+            NotSent::Lost(e) | NotSent::Unanswered(e) => e.fmt(f),
             NotSent::Refused(why) => f.write_str(why),
         }
     }
@@ -275,7 +278,7 @@ fn exchange<S: Read + Write>(
     };
     match (read_answer(BufReader::new(stream)), sent) {
         (Ok(answer), _) => Ok(answer),
-        (Err(e), Ok(())) => Err(NotSent::Lost(waited(e))),
+        (Err(e), Ok(())) => Err(NotSent::Unanswered(waited(e))),
         (Err(_), Err(e)) => Err(NotSent::Lost(waited(e))),
     }
 }

@@ -18,8 +18,11 @@
 //!
 //! Modules: [`http`] (the client: endpoints, requests, answers), [`tls`] (whom an `https://`
 //! push trusts, and why a server was refused), [`secrets`] (headers and credentials: sources,
-//! checks, and keeping them out of what is printed).
+//! checks, and keeping them out of what is printed), [`follow`] (a long-running sender for a
+//! directory profiles keep arriving in, with a state file so that a restart sends nothing
+//! twice but what it says).
 
+pub mod follow;
 pub mod http;
 pub mod secrets;
 pub mod tls;
@@ -94,6 +97,8 @@ pub enum PushError {
         attempts: u32,
         /// The last failure (a status or a connection error).
         last: String,
+        /// A request went out whole and got no answer: the server may have taken it.
+        possibly_taken: bool,
     },
 }
 
@@ -102,12 +107,22 @@ impl fmt::Display for PushError {
         match self {
             PushError::Refused { status, message } => write!(f, "the server refused it ({status}): {message}"),
             PushError::Tls(why) => f.write_str(why),
-            PushError::GaveUp { attempts, last } => write!(f, "gave up after {attempts} attempts: {last}"),
+            PushError::GaveUp { attempts, last, .. } => write!(f, "gave up after {attempts} attempts: {last}"),
         }
     }
 }
 
 impl std::error::Error for PushError {}
+
+/// A request the server took.
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    /// Its `2xx` answer.
+    pub answer: Answer,
+    /// An earlier attempt went out whole and got no answer, so the server may have taken the
+    /// request twice.
+    pub possibly_twice: bool,
+}
 
 /// Posts `body` to `target` (over `tls` for an `https://` endpoint), retrying as `retry`
 /// says; the 2xx answer. `waiting` is told each wait before a retry, with why.
@@ -119,21 +134,28 @@ pub fn send(
     retry: Retry,
     tls: Option<&TlsClient>,
     waiting: &mut dyn FnMut(Duration, &str),
-) -> Result<Answer, PushError> {
+) -> Result<Delivered, PushError> {
     let mut wait = retry.first_wait;
     let mut attempt = 0;
+    let mut possibly_taken = false;
     loop {
         attempt += 1;
         let failure = match post(endpoint, target, headers, body, retry.timeout, tls) {
             // Taken, whatever followed the status line: never sent again.
-            Ok(a) if (200..300).contains(&a.status) => return Ok(a),
+            Ok(answer) if (200..300).contains(&answer.status) => {
+                return Ok(Delivered { answer, possibly_twice: possibly_taken })
+            }
             Ok(a) if a.status == 429 || a.status >= 500 => (format!("{} {}", a.status, http::said(&a)), a.retry_after),
             Ok(a) => return Err(PushError::Refused { status: a.status, message: http::said(&a) }),
             Err(http::NotSent::Refused(why)) => return Err(PushError::Tls(why)),
+            Err(e @ http::NotSent::Unanswered(_)) => {
+                possibly_taken = true;
+                (e.to_string(), None)
+            }
             Err(e) => (e.to_string(), None),
         };
         if attempt >= retry.attempts.max(1) {
-            return Err(PushError::GaveUp { attempts: attempt, last: failure.0 });
+            return Err(PushError::GaveUp { attempts: attempt, last: failure.0, possibly_taken });
         }
         let this_wait = match failure.1 {
             Some(s) => Duration::from_secs(s).min(Retry::MAX_WAIT),
@@ -322,21 +344,31 @@ pub fn request_for(
     Ok((target, body))
 }
 
-/// Pushes `file` as `request` says; a note when the server took it only in part.
+/// A file the server took.
+#[derive(Debug, Clone)]
+pub struct Pushed {
+    /// What an OTLP receiver said it rejected of it, if anything.
+    pub partial: Option<String>,
+    /// It may have been taken twice ([`Delivered::possibly_twice`]).
+    pub possibly_twice: bool,
+}
+
+/// Pushes `file` as `request` says.
 pub fn push_file(
     file: &Path,
     request: &PushRequest,
     warn: &mut dyn FnMut(&str),
     waiting: &mut dyn FnMut(Duration, &str),
-) -> Result<Option<String>, PushFileError> {
+) -> Result<Pushed, PushFileError> {
     let (target, body) = request_for(file, request, warn).map_err(PushFileError::Request)?;
-    let answer =
+    let delivered =
         send(&request.endpoint, &target, &request.headers, &body, request.retry, request.tls.as_ref(), waiting)
             .map_err(PushFileError::Push)?;
-    Ok(match request.protocol {
-        Protocol::Otlp => otlp_partial_success(&answer),
+    let partial = match request.protocol {
+        Protocol::Otlp => otlp_partial_success(&delivered.answer),
         _ => None,
-    })
+    };
+    Ok(Pushed { partial, possibly_twice: delivered.possibly_twice })
 }
 
 #[cfg(test)]

@@ -1,0 +1,674 @@
+//! `tachyon push --follow DIR`: a sender that runs beside a directory that profiles keep
+//! arriving in (the rotated periods of a capture-path writer, or any tool's output), for days.
+//!
+//! **A file is sent when it is complete.** A Tachyon file is complete when it starts with
+//! Tachyon's magic: writers (CPython's, ours) write 64 zero bytes first and the header last,
+//! after the tables, so the magic appears only once the rest is there; a journaled period
+//! is a framed stream (`TCHF` in its first bytes) until its writer replaces it by the Tachyon
+//! file, renamed over it whole. Files starting with 64 zero bytes or a stream are waited
+//! for. Any other file is complete once its size and modification time have not changed for
+//! [`FollowOptions::settle`] (tools that write in one go, or write and rename, are complete at
+//! once; one that pauses longer than that mid-file is not supported). Names starting with `.`
+//! and ending in `.tmp`, `.part` or `.receiving` are never read (files being written under a
+//! temporary name).
+//!
+//! **Once, across restarts.** The state file (by default `DIR/.tachyon-push-state`) is a log
+//! of one line per event, each synced to disk before the next step: `begin` before a file's
+//! first request, `sent` once a `2xx` status line arrived, `refused` for a file the server or
+//! the reader refused. A file is known by its name, size and modification time: a file
+//! written again under the same name is a new file. After a restart (a crash, `SIGKILL`),
+//! a file with `sent` is not sent again (only what `--after-send` says is done, if it had not
+//! been); a file with `begin` and no `sent` is sent again and **logged as possibly sent
+//! twice**: the follower stopped between writing its request and recording the answer, and
+//! no OTLP server can tell a repeat. That window is one request's round trip and one `fsync`.
+//! A request written whole that got no answer (a time-out, a connection cut after sending)
+//! is retried and logged the same way. Nothing else is sent twice.
+//!
+//! **The server down.** A file the server did not take (connection refused, 5xx, 429, time-out,
+//! TLS refusal) stays first in line: the follower waits, doubling from
+//! [`FollowOptions::first_wait`] to a minute, and tries it again; the files behind it wait in
+//! name order (periods' names sort by sequence). A 4xx other than 429, or a file that cannot
+//! be read, is logged and recorded as refused, and the follower goes on.
+//!
+//! **Memory** holds one entry per file present in the directory (name, size, time, state) and
+//! nothing per file sent and gone: the state file is rewritten without the entries of files
+//! no longer there when it has grown to twice the live entries (and at start).
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use tachyon_core::kind::FileKind;
+
+use crate::push::{push_file, PushError, PushFileError, PushRequest, Retry};
+
+/// What is done with a file the server took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterSend {
+    /// Left where it is (the state file remembers it).
+    Keep,
+    /// Removed.
+    Delete,
+    /// Renamed into this folder (on the same file system).
+    Move(PathBuf),
+}
+
+impl AfterSend {
+    /// `keep`, `delete` or `move:DIR`.
+    pub fn parse(s: &str) -> Result<AfterSend, String> {
+        match s {
+            "keep" => Ok(AfterSend::Keep),
+            "delete" => Ok(AfterSend::Delete),
+            _ => match s.strip_prefix("move:") {
+                Some(dir) if !dir.is_empty() => Ok(AfterSend::Move(PathBuf::from(dir))),
+                _ => Err(format!("--after-send {s}: keep, delete or move:DIR")),
+            },
+        }
+    }
+}
+
+/// How a follower runs.
+#[derive(Debug, Clone)]
+pub struct FollowOptions {
+    /// The directory followed (not its subdirectories).
+    pub dir: PathBuf,
+    /// The state file.
+    pub state: PathBuf,
+    /// What is done with a sent file.
+    pub after_send: AfterSend,
+    /// How long a file that is not Tachyon must stay unchanged to be complete.
+    pub settle: Duration,
+    /// How often the directory is looked at.
+    pub poll: Duration,
+    /// First wait after the server did not take a file (doubled each time, at most a minute).
+    pub first_wait: Duration,
+    /// Stop (successfully) once nothing was sent, waited for or pending for this long: for a
+    /// run from cron, and for tests. `None`: run until killed.
+    pub exit_after_idle: Option<Duration>,
+}
+
+impl FollowOptions {
+    /// Defaults for `dir`: state `DIR/.tachyon-push-state`, keep sent files, settle 2 s, poll
+    /// 1 s, first wait 1 s, never exit.
+    pub fn new(dir: &Path) -> FollowOptions {
+        FollowOptions {
+            dir: dir.to_path_buf(),
+            state: dir.join(STATE_NAME),
+            after_send: AfterSend::Keep,
+            settle: Duration::from_secs(2),
+            poll: Duration::from_secs(1),
+            first_wait: Duration::from_secs(1),
+            exit_after_idle: None,
+        }
+    }
+}
+
+/// The state file's default name, in the followed directory.
+pub const STATE_NAME: &str = ".tachyon-push-state";
+
+/// What a follower tells its user.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A file was taken (`partial`: what the server said it rejected of it).
+    Sent {
+        /// The file.
+        file: &'a Path,
+        /// An OTLP partial success.
+        partial: Option<&'a str>,
+    },
+    /// A file was taken and may have been taken before (see the module's docs).
+    PossiblySentTwice {
+        /// The file.
+        file: &'a Path,
+        /// Why.
+        why: &'a str,
+    },
+    /// A file was refused by the server or could not be read; it is not tried again unless
+    /// it changes.
+    Refused {
+        /// The file.
+        file: &'a Path,
+        /// Why.
+        why: &'a str,
+    },
+    /// The server did not take a file; it is tried again after `wait`.
+    Waiting {
+        /// The file.
+        file: &'a Path,
+        /// Why.
+        why: &'a str,
+        /// How long.
+        wait: Duration,
+    },
+    /// Something the follower could not do but goes on without (an after-send move, a scan).
+    Warning(&'a str),
+}
+
+/// Why a follower stopped.
+#[derive(Debug)]
+pub enum FollowError {
+    /// The state file could not be read or written (the follower cannot promise anything
+    /// without it).
+    State(PathBuf, io::Error),
+    /// The state file holds a line that is not the follower's (line number, from 1).
+    StateLine(PathBuf, usize),
+    /// The directory could not be read.
+    Dir(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for FollowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FollowError::State(p, e) => write!(f, "{}: the state file: {e}", p.display()),
+            FollowError::StateLine(p, n) => write!(f, "{}: line {n} is not a state record", p.display()),
+            FollowError::Dir(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for FollowError {}
+
+/// A file as the state knows it: size and modification time (ns since the Unix epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl Version {
+    fn of(meta: &fs::Metadata) -> Version {
+        let mtime_ns = match meta.modified().map(|t| t.duration_since(SystemTime::UNIX_EPOCH)) {
+            Ok(Ok(d)) => d.as_nanos() as i128,
+            Ok(Err(before)) => -(before.duration().as_nanos() as i128),
+            Err(_) => 0,
+        };
+        Version { len: meta.len(), mtime_ns }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Begun,
+    Sent,
+    Refused,
+}
+
+impl Status {
+    fn word(self) -> &'static str {
+        match self {
+            Status::Begun => "begin",
+            Status::Sent => "sent",
+            Status::Refused => "refused",
+        }
+    }
+}
+
+/// Longest state line read (a name is at most a few hundred bytes, escaped three times).
+const MAX_LINE: u64 = 16 * 1024;
+
+/// The state: the log on disk and, in memory, each name's latest record.
+struct State {
+    path: PathBuf,
+    log: File,
+    entries: HashMap<OsString, (Status, Version)>,
+    lines: usize,
+    /// The files an earlier follower began and did not record an answer for.
+    begun_before: HashMap<OsString, Version>,
+}
+
+/// A name as a state line holds it: bytes outside visible ASCII, `%` and space as `%XX`.
+fn escape(name: &OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in name.as_bytes() {
+        if b.is_ascii_graphic() && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn unescape(s: &str) -> Option<OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(OsString::from_vec(out))
+}
+
+fn parse_line(line: &str) -> Option<(OsString, Status, Version)> {
+    let mut parts = line.split(' ');
+    let status = match parts.next()? {
+        "begin" => Status::Begun,
+        "sent" => Status::Sent,
+        "refused" => Status::Refused,
+        _ => return None,
+    };
+    let len = parts.next()?.parse().ok()?;
+    let mtime_ns = parts.next()?.parse().ok()?;
+    let name = unescape(parts.next()?)?;
+    if parts.next().is_some() || name.is_empty() {
+        return None;
+    }
+    Some((name, status, Version { len, mtime_ns }))
+}
+
+const HEADER: &str = "tachyon push --follow state 1\n";
+
+impl State {
+    /// Reads the log at `path` (a torn last line, from a kill mid-write, is dropped) and opens
+    /// it for appending.
+    fn open(path: &Path) -> Result<State, FollowError> {
+        let err = |e| FollowError::State(path.to_path_buf(), e);
+        let mut entries = HashMap::new();
+        let mut lines = 0;
+        match File::open(path) {
+            Ok(f) => {
+                let mut r = BufReader::new(f);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    let n = (&mut r).take(MAX_LINE).read_line(&mut line).map_err(err)?;
+                    if n == 0 || !line.ends_with('\n') {
+                        break; // the end, or a line torn by a kill
+                    }
+                    lines += 1;
+                    if lines == 1 && line == HEADER {
+                        continue;
+                    }
+                    let (name, status, version) = parse_line(line.trim_end_matches('\n'))
+                        .ok_or_else(|| FollowError::StateLine(path.to_path_buf(), lines))?;
+                    entries.insert(name, (status, version));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(err(e)),
+        }
+        let begun_before =
+            entries.iter().filter(|(_, (s, _))| *s == Status::Begun).map(|(n, (_, v))| (n.clone(), *v)).collect();
+        // Rewritten at once: drops a torn line, and starts the log from what is known.
+        let log = write_log(path, &entries).map_err(err)?;
+        let lines = entries.len() + 1;
+        Ok(State { path: path.to_path_buf(), log, entries, lines, begun_before })
+    }
+
+    fn get(&self, name: &OsStr) -> Option<(Status, Version)> {
+        self.entries.get(name).copied()
+    }
+
+    /// Appends a record and syncs it: once this returns, a restart knows it.
+    fn record(&mut self, name: &OsStr, status: Status, v: Version) -> Result<(), FollowError> {
+        let line = format!("{} {} {} {}\n", status.word(), v.len, v.mtime_ns, escape(name));
+        self.log
+            .write_all(line.as_bytes())
+            .and_then(|()| self.log.sync_data())
+            .map_err(|e| FollowError::State(self.path.clone(), e))?;
+        self.entries.insert(name.to_os_string(), (status, v));
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Keeps the entries `keep` keeps, written as a new log (see [`write_log`]).
+    fn rewrite(&mut self, mut keep: impl FnMut(&OsStr) -> bool) -> io::Result<()> {
+        self.entries.retain(|name, _| keep(name));
+        self.log = write_log(&self.path, &self.entries)?;
+        self.lines = self.entries.len() + 1;
+        Ok(())
+    }
+}
+
+/// Writes `entries` to a new log beside `path`, syncs it and renames it over the old one (a
+/// crash leaves one or the other); the new log, open for appending.
+fn write_log(path: &Path, entries: &HashMap<OsString, (Status, Version)>) -> io::Result<File> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".new");
+    let beside = path.with_file_name(name);
+    let mut out = io::BufWriter::new(File::create(&beside)?);
+    out.write_all(HEADER.as_bytes())?;
+    for (name, (status, v)) in entries {
+        writeln!(out, "{} {} {} {}", status.word(), v.len, v.mtime_ns, escape(name))?;
+    }
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    fs::rename(&beside, path)?;
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = File::open(folder).and_then(|f| f.sync_all());
+    }
+    OpenOptions::new().append(true).open(path)
+}
+
+/// What the first bytes of a file say about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Looks {
+    /// A Tachyon file with its header: complete.
+    Complete,
+    /// Empty, a Tachyon file without its header yet, or a framed stream.
+    InProgress,
+    /// Anything else: complete once it settles.
+    Other,
+}
+
+fn looks(path: &Path) -> io::Result<Looks> {
+    let mut head = [0u8; 64];
+    let mut f = File::open(path)?;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let head = &head[..n];
+    Ok(if head.is_empty() {
+        Looks::InProgress
+    } else if FileKind::detect(head) == FileKind::Tachyon {
+        Looks::Complete
+    } else if (n == 64 && head.iter().all(|&b| b == 0)) || head[..n.min(16)].windows(4).any(|w| w == b"TCHF") {
+        Looks::InProgress
+    } else {
+        Looks::Other
+    })
+}
+
+/// A name the follower never reads: hidden, or a temporary name.
+fn ignored(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with('.') || [".tmp", ".part", ".receiving"].iter().any(|s| name.ends_with(s))
+}
+
+/// A file the scan found, not yet taken.
+struct Candidate {
+    name: OsString,
+    version: Version,
+}
+
+/// Follows `options.dir`, sending each complete file as `request` says, until an error of
+/// its own (the state file, the directory) or, with [`FollowOptions::exit_after_idle`], until
+/// idle. Every event goes to `log`; `warn` gets what reading a file warns of.
+pub fn follow(
+    request: &PushRequest,
+    options: &FollowOptions,
+    log: &mut dyn FnMut(Event<'_>),
+    warn: &mut dyn FnMut(&str),
+) -> Result<(), FollowError> {
+    let mut state = State::open(&options.state)?;
+    if let AfterSend::Move(to) = &options.after_send {
+        fs::create_dir_all(to).map_err(|e| FollowError::Dir(to.clone(), e))?;
+    }
+    // Files that are not Tachyon: the version first seen and since when.
+    let mut settling: HashMap<OsString, (Version, Instant)> = HashMap::new();
+    // A file the server did not take: when to try it again, and the next wait.
+    let mut backoff: Option<(Instant, Duration)> = None;
+    // Files whose request may have reached the server without an answer (this run).
+    let mut maybe_taken: HashMap<OsString, Version> = HashMap::new();
+    let mut last_activity = Instant::now();
+    // Names seen by the last scan (for the state's rewrite).
+    let mut present: std::collections::HashSet<OsString> = std::collections::HashSet::new();
+    let mut first_scan = true;
+    loop {
+        let mut ready: Vec<Candidate> = Vec::new();
+        let mut pending = false;
+        present.clear();
+        let entries = fs::read_dir(&options.dir).map_err(|e| FollowError::Dir(options.dir.clone(), e))?;
+        for entry in entries {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name();
+            if ignored(&name) {
+                continue;
+            }
+            let path = options.dir.join(&name);
+            // Follows a symbolic link to a file; a folder (the move target) is passed over.
+            let Ok(meta) = fs::metadata(&path) else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            present.insert(name.clone());
+            let version = Version::of(&meta);
+            match state.get(&name) {
+                Some((Status::Sent, v)) if v == version => {
+                    // Taken before a crash, the after-send step perhaps not done (tried once,
+                    // at start: a step that fails is not retried at every scan).
+                    if first_scan && options.after_send != AfterSend::Keep {
+                        after_send(&options.after_send, &path, &name, log);
+                    }
+                    continue;
+                }
+                Some((Status::Refused, v)) if v == version => continue,
+                _ => {}
+            }
+            let complete = match looks(&path) {
+                Ok(Looks::Complete) => true,
+                Ok(Looks::InProgress) => {
+                    settling.remove(&name);
+                    false
+                }
+                Ok(Looks::Other) => match settling.get(&name) {
+                    Some((v, since)) if *v == version => since.elapsed() >= options.settle,
+                    _ => {
+                        settling.insert(name.clone(), (version, Instant::now()));
+                        options.settle.is_zero()
+                    }
+                },
+                Err(_) => false, // gone since the listing, or unreadable for now
+            };
+            if complete {
+                ready.push(Candidate { name, version });
+            } else if settling.contains_key(&name) {
+                pending = true;
+            }
+        }
+        settling.retain(|name, _| present.contains(name));
+        if first_scan || state.lines > 2 * state.entries.len() + 1024 {
+            state.rewrite(|name| present.contains(name)).map_err(|e| FollowError::State(options.state.clone(), e))?;
+            first_scan = false;
+        }
+        ready.sort_by(|a, b| a.name.cmp(&b.name));
+        let waiting_out = backoff.is_some_and(|(until, _)| Instant::now() < until);
+        if !ready.is_empty() {
+            last_activity = Instant::now();
+        }
+        if !waiting_out {
+            for c in ready {
+                match send_one(request, options, &mut state, &c, &mut maybe_taken, log, warn)? {
+                    Outcome::Done => {
+                        settling.remove(&c.name);
+                        backoff = None;
+                    }
+                    Outcome::NotTaken { why } => {
+                        let wait = backoff.map_or(options.first_wait, |(_, w)| (w * 2).min(Retry::MAX_WAIT));
+                        let path = options.dir.join(&c.name);
+                        log(Event::Waiting { file: &path, why: &why, wait });
+                        backoff = Some((Instant::now() + wait, wait));
+                        break;
+                    }
+                }
+            }
+        }
+        if pending || backoff.is_some() {
+            last_activity = Instant::now();
+        }
+        if let Some(idle) = options.exit_after_idle {
+            if last_activity.elapsed() >= idle {
+                return Ok(());
+            }
+        }
+        let sleep = match backoff {
+            Some((until, _)) => {
+                until.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), options.poll)
+            }
+            None => options.poll,
+        };
+        std::thread::sleep(sleep);
+    }
+}
+
+enum Outcome {
+    /// Sent, or refused for good.
+    Done,
+    /// The server did not take it: try again later.
+    NotTaken { why: String },
+}
+
+fn send_one(
+    request: &PushRequest,
+    options: &FollowOptions,
+    state: &mut State,
+    c: &Candidate,
+    maybe_taken: &mut HashMap<OsString, Version>,
+    log: &mut dyn FnMut(Event<'_>),
+    warn: &mut dyn FnMut(&str),
+) -> Result<Outcome, FollowError> {
+    let path = options.dir.join(&c.name);
+    let before_restart = state.begun_before.remove(&c.name) == Some(c.version);
+    if state.get(&c.name) != Some((Status::Begun, c.version)) {
+        state.record(&c.name, Status::Begun, c.version)?;
+    }
+    let mut waiting = |_: Duration, _: &str| {};
+    match push_file(&path, request, warn, &mut waiting) {
+        Ok(pushed) => {
+            state.record(&c.name, Status::Sent, c.version)?;
+            let earlier = maybe_taken.remove(&c.name).is_some_and(|v| v == c.version);
+            if before_restart {
+                log(Event::PossiblySentTwice {
+                    file: &path,
+                    why: "a follower before this one stopped after sending it, before recording the answer",
+                });
+            } else if pushed.possibly_twice || earlier {
+                log(Event::PossiblySentTwice {
+                    file: &path,
+                    why: "an earlier request for it went out whole and got no answer",
+                });
+            }
+            log(Event::Sent { file: &path, partial: pushed.partial.as_deref() });
+            after_send(&options.after_send, &path, &c.name, log);
+            Ok(Outcome::Done)
+        }
+        Err(PushFileError::Push(PushError::Refused { status, message })) => {
+            state.record(&c.name, Status::Refused, c.version)?;
+            log(Event::Refused { file: &path, why: &format!("the server refused it ({status}): {message}") });
+            Ok(Outcome::Done)
+        }
+        Err(PushFileError::Request(e)) => {
+            state.record(&c.name, Status::Refused, c.version)?;
+            log(Event::Refused { file: &path, why: &e.to_string() });
+            Ok(Outcome::Done)
+        }
+        Err(PushFileError::Push(e)) => {
+            if let PushError::GaveUp { possibly_taken: true, .. } = e {
+                maybe_taken.insert(c.name.clone(), c.version);
+            }
+            Ok(Outcome::NotTaken { why: e.to_string() })
+        }
+    }
+}
+
+fn after_send(what: &AfterSend, path: &Path, name: &OsStr, log: &mut dyn FnMut(Event<'_>)) {
+    let (done, doing) = match what {
+        AfterSend::Keep => return,
+        AfterSend::Delete => (fs::remove_file(path), "removing it".to_owned()),
+        AfterSend::Move(to) => (fs::rename(path, to.join(name)), format!("moving it into {}", to.display())),
+    };
+    if let Err(e) = done {
+        log(Event::Warning(&format!("{}: sent, but {doing} failed: {e}", path.display())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_escape_and_come_back() {
+        for name in ["run.00000001.5000000.pyb", "a b%c", "tab\there", "é.pyb"] {
+            let e = escape(OsStr::new(name));
+            assert!(!e.contains(' ') && !e.contains('\t'), "{e}");
+            assert_eq!(unescape(&e).unwrap(), OsString::from(name));
+        }
+        assert_eq!(escape(OsStr::new("a b%")), "a%20b%25");
+        assert_eq!(unescape("%2"), None);
+        assert_eq!(unescape("%zz"), None);
+    }
+
+    #[test]
+    fn state_lines_parse_strictly() {
+        assert_eq!(
+            parse_line("sent 10 -5 x.pyb"),
+            Some((OsString::from("x.pyb"), Status::Sent, Version { len: 10, mtime_ns: -5 }))
+        );
+        for bad in ["", "sent", "sent 1 2", "kept 1 2 x", "sent x 2 y", "sent 1 2 y z", "sent 1 2 "] {
+            assert_eq!(parse_line(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_state_survives_a_torn_line_and_forgets_absent_files() {
+        let dir = std::env::temp_dir().join(format!("tachyon-follow-state-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state");
+        let v = Version { len: 3, mtime_ns: 7 };
+        {
+            let mut s = State::open(&path).unwrap();
+            s.record(OsStr::new("a"), Status::Begun, v).unwrap();
+            s.record(OsStr::new("a"), Status::Sent, v).unwrap();
+            s.record(OsStr::new("b c"), Status::Begun, v).unwrap();
+        }
+        // A kill in the middle of a record.
+        OpenOptions::new().append(true).open(&path).unwrap().write_all(b"sent 3 7 b%20").unwrap();
+        let mut s = State::open(&path).unwrap();
+        assert_eq!(s.get(OsStr::new("a")), Some((Status::Sent, v)));
+        assert_eq!(s.get(OsStr::new("b c")), Some((Status::Begun, v)));
+        s.rewrite(|n| n == "b c").unwrap();
+        let s = State::open(&path).unwrap();
+        assert_eq!((s.get(OsStr::new("a")), s.entries.len()), (None, 1));
+        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{HEADER}begin 3 7 b%20c\n"));
+        // Someone else's line is an error naming it.
+        fs::write(&path, format!("{HEADER}begin 3 7 x\nnot ours\n")).unwrap();
+        assert!(matches!(State::open(&path), Err(FollowError::StateLine(_, 3))));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn completeness_by_first_bytes() {
+        let dir = std::env::temp_dir().join(format!("tachyon-follow-looks-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let case = |name: &str, bytes: &[u8]| {
+            let p = dir.join(name);
+            fs::write(&p, bytes).unwrap();
+            looks(&p).unwrap()
+        };
+        assert_eq!(case("empty", b""), Looks::InProgress);
+        assert_eq!(case("zeros", &[0u8; 100]), Looks::InProgress);
+        assert_eq!(case("le", b"HCAT\x00\x00"), Looks::Complete);
+        assert_eq!(case("be", b"TACH\x00\x00"), Looks::Complete);
+        assert_eq!(case("stream", b"\x01\x06\x00TCHF\x01\x05abcd"), Looks::InProgress);
+        assert_eq!(case("pprof", b"\x1f\x8b\x08\x00"), Looks::Other);
+        assert_eq!(case("few zeros", &[0u8; 10]), Looks::Other);
+        assert!(ignored(OsStr::new(".hidden")) && ignored(OsStr::new("x.pyb.123.receiving")));
+        assert!(!ignored(OsStr::new("run.00000001.5.pyb")));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn after_send_values() {
+        assert_eq!(AfterSend::parse("keep"), Ok(AfterSend::Keep));
+        assert_eq!(AfterSend::parse("move:/x"), Ok(AfterSend::Move("/x".into())));
+        assert!(AfterSend::parse("move:").is_err() && AfterSend::parse("copy").is_err());
+    }
+}
