@@ -5,6 +5,9 @@
 //! `fleet-00000.pyb` …, the i-th a copy of PROFILE number `i % n` re-encoded by this crate's
 //! writer (the hub's Tachyon output) with its thread ids raised by `(i + 1) << 20` and its
 //! times by `i` × 10 s: what a fleet of processes running the same code would send.
+//! `fleet_files --pprof OUT_DIR COUNT PROFILE…` writes the same profiles as gzipped pprof,
+//! `fleet-00000.pb.gz` … (the fleet benchmark's input: one process instead of a `tachyon
+//! convert` per file).
 //!
 //! `fleet_files --rotate PREFIX PERIODS PERIOD_MS` is a capture-path writer in real time, for
 //! the follower's test (`python/tests/test_follow.py`): a journaled rotating writer
@@ -122,8 +125,11 @@ fn main() {
             return;
         }
     }
-    let [out, count, inputs @ ..] = &args[..] else {
-        eprintln!("usage: fleet_files OUT_DIR COUNT PROFILE... | fleet_files --rotate PREFIX PERIODS PERIOD_MS");
+    let pprof = args.first().is_some_and(|a| a == "--pprof");
+    let [out, count, inputs @ ..] = &args[usize::from(pprof)..] else {
+        eprintln!(
+            "usage: fleet_files [--pprof] OUT_DIR COUNT PROFILE... | fleet_files --rotate PREFIX PERIODS PERIOD_MS"
+        );
         std::process::exit(2);
     };
     let count: u64 = count.parse().expect("COUNT");
@@ -138,8 +144,11 @@ fn main() {
         let inner = profile.source(&options).expect("a source");
         let info = inner.info().clone();
         let mut shifted = Shifted { inner, info, tid: (i + 1) << 20, us: i * 10_000_000 };
-        let path = out.join(format!("fleet-{i:05}.pyb"));
-        let output = Output::Tachyon { big_endian: Some(false), compression: None };
+        let (path, output) = if pprof {
+            (out.join(format!("fleet-{i:05}.pb.gz")), Output::Pprof)
+        } else {
+            (out.join(format!("fleet-{i:05}.pyb")), Output::Tachyon { big_endian: Some(false), compression: None })
+        };
         tachyon::convert::convert(&mut shifted, &output, Destination::File(&path), &mut |_| {})
             .map_err(|e: ConvertError<_>| format!("{}: {e}", path.display()))
             .expect("written");
