@@ -8,7 +8,7 @@
 //! trusted for that CA alone. TLS 1.2 and 1.3 only; the server's name (or IP address) must be
 //! in its certificate.
 //!
-//! **Refusals say why** ([`explain`]): an unknown certificate authority, a certificate for
+//! **Refusals say why**: an unknown certificate authority, a certificate for
 //! another name, an expired or not yet valid one, a server that does not speak TLS (a plain
 //! `http://` server behind an `https://` URL). None of these is retried: the next attempt
 //! would meet the same certificate.
