@@ -4,9 +4,9 @@ goes down twice, the follower is killed with SIGKILL twice and restarted.
     python test_follow.py     (opentelemetry-proto and tachyon_profiles installed; run by
                                scripts/fleet.sh with TACHYON_CLI and FLEET_FILES set)
 
-200 files arrive over about 15 s: 150 Tachyon files written by tachyon_profiles.BinaryWriter
-(some over a second and a half, their header written last), 10 MOJO files written in pieces
-over two seconds, and the 40 quarter-second periods of a journaled rotating
+200 files arrive over about 20 s: 150 Tachyon files written by tachyon_profiles.BinaryWriter
+(one in fifteen over a second, its header written last), 10 MOJO files written in four
+pieces 0.2 s apart, and the 40 quarter-second periods of a journaled rotating
 writer (`fleet_files --rotate`: the live period a stream, each ended one renamed over by its
 Tachyon file). Each file's frames name it (`file_17`, `period_3`), so every request the
 receiver decodes with opentelemetry-proto is matched to the one file whose `tachyon convert
@@ -96,13 +96,13 @@ def frame(func):
 
 
 def tachyon_file(path, k, slow):
-    """A Tachyon file whose samples all end in `file_K`; written over 1.5 s when `slow`."""
+    """A Tachyon file whose samples all end in `file_K`; written over a second when `slow`."""
     with tp.BinaryWriter(path, 1000, 1_000_000) as w:
         for i in range(6):
             stack = [frame(f"file_{k}"), frame("caller_a" if i % 2 else "caller_b"), frame("main")]
             w.write_sample([tp.InterpreterInfo((0, [tp.ThreadInfo((100 + k, 0, stack))]))], 1_000_000 + i * 1000)
             if slow:
-                time.sleep(0.25)
+                time.sleep(0.17)
 
 
 def collapsed(path):
@@ -172,14 +172,16 @@ class FollowTest(unittest.TestCase):
         def write_files():
             for k in range(150):
                 tachyon_file(os.path.join(inbox, f"profile-{k:03}.pyb"), k, slow=k % 15 == 0)
-                time.sleep(0.06)
+                time.sleep(0.03)
                 if k % 15 == 7:
+                    # In four pieces 0.2 s apart (--settle-ms is 600).
                     k2, data = mojo[k // 15]
+                    piece = len(data) // 4 + 1
                     with open(os.path.join(inbox, f"profile-{k2}.mojo"), "wb") as f:
-                        for i in range(0, len(data), max(1, len(data) // 8)):
-                            f.write(data[i : i + max(1, len(data) // 8)])
+                        for i in range(0, len(data), piece):
+                            f.write(data[i : i + piece])
                             f.flush()
-                            time.sleep(0.25)
+                            time.sleep(0.2)
 
         writer = threading.Thread(target=write_files)
         writer.start()
