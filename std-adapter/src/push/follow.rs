@@ -30,11 +30,13 @@
 //! name order (periods' names sort by sequence). A 4xx other than 429, or a file that cannot
 //! be read, is logged and recorded as refused, and the follower goes on.
 //!
-//! **Memory** holds one entry per file present in the directory (name, size, time, state) and
-//! nothing per file sent and gone: the state file is rewritten without the entries of files
-//! no longer there when it has grown to twice the live entries (and at start).
+//! **Memory** holds one entry per file present in the directory that the state knows (name,
+//! size, time, state: about a hundred bytes) and nothing per file sent and gone; a scan takes
+//! at most [`MAX_READY`] files to send, the earliest names, and the next scan the rest. The
+//! state file is rewritten without the entries of files no longer there when it has grown
+//! past twice the live entries and a thousand lines (and at start).
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -172,17 +174,18 @@ impl std::fmt::Display for FollowError {
 impl std::error::Error for FollowError {}
 
 /// A file as the state knows it: size and modification time (ns since the Unix epoch).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Version {
     len: u64,
-    mtime_ns: i128,
+    mtime_ns: i64,
 }
 
 impl Version {
     fn of(meta: &fs::Metadata) -> Version {
         let mtime_ns = match meta.modified().map(|t| t.duration_since(SystemTime::UNIX_EPOCH)) {
-            Ok(Ok(d)) => d.as_nanos() as i128,
-            Ok(Err(before)) => -(before.duration().as_nanos() as i128),
+            // i64 nanoseconds reach the year 2262.
+            Ok(Ok(d)) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Ok(Err(before)) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |ns| -ns),
             Err(_) => 0,
         };
         Version { len: meta.len(), mtime_ns }
@@ -209,14 +212,24 @@ impl Status {
 /// Longest state line read (a name is at most a few hundred bytes, escaped three times).
 const MAX_LINE: u64 = 16 * 1024;
 
-/// The state: the log on disk and, in memory, each name's latest record.
+/// A name's latest record, and the scan that last saw its file (small: one per file kept).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    status: Status,
+    seen: u32,
+    version: Version,
+}
+
+/// The state: the log on disk and, in memory, the latest record of each file present.
 struct State {
     path: PathBuf,
     log: File,
-    entries: HashMap<OsString, (Status, Version)>,
+    entries: HashMap<Box<OsStr>, Entry>,
     lines: usize,
     /// The files an earlier follower began and did not record an answer for.
-    begun_before: HashMap<OsString, Version>,
+    begun_before: HashMap<Box<OsStr>, Version>,
+    /// The current scan of the directory (entries it did not see are dropped at its end).
+    scan: u32,
 }
 
 /// A name as a state line holds it: bytes outside visible ASCII, `%` and space as `%XX`.
@@ -293,22 +306,47 @@ impl State {
                     }
                     let (name, status, version) = parse_line(line.trim_end_matches('\n'))
                         .ok_or_else(|| FollowError::StateLine(path.to_path_buf(), lines))?;
-                    entries.insert(name, (status, version));
+                    entries.insert(name.into_boxed_os_str(), Entry { status, version, seen: 0 });
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(err(e)),
         }
         let begun_before =
-            entries.iter().filter(|(_, (s, _))| *s == Status::Begun).map(|(n, (_, v))| (n.clone(), *v)).collect();
+            entries.iter().filter(|(_, e)| e.status == Status::Begun).map(|(n, e)| (n.clone(), e.version)).collect();
         // Rewritten at once: drops a torn line, and starts the log from what is known.
         let log = write_log(path, &entries).map_err(err)?;
         let lines = entries.len() + 1;
-        Ok(State { path: path.to_path_buf(), log, entries, lines, begun_before })
+        Ok(State { path: path.to_path_buf(), log, entries, lines, begun_before, scan: 0 })
     }
 
     fn get(&self, name: &OsStr) -> Option<(Status, Version)> {
-        self.entries.get(name).copied()
+        self.entries.get(name).map(|e| (e.status, e.version))
+    }
+
+    /// A scan of the directory begins.
+    fn begin_scan(&mut self) {
+        self.scan = self.scan.wrapping_add(1);
+    }
+
+    /// The scan found a file of this name.
+    fn saw(&mut self, name: &OsStr) {
+        if let Some(e) = self.entries.get_mut(name) {
+            e.seen = self.scan;
+        }
+    }
+
+    /// The scan ended: what it did not see is forgotten (the log too, when it has grown well
+    /// past what is left, or `always`).
+    fn end_scan(&mut self, always: bool) -> io::Result<()> {
+        let scan = self.scan;
+        self.entries.retain(|_, e| e.seen == scan);
+        let entries = &self.entries;
+        self.begun_before.retain(|name, _| entries.contains_key(name));
+        if always || self.lines > 2 * self.entries.len() + 1024 {
+            self.rewrite()?;
+        }
+        Ok(())
     }
 
     /// Appends a record and syncs it: once this returns, a restart knows it.
@@ -318,14 +356,13 @@ impl State {
             .write_all(line.as_bytes())
             .and_then(|()| self.log.sync_data())
             .map_err(|e| FollowError::State(self.path.clone(), e))?;
-        self.entries.insert(name.to_os_string(), (status, v));
+        self.entries.insert(name.into(), Entry { status, version: v, seen: self.scan });
         self.lines += 1;
         Ok(())
     }
 
-    /// Keeps the entries `keep` keeps, written as a new log (see [`write_log`]).
-    fn rewrite(&mut self, mut keep: impl FnMut(&OsStr) -> bool) -> io::Result<()> {
-        self.entries.retain(|name, _| keep(name));
+    /// Writes the entries as a new log (see [`write_log`]).
+    fn rewrite(&mut self) -> io::Result<()> {
         self.log = write_log(&self.path, &self.entries)?;
         self.lines = self.entries.len() + 1;
         Ok(())
@@ -334,14 +371,14 @@ impl State {
 
 /// Writes `entries` to a new log beside `path`, syncs it and renames it over the old one (a
 /// crash leaves one or the other); the new log, open for appending.
-fn write_log(path: &Path, entries: &HashMap<OsString, (Status, Version)>) -> io::Result<File> {
+fn write_log(path: &Path, entries: &HashMap<Box<OsStr>, Entry>) -> io::Result<File> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".new");
     let beside = path.with_file_name(name);
     let mut out = io::BufWriter::new(File::create(&beside)?);
     out.write_all(HEADER.as_bytes())?;
-    for (name, (status, v)) in entries {
-        writeln!(out, "{} {} {} {}", status.word(), v.len, v.mtime_ns, escape(name))?;
+    for (name, e) in entries {
+        writeln!(out, "{} {} {} {}", e.status.word(), e.version.len, e.version.mtime_ns, escape(name))?;
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
@@ -391,11 +428,16 @@ fn ignored(name: &OsStr) -> bool {
     name.starts_with('.') || [".tmp", ".part", ".receiving"].iter().any(|s| name.ends_with(s))
 }
 
-/// A file the scan found, not yet taken.
+/// A file the scan found, not yet taken (ordered by name).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Candidate {
     name: OsString,
     version: Version,
 }
+
+/// Most files one scan takes to send: the earliest names (the next scan takes the rest), so
+/// memory does not grow with a backlog.
+pub const MAX_READY: usize = 256;
 
 /// Follows `options.dir`, sending each complete file as `request` says, until an error of
 /// its own (the state file, the directory) or, with [`FollowOptions::exit_after_idle`], until
@@ -410,20 +452,22 @@ pub fn follow(
     if let AfterSend::Move(to) = &options.after_send {
         fs::create_dir_all(to).map_err(|e| FollowError::Dir(to.clone(), e))?;
     }
-    // Files that are not Tachyon: the version first seen and since when.
-    let mut settling: HashMap<OsString, (Version, Instant)> = HashMap::new();
+    // Files that are not Tachyon: the version first seen, since when, and the last scan that
+    // saw it.
+    let mut settling: HashMap<OsString, (Version, Instant, u32)> = HashMap::new();
     // A file the server did not take: when to try it again, and the next wait.
     let mut backoff: Option<(Instant, Duration)> = None;
     // Files whose request may have reached the server without an answer (this run).
     let mut maybe_taken: HashMap<OsString, Version> = HashMap::new();
     let mut last_activity = Instant::now();
-    // Names seen by the last scan (for the state's rewrite).
-    let mut present: std::collections::HashSet<OsString> = std::collections::HashSet::new();
     let mut first_scan = true;
     loop {
-        let mut ready: Vec<Candidate> = Vec::new();
+        // The earliest names ready, at most MAX_READY (a max-heap: the latest name leaves).
+        let mut ready: BinaryHeap<Candidate> = BinaryHeap::new();
+        let mut more = false;
         let mut pending = false;
-        present.clear();
+        state.begin_scan();
+        let scan = state.scan;
         let entries = fs::read_dir(&options.dir).map_err(|e| FollowError::Dir(options.dir.clone(), e))?;
         for entry in entries {
             let Ok(entry) = entry else { continue };
@@ -437,7 +481,7 @@ pub fn follow(
             if !meta.is_file() {
                 continue;
             }
-            present.insert(name.clone());
+            state.saw(&name);
             let version = Version::of(&meta);
             match state.get(&name) {
                 Some((Status::Sent, v)) if v == version => {
@@ -457,10 +501,16 @@ pub fn follow(
                     settling.remove(&name);
                     false
                 }
-                Ok(Looks::Other) => match settling.get(&name) {
-                    Some((v, since)) if *v == version => since.elapsed() >= options.settle,
+                Ok(Looks::Other) => match settling.get_mut(&name) {
+                    Some((v, since, seen)) if *v == version => {
+                        *seen = scan;
+                        let settled = since.elapsed() >= options.settle;
+                        pending |= !settled;
+                        settled
+                    }
                     _ => {
-                        settling.insert(name.clone(), (version, Instant::now()));
+                        settling.insert(name.clone(), (version, Instant::now(), scan));
+                        pending = pending || !options.settle.is_zero();
                         options.settle.is_zero()
                     }
                 },
@@ -468,16 +518,16 @@ pub fn follow(
             };
             if complete {
                 ready.push(Candidate { name, version });
-            } else if settling.contains_key(&name) {
-                pending = true;
+                if ready.len() > MAX_READY {
+                    ready.pop();
+                    more = true;
+                }
             }
         }
-        settling.retain(|name, _| present.contains(name));
-        if first_scan || state.lines > 2 * state.entries.len() + 1024 {
-            state.rewrite(|name| present.contains(name)).map_err(|e| FollowError::State(options.state.clone(), e))?;
-            first_scan = false;
-        }
-        ready.sort_by(|a, b| a.name.cmp(&b.name));
+        settling.retain(|_, (_, _, seen)| *seen == scan);
+        state.end_scan(first_scan).map_err(|e| FollowError::State(options.state.clone(), e))?;
+        first_scan = false;
+        let ready = ready.into_sorted_vec();
         let waiting_out = backoff.is_some_and(|(until, _)| Instant::now() < until);
         if !ready.is_empty() {
             last_activity = Instant::now();
@@ -494,6 +544,7 @@ pub fn follow(
                         let path = options.dir.join(&c.name);
                         log(Event::Waiting { file: &path, why: &why, wait });
                         backoff = Some((Instant::now() + wait, wait));
+                        more = false;
                         break;
                     }
                 }
@@ -507,7 +558,9 @@ pub fn follow(
                 return Ok(());
             }
         }
+        // A scan that left files for the next one starts it at once.
         let sleep = match backoff {
+            _ if more => Duration::ZERO,
             Some((until, _)) => {
                 until.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), options.poll)
             }
@@ -534,7 +587,7 @@ fn send_one(
     warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, FollowError> {
     let path = options.dir.join(&c.name);
-    let before_restart = state.begun_before.remove(&c.name) == Some(c.version);
+    let before_restart = state.begun_before.remove(c.name.as_os_str()) == Some(c.version);
     if state.get(&c.name) != Some((Status::Begun, c.version)) {
         state.record(&c.name, Status::Begun, c.version)?;
     }
@@ -633,7 +686,10 @@ mod tests {
         let mut s = State::open(&path).unwrap();
         assert_eq!(s.get(OsStr::new("a")), Some((Status::Sent, v)));
         assert_eq!(s.get(OsStr::new("b c")), Some((Status::Begun, v)));
-        s.rewrite(|n| n == "b c").unwrap();
+        // A scan that finds "b c" alone forgets "a".
+        s.begin_scan();
+        s.saw(OsStr::new("b c"));
+        s.end_scan(true).unwrap();
         let s = State::open(&path).unwrap();
         assert_eq!((s.get(OsStr::new("a")), s.entries.len()), (None, 1));
         assert_eq!(fs::read_to_string(&path).unwrap(), format!("{HEADER}begin 3 7 b%20c\n"));
