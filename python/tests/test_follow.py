@@ -118,7 +118,7 @@ class Follower:
     """`tachyon push --follow` as a process, restartable, its stderr kept per run."""
 
     def __init__(self, url, dir, logs, *extra):
-        self.args = [CLI, "push", "--follow", dir, "--endpoint", url, "--poll-ms", "50", "--settle-ms", "600",
+        self.args = [CLI, "push", "--follow", dir, "--endpoint", url, "--poll-ms", "50", "--settle-ms", "1500",
                      "--retry-wait-ms", "100", "--attempts", "2", "--timeout", "5", *extra]
         self.logs = logs
         self.runs = []
@@ -174,7 +174,7 @@ class FollowTest(unittest.TestCase):
                 tachyon_file(os.path.join(inbox, f"profile-{k:03}.pyb"), k, slow=k % 15 == 0)
                 time.sleep(0.03)
                 if k % 15 == 7:
-                    # In four pieces 0.2 s apart (--settle-ms is 600).
+                    # In four pieces 0.2 s apart (--settle-ms is 1500: a loaded machine may stall the writer).
                     k2, data = mojo[k // 15]
                     piece = len(data) // 4 + 1
                     with open(os.path.join(inbox, f"profile-{k2}.mojo"), "wb") as f:
