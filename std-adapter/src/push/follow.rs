@@ -45,7 +45,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tachyon_core::kind::FileKind;
 
-use crate::push::{push_file, PushError, PushFileError, PushRequest, Retry};
+use crate::push::{percent_decode, percent_encode, push_file, PushError, PushFileError, PushRequest, Retry};
 
 /// What is done with a file the server took.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,33 +235,12 @@ struct State {
 /// A name as a state line holds it: bytes outside visible ASCII, `%` and space as `%XX`.
 fn escape(name: &OsStr) -> String {
     use std::os::unix::ffi::OsStrExt;
-    let mut out = String::new();
-    for &b in name.as_bytes() {
-        if b.is_ascii_graphic() && b != b'%' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encode(name.as_bytes(), |b| b.is_ascii_graphic() && b != b'%')
 }
 
 fn unescape(s: &str) -> Option<OsString> {
     use std::os::unix::ffi::OsStringExt;
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Some(OsString::from_vec(out))
+    percent_decode(s).map(OsString::from_vec)
 }
 
 fn parse_line(line: &str) -> Option<(OsString, Status, Version)> {

@@ -199,17 +199,41 @@ pub fn otlp_partial_success(answer: &Answer) -> Option<String> {
         .then(|| format!("{} profiles rejected: {}", p.rejected_profiles, p.error_message))
 }
 
-/// `s` percent-encoded for a query string.
-fn query_escape(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+/// `bytes` with every byte `keep` refuses as `%XX` (a query string's value, a state line's
+/// name).
+pub(crate) fn percent_encode(bytes: &[u8], keep: impl Fn(u8) -> bool) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if keep(b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
     }
     out
+}
+
+/// `%XX` escapes decoded; `None` for a `%` without two hex digits.
+pub(crate) fn percent_decode(s: &str) -> Option<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// `s` percent-encoded for a query string.
+fn query_escape(s: &str) -> String {
+    percent_encode(s.as_bytes(), |b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
 }
 
 /// Pyroscope's `/ingest` target for a profile of `name` from `from_s` to `until_s` (Unix

@@ -87,20 +87,7 @@ pub fn headers_from_file(path: &Path) -> Result<Vec<Header>, BadHeader> {
 
 /// `%XX` escapes decoded (the OpenTelemetry header variables' values).
 fn percent_decoded(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    String::from_utf8(crate::push::percent_decode(s)?).ok()
 }
 
 /// The headers an OpenTelemetry variable gives (`name=value,name=value`).
