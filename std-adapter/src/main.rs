@@ -23,7 +23,9 @@ use tachyon::model::chain::Chain;
 use tachyon::profile::{Profile, ProfileError, SourceOptions};
 use tachyon::pstats::source::PstatsOptions;
 use tachyon::push::follow::{follow, AfterSend, Event, FollowOptions};
-use tachyon::push::{parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets, TlsClient, Trust};
+use tachyon::push::{
+    parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets, TlsClient, Trust, UNANSWERED,
+};
 use tachyon::request::{
     convert_file, expand_folders, file_name, merge_files, with_source, ByteOrder, ConvertRequest, InputOptions,
     MergeRequest, RequestError, Teardown,
@@ -776,10 +778,7 @@ fn push(
         match push_file(file, request, &mut said, &mut waiting) {
             Ok(pushed) => {
                 if pushed.possibly_twice {
-                    said(&format!(
-                        "{}: possibly sent twice: an earlier request for it went out whole and got no answer",
-                        file.display()
-                    ));
+                    said(&format!("{}: possibly sent twice: {UNANSWERED}", file.display()));
                 }
                 if let Some(partial) = pushed.partial {
                     said(&format!("{}: taken in part: {partial}", file.display()));

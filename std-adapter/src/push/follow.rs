@@ -18,11 +18,12 @@
 //! the reader refused. A file is known by its name, size and modification time: a file
 //! written again under the same name is a new file. After a restart (a crash, `SIGKILL`),
 //! a file with `sent` is not sent again (only what `--after-send` says is done, if it had not
-//! been); a file with `begin` and no `sent` is sent again and **logged as possibly sent
-//! twice**: the follower stopped between writing its request and recording the answer, and
-//! no OTLP server can tell a repeat. That window is one request's round trip and one `fsync`.
-//! A request written whole that got no answer (a time-out, a connection cut after sending)
-//! is retried and logged the same way. Nothing else is sent twice.
+//! been); a file with `begin` and no `sent` is sent again and, whenever that is taken (the
+//! server may be down at first), **logged as possibly sent twice**: the follower stopped
+//! between writing its request and recording the answer, and no OTLP server can tell a
+//! repeat. That window is one request's round trip and one `fsync`. A request written whole
+//! that got no answer (a time-out, a connection cut after sending) is retried and logged the
+//! same way. Nothing else is sent twice.
 //!
 //! **The server down.** A file the server did not take (connection refused, 5xx, 429, time-out,
 //! TLS refusal) stays first in line: the follower waits, doubling from
@@ -45,7 +46,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tachyon_core::kind::FileKind;
 
-use crate::push::{percent_decode, percent_encode, push_file, PushError, PushFileError, PushRequest, Retry};
+use crate::push::{
+    percent_decode, percent_encode, push_file, PushError, PushFileError, PushRequest, Retry, UNANSWERED,
+};
 
 /// What is done with a file the server took.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,8 +229,10 @@ struct State {
     log: File,
     entries: HashMap<Box<OsStr>, Entry>,
     lines: usize,
-    /// The files an earlier follower began and did not record an answer for.
-    begun_before: HashMap<Box<OsStr>, Version>,
+    /// Files whose request may already have reached the server, and why: an earlier
+    /// follower began them and recorded no answer, or a request of this run went out whole
+    /// unanswered. Logged as possibly sent twice when taken; kept until then.
+    possibly_taken: HashMap<Box<OsStr>, (Version, &'static str)>,
     /// The current scan of the directory (entries it did not see are dropped at its end).
     scan: u32,
 }
@@ -241,6 +246,11 @@ fn escape(name: &OsStr) -> String {
 fn unescape(s: &str) -> Option<OsString> {
     use std::os::unix::ffi::OsStringExt;
     percent_decode(s).map(OsString::from_vec)
+}
+
+/// A state line (without its newline); [`parse_line`] reads it back.
+fn state_line(name: &OsStr, status: Status, v: Version) -> String {
+    format!("{} {} {} {}", status.word(), v.len, v.mtime_ns, escape(name))
 }
 
 fn parse_line(line: &str) -> Option<(OsString, Status, Version)> {
@@ -261,6 +271,9 @@ fn parse_line(line: &str) -> Option<(OsString, Status, Version)> {
 }
 
 const HEADER: &str = "tachyon push --follow state 1\n";
+
+/// Why a file may have been taken before: a follower before this one was stopped in between.
+const AFTER_RESTART: &str = "a follower before this one stopped after sending it, before recording the answer";
 
 impl State {
     /// Reads the log at `path` (a torn last line, from a kill mid-write, is dropped) and opens
@@ -291,12 +304,15 @@ impl State {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(err(e)),
         }
-        let begun_before =
-            entries.iter().filter(|(_, e)| e.status == Status::Begun).map(|(n, e)| (n.clone(), e.version)).collect();
+        let possibly_taken = entries
+            .iter()
+            .filter(|(_, e)| e.status == Status::Begun)
+            .map(|(n, e)| (n.clone(), (e.version, AFTER_RESTART)))
+            .collect();
         // Rewritten at once: drops a torn line, and starts the log from what is known.
         let log = write_log(path, &entries).map_err(err)?;
         let lines = entries.len() + 1;
-        Ok(State { path: path.to_path_buf(), log, entries, lines, begun_before, scan: 0 })
+        Ok(State { path: path.to_path_buf(), log, entries, lines, possibly_taken, scan: 0 })
     }
 
     fn get(&self, name: &OsStr) -> Option<(Status, Version)> {
@@ -321,7 +337,7 @@ impl State {
         let scan = self.scan;
         self.entries.retain(|_, e| e.seen == scan);
         let entries = &self.entries;
-        self.begun_before.retain(|name, _| entries.contains_key(name));
+        self.possibly_taken.retain(|name, _| entries.contains_key(name));
         if always || self.lines > 2 * self.entries.len() + 1024 {
             self.rewrite()?;
         }
@@ -330,7 +346,7 @@ impl State {
 
     /// Appends a record and syncs it: once this returns, a restart knows it.
     fn record(&mut self, name: &OsStr, status: Status, v: Version) -> Result<(), FollowError> {
-        let line = format!("{} {} {} {}\n", status.word(), v.len, v.mtime_ns, escape(name));
+        let line = state_line(name, status, v) + "\n";
         self.log
             .write_all(line.as_bytes())
             .and_then(|()| self.log.sync_data())
@@ -357,7 +373,7 @@ fn write_log(path: &Path, entries: &HashMap<Box<OsStr>, Entry>) -> io::Result<Fi
     let mut out = io::BufWriter::new(File::create(&beside)?);
     out.write_all(HEADER.as_bytes())?;
     for (name, e) in entries {
-        writeln!(out, "{} {} {} {}", e.status.word(), e.version.len, e.version.mtime_ns, escape(name))?;
+        writeln!(out, "{}", state_line(name, e.status, e.version))?;
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
@@ -436,8 +452,6 @@ pub fn follow(
     let mut settling: HashMap<OsString, (Version, Instant, u32)> = HashMap::new();
     // A file the server did not take: when to try it again, and the next wait.
     let mut backoff: Option<(Instant, Duration)> = None;
-    // Files whose request may have reached the server without an answer (this run).
-    let mut maybe_taken: HashMap<OsString, Version> = HashMap::new();
     let mut last_activity = Instant::now();
     let mut first_scan = true;
     loop {
@@ -480,19 +494,23 @@ pub fn follow(
                     settling.remove(&name);
                     false
                 }
-                Ok(Looks::Other) => match settling.get_mut(&name) {
-                    Some((v, since, seen)) if *v == version => {
-                        *seen = scan;
-                        let settled = since.elapsed() >= options.settle;
-                        pending |= !settled;
-                        settled
-                    }
-                    _ => {
-                        settling.insert(name.clone(), (version, Instant::now(), scan));
-                        pending = pending || !options.settle.is_zero();
-                        options.settle.is_zero()
-                    }
-                },
+                Ok(Looks::Other) => {
+                    // Unchanged since when (a new or changed file: since now).
+                    let since = match settling.get_mut(&name) {
+                        Some((v, since, seen)) if *v == version => {
+                            *seen = scan;
+                            *since
+                        }
+                        _ => {
+                            let now = Instant::now();
+                            settling.insert(name.clone(), (version, now, scan));
+                            now
+                        }
+                    };
+                    let settled = since.elapsed() >= options.settle;
+                    pending |= !settled;
+                    settled
+                }
                 Err(_) => false, // gone since the listing, or unreadable for now
             };
             if complete {
@@ -513,7 +531,7 @@ pub fn follow(
         }
         if !waiting_out {
             for c in ready {
-                match send_one(request, options, &mut state, &c, &mut maybe_taken, log, warn)? {
+                match send_one(request, options, &mut state, &c, log, warn)? {
                     Outcome::Done => {
                         settling.remove(&c.name);
                         backoff = None;
@@ -561,48 +579,43 @@ fn send_one(
     options: &FollowOptions,
     state: &mut State,
     c: &Candidate,
-    maybe_taken: &mut HashMap<OsString, Version>,
     log: &mut dyn FnMut(Event<'_>),
     warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, FollowError> {
     let path = options.dir.join(&c.name);
-    let before_restart = state.begun_before.remove(c.name.as_os_str()) == Some(c.version);
     if state.get(&c.name) != Some((Status::Begun, c.version)) {
         state.record(&c.name, Status::Begun, c.version)?;
     }
     let mut waiting = |_: Duration, _: &str| {};
-    match push_file(&path, request, warn, &mut waiting) {
+    let pushed = push_file(&path, request, warn, &mut waiting);
+    // Taken before, if this version may have been: known only once an answer is recorded.
+    let mut take_earlier = || state.possibly_taken.remove(c.name.as_os_str()).filter(|(v, _)| *v == c.version);
+    match pushed {
         Ok(pushed) => {
+            let earlier = take_earlier();
             state.record(&c.name, Status::Sent, c.version)?;
-            let earlier = maybe_taken.remove(&c.name).is_some_and(|v| v == c.version);
-            if before_restart {
-                log(Event::PossiblySentTwice {
-                    file: &path,
-                    why: "a follower before this one stopped after sending it, before recording the answer",
-                });
-            } else if pushed.possibly_twice || earlier {
-                log(Event::PossiblySentTwice {
-                    file: &path,
-                    why: "an earlier request for it went out whole and got no answer",
-                });
+            if let Some(why) = earlier.map(|(_, why)| why).or(pushed.possibly_twice.then_some(UNANSWERED)) {
+                log(Event::PossiblySentTwice { file: &path, why });
             }
             log(Event::Sent { file: &path, partial: pushed.partial.as_deref() });
             after_send(&options.after_send, &path, &c.name, log);
             Ok(Outcome::Done)
         }
         Err(PushFileError::Push(PushError::Refused { status, message })) => {
+            take_earlier();
             state.record(&c.name, Status::Refused, c.version)?;
             log(Event::Refused { file: &path, why: &format!("the server refused it ({status}): {message}") });
             Ok(Outcome::Done)
         }
         Err(PushFileError::Request(e)) => {
+            take_earlier();
             state.record(&c.name, Status::Refused, c.version)?;
             log(Event::Refused { file: &path, why: &e.to_string() });
             Ok(Outcome::Done)
         }
         Err(PushFileError::Push(e)) => {
             if let PushError::GaveUp { possibly_taken: true, .. } = e {
-                maybe_taken.insert(c.name.clone(), c.version);
+                state.possibly_taken.entry(c.name.as_os_str().into()).or_insert((c.version, UNANSWERED));
             }
             Ok(Outcome::NotTaken { why: e.to_string() })
         }

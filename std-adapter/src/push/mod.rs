@@ -114,6 +114,10 @@ impl fmt::Display for PushError {
 
 impl std::error::Error for PushError {}
 
+/// Why a file may have reached a server twice: a retry was taken after a request that went
+/// out whole and got no answer (what `push` and the follower say).
+pub const UNANSWERED: &str = "an earlier request for it went out whole and got no answer";
+
 /// A request the server took.
 #[derive(Debug, Clone)]
 pub struct Delivered {
