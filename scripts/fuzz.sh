@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of every reader (issue 15), with cargo fuzz (libFuzzer,
-# AddressSanitizer, debug assertions) on the machine's stable toolchain: cargo-fuzz passes
-# -Z flags, which stable rustc takes with RUSTC_BOOTSTRAP=1, and the rust-std component
-# ships the sanitizer runtimes. Installs cargo-fuzz into ~/.cache/tachyon-fuzz once.
+# Coverage-guided fuzzing of every reader (issue 15): libFuzzer targets (fuzz/, libfuzzer-sys)
+# with AddressSanitizer and debug assertions, on the machine's stable toolchain. The targets
+# are built as cargo-fuzz 0.13 builds them — the same cargo arguments and rustc flags
+# (`fuzz_build` below), read from what `cargo fuzz build` runs — and run as `cargo fuzz run`
+# runs them, so nothing else is installed (cargo-fuzz itself took 2 min 22 s – 2 min 40 s to
+# build from empty caches). Its -Z flags are taken by stable rustc with RUSTC_BOOTSTRAP=1, and
+# the rust-std component ships the sanitizer runtimes.
 #
 #   bash scripts/fuzz.sh                 every target for FUZZ_SECONDS (default 15) each
 #   bash scripts/fuzz.sh --campaign N    every target for N seconds each, corpora kept in
@@ -12,8 +15,7 @@
 #                                        of it, in runs of FUZZ_CHUNK seconds (default 600):
 #                                        stop it any time, run it again to go on
 #   bash scripts/fuzz.sh --ledger        the ledger summed per target
-#   bash scripts/fuzz.sh --prepare       only install cargo-fuzz (the test command does it
-#                                        beside its downloads)
+#   bash scripts/fuzz.sh --prepare       only install gcc and g++ where they are missing
 #   FUZZ_TARGETS="mojo pstats" ...       only those targets
 #   FUZZ_SANITIZER=none ...              without AddressSanitizer (default: address)
 #
@@ -76,9 +78,6 @@ TIMEOUT=${FUZZ_TIMEOUT:-10}
 RSS_MB=${FUZZ_RSS_MB:-2048}
 MALLOC_MB=${FUZZ_MALLOC_MB:-256}
 SANITIZER=${FUZZ_SANITIZER:-address}
-# Each sanitizer builds into its own folder: a campaign without one and the test command's
-# bounded run with one do not rebuild each other's targets.
-FUZZ_BUILD=(--fuzz-dir fuzz --sanitizer "$SANITIZER" --target-dir "$ROOT/target/fuzz-$SANITIZER")
 ALL_TARGETS=(tachyon_metadata tachyon_replay gperftools mojo pstats marshal pprof json_encode detect
   elf_symbols transport_receiver roundtrip)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
@@ -88,21 +87,43 @@ command -v gcc >/dev/null && command -v g++ >/dev/null || {
   [ "$(id -u)" = 0 ] || fail "gcc and g++ are missing (libFuzzer is C++) and this is not root"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ >/dev/null || fail "apt-get install gcc g++"
 }
-CARGO_FUZZ_VERSION=0.13.2
-if ! "$CACHE/cargo/bin/cargo-fuzz" --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
-  log "installing cargo-fuzz $CARGO_FUZZ_VERSION into $CACHE/cargo (once)"
-  cargo install -q --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION" --root "$CACHE/cargo" \
-    || fail "cargo install cargo-fuzz"
-fi
 [ -z "$PREPARE" ] || exit 0
-export PATH=$CACHE/cargo/bin:$PATH
 export RUSTC_BOOTSTRAP=1
 # Logs, seeds and results go under target/ (a fresh clone has none yet).
 mkdir -p "$ROOT/target"
 
+# What `cargo fuzz build` (0.13) runs: a release build with line tables, for the host triple
+# (rustflags then stay off build scripts), with libFuzzer's coverage instrumentation, the
+# sanitizer, debug assertions and `--cfg fuzzing`; one codegen unit (with more, the coverage
+# pass keeps functions from being inlined across units, and the build was no faster: 190 s
+# with 16 against 165 s with one, from empty caches, 2026-11-27).
+TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+# Each sanitizer builds into its own folder: a campaign without one and the test command's
+# bounded run with one do not rebuild each other's targets.
+BIN=$ROOT/target/fuzz-$SANITIZER/$TRIPLE/release
+fuzz_build() {
+  local flags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+  flags+=" -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table"
+  flags+=" -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+  flags+=" -Cllvm-args=-simplifycfg-branch-fold-threshold=0"
+  [ "$SANITIZER" = none ] || flags+=" -Zsanitizer=$SANITIZER"
+  flags+=" -Cllvm-args=-sanitizer-coverage-stack-depth -Cdebug-assertions -Ccodegen-units=1"
+  # (Exported by this script's caller, as cargo-fuzz lets them: they come last and win.)
+  flags+=" ${RUSTFLAGS:-}"
+  RUSTFLAGS=$flags cargo build --manifest-path "$ROOT/fuzz/Cargo.toml" --target "$TRIPLE" --release \
+    --config 'profile.release.debug="line-tables-only"' --bins --target-dir "$ROOT/target/fuzz-$SANITIZER"
+}
+# fuzz_exec TARGET LIBFUZZER-ARGS...: as `cargo fuzz run` runs a built target (its default
+# sanitizer options, ours first so that the caller's win).
+fuzz_exec() {
+  local t=$1
+  shift
+  ASAN_OPTIONS="detect_odr_violation=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" "$BIN/$t" "$@"
+}
+
 log "building the targets (release, sanitizer: $SANITIZER, debug assertions)"
-cargo fuzz build "${FUZZ_BUILD[@]}" >/dev/null 2>"$ROOT/target/fuzz-build.log" \
-  || { tail -30 "$ROOT/target/fuzz-build.log" >&2; fail "cargo fuzz build"; }
+fuzz_build >/dev/null 2>"$ROOT/target/fuzz-build.log" \
+  || { tail -30 "$ROOT/target/fuzz-build.log" >&2; fail "building the fuzz targets"; }
 
 # --- seed corpora: every committed fixture and vector of each format ------------------------
 SEEDS=$ROOT/target/fuzz-seeds
@@ -155,8 +176,8 @@ replay() { # replay TARGET FILE...
   shift
   [ $# -gt 0 ] || return 0
   mkdir -p "$ROOT/target/fuzz-replay"
-  cargo fuzz run "${FUZZ_BUILD[@]}" "$t" "$@" -- -artifact_prefix="$ROOT/target/fuzz-replay/$t-" \
-    -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$MALLOC_MB" >"$ROOT/target/fuzz-replay/$t.log" 2>&1 || {
+  fuzz_exec "$t" -artifact_prefix="$ROOT/target/fuzz-replay/$t-" \
+    -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$MALLOC_MB" "$@" >"$ROOT/target/fuzz-replay/$t.log" 2>&1 || {
     grep -E "^Running:|ERROR|panicked|SUMMARY|timeout|out-of-memory" "$ROOT/target/fuzz-replay/$t.log" | tail -12 >&2
     fail "$t: a saved crash or a seed fails (log: target/fuzz-replay/$t.log)"
   }
@@ -216,7 +237,7 @@ run_target() { # run_target TARGET SECONDS [EXECUTIONS]: one libFuzzer run, its 
   # the mojo target: a quarter of its time in memset and page faults; 1,142 -> 1,600
   # executions a second with the threshold fixed). The readers are the same either way.
   if ! GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144 \
-    cargo fuzz run "${FUZZ_BUILD[@]}" "$t" "$CORPORA/$t" "$SEEDS/$t" -- "${args[@]}" >"$log_file" 2>&1; then
+    fuzz_exec "$t" "${args[@]}" "$CORPORA/$t" "$SEEDS/$t" >"$log_file" 2>&1; then
     local crash
     crash=$(find "$ROOT/target/fuzz-artifacts/$t" -type f | head -1)
     grep -E "ERROR|panicked|SUMMARY|timeout|out-of-memory" "$log_file" | head -10 >&2 || true
@@ -225,7 +246,7 @@ run_target() { # run_target TARGET SECONDS [EXECUTIONS]: one libFuzzer run, its 
       cp "$crash" "$ROOT/fuzz/regressions/$t/"
       fail "$t: $(basename "$crash") (copied to fuzz/regressions/$t/; log: $log_file)"
     fi
-    fail "$t: cargo fuzz run failed without an artifact (log: $log_file)"
+    fail "$t: the fuzz run failed without an artifact (log: $log_file)"
   fi
   local took runs last cov ft corpus
   took=$(($(date +%s) - started))
