@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # The firmware proof (issue 12): builds qemu-tests/firmware for thumbv7em-none-eabihf and
 # thumbv6m-none-eabi, runs each under qemu-system-arm (mps2-an386, mps2-an385) with a time
-# limit, checks its exit status, decodes its defmt log with defmt-print, puts the UART stream
+# limit, checks its exit status, decodes its defmt log with defmt-decoder 1.2.0 (the library
+# defmt-print is a front for: qemu-tests/firmware/defmt-log), puts the UART stream
 # back together with `tachyon receive`, checks it is the RAM file byte for byte, and has
 # CPython 3.15.2's reader read both. Leaves in target/firmware/: <target>.ram.pyb,
 # <target>.uart.pyb, <target>.uart.bin (the raw capture), <target>.defmt and <target>.log.
 # Installs what it needs on a fresh Debian machine (as root); says which step failed.
-# `--prepare` only builds defmt-print into the cache (the test command does it beside its
-# downloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/harness.sh
 . scripts/harness.sh
 ROOT=$PWD
 OUT="$ROOT/target/firmware"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tachyon-firmware"
 fail() { printf 'FIRMWARE FAILED: %s\n' "$*" >&2; exit 1; }
 log() { printf '  firmware: %s\n' "$*"; }
 
@@ -32,12 +30,15 @@ command -v size >/dev/null || {
 for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   grep -qx "$target" <<<"$(rustup target list --installed)" || rustup target add "$target" || fail "rustup target add $target"
 done
-DEFMT_PRINT="$CACHE/defmt-print/bin/defmt-print"
-if [ ! -x "$DEFMT_PRINT" ]; then
-  log "building defmt-print 1.2.0 (once; cached in $CACHE)"
-  cargo install -q defmt-print --version 1.2.0 --locked --root "$CACHE/defmt-print" || fail "cargo install defmt-print"
-fi
-[ "${1:-}" != --prepare ] || exit 0
+# The log decoder, a host program in a workspace of its own (built from here, where the
+# firmware's thumb-only .cargo/config.toml does not apply).
+DL=(--manifest-path qemu-tests/firmware/defmt-log/Cargo.toml)
+cargo fmt --check "${DL[@]}" || fail "cargo fmt --check (qemu-tests/firmware/defmt-log)"
+cargo clippy -q --locked "${DL[@]}" --target-dir "$ROOT/target/defmt-log" -- -D warnings \
+  || fail "cargo clippy (qemu-tests/firmware/defmt-log)"
+cargo build -q --release --locked "${DL[@]}" --target-dir "$ROOT/target/defmt-log" \
+  || fail "building qemu-tests/firmware/defmt-log"
+DEFMT_LOG="$ROOT/target/defmt-log/release/defmt-log"
 release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
 
@@ -51,7 +52,7 @@ for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   elf="$PWD/target/$target/release/tachyon-firmware"
   log "$target: run under qemu-system-arm"
   FIRMWARE_TIMEOUT=120 ./run-qemu.sh "$elf" || fail "$target: the firmware exited with status $? (log: $OUT/$target.defmt)"
-  "$DEFMT_PRINT" -e "$elf" < "$OUT/$target.defmt" > "$OUT/$target.log" || fail "$target: defmt-print"
+  "$DEFMT_LOG" "$elf" < "$OUT/$target.defmt" > "$OUT/$target.log" || fail "$target: decoding its defmt log"
   sed 's/^/    /' "$OUT/$target.log"
   grep -q "INFO  done" "$OUT/$target.log" || fail "$target: the log does not end with done"
   "$TACHYON" receive "$OUT/$target.uart.bin" -o "$OUT/$target.uart.pyb" || fail "$target: tachyon receive"

@@ -193,7 +193,7 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages; cargo-fuzz and defmt-print built once"
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
@@ -207,11 +207,9 @@ job viewer-tools bash scripts/viewer-tools.sh
 job crates-and-release-build bash -c '. scripts/harness.sh
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml &&
   cargo fetch --locked --manifest-path python/Cargo.toml && cargo fetch --locked --manifest-path qemu-tests/firmware/Cargo.toml &&
+  cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml &&
   release_build'
 job fleet-packages bash scripts/fleet.sh --prepare
-# Two compiles that only a run from empty caches does, while the rest waits on the network.
-job cargo-fuzz bash scripts/fuzz.sh --prepare
-job defmt-print bash scripts/firmware.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
 
