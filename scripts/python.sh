@@ -14,12 +14,23 @@
 #   bash scripts/python.sh --prepare    only what is downloaded (maturin, the test suite,
 #                                       CPython 3.13 and 3.14): the test command does this
 #                                       beside its other downloads
+#   bash scripts/python.sh --wheel      only build the wheel into target/wheels/
+#   bash scripts/python.sh --built      everything after the build, with the wheel already
+#                                       in target/wheels/ (the test command builds it first,
+#                                       then runs this beside scripts/fleet.sh, which installs
+#                                       the same wheel)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/harness.sh
 . scripts/harness.sh
-PREPARE=
-[ "${1:-}" = --prepare ] && PREPARE=1
+PREPARE= BUILD=1 TEST=1
+case "${1:-}" in
+  --prepare) PREPARE=1 ;;
+  --wheel) TEST= ;;
+  --built) BUILD= ;;
+  "") ;;
+  *) printf 'usage: bash scripts/python.sh [--prepare | --wheel | --built]\n' >&2; exit 2 ;;
+esac
 C=${TACHYON_PYTHON_CACHE:-$HOME/.cache/tachyon-python}
 A=${TACHYON_ORACLE_DIR:-$HOME/.cache/tachyon-oracle}
 fail() { printf 'python package failed at step "%s": %s\n' "$1" "$2" >&2; exit 1; }
@@ -79,16 +90,19 @@ if [ -n "$PREPARE" ]; then
   exit 0
 fi
 
-step "build the abi3 wheel into target/wheels/"
-rm -f target/wheels/tachyon_profiles-*.whl
-# In the main target folder, beside the release build it shares most crates with (64 of 82,
-# measured; PyO3's proc-macros ask syn for more features, so what derives through syn — serde,
-# clap, tachyon — is built again). The release build is the one without rlibs
-# (scripts/harness.sh), whose crates are bitcode as a cdylib's are.
-(cd python && CARGO_TARGET_DIR="$PWD/../target" timed build "$C/maturin/bin/maturin" build --release --locked \
-  --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
+if [ -n "$BUILD" ]; then
+  step "build the abi3 wheel into target/wheels/"
+  rm -f target/wheels/tachyon_profiles-*.whl
+  # In the main target folder, beside the release build it shares most crates with (64 of 82,
+  # measured; PyO3's proc-macros ask syn for more features, so what derives through syn — serde,
+  # clap, tachyon — is built again). The release build is the one without rlibs
+  # (scripts/harness.sh), whose crates are bitcode as a cdylib's are.
+  (cd python && CARGO_TARGET_DIR="$PWD/../target" timed build "$C/maturin/bin/maturin" build --release --locked \
+    --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
+fi
 wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
 echo "$wheel"
+[ -n "$TEST" ] || exit 0
 
 step "pip install the wheel into Python 3.11 (a fresh virtual environment)"
 rm -rf "$C/py311"

@@ -354,13 +354,16 @@ step "capture path: loom model of the ring, the push functions' machine code, th
 bash scripts/capture.sh
 prune target/loom target/capture/work
 
-step "Python package: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too"
-# The package's convert() is compared with the release command, the one users run.
-TACHYON_CLI=$PWD/target/release/tachyon bash scripts/python.sh
-
-step "fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
-bash scripts/fleet.sh
-prune target/wheels
+step "Python package and fleet, side by side after the wheel's build. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
+bash scripts/python.sh --wheel
+# Each keeps about half a core busy (Python interpreters, loopback servers, a follower that
+# waits for files to settle), so together they take about as long as the longer one. Their
+# benchmarks run once as smoke runs and assert no speed. The package's convert() is compared
+# with the release command, the one users run.
+together target/python-fleet-logs python env TACHYON_CLI="$PWD/target/release/tachyon" bash scripts/python.sh --built
+together target/python-fleet-logs fleet bash scripts/fleet.sh
+together_wait
+prune target/wheels target/python-fleet-logs
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 5 s each under AddressSanitizer (a smoke run: the long runs are scripts/fuzz.sh --until and the ledger), failing on a crash, a timeout or running out of memory"
 FUZZ_SECONDS=5 bash scripts/fuzz.sh
