@@ -60,7 +60,7 @@ fn run_all(bytes: &[u8]) -> usize {
 
 #[test]
 fn corrupt_and_truncated_files_never_panic_a_conversion() {
-    if under_memory_limit("corrupt_and_truncated_files_never_panic_a_conversion", LIMIT) {
+    if under_memory_limit("bad_input::corrupt_and_truncated_files_never_panic_a_conversion", LIMIT) {
         return;
     }
     let dir = fixtures::vectors("cpython-3.15.2");
@@ -117,7 +117,7 @@ fn run_gperftools(bytes: &[u8]) -> usize {
 
 #[test]
 fn corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion() {
-    if under_memory_limit("corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion", LIMIT) {
+    if under_memory_limit("bad_input::corrupt_and_truncated_gperftools_profiles_never_panic_a_conversion", LIMIT) {
         return;
     }
     let root = fixtures::vectors("gperftools-2.10");
@@ -280,7 +280,7 @@ fn spread(len: usize, n: usize) -> impl Iterator<Item = usize> {
 /// panic (the core's own tests take every truncation).
 #[test]
 fn corrupt_and_truncated_mojo_files_never_panic_a_conversion() {
-    if under_memory_limit("corrupt_and_truncated_mojo_files_never_panic_a_conversion", LIMIT) {
+    if under_memory_limit("bad_input::corrupt_and_truncated_mojo_files_never_panic_a_conversion", LIMIT) {
         return;
     }
     let vectors = fixtures::root().join("qemu-tests/vectors");
@@ -521,7 +521,7 @@ fn a_million_real_threads_convert_to_tachyon_under_a_memory_limit() {
 #[test]
 fn fifty_thousand_mojo_threads_under_a_memory_limit() {
     use tachyon_core::mojo::{Event, FrameDef};
-    if under_memory_limit("fifty_thousand_mojo_threads_under_a_memory_limit", LIMIT) {
+    if under_memory_limit("bad_input::fifty_thousand_mojo_threads_under_a_memory_limit", LIMIT) {
         return;
     }
     let tids: Vec<String> = (0..50_000u32).map(|i| format!("{i:x}")).collect();
