@@ -100,7 +100,7 @@ log "salvage: a journaled stream cut at every 7th byte and at every byte of fini
 mkdir -p "$WORK/cuts"
 # The host tests' selection and profile: the test binary is built already.
 TACHYON_SALVAGE_OUT="$WORK/cuts" cargo test -q --profile checked --workspace --all-features --exclude tachyon-capi \
-  --test suite salvage::cut_a \
+  --test suite -- salvage::a_stream_cut_anywhere salvage::a_cut_at_every_byte_of_finish \
   > "$WORK/cuts.log" 2>&1 || { cat "$WORK/cuts.log"; fail "the cut streams' tests"; }
 mapfile -t cuts < <(find "$WORK/cuts" -name 'cut-*.pyb' | sort -V)
 [ "${#cuts[@]}" -ge 100 ] || fail "${#cuts[@]} distinct salvaged files from the cuts"
