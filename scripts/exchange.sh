@@ -11,17 +11,18 @@ cd "$(dirname "$0")/.."
 DIR=${1:-$PWD/target/exchange}
 TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
 rm -rf "$DIR" && mkdir -p "$DIR"
-# The checked profile (see Cargo.toml) for the big-endian programs: the big-endian suite has
-# built them already (its test build makes the same binaries with the same features); the
-# host's, in dev, is built here (as the C API's host library is after it: the same
-# dependencies). Built first, then each phase's programs run side by side, each an emulated
-# process of its own: the writers (and CPython writing), then the readers (and CPython
-# reading). Each one's output is kept and shown in order.
-cargo build -q -p qemu-tests --bin exchange
+# The checked profile (see Cargo.toml), built by the test command's earlier steps: the
+# big-endian programs by the big-endian suite's test build (the same binaries, the same
+# features), the host's by the host's tests (the selection below is theirs, so its features
+# are too; in dev, as it was, it compiled the std layer's tree once more: 34-49 s from empty
+# caches). Then each phase's programs run side by side, each an emulated process of its own:
+# the writers (and CPython writing), then the readers (and CPython reading). Each one's output
+# is kept and shown in order.
+cargo build -q --profile checked --workspace --all-features --exclude tachyon-capi --bin exchange
 cargo build -q --profile checked -p qemu-tests --bin exchange "${TARGETS[@]/#/--target=}"
 exe() { # exe TARGET|host: the exchange binary and the runner it needs
   case $1 in
-    host) echo "target/debug/exchange" ;;
+    host) echo "target/checked/exchange" ;;
     s390x-*) echo "qemu-s390x -L /usr/s390x-linux-gnu target/$1/checked/exchange" ;;
     powerpc-*) echo "qemu-ppc -L /usr/powerpc-linux-gnu target/$1/checked/exchange" ;;
     powerpc64-*) echo "qemu-ppc64 -L /usr/powerpc64-linux-gnu target/$1/checked/exchange" ;;
