@@ -16,6 +16,8 @@
 #                                        stop it any time, run it again to go on
 #   bash scripts/fuzz.sh --ledger        the ledger summed per target
 #   bash scripts/fuzz.sh --prepare       only install gcc and g++ where they are missing
+#   bash scripts/fuzz.sh --build         only build the targets (the test command does it
+#                                        beside the Python and fleet steps)
 #   FUZZ_TARGETS="mojo pstats" ...       only those targets
 #   FUZZ_SANITIZER=none ...              without AddressSanitizer (default: address)
 #
@@ -46,10 +48,13 @@ ledger_total() { # ledger_total TARGET: executions the ledger counts for it
   [ -f "$LEDGER" ] || { echo 0; return; }
   awk -F'\t' -v t="$1" '$2 == t { n += $5 } END { printf "%d\n", n }' "$LEDGER"
 }
-PREPARE=
+PREPARE= BUILD_ONLY=
 case "${1:-}" in
   --prepare)
     PREPARE=1
+    ;;
+  --build)
+    BUILD_ONLY=1
     ;;
   --campaign)
     CAMPAIGN=1
@@ -124,6 +129,7 @@ fuzz_exec() {
 log "building the targets (release, sanitizer: $SANITIZER, debug assertions)"
 fuzz_build >/dev/null 2>"$ROOT/target/fuzz-build.log" \
   || { tail -30 "$ROOT/target/fuzz-build.log" >&2; fail "building the fuzz targets"; }
+[ -z "$BUILD_ONLY" ] || exit 0
 
 # --- seed corpora: every committed fixture and vector of each format ------------------------
 SEEDS=$ROOT/target/fuzz-seeds

@@ -193,7 +193,7 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages"
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages; the firmware's log decoder"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
@@ -210,20 +210,30 @@ job crates-and-release-build bash -c '. scripts/harness.sh
   cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml &&
   release_build'
 job fleet-packages bash scripts/fleet.sh --prepare
+# The firmware step's log decoder (a host program of its own workspace), while the release
+# build above links with fat LTO on one core.
+job defmt-log bash -c '. scripts/harness.sh
+  cargo build -q --release --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml --target-dir target/defmt-log'
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
 
 # The recordings of the real tools: each made by a script from a workload, cached in
 # ~/.cache/tachyon-recordings under a key of the files that make it (the recorder, its
 # workloads, what it includes), so that a run whose recorders did not change records nothing.
-# The tests read them where they lie.
+# The tests read them where they lie. Those to be made are made side by side with the steps
+# up to the host's tests, which are the first to read them: most of a recording's time is the
+# workloads' and samplers' own (fixed durations, one core or less), and those steps compile.
+# Each goes into a lane, a script run in the background: recordings in one lane run one after
+# another (the chroot's recordings share its mounts).
 RECORDINGS=${TACHYON_RECORDINGS_DIR:-$HOME/.cache/tachyon-recordings}
-# recording VAR NAME INPUT... -- CMD ARGS: exports VAR as the folder of NAME's recording, made
-# by CMD with "{}" in ARGS replaced by that folder, unless a recording of the same inputs and
-# command is there.
+LANES=$PWD/target/recording-lanes
+rm -rf "$LANES" && mkdir -p "$LANES"
+# recording LANE VAR NAME INPUT... -- CMD ARGS: exports VAR as the folder of NAME's recording,
+# to be made in LANE by CMD with "{}" in ARGS replaced by that folder, unless a recording of
+# the same inputs and command is there.
 recording() {
-  local var=$1 name=$2 inputs=() key dir arg cmd=()
-  shift 2
+  local lane=$1 var=$2 name=$3 inputs=() key dir arg cmd=()
+  shift 3
   while [ "$1" != -- ]; do inputs+=("$1"); shift; done
   shift
   key=$({ find "${inputs[@]}" -type f -print0 | sort -z | xargs -0 sha256sum; echo "$*"; } | sha256sum | cut -c1-16)
@@ -233,10 +243,21 @@ recording() {
     echo "$name: reusing $dir (recorded $(date -r "$dir/.recorded" '+%F %T'))"
   else
     rm -rf "$RECORDINGS/$name"-* && mkdir -p "$dir"
-    "${cmd[@]}"
-    touch "$dir/.recorded"
+    echo "$name: to be recorded in the background ($lane lane) into $dir"
+    { printf 'echo "--> %s"\n' "$name"; printf '%q ' "${cmd[@]}"; printf '|| exit 1\ntouch %q\n' "$dir/.recorded"; } >>"$LANES/$lane.sh"
   fi
   export "$var=$dir"
+}
+# Starts each lane that has recordings to make; recordings_wait waits for them all.
+recordings_start() {
+  local lane
+  for lane in "$LANES"/*.sh; do
+    [ -e "$lane" ] || continue
+    together "$LANES" "$(basename "$lane" .sh)" bash "$lane"
+  done
+}
+recordings_wait() {
+  together_wait || missing "the recordings above (each lane's log is in $LANES)"
 }
 O=qemu-tests/oracle
 # CPython's answers to qemu-tests/oracle/cpython_batch.py (what its writer makes of a document,
@@ -253,27 +274,15 @@ memo_trim() { # memo_trim FOLDER KILOBYTES: removes the least recently used entr
 }
 memo_trim "$TACHYON_ORACLE_MEMO" $((3 << 20))
 
-step "set-up: record real gperftools CPU profiles with libprofiler (x86_64, i386; s390x, powerpc, powerpc64 under qemu-user, the PowerPC libprofiler built from source) and read them with google-pprof and go pprof (cached)"
-recording TACHYON_GPERFTOOLS_PROFILES gperftools "$O/gperftools" -- bash "$O/gperftools/record.sh" "{}"
-
-step "set-up: record real MOJO files with Austin 3.7.0 and 4.0.0 (PyPI austin-dist; 4.0.0 through the oracle root's loader) on Python 3.11 in every mode, austin-python 1.7.1's mojo2austin text and austin2speedscope JSON of each, and austin-python 2.4.0's samples (cached)"
-recording TACHYON_MOJO_PROFILES mojo "$O/austin" qemu-tests/vectors/mojo-austin-3.7/scripts -- bash "$O/austin/record.sh" "{}"
-
-step "set-up: record real pstats files (Python 3.11 cProfile, profile, dump_stats, add; CPython 3.15.2 cProfile, profiling.tracing, profiling.sampling run --pstats and replay --pstats) (cached)"
-recording TACHYON_PSTATS_PROFILES pstats "$O/pstats" "$O/chroot_mounts.sh" -- bash "$O/pstats/record.sh" "{}"
-
-step "set-up: record real profiles with CPython's sampler (4-second workloads, x86_64, needs root) (cached)"
-recording TACHYON_REAL_PROFILES real "$O/make_real_profiles.sh" "$O/chroot_mounts.sh" "$O/workloads" -- \
+step "set-up: the real tools' recordings (cached), made side by side with the next steps: gperftools CPU profiles by libprofiler (x86_64, i386; s390x, powerpc, powerpc64 under qemu-user, the PowerPC libprofiler built from source) read by google-pprof and go pprof; MOJO files by Austin 3.7.0 and 4.0.0 on Python 3.11 in every mode, with austin-python's texts, JSON and samples; pstats files (Python 3.11 and CPython 3.15.2's profilers); CPython's sampler on 4-second workloads and the long ones the benchmark and the replay test read (about a minute; needs root)"
+recording gperftools TACHYON_GPERFTOOLS_PROFILES gperftools "$O/gperftools" -- bash "$O/gperftools/record.sh" "{}"
+recording austin TACHYON_MOJO_PROFILES mojo "$O/austin" qemu-tests/vectors/mojo-austin-3.7/scripts -- bash "$O/austin/record.sh" "{}"
+recording chroot TACHYON_PSTATS_PROFILES pstats "$O/pstats" "$O/chroot_mounts.sh" -- bash "$O/pstats/record.sh" "{}"
+recording chroot TACHYON_REAL_PROFILES real "$O/make_real_profiles.sh" "$O/chroot_mounts.sh" "$O/workloads" -- \
   bash -c '"$0" "$1" 4 >/dev/null' "$O/make_real_profiles.sh" "{}"
-
-step "set-up: record the long real profiles the benchmark and the replay test read (about a minute; cached)"
-recording TACHYON_LONG_PROFILES long "$O/make_real_profiles.sh" "$O/chroot_mounts.sh" "$O/workloads" -- \
+recording chroot TACHYON_LONG_PROFILES long "$O/make_real_profiles.sh" "$O/chroot_mounts.sh" "$O/workloads" -- \
   bash -c '"$0" --long "$1" >/dev/null' "$O/make_real_profiles.sh" "{}"
-for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
-  # Print what was recorded: the sample counts depend on how fast this machine samples.
-  # (The header's u64 sample count at offset 28, little-endian as x86_64 wrote it.)
-  printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
-done
+recordings_start
 
 step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together, CPython 3.15.2 reading both files"
 export TACHYON_FIRMWARE="$PWD/target/firmware"
@@ -289,6 +298,14 @@ bash scripts/static-checks.sh
 # and the run's four minutes are saved.
 step "tests: core without features (no alloc, no zstd)"
 cargo test --profile checked -p tachyon-core
+
+step "set-up: the recordings started above, waited for"
+recordings_wait
+for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
+  # Print what was recorded: the sample counts depend on how fast this machine samples.
+  # (The header's u64 sample count at offset 28, little-endian as x86_64 wrote it.)
+  printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
+done
 
 step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools); the core example runs"
 # The C API is left out here and built by scripts/capi.sh with its own features: with every
@@ -354,12 +371,16 @@ step "capture path: loom model of the ring, the push functions' machine code, th
 bash scripts/capture.sh
 prune target/loom target/capture/work
 
-step "Python package and fleet, side by side after the wheel's build. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
+step "Python package and fleet, side by side after the wheel's build, with the fuzz targets' build beside them. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
+# The fuzz targets' sanitized build (the next step's; 2 min 45 s - 5 min 20 s from empty
+# caches, a few seconds from a warm compiler cache) runs beside: the wheel's build leaves a
+# core idle while it links with fat LTO, and the two test runs below keep about half a core
+# busy each (Python interpreters, loopback servers, a follower that waits for files to
+# settle), so together they take about as long as the longer one. Their benchmarks run once
+# as smoke runs and assert no speed. The package's convert() is compared with the release
+# command, the one users run.
+together target/python-fleet-logs fuzz-build bash scripts/fuzz.sh --build
 bash scripts/python.sh --wheel
-# Each keeps about half a core busy (Python interpreters, loopback servers, a follower that
-# waits for files to settle), so together they take about as long as the longer one. Their
-# benchmarks run once as smoke runs and assert no speed. The package's convert() is compared
-# with the release command, the one users run.
 together target/python-fleet-logs python env TACHYON_CLI="$PWD/target/release/tachyon" bash scripts/python.sh --built
 together target/python-fleet-logs fleet bash scripts/fleet.sh
 together_wait
