@@ -193,7 +193,7 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages; the firmware's log decoder"
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
@@ -210,10 +210,6 @@ job crates-and-release-build bash -c '. scripts/harness.sh
   cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml &&
   release_build'
 job fleet-packages bash scripts/fleet.sh --prepare
-# The firmware step's log decoder (a host program of its own workspace), while the release
-# build above links with fat LTO on one core.
-job defmt-log bash -c '. scripts/harness.sh
-  cargo build -q --release --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml --target-dir target/defmt-log'
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
 
