@@ -249,3 +249,27 @@ fn follow_sends_complete_files_once_and_names_the_possible_repeat() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// More files than one scan sends (`MAX_READY`, 256) on a slow server: the time spent
+/// sending is not idle time, so `--exit-after-idle` shorter than a scan's sending still lets
+/// the follower send every file (it left the rest unsent, exiting after the first 256, when
+/// a loaded machine made sending them take longer than the idle time).
+#[test]
+fn exit_after_idle_counts_from_the_last_file_sent_not_from_the_scan() {
+    let server = serve(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(), Duration::from_millis(3));
+    let dir = std::env::temp_dir().join(format!("tachyon-push-follow-idle-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = tachyon::push::follow::MAX_READY + 44;
+    for i in 0..n {
+        std::fs::copy(profile(), dir.join(format!("p-{i:04}.pyb"))).unwrap();
+    }
+    let out = tachyon()
+        .args(["push", "--endpoint", &server.endpoint, "--poll-ms", "20", "--exit-after-idle", "0.2", "--follow"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.connections.load(Ordering::SeqCst), n, "every file sent");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -526,9 +526,7 @@ pub fn follow(
         first_scan = false;
         let ready = ready.into_sorted_vec();
         let waiting_out = backoff.is_some_and(|(until, _)| Instant::now() < until);
-        if !ready.is_empty() {
-            last_activity = Instant::now();
-        }
+        let any_ready = !ready.is_empty();
         if !waiting_out {
             for c in ready {
                 match send_one(request, options, &mut state, &c, log, warn)? {
@@ -547,7 +545,10 @@ pub fn follow(
                 }
             }
         }
-        if pending || backoff.is_some() {
+        // Not idle: files just sent (measured from the end of sending: sending 256 files can
+        // take longer than the idle time), files left for the next scan, files settling, a
+        // server to wait for.
+        if any_ready || more || pending || backoff.is_some() {
             last_activity = Instant::now();
         }
         if let Some(idle) = options.exit_after_idle {
