@@ -3,7 +3,7 @@
 //! capture ring (`tachyon_core::capture`, wait-free, no critical section) as (function,
 //! line) pairs, the main loop drains it into two Tachyon writers through the frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one
 //! over the UART in frames (`tachyon_core::transport`), which `tachyon receive` puts back
-//! together. defmt logs what happened (read on the host with defmt-print).
+//! together. defmt logs what happened (read on the host by defmt-log, with defmt-decoder).
 
 #![no_std]
 #![no_main]
