@@ -369,7 +369,7 @@ prune target/loom target/capture/work
 
 step "Python package and fleet, side by side after the wheel's build, with the fuzz targets' build beside them. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
 # The fuzz targets' sanitized build (the next step's; 2 min 45 s - 5 min 20 s from empty
-# caches, a few seconds from a warm compiler cache) runs beside: the wheel's build leaves a
+# caches, 1 min 54 s in the last warm run) runs beside: the wheel's build leaves a
 # core idle while it links with fat LTO, and the two test runs below keep about half a core
 # busy each (Python interpreters, loopback servers, a follower that waits for files to
 # settle), so together they take about as long as the longer one. Their benchmarks run once
