@@ -224,8 +224,9 @@ pub(crate) fn percent_decode(s: &str) -> Option<Vec<u8>> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            // Two hex digits exactly: from_str_radix alone would take a sign ("%+5").
+            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -402,6 +403,14 @@ pub fn push_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percent_takes_two_hex_digits_and_nothing_else() {
+        assert_eq!(percent_decode("a%20b%7e").as_deref(), Some(&b"a b~"[..]));
+        for bad in ["%+5", "%-1", "% 5", "%2", "%", "%g0"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn queries() {
