@@ -638,6 +638,33 @@ fn after_send(what: &AfterSend, path: &Path, name: &OsStr, log: &mut dyn FnMut(E
 mod tests {
     use super::*;
 
+    /// The scan counter wraps (2^32 scans: 2.7 years at a 20 ms poll): what a scan saw is
+    /// kept across the wrap, what it did not see is forgotten, as at any other count.
+    #[test]
+    fn scans_across_the_counters_wrap_keep_what_they_see() {
+        let dir = std::env::temp_dir().join(format!("tachyon-follow-wrap-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state");
+        let _ = fs::remove_file(&path);
+        let mut s = State::open(&path).unwrap();
+        let v = Version { len: 3, mtime_ns: 7 };
+        s.record(OsStr::new("a"), Status::Sent, v).unwrap();
+        s.record(OsStr::new("b"), Status::Sent, v).unwrap();
+        s.scan = u32::MAX - 2;
+        for round in 0..5 {
+            s.begin_scan();
+            s.saw(OsStr::new("a"));
+            if round < 3 {
+                s.saw(OsStr::new("b"));
+            }
+            s.end_scan(false).unwrap();
+            assert_eq!(s.get(OsStr::new("a")), Some((Status::Sent, v)), "scan {}", s.scan);
+            assert_eq!(s.get(OsStr::new("b")).is_some(), round < 3, "scan {}", s.scan);
+        }
+        assert_eq!(s.scan, 2, "the counter wrapped");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn names_escape_and_come_back() {
         for name in ["run.00000001.5000000.pyb", "a b%c", "tab\there", "é.pyb"] {
