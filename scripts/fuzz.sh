@@ -93,7 +93,6 @@ command -v gcc >/dev/null && command -v g++ >/dev/null || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ >/dev/null || fail "apt-get install gcc g++"
 }
 [ -z "$PREPARE" ] || exit 0
-export RUSTC_BOOTSTRAP=1
 # Logs, seeds and results go under target/ (a fresh clone has none yet).
 mkdir -p "$ROOT/target"
 
@@ -115,7 +114,10 @@ fuzz_build() {
   flags+=" -Cllvm-args=-sanitizer-coverage-stack-depth -Cdebug-assertions -Ccodegen-units=1"
   # (Exported by this script's caller, as cargo-fuzz lets them: they come last and win.)
   flags+=" ${RUSTFLAGS:-}"
-  RUSTFLAGS=$flags cargo build --manifest-path "$ROOT/fuzz/Cargo.toml" --target "$TRIPLE" --release \
+  # RUSTC_BOOTSTRAP for this build alone: cargo rebuilds whatever it built without it, and
+  # the seed maker below (the host tests' checked build) took 54 s, not a fraction of one,
+  # when it was exported for the whole script.
+  RUSTC_BOOTSTRAP=1 RUSTFLAGS=$flags cargo build --manifest-path "$ROOT/fuzz/Cargo.toml" --target "$TRIPLE" --release \
     --config 'profile.release.debug="line-tables-only"' --bins --target-dir "$ROOT/target/fuzz-$SANITIZER"
 }
 # fuzz_exec TARGET LIBFUZZER-ARGS...: as `cargo fuzz run` runs a built target (its default
