@@ -13,12 +13,12 @@ TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-lin
 rm -rf "$DIR" && mkdir -p "$DIR"
 # The checked profile (see Cargo.toml), built by the test command's earlier steps: the
 # big-endian programs by the big-endian suite's test build (the same binaries, the same
-# features), the host's by the host's tests (the selection below is theirs, so its features
-# are too; in dev, as it was, it compiled the std layer's tree once more: 34-49 s from empty
-# caches). Then each phase's programs run side by side, each an emulated process of its own:
-# the writers (and CPython writing), then the readers (and CPython reading). Each one's output
-# is kept and shown in order.
-cargo build -q --profile checked --workspace --all-features --exclude tachyon-capi --bin exchange
+# features), the host's by the host's tests: `--tests` makes the selection below theirs, and
+# so its features, the dev-dependencies' included (without it cargo resolved other features
+# and compiled the std layer's tree again: 34 s in a warm run). Then each phase's programs run
+# side by side, each an emulated process of its own: the writers (and CPython writing), then
+# the readers (and CPython reading). Each one's output is kept and shown in order.
+cargo build -q --profile checked --workspace --all-features --exclude tachyon-capi --tests --bin exchange
 cargo build -q --profile checked -p qemu-tests --bin exchange "${TARGETS[@]/#/--target=}"
 exe() { # exe TARGET|host: the exchange binary and the runner it needs
   case $1 in
