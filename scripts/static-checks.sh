@@ -89,7 +89,11 @@ step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in 
 MSRV=1.81.0
 grep -q "^$MSRV" <<<"$(rustup toolchain list)" || timed download rustup toolchain install "$MSRV" --profile minimal \
   || missing "Rust $MSRV toolchain (rustup could not download it)"
-scratch=$(mktemp -d)
+# The scratch copy at a fixed path (target/msrv): the crates' paths are part of what the
+# compiler cache keys on, and a new temporary folder each run missed it for our three crates
+# (42 s in a warm run).
+scratch=$PWD/target/msrv
+rm -rf "$scratch" "$scratch-target" && mkdir -p "$scratch"
 trap 'rm -rf "$scratch"' EXIT
 git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
 (
