@@ -36,9 +36,11 @@ DL=(--manifest-path qemu-tests/firmware/defmt-log/Cargo.toml)
 cargo fmt --check "${DL[@]}" || fail "cargo fmt --check (qemu-tests/firmware/defmt-log)"
 cargo clippy -q --locked "${DL[@]}" --target-dir "$ROOT/target/defmt-log" -- -D warnings \
   || fail "cargo clippy (qemu-tests/firmware/defmt-log)"
-cargo build -q --release --locked "${DL[@]}" --target-dir "$ROOT/target/defmt-log" \
+# A dev build: it decodes a few lines per run, and its tree built in 23 s instead of 41 s
+# (from empty caches, alone; 2026-11-27).
+cargo build -q --locked "${DL[@]}" --target-dir "$ROOT/target/defmt-log" \
   || fail "building qemu-tests/firmware/defmt-log"
-DEFMT_LOG="$ROOT/target/defmt-log/release/defmt-log"
+DEFMT_LOG="$ROOT/target/defmt-log/debug/defmt-log"
 release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
 
