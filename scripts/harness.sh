@@ -1,4 +1,4 @@
-# Sourced by every script the test command runs (never run on its own). Two things:
+# Sourced by every script the test command runs (never run on its own). Three things:
 #
 # 1. Time accounting. Each step of scripts/test-all.sh is reported as download / build / run.
 #    `timed download|build CMD...` runs CMD and adds its wall time to that kind; `cargo` below
@@ -11,7 +11,8 @@
 #    target selection never changes, so cargo resolves the same features every time and every
 #    later call is a no-op.
 # 3. Side by side (`together`, `together_wait`): independent commands in the background, each
-#    with its own log, shown in the order they were started.
+#    with its own log, shown in the order they were started; `background`, `background_wait`:
+#    one that runs on across steps, waited for by name.
 #
 # Bash only; safe to source twice.
 
@@ -115,6 +116,27 @@ release_build() {
 # failed) and returns 1 naming the ones that failed. Commands that wait on one core each
 # (qemu-user, valgrind, a Python interpreter, the network) gain from this; compilers, which
 # already use both cores, do not.
+# background LOGDIR NAME CMD...: as together, but left out of together_wait; waited for by
+# name, with background_wait NAME, which prints its log (the end of it when it failed).
+declare -A _BACKGROUND_PIDS=() _BACKGROUND_LOGS=()
+background() {
+  local dir=$1 name=$2
+  shift 2
+  mkdir -p "$dir"
+  timed job "$@" >"$dir/$name.log" 2>&1 &
+  _BACKGROUND_PIDS[$name]=$!
+  _BACKGROUND_LOGS[$name]=$dir/$name.log
+}
+background_wait() {
+  local name=$1
+  if wait "${_BACKGROUND_PIDS[$name]}"; then
+    cat "${_BACKGROUND_LOGS[$name]}"
+    return 0
+  fi
+  printf '\n--- %s (in the background) failed; the end of its log (%s):\n' "$name" "${_BACKGROUND_LOGS[$name]}" >&2
+  tail -30 "${_BACKGROUND_LOGS[$name]}" >&2
+  return 1
+}
 _TOGETHER_PIDS=() _TOGETHER_LOGS=()
 together() {
   local dir=$1 name=$2

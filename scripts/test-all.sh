@@ -97,6 +97,12 @@ time_table() {
     sccache --show-stats 2>/dev/null | awk '/^Cache hits  /{h=$3} /^Cache misses  /{m=$3} /^Non-cacheable compilations/{n=$3}
       END { printf "%d hits, %d misses, %d not cacheable\n", h, m, n }'
     sccache --stop-server >/dev/null 2>&1 || true
+    if [ ${#FUZZ_ENV[@]} -gt 0 ]; then
+      printf 'Compiler cache of the fuzz build (%s-fuzz): ' "$SCCACHE_DIR"
+      env "${FUZZ_ENV[@]}" sccache --show-stats 2>/dev/null | awk '/^Cache hits  /{h=$3} /^Cache misses  /{m=$3}
+        END { printf "%d hits, %d misses\n", h, m }'
+      env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
+    fi
   fi
 }
 trap time_table EXIT
@@ -182,6 +188,7 @@ fi
 # ~/.cache/tachyon-sccache): keyed by the compiler, its arguments, the environment cargo gives
 # and the sources, so a run after another compiles only what is new; linking, and crates
 # built as programs or C libraries, are not cached. TACHYON_NO_SCCACHE=1 runs without it.
+FUZZ_ENV=() # (the fuzz build's own compiler-cache server, below)
 if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   export RUSTC_WRAPPER=sccache SCCACHE_DIR=${SCCACHE_DIR:-$HOME/.cache/tachyon-sccache}
   export SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-20G}
@@ -212,6 +219,22 @@ job crates-and-release-build bash -c '. scripts/harness.sh
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
+
+# The fuzz targets' sanitized build (the fuzz step's; 4 min 58 s from empty caches beside the
+# wheel's build, where it was the long pole of the Python and fleet step) runs from here to
+# that step in the background at the lowest priority, so it takes what the steps between leave
+# idle (they keep the two cores 87-97 % busy). Its compiles go through a compiler-cache server
+# of its own, started at that priority (the compiler runs as the server's child, so a niced
+# cargo alone would not lower it), with a cache folder of its own (nothing of it is shared
+# with the other builds: every crate has the sanitizer's flags).
+FUZZ_ENV=()
+if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
+  FUZZ_ENV=(SCCACHE_SERVER_PORT=$((SCCACHE_SERVER_PORT + 1)) SCCACHE_DIR="$SCCACHE_DIR-fuzz")
+  env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
+  env "${FUZZ_ENV[@]}" nice -n 19 sccache --start-server >/dev/null 2>&1 ||
+    missing "sccache (the fuzz build's server did not start on port $((SCCACHE_SERVER_PORT + 1)))"
+fi
+background target/fuzz-build-log fuzz-build env "${FUZZ_ENV[@]}" nice -n 19 bash scripts/fuzz.sh --build
 
 # The recordings of the real tools: each made by a script from a workload, cached in
 # ~/.cache/tachyon-recordings under a key of the files that make it (the recorder, its
@@ -367,15 +390,11 @@ step "capture path: loom model of the ring, the push functions' machine code, th
 bash scripts/capture.sh
 prune target/loom target/capture/work
 
-step "Python package and fleet, side by side after the wheel's build, with the fuzz targets' build beside them. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
-# The fuzz targets' sanitized build (the next step's; 2 min 45 s - 5 min 20 s from empty
-# caches, 1 min 54 s in the last warm run) runs beside: the wheel's build leaves a
-# core idle while it links with fat LTO, and the two test runs below keep about half a core
-# busy each (Python interpreters, loopback servers, a follower that waits for files to
-# settle), so together they take about as long as the longer one. Their benchmarks run once
-# as smoke runs and assert no speed. The package's convert() is compared with the release
-# command, the one users run.
-together target/python-fleet-logs fuzz-build bash scripts/fuzz.sh --build
+step "Python package and fleet, side by side after the wheel's build. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
+# The two test runs below keep about half a core busy each (Python interpreters, loopback
+# servers, a follower that waits for files to settle), so together they take about as long
+# as the longer one. Their benchmarks run once as smoke runs and assert no speed. The
+# package's convert() is compared with the release command, the one users run.
 bash scripts/python.sh --wheel
 together target/python-fleet-logs python env TACHYON_CLI="$PWD/target/release/tachyon" bash scripts/python.sh --built
 together target/python-fleet-logs fleet bash scripts/fleet.sh
@@ -383,7 +402,10 @@ together_wait
 prune target/wheels target/python-fleet-logs
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 5 s each under AddressSanitizer (a smoke run: the long runs are scripts/fuzz.sh --until and the ledger), failing on a crash, a timeout or running out of memory"
-FUZZ_SECONDS=5 bash scripts/fuzz.sh
+# (The targets' build, started after the set-up, is waited for; the script's own build call
+# then finds it done.)
+background_wait fuzz-build || exit 1
+env "${FUZZ_ENV[@]}" FUZZ_SECONDS=5 bash scripts/fuzz.sh
 # (The host's checked build: the fuzz step ran its seed maker.)
 prune target/fuzz-address target/checked
 
