@@ -105,6 +105,7 @@ time_table() {
     fi
   fi
 }
+FUZZ_ENV=() # (the fuzz build's own compiler-cache server, set after the big-endian step)
 trap time_table EXIT
 # What no later step reads is removed as soon as the step that made it has passed: the builds
 # for one target, the tests' scratch files. Without this a run held about 23 GB at its end, and
@@ -188,7 +189,6 @@ fi
 # ~/.cache/tachyon-sccache): keyed by the compiler, its arguments, the environment cargo gives
 # and the sources, so a run after another compiles only what is new; linking, and crates
 # built as programs or C libraries, are not cached. TACHYON_NO_SCCACHE=1 runs without it.
-FUZZ_ENV=() # (the fuzz build's own compiler-cache server, below)
 if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   export RUSTC_WRAPPER=sccache SCCACHE_DIR=${SCCACHE_DIR:-$HOME/.cache/tachyon-sccache}
   export SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-20G}
@@ -219,38 +219,6 @@ job crates-and-release-build bash -c '. scripts/harness.sh
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
-
-# The fuzz targets' sanitized build (the fuzz step's; 4 min 58 s from empty caches beside the
-# wheel's build, where it was the long pole of the Python and fleet step) runs from here to
-# that step in the background at the lowest priority, so it takes what the steps between leave
-# idle (they keep the two cores 87-97 % busy). Its compiles go through a compiler-cache server
-# of its own (the compiler runs as the server's child, so a niced cargo alone would not lower
-# it), with a cache folder of its own (nothing of it is shared with the other builds: every
-# crate has the sanitizer's flags). The server runs in a session of its own, and with the
-# kernel's autogroups (Debian's default) a session's processes share one scheduling weight
-# against the other sessions', whatever their nice values: the session's own weight is
-# lowered. (Without it the static checks took 5 min 21 s instead of 3 min 00 s in a cold run,
-# the fuzz build taking half the machine; a measured busy loop in a session at autogroup nice
-# 19 got 3 % of a core against two at 0, and 66 % without.)
-if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
-  fuzz_port=$((SCCACHE_SERVER_PORT + 1))
-  FUZZ_ENV=(SCCACHE_SERVER_PORT=$fuzz_port SCCACHE_DIR="$SCCACHE_DIR-fuzz")
-  env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
-  env "${FUZZ_ENV[@]}" nice -n 19 sccache --start-server >/dev/null 2>&1 ||
-    missing "sccache (the fuzz build's server did not start on port $fuzz_port)"
-  for pid in $(pgrep -x sccache); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SCCACHE_SERVER_PORT=$fuzz_port"; then
-      # (A kernel without autogroups has no such file; nice alone then does it.)
-      if [ -w "/proc/$pid/autogroup" ]; then echo 19 >"/proc/$pid/autogroup"; fi
-      echo "the fuzz build's compiler-cache server: pid $pid, $(cat "/proc/$pid/autogroup" 2>/dev/null || echo 'no autogroup')"
-    fi
-  done
-fi
-# The build itself (cargo, the links, build scripts) in a session of its own at the same
-# weight.
-background target/fuzz-build-log fuzz-build setsid -w bash -c \
-  'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
-  env "${FUZZ_ENV[@]}" bash scripts/fuzz.sh --build
 
 # The recordings of the real tools: each made by a script from a workload, cached in
 # ~/.cache/tachyon-recordings under a key of the files that make it (the recorder, its
@@ -324,7 +292,8 @@ export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
 
 step "static checks: format, import cycles, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
-bash scripts/static-checks.sh
+# (The fuzz workspace's clippy runs beside the fuzz build, below.)
+TACHYON_FUZZ_CLIPPY_ELSEWHERE=1 bash scripts/static-checks.sh
 
 # The host's tests build in the checked profile (dev's debug assertions and overflow checks
 # at opt-level 1), as scripts/quick.sh's do. From empty caches that took 4 min 48 s to build
@@ -393,6 +362,44 @@ for target in "${BIG_ENDIAN_TARGETS[@]}"; do together target/big-endian-logs "$t
 together_wait
 prune target/tmp target/big-endian-logs
 
+# The fuzz workspace's clippy and its targets' sanitized build (the fuzz step's) run from here
+# to that step in the background at the lowest priority, so that they take what the steps
+# between leave idle: the exchange matrix, the C API and the capture path keep the two cores
+# 86-88 % busy, the Python and fleet step 49 % (its tests wait on interpreters and loopback
+# servers). Beside the wheel's build at normal priority the build was that step's long pole
+# (4 min 58 s from empty caches); started at the set-up, it slowed the static checks and the
+# host's tests by 1 min 46 s (cold, 2026-11-27). Its compiles go through a compiler-cache
+# server of its own (the compiler runs as the server's child, so a niced cargo alone would not
+# lower it; every crate has the sanitizer's flags, so nothing is shared with the other builds),
+# which stays up until the run ends. The server runs in a session of its own, and with the
+# kernel's autogroups (Debian's default) a session's processes share one scheduling weight
+# against the other sessions', whatever their nice values: the session's own weight is
+# lowered (a measured busy loop in a session at autogroup nice 19 got 3 % of a core against
+# two at 0, and 66 % without; the first try, nice alone, slowed the static checks from 3 min
+# 00 s to 5 min 21 s). Its builds' times are the job's, not the steps'.
+if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
+  fuzz_port=$((SCCACHE_SERVER_PORT + 1))
+  FUZZ_ENV=(SCCACHE_SERVER_PORT=$fuzz_port SCCACHE_DIR="$SCCACHE_DIR-fuzz" SCCACHE_IDLE_TIMEOUT=0)
+  env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
+  env "${FUZZ_ENV[@]}" nice -n 19 sccache --start-server >/dev/null 2>&1 ||
+    missing "sccache (the fuzz build's server did not start on port $fuzz_port)"
+  for pid in $(pgrep -x sccache); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SCCACHE_SERVER_PORT=$fuzz_port"; then
+      # (A kernel without autogroups has no such file; nice alone then does it.)
+      if [ -w "/proc/$pid/autogroup" ]; then echo 19 >"/proc/$pid/autogroup"; fi
+      echo "the fuzz build's compiler-cache server: pid $pid, $(cat "/proc/$pid/autogroup" 2>/dev/null || echo 'no autogroup')"
+    fi
+  done
+fi
+# cargo, the links and build scripts in a session of their own at the same weight; clippy in a
+# folder of its own (in the main one it would hold cargo's lock on target/debug, which the C
+# API's and the capture path's builds wait for).
+background target/fuzz-build-log fuzz-build setsid -w bash -c \
+  'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
+  env "${FUZZ_ENV[@]}" TACHYON_STEP_TIMES= bash -c \
+  'cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --target-dir target/fuzz-clippy -- -D warnings &&
+    bash scripts/fuzz.sh --build'
+
 # Straight after the big-endian suite, whose checked-profile builds it runs (and the C API's after it).
 step "cross-endian exchange matrix: x86_64, s390x, powerpc, powerpc64 and CPython"
 bash scripts/exchange.sh
@@ -421,6 +428,7 @@ step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (an
 # (The targets' build, started after the set-up, is waited for; the script's own build call
 # then finds it done.)
 background_wait fuzz-build || exit 1
+prune target/fuzz-clippy
 env "${FUZZ_ENV[@]}" FUZZ_SECONDS=5 bash scripts/fuzz.sh
 # (The host's checked build: the fuzz step ran its seed maker.)
 prune target/fuzz-address target/checked
