@@ -401,6 +401,17 @@ impl Source for PprofSource {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
+        // Location ids are nearly always 1..=n: a table by id then replaces a hash look-up per
+        // frame of every sample. Its length is bounded by the locations the message holds, not
+        // by the ids' values.
+        let bound = self.profile.location.len().saturating_mul(4).saturating_add(16) as u64;
+        let by_id: Option<Vec<Option<std::ops::Range<u32>>>> = self.frames_of.keys().all(|&id| id < bound).then(|| {
+            let mut table = vec![None; bound as usize];
+            for (&id, range) in &self.frames_of {
+                table[id as usize] = Some(range.clone());
+            }
+            table
+        });
         for sample in &self.profile.sample {
             let count = sample.value.get(self.value).copied().unwrap_or(0);
             if count <= 0 {
@@ -408,10 +419,14 @@ impl Source for PprofSource {
             }
             stack.clear();
             for id in &sample.location_id {
-                let range = self.frames_of.get(id).ok_or_else(|| {
+                let range = match &by_id {
+                    Some(table) => usize::try_from(*id).ok().and_then(|i| table.get(i)).and_then(Option::clone),
+                    None => self.frames_of.get(id).cloned(),
+                };
+                let range = range.ok_or_else(|| {
                     PprofError::Invalid(format!("a sample names location {id}, which is not in the profile"))
                 })?;
-                stack.extend(range.clone());
+                stack.extend(range);
             }
             let thread_id =
                 self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map_or(0, |l| l.num as u64);

@@ -16,12 +16,12 @@
 //! of a tree of partial folds is byte for byte that of one fold of every file.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 
 use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 
+use crate::hash::IdMap;
 use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 use crate::output::Output;
 
@@ -76,12 +76,13 @@ struct Facts {
 pub struct Fold {
     options: FoldOptions,
     facts: Option<Facts>,
+    // (The process-keyed fast hash: SipHash was a sixth of a merge of deep stacks.)
     frames: Vec<FrameInfo>,
-    frame_index: HashMap<FrameInfo, u32>,
+    frame_index: IdMap<FrameInfo, u32>,
     mappings: Vec<Mapping>,
-    mapping_index: HashMap<Mapping, u32>,
+    mapping_index: IdMap<Mapping, u32>,
     /// `[tid low, tid high, frames leaf → root]` → index into `stacks`.
-    stack_index: HashMap<Box<[u32]>, usize>,
+    stack_index: IdMap<Box<[u32]>, usize>,
     stacks: Vec<(Box<[u32]>, u64)>,
     samples: u64,
     profiles: u64,
@@ -543,7 +544,7 @@ pub(crate) mod tests {
 
     pub(crate) fn profile(kind: FileKind, mode: &str, interval_us: u64, calls: &[(u64, &[&str], u64)]) -> Calls {
         let mut frames = FrameTable::default();
-        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         let calls = calls
             .iter()
             .map(|(tid, stack, n)| {
