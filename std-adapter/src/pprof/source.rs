@@ -537,6 +537,70 @@ mod tests {
         }
     }
 
+    /// Two samples over three locations with the ids given (each a function of its own,
+    /// named `f0`, `f1`, `f2`), the first sample naming `missing` too when given.
+    fn three_locations(ids: [u64; 3], missing: Option<u64>) -> Vec<u8> {
+        use crate::pprof::proto::{Function, Line, Sample, ValueType};
+        let mut first = vec![ids[0], ids[1], ids[2]];
+        first.extend(missing);
+        Profile {
+            sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+            sample: vec![
+                Sample { location_id: first, value: vec![3], label: vec![] },
+                Sample { location_id: vec![ids[2], ids[0]], value: vec![4], label: vec![] },
+            ],
+            location: (0..3)
+                .map(|i| Location {
+                    id: ids[i],
+                    line: vec![Line { function_id: i as u64 + 1, line: 1 }],
+                    ..Default::default()
+                })
+                .collect(),
+            function: (0..3).map(|i| Function { id: i + 1, name: 3 + i as i64, ..Default::default() }).collect(),
+            string_table: ["", "samples", "count", "f0", "f1", "f2"].map(String::from).to_vec(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    /// (samples, function names innermost first) of every call.
+    fn calls(bytes: &[u8]) -> Result<Vec<(u64, Vec<String>)>, PprofError> {
+        struct Names(Vec<(u64, Vec<String>)>);
+        impl Collector for Names {
+            fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+                let names = call.stack.iter().map(|&id| frames.frame(id).funcname.clone()).collect();
+                self.0.push((call.samples(), names));
+            }
+        }
+        let mut source = PprofSource::open(bytes, &SampleIndex::Default)?;
+        let mut names = Names(Vec::new());
+        source.replay(&mut names, &mut |_| {})?;
+        Ok(names.0)
+    }
+
+    #[test]
+    fn locations_are_found_whether_their_ids_are_dense_or_far_apart() {
+        let want = vec![
+            (3, vec!["f0".to_owned(), "f1".to_owned(), "f2".to_owned()]),
+            (4, vec!["f2".to_owned(), "f0".to_owned()]),
+        ];
+        // 1..=3 (go's and ours), then ids past any table by id (a hash look-up each).
+        for ids in [[1, 2, 3], [3, 1, 2], [7, 1 << 40, u64::MAX]] {
+            assert_eq!(calls(&three_locations(ids, None)).unwrap(), want, "ids {ids:?}");
+        }
+        // An id no location has, inside and outside the table's range.
+        for (ids, missing) in [([1, 2, 3], 4), ([1, 2, 3], 1 << 40), ([7, 1 << 40, u64::MAX], 8)] {
+            match calls(&three_locations(ids, Some(missing))) {
+                Err(PprofError::Invalid(why)) => {
+                    assert_eq!(why, format!("a sample names location {missing}, which is not in the profile"))
+                }
+                other => {
+                    panic!("ids {ids:?}, missing {missing}: {:?}", other.map(|c| c.len()).map_err(|e| e.to_string()))
+                }
+            }
+        }
+    }
+
     #[test]
     fn an_endless_message_ends_at_the_limit() {
         let mut out = Vec::new();
