@@ -102,9 +102,54 @@ pub struct PprofSource {
     info: SourceInfo,
     frames: FrameTable,
     /// Location id → the frame ids standing for it.
-    frames_of: IdMap<u64, std::ops::Range<u32>>,
+    frames_of: LocationFrames,
     value: usize,
     thread_key: Option<i64>,
+}
+
+/// Location id → the frames standing for it. Ids are nearly always 1..=n (go's and ours): a
+/// table by id then replaces a hash look-up per frame of every sample (a merge of deep stacks
+/// spent a sixth of its time there). Its length is bounded by the locations the message holds
+/// (four times, and 16), not by the ids' values; other ids go into a map.
+enum LocationFrames {
+    ById(Vec<Option<std::ops::Range<u32>>>),
+    Map(IdMap<u64, std::ops::Range<u32>>),
+}
+
+impl LocationFrames {
+    /// Empty, for the ids of `count` locations.
+    fn for_ids(mut ids: impl Iterator<Item = u64>, count: usize) -> Self {
+        let bound = count.saturating_mul(4).saturating_add(16);
+        if ids.all(|id| id < bound as u64) {
+            LocationFrames::ById(vec![None; bound])
+        } else {
+            LocationFrames::Map(IdMap::default())
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<std::ops::Range<u32>> {
+        match self {
+            LocationFrames::ById(table) => usize::try_from(id).ok().and_then(|i| table.get(i)).and_then(Option::clone),
+            LocationFrames::Map(map) => map.get(&id).cloned(),
+        }
+    }
+
+    /// Sets `id`'s frames; `id` is one of the ids it was made for (`for_ids` checked each
+    /// against the table's length).
+    fn insert(&mut self, id: u64, frames: std::ops::Range<u32>) {
+        match self {
+            LocationFrames::ById(table) => {
+                let slot = usize::try_from(id).ok().and_then(|i| table.get_mut(i));
+                debug_assert!(slot.is_some(), "location {id} was not among the ids the table was made for");
+                if let Some(slot) = slot {
+                    *slot = Some(frames);
+                }
+            }
+            LocationFrames::Map(map) => {
+                map.insert(id, frames);
+            }
+        }
+    }
 }
 
 impl PprofSource {
@@ -196,7 +241,7 @@ impl PprofSource {
 
         let mut frames = FrameTable::default();
         frames.mappings = mappings.into_iter().map(|(_, m)| m).collect();
-        let mut frames_of = IdMap::default();
+        let mut frames_of = LocationFrames::for_ids(profile.location.iter().map(|l| l.id), profile.location.len());
         for location in &profile.location {
             let first = frames.frames.len() as u32;
             push_location(location, &mapping_of, &functions, &string, &mut frames)?;
@@ -274,7 +319,7 @@ impl PprofSource {
         let mut frames = FrameTable::default();
         frames.mappings = old.mappings.clone();
         for location in &self.profile.location {
-            let Some(range) = self.frames_of.get(&location.id).cloned() else { continue };
+            let Some(range) = self.frames_of.get(location.id) else { continue };
             let first = frames.frames.len() as u32;
             let bare = (range.len() == 1).then(|| old.frame(range.start)).filter(|f| f.anonymous);
             let found = match bare.map(|f| (f.address, f.mapping)) {
@@ -401,17 +446,6 @@ impl Source for PprofSource {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        // Location ids are nearly always 1..=n: a table by id then replaces a hash look-up per
-        // frame of every sample. Its length is bounded by the locations the message holds, not
-        // by the ids' values.
-        let bound = self.profile.location.len().saturating_mul(4).saturating_add(16) as u64;
-        let by_id: Option<Vec<Option<std::ops::Range<u32>>>> = self.frames_of.keys().all(|&id| id < bound).then(|| {
-            let mut table = vec![None; bound as usize];
-            for (&id, range) in &self.frames_of {
-                table[id as usize] = Some(range.clone());
-            }
-            table
-        });
         for sample in &self.profile.sample {
             let count = sample.value.get(self.value).copied().unwrap_or(0);
             if count <= 0 {
@@ -419,11 +453,7 @@ impl Source for PprofSource {
             }
             stack.clear();
             for id in &sample.location_id {
-                let range = match &by_id {
-                    Some(table) => usize::try_from(*id).ok().and_then(|i| table.get(i)).and_then(Option::clone),
-                    None => self.frames_of.get(id).cloned(),
-                };
-                let range = range.ok_or_else(|| {
+                let range = self.frames_of.get(*id).ok_or_else(|| {
                     PprofError::Invalid(format!("a sample names location {id}, which is not in the profile"))
                 })?;
                 stack.extend(range);
