@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameTable};
 
 /// Samples per distinct (thread, stack of locations), in first-seen order, with every
@@ -19,8 +20,9 @@ pub struct StackCounts {
     /// Per frame id, the frame standing for its location: the first frame of its function
     /// key for a Python frame, itself for a native one.
     location_frame: Vec<u32>,
-    /// `[tid low, tid high, location frames leaf → root]` → index into `counts`.
-    index: HashMap<Box<[u32]>, usize>,
+    /// `[tid low, tid high, location frames leaf → root]` → index into `counts` (the
+    /// process-keyed fast hash, as the fold's stacks: a key per call of every sample).
+    index: IdMap<Box<[u32]>, usize>,
     counts: Vec<Stack>,
     key: Vec<u32>,
     keep_times: bool,
