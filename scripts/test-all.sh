@@ -425,8 +425,8 @@ together_wait
 prune target/wheels target/python-fleet-logs
 
 step "fuzzing: saved crashes replayed, then every reader's cargo fuzz target (and the writer/reader differential) for 5 s each under AddressSanitizer (a smoke run: the long runs are scripts/fuzz.sh --until and the ledger), failing on a crash, a timeout or running out of memory"
-# (The targets' build, started after the set-up, is waited for; the script's own build call
-# then finds it done.)
+# (The targets' build, started after the big-endian step, is waited for; the script's own
+# build call then finds it done.)
 background_wait fuzz-build || exit 1
 prune target/fuzz-clippy
 env "${FUZZ_ENV[@]}" FUZZ_SECONDS=5 bash scripts/fuzz.sh
