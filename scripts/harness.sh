@@ -107,7 +107,7 @@ cargo() {
 release_build() {
   cargo build --release --locked -q -p tachyon --bin tachyon &&
     cargo rustc --release --locked -q -p tachyon-capi --lib --crate-type staticlib --crate-type cdylib &&
-    cargo build --release --locked -q -p qemu-tests --bin fleet_files --bin side_by_side
+    cargo build --release --locked -q -p qemu-tests --features tools --bin fleet_files --bin side_by_side
 }
 
 # together LOGDIR NAME CMD...: CMD in the background, its output in LOGDIR/NAME.log.

@@ -344,7 +344,7 @@ BE_TARGET_ARGS=()
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do BE_TARGET_ARGS+=(--target "$target"); done
 CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
 cargo clippy -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}" -- -D warnings
-cargo test --no-run --profile checked -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}"
+cargo test --no-run --profile checked -p tachyon-core --features "$CORE_FEATURES" --lib --tests "${BE_TARGET_ARGS[@]}"
 cargo test --no-run --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection
 # TLS (`tachyon push` to https://, the std layer's `tls` feature): rustls, its roots and ring,
 # whose C and assembly the targets' cross compilers build. Our own TLS code is portable Rust,
@@ -355,7 +355,7 @@ cargo build --profile checked -p rustls -p rustls-native-certs -p webpki-roots "
 # a time, and one emulated binary seldom keeps both cores busy: 3 min 41 s one target after
 # another); each target's log is shown when all three have ended.
 be_tests() { # be_tests TARGET
-  cargo test --profile checked -p tachyon-core --features "$CORE_FEATURES" --target "$1" &&
+  cargo test --profile checked -p tachyon-core --features "$CORE_FEATURES" --lib --tests --target "$1" &&
     cargo test --profile checked -p qemu-tests --target "$1" --test vectors --test fault_injection
 }
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do together target/big-endian-logs "$target" be_tests "$target"; done

@@ -1,6 +1,6 @@
 //! The worst case of the thread lookups, before and after keying their hash (issue 15).
 //!
-//! `cargo run --release -p qemu-tests --bin thread_collisions -- [THREADS]` writes a file of
+//! `cargo run --release -p qemu-tests --features tools --bin thread_collisions -- [THREADS]` writes a file of
 //! THREADS threads (one sample each) whose ids are crafted against the core's unkeyed thread
 //! hash (its finalising mix undone, so that every id's hash has the same high half and lands
 //! in the same slot of any table), and one of ordinary ids, then reads each with the hash

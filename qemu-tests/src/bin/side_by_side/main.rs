@@ -1,7 +1,7 @@
 //! Side by side with the real CPython 3.15.2 (x86_64). Prints Markdown tables.
 //!
 //! ```text
-//! cargo build --release -p tachyon && cargo run --release -p qemu-tests --bin side_by_side [-- --runs N --samples N --out DIR]
+//! cargo build --release -p tachyon && cargo run --release -p qemu-tests --features tools --bin side_by_side [-- --runs N --samples N --out DIR]
 //! ```
 //!
 //! Needs `scripts/oracle.sh`, the `zstd` command (Debian's `zstd`), and the long real
