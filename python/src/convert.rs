@@ -109,11 +109,14 @@ pub(crate) fn request(to: OutputKind, options: Option<&Bound<'_, PyDict>>) -> Py
     r.callees = flag("callees")?;
     r.title = text("title")?;
     r.byte_order = text("byte_order")?.map(|v| value_enum::<ByteOrder>("byte_order", &v)).transpose()?;
-    r.compression = match text("compression")?.as_deref() {
+    r.compression = match options.get_item("compression")? {
         None => None,
-        Some("none") => Some(Compression::None),
-        Some("zstd") => Some(Compression::Zstd),
-        Some(other) => return Err(PyValueError::new_err(format!("compression={other:?}: \"none\" or \"zstd\""))),
+        Some(v) => match crate::types::compression_of(&v)? {
+            c @ (Compression::None | Compression::Zstd) => Some(c),
+            Compression::Other(n) => {
+                return Err(PyValueError::new_err(format!("compression={n}: \"none\", \"zstd\", 0 or 1")))
+            }
+        },
     };
     r.word_size = options.get_item("word_size")?.map(|v| v.extract::<u8>()).transpose()?;
     r.mojo_version = options.get_item("mojo_version")?.map(|v| v.extract::<u8>()).transpose()?;

@@ -10,17 +10,21 @@
 //! * [`convert`]: `convert()` and `read_samples()` over the library's pipeline (any input).
 //! * [`fold`]: `merge()`, `fold_files()` and `Fold`: many profiles folded into one, in one
 //!   process or across a cluster's workers.
+//! * [`frames`]: the writer's cache of frame objects by identity.
+//! * [`fork`]: telling an object made before a `fork()` that it is in the child.
 //! * [`errors`]: Python exceptions for the library's errors (`FormatError` names the file,
 //!   the offset and the rule).
 //!
 //! Dependencies point one way: `fold` → `convert`; `convert`, `reader` and `writer` → `types`
-//! and `errors`.
+//! and `errors`; `writer` → `fork` and `frames`.
 
 use pyo3::prelude::*;
 
 pub mod convert;
 pub mod errors;
 pub mod fold;
+pub mod fork;
+pub mod frames;
 pub mod reader;
 pub mod types;
 pub mod writer;
@@ -44,9 +48,24 @@ const THREAD_STATUS: [(&str, u32); 6] = [
 // Every object the module shares between threads is behind a mutex or immutable, so it
 // declares itself safe without the GIL; the abi3 wheel itself cannot be loaded by a
 // free-threaded CPython (docs/python.md).
+/// CPython 3.15's Tachyon profile reader and writer on every CPython from 3.9, and
+/// conversions between sampling-profile formats.
+///
+/// * `BinaryWriter`, `BinaryReader`: `_remote_debugging`'s API and bytes (write a sample with
+///   `InterpreterInfo((0, [ThreadInfo((native_tid, status, [FrameInfo((filename,
+///   LocationInfo((line, end_line, col, end_col)), qualname, None)), ...]))]))`, frames
+///   innermost first).
+/// * `convert(input, to, output=None, **options)`: any profile (Tachyon, gperftools, pprof,
+///   MOJO, pstats) into any of `OUTPUTS`; `read_samples`, `detect`.
+/// * `merge`, `fold_files`, `Fold`: many profiles folded into one.
+/// * `FormatError`: a bad file, with its offset and the rule it broke.
+///
+/// Threads may share readers and writers; a writer made before `fork()` raises in the child.
+/// Documentation: docs/python.md in the repository.
 #[pymodule(gil_used = false)]
 fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    fork::init();
     types::init(m)?;
     errors::init(m)?;
     m.add_class::<writer::BinaryWriter>()?;

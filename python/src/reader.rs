@@ -3,12 +3,18 @@
 //! `replay` reads the samples afresh from the handle opened then, handing the collector what
 //! CPython's does: one `collect(stack_frames, timestamps_us)` per FULL, SUFFIX or POP_PUSH
 //! record, and per run of equal statuses (at most 8192 samples) of a REPEAT record.
+//!
+//! Threads: the two mutexes are held only over Rust code that neither calls Python nor
+//! releases the GIL, and waited for without the GIL (the rules `writer` states), so any number
+//! of threads may replay, query and close one reader. Each `replay` reads through its own handle (positioned reads), so a
+//! reader also works in a child after `fork()`.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use tachyon::core::reader::{RecordCounts, Tables};
 use tachyon::core::{Metadata, Reader, Record, RunEntry};
@@ -102,7 +108,7 @@ impl BinaryReader {
         collector: &Bound<'_, PyAny>,
         progress_callback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        let (source, meta) = match &*self.opened.lock().unwrap_or_else(|p| p.into_inner()) {
+        let (source, meta) = match &*self.opened.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()) {
             Some(o) => (o.source.second_handle(), o.meta),
             None => return Err(Self::closed()),
         };
@@ -180,7 +186,7 @@ impl BinaryReader {
             Ok(())
         })();
         let done = reader.samples_decoded();
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.counts.lock_py_attached(py).unwrap_or_else(|p| p.into_inner());
         let c = reader.record_counts();
         counts.0.repeat += c.repeat;
         counts.0.full += c.full;
@@ -198,10 +204,15 @@ impl BinaryReader {
     /// Returns:
     ///     Dict with file metadata
     fn get_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        let o = opened.as_ref().ok_or_else(Self::closed)?;
-        let h = &o.meta.header;
-        let stats = o.meta.stats;
+        // Copied out first: making the dict may run a collection, and so other threads'
+        // Python code, which must not find the lock held (module docs).
+        let (meta, string_count, frame_count) = {
+            let opened = self.opened.lock_py_attached(py).unwrap_or_else(|p| p.into_inner());
+            let o = opened.as_ref().ok_or_else(Self::closed)?;
+            (o.meta, o.string_count, o.frame_count)
+        };
+        let h = &meta.header;
+        let stats = meta.stats;
         let d = PyDict::new(py);
         d.set_item("version", 1)?;
         d.set_item("python_version", PyTuple::new(py, h.python_version)?)?;
@@ -209,8 +220,8 @@ impl BinaryReader {
         d.set_item("sample_interval_us", h.sample_interval_us)?;
         d.set_item("sample_count", h.sample_count)?;
         d.set_item("thread_count", h.thread_count)?;
-        d.set_item("string_count", o.string_count)?;
-        d.set_item("frame_count", o.frame_count)?;
+        d.set_item("string_count", string_count)?;
+        d.set_item("frame_count", frame_count)?;
         d.set_item("compression_type", h.compression.field())?;
         d.set_item("duration_sec", stats.map(|s| s.duration_sec))?;
         d.set_item("sample_rate", stats.map(|s| s.sample_rate))?;
@@ -226,10 +237,10 @@ impl BinaryReader {
     /// Returns a dict with statistics about record types decoded and
     /// samples reconstructed during replay.
     fn get_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if self.opened.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+        if self.opened.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()).is_none() {
             return Err(Self::closed());
         }
-        let (c, samples) = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let (c, samples) = *self.counts.lock_py_attached(py).unwrap_or_else(|p| p.into_inner());
         let reconstructions = c.full + c.suffix + c.pop_push;
         let d = PyDict::new(py);
         d.set_item("repeat_records", c.repeat)?;
@@ -244,10 +255,12 @@ impl BinaryReader {
     }
 
     /// Close the reader and free resources.
-    fn close(&self) {
-        *self.opened.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    fn close(&self, py: Python<'_>) {
+        let opened = self.opened.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()).take();
+        drop(opened);
     }
 
+    /// Enter the context manager: the object itself.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
@@ -256,24 +269,33 @@ impl BinaryReader {
     #[pyo3(signature = (exc_type=None, exc_val=None, exc_tb=None))]
     fn __exit__(
         &self,
+        py: Python<'_>,
         exc_type: Option<&Bound<'_, PyAny>>,
         exc_val: Option<&Bound<'_, PyAny>>,
         exc_tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
         let _ = (exc_type, exc_val, exc_tb);
-        self.close();
+        self.close(py);
         false
     }
 
     /// Number of samples in file
     #[getter]
-    fn sample_count(&self) -> u64 {
-        self.opened.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |o| o.meta.header.sample_count)
+    fn sample_count(&self, py: Python<'_>) -> u64 {
+        self.opened
+            .lock_py_attached(py)
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |o| o.meta.header.sample_count)
     }
 
     /// Sample interval in microseconds
     #[getter]
-    fn sample_interval_us(&self) -> u64 {
-        self.opened.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |o| o.meta.header.sample_interval_us)
+    fn sample_interval_us(&self, py: Python<'_>) -> u64 {
+        self.opened
+            .lock_py_attached(py)
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |o| o.meta.header.sample_interval_us)
     }
 }

@@ -12,12 +12,12 @@ use std::borrow::Cow;
 use std::ffi::{c_char, CStr};
 use std::path::PathBuf;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PySequence, PyString, PyTuple, PyType};
-use tachyon::core::Location;
+use tachyon::core::{Compression, Location};
 
 /// The four types, whoever made them.
 pub struct Types {
@@ -281,6 +281,181 @@ pub fn path_of(filename: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     }
     #[cfg(not(unix))]
     Ok(PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// A str's UTF-8, borrowed from the object: CPython makes it once and keeps it in the str
+/// (for an ASCII str it is the str's own data), so a writer that sees the same code object's
+/// names on every sample neither copies them nor hands the core writer new addresses (its
+/// recent-frame cache is keyed by them). Strict, as CPython's writer: a lone surrogate is
+/// `UnicodeEncodeError`.
+pub struct Utf8<'py> {
+    /// Keeps the str, and so its UTF-8 buffer, alive.
+    _str: Bound<'py, PyString>,
+    ptr: *const u8,
+    len: usize,
+}
+
+extern "C" {
+    // In the limited API from 3.10, and exported by every CPython 3 before it: the abi3-py39
+    // wheel declares it itself, as PyO3 declares it only for a 3.10 floor.
+    fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const c_char;
+}
+
+/// `PyUnicode_AsUTF8AndSize`: the str's cached UTF-8, or null with an error set.
+///
+/// # Safety
+/// `o` is a live str and the GIL is held.
+pub unsafe fn utf8_and_size(o: *mut ffi::PyObject, size: &mut ffi::Py_ssize_t) -> *const c_char {
+    PyUnicode_AsUTF8AndSize(o, size)
+}
+
+impl<'py> Utf8<'py> {
+    /// The str's UTF-8 view.
+    pub fn of(s: Bound<'py, PyString>) -> PyResult<Self> {
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: `s` is a live str (the GIL is held: we have a Bound); the call fills `size`
+        // or returns null with an exception set.
+        let ptr = unsafe { utf8_and_size(s.as_ptr(), &mut size) };
+        if ptr.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        Ok(Utf8 { _str: s, ptr: ptr.cast(), len: size as usize })
+    }
+
+    /// The bytes, valid while `self` holds the str.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: CPython keeps the buffer for the str's lifetime and never changes it (a
+        // str is immutable), and `self` holds a reference to the str.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// A `compression` argument, the same everywhere (`BinaryWriter`, `convert()`, `merge()`):
+/// `"none"` or `"zstd"`, or CPython's integers, 0 and 1. Any other int is the writer's header
+/// field as given, as CPython's `BinaryWriter` stores it (a raw sample region).
+pub fn compression_of(v: &Bound<'_, PyAny>) -> PyResult<Compression> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return match &*s.to_cow()? {
+            "none" => Ok(Compression::None),
+            "zstd" => Ok(Compression::Zstd),
+            other => Err(PyValueError::new_err(format!("compression={other:?}: \"none\", \"zstd\", 0 or 1"))),
+        };
+    }
+    if v.is_instance_of::<pyo3::types::PyBool>() || !v.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "compression must be \"none\", \"zstd\", 0 or 1, not {}",
+            v.get_type().name()?
+        )));
+    }
+    // A C int field in CPython's writer: the low 32 bits of what fits one.
+    let n: std::os::raw::c_int = v.extract()?;
+    Ok(Compression::from_field(n as u32))
+}
+
+/// One of the four sample types as a caller gives it: its name and its fields, for messages.
+pub struct Shape {
+    /// `InterpreterInfo`, `ThreadInfo`, `FrameInfo` or `LocationInfo`.
+    pub name: &'static str,
+    /// The fields, in order.
+    pub fields: &'static [&'static str],
+}
+
+/// `InterpreterInfo(interpreter_id, threads)`.
+pub const INTERPRETER_INFO: Shape = Shape { name: "InterpreterInfo", fields: &["interpreter_id", "threads"] };
+/// `ThreadInfo(thread_id, status, frame_info)`.
+pub const THREAD_INFO: Shape = Shape { name: "ThreadInfo", fields: &["thread_id", "status", "frame_info"] };
+/// `FrameInfo(filename, location, funcname, opcode)`.
+pub const FRAME_INFO: Shape = Shape { name: "FrameInfo", fields: &["filename", "location", "funcname", "opcode"] };
+
+/// The first `N` items of a value given as `shape`: a struct sequence, tuple, list or other
+/// sequence (not a str or bytes) of at least `N` items. Anything else is a `TypeError` that
+/// names the shape, its fields and what was given. (CPython 3.15.2's writer has no message
+/// here: it crashes, or raises `SystemError`, on most such values.)
+pub fn fields<'py, const N: usize>(obj: &Bound<'py, PyAny>, shape: &Shape) -> PyResult<[Bound<'py, PyAny>; N]> {
+    let wrong = |got: String| {
+        PyTypeError::new_err(format!(
+            "{} must be a sequence of {N} items ({}), not {got}",
+            shape.name,
+            shape.fields.join(", ")
+        ))
+    };
+    let short = |len: usize| wrong(format!("a sequence of {len}"));
+    let mut failed = None;
+    let mut take = |get: &dyn Fn(usize) -> PyResult<Bound<'py, PyAny>>| -> [Bound<'py, PyAny>; N] {
+        std::array::from_fn(|i| {
+            get(i).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                obj.py().None().into_bound(obj.py())
+            })
+        })
+    };
+    let items = if let Ok(t) = obj.cast::<PyTuple>() {
+        if t.len() < N {
+            return Err(short(t.len()));
+        }
+        take(&|i| t.get_item(i))
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        if l.len() < N {
+            return Err(short(l.len()));
+        }
+        take(&|i| l.get_item(i))
+    } else if obj.is_instance_of::<PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(wrong(obj.get_type().name()?.to_string()));
+    } else if let Ok(s) = obj.cast::<PySequence>() {
+        let len = s.len()?;
+        if len < N {
+            return Err(short(len));
+        }
+        take(&|i| s.get_item(i))
+    } else {
+        return Err(wrong(obj.get_type().name()?.to_string()));
+    };
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(items),
+    }
+}
+
+/// The items of a list (or another sequence, not a str or bytes) that a sample type holds:
+/// `InterpreterInfo.threads`, `ThreadInfo.frame_info`. `TypeError` naming the field otherwise.
+pub fn list_field<'py>(obj: &Bound<'py, PyAny>, shape: &Shape, field: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = obj.cast::<PyList>() {
+        return Ok(l.iter().collect());
+    }
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "{}.{field} must be a list, not {}",
+            shape.name,
+            obj.get_type().name()?
+        )));
+    }
+    items(obj, "").map_err(|e| {
+        let got = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        if e.is_instance_of::<PyTypeError>(obj.py()) {
+            PyTypeError::new_err(format!("{}.{field} must be a list, not {got}", shape.name))
+        } else {
+            e
+        }
+    })
+}
+
+/// A C `unsigned long long` argument as CPython 3.15's argument parser takes one (the
+/// writer's `timestamp_us`, `sample_interval_us`, `start_time_us`): through `__index__`
+/// (`TypeError: 'str' object cannot be interpreted as an integer`), `ValueError: Cannot
+/// convert negative int`, `OverflowError: Python int too large for C unsigned long long`.
+pub fn unsigned_long_long(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    // The common case first: an int that fits (no `__index__`, no comparison).
+    if v.is_exact_instance_of::<pyo3::types::PyInt>() {
+        if let Ok(n) = v.extract::<u64>() {
+            return Ok(n);
+        }
+    }
+    // SAFETY: `v` is live; PyNumber_Index returns a new reference or null with an error set.
+    let index = unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyNumber_Index(v.as_ptr()))? };
+    if index.lt(0)? {
+        return Err(PyValueError::new_err("Cannot convert negative int"));
+    }
+    index.extract::<u64>().map_err(|_| PyOverflowError::new_err("Python int too large for C unsigned long long"))
 }
 
 /// Item `i` of a struct sequence, tuple, list or other sequence given by a caller.

@@ -23,7 +23,8 @@ import unittest
 
 import tachyon_profiles as tp
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 VECTORS = os.path.join(ROOT, "qemu-tests", "vectors", "cpython-3.15.2")
 FIXTURES = os.path.join(ROOT, "qemu-tests", "fixtures", "real-3.15.2")
 ORACLE = os.environ.get("TACHYON_ORACLE", os.path.join(ROOT, "scripts", "oracle-python.sh"))
@@ -33,6 +34,7 @@ BATCH = os.path.join(ROOT, "qemu-tests", "oracle", "cpython_batch.py")
 # The batch script imports _remote_debugging; here it gets this package.
 sys.modules["_remote_debugging"] = tp
 sys.path.insert(0, os.path.dirname(BATCH))
+sys.path.insert(0, HERE)
 batch = importlib.import_module("cpython_batch")
 
 
@@ -286,6 +288,45 @@ class ReadsEveryInput(unittest.TestCase):
         collapsed = tp.convert(src, to="collapsed")
         self.assertEqual(n, sum(int(line.rsplit(" ", 1)[1]) for line in collapsed.splitlines()))
         self.assertEqual(tp.detect(src), "tachyon")
+
+
+class BadCalls(unittest.TestCase):
+    def test_bad_calls_raise_cpythons_types_and_messages(self):
+        bad_calls = importlib.import_module("bad_calls")
+        theirs = json.loads(subprocess.run([ORACLE, "amd64", os.path.join(HERE, "bad_calls.py")], check=True,
+                                           capture_output=True, text=True).stdout)
+        ours = bad_calls.answers(tp)
+        self.assertGreaterEqual(len(theirs), 20)
+        for name, answer in theirs.items():
+            with self.subTest(name):
+                self.assertEqual(ours[name], answer)
+        for name, expected in bad_calls.CRASHES_CPYTHON.items():
+            with self.subTest(name):
+                kind, message = ours[name]
+                self.assertEqual(kind, "TypeError", message)
+                self.assertTrue(message.startswith(f"{expected} must be a "), message)
+
+
+class Help(unittest.TestCase):
+    def test_the_module_and_every_public_class_function_and_method_have_help(self):
+        self.assertIn("BinaryWriter", tp.__doc__ or "")
+        missing = []
+        for name in dir(tp):
+            if name.startswith("_"):
+                continue
+            obj = getattr(tp, name)
+            if not callable(obj):
+                continue
+            if not (obj.__doc__ or "").strip():
+                missing.append(name)
+            if isinstance(obj, type):
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_") and attr not in ("__enter__", "__exit__", "__init__", "__new__"):
+                        continue
+                    if callable(member) or isinstance(member, property) or type(member).__name__ == "getset_descriptor":
+                        if not (getattr(member, "__doc__", None) or "").strip():
+                            missing.append(f"{name}.{attr}")
+        self.assertEqual(missing, [])
 
 
 class ReadmeExample(unittest.TestCase):
