@@ -42,7 +42,7 @@ command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-t
 step "the release build (tachyon, fleet_files; scripts/harness.sh, shared with every step)"
 release_build || fail "build" "the release build"
 export TACHYON_CLI=$PWD/target/release/tachyon
-wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
+wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
 "$C/venv/bin/pip" install -q --force-reinstall --no-deps "$wheel" || fail "wheel" "pip install $wheel failed"
 
 step "OTLP: every committed and recorded real profile of every format, --to otlp and --to otlp-json, decoded by opentelemetry-proto, equal to its collapsed stacks (python/tests/test_otlp.py)"

@@ -100,7 +100,7 @@ if [ -n "$BUILD" ]; then
   (cd python && CARGO_TARGET_DIR="$PWD/../target" timed build "$C/maturin/bin/maturin" build --release --locked \
     --out ../target/wheels -i "$PY311") || fail "maturin build" "see above"
 fi
-wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
+wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl) || fail "maturin build" "no abi3 wheel in target/wheels/"
 echo "$wheel"
 [ -n "$TEST" ] || exit 0
 
@@ -121,6 +121,14 @@ step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command 
 TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
   || fail "test_package.py" "see above"
 
+step "threads and fork on 3.11 and CPython 3.15.2: writers beside finalize, readers replayed together, a writer inherited by a child (python/tests/test_threads.py; each scenario in a child with a time-out)"
+"$C/py311/bin/python" python/tests/test_threads.py || fail "test_threads.py (3.11)" "see above"
+TACHYON_CHILD_PYTHON="scripts/oracle-python.sh amd64" PYTHONPATH="$C/site315" \
+  scripts/oracle-python.sh amd64 python/tests/test_threads.py || fail "test_threads.py (3.15)" "see above"
+
+step "a newcomer: docs/python.md's install lines verbatim in a fresh .venv on 3.11, then its sampler example, read by CPython 3.15.2 (python/tests/newcomer.sh)"
+bash python/tests/newcomer.sh || fail "newcomer.sh" "see above"
+
 sid_python() {
   local v=$1 R=$C/python$1
   sid_root "$v"
@@ -134,6 +142,6 @@ sid_python 3.13
 sid_python 3.14
 PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/versions.py || fail "python3.15" "python/tests/versions.py failed on 3.15"
 
-step "the package's benchmark, once (one run on examples/stdlib_work.pyb: a smoke run; docs/benchmarks.md's figures come from the long profiles)"
+step "the package's benchmark, once (one run on examples/stdlib_work.pyb, replay, collapsed and 240,000 write_sample calls: a smoke run; docs/benchmarks.md's figures come from the long profiles)"
 PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/bench/bench.py --runs 1 --python "scripts/oracle-python.sh amd64" \
   examples/stdlib_work.pyb || fail "benchmark" "see above"
