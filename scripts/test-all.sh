@@ -340,6 +340,9 @@ step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, bu
 # gperftools_symbols, pprof_input, mojo_recorded, firmware) are the same code on every host and
 # run on the host in the step above. One cargo invocation builds all three targets, so the
 # two cores stay busy across them; the same builds serve the exchange matrix and the C API.
+# Only what runs here is built: core's library and tests (not its example, which ran on the
+# host), and qemu-tests' two test programs (its host tools need the `tools` feature, so the
+# tests' build does not link them for every target).
 BE_TARGET_ARGS=()
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do BE_TARGET_ARGS+=(--target "$target"); done
 CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
