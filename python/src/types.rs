@@ -341,7 +341,8 @@ pub fn compression_of(v: &Bound<'_, PyAny>) -> PyResult<Compression> {
             other => Err(PyValueError::new_err(format!("compression={other:?}: \"none\", \"zstd\", 0 or 1"))),
         };
     }
-    if v.is_instance_of::<pyo3::types::PyBool>() || !v.is_instance_of::<pyo3::types::PyInt>() {
+    // Any int, a bool included, as CPython's C int argument takes it.
+    if !v.is_instance_of::<pyo3::types::PyInt>() {
         return Err(PyTypeError::new_err(format!(
             "compression must be \"none\", \"zstd\", 0 or 1, not {}",
             v.get_type().name()?

@@ -307,6 +307,28 @@ class BadCalls(unittest.TestCase):
                 self.assertTrue(message.startswith(f"{expected} must be a "), message)
 
 
+class Compression(unittest.TestCase):
+    def test_compression_takes_the_same_values_everywhere(self):
+        src = os.path.join(ROOT, "examples", "stdlib_work.pyb")
+        for names, number in (("zstd", 1), ("none", 0)):
+            with self.subTest(names):
+                self.assertEqual(tp.convert(src, to="tachyon", compression=names),
+                                 tp.convert(src, to="tachyon", compression=number))
+                with tempfile.TemporaryDirectory() as tmp:
+                    files = []
+                    for value in (names, number):
+                        path = os.path.join(tmp, f"{value}.pyb")
+                        with tp.BinaryWriter(path, 1000, 5, compression=value) as w:
+                            frame = tp.FrameInfo(("a.py", tp.LocationInfo((1, 1, 0, 2)), "f", None))
+                            w.write_sample([tp.InterpreterInfo((0, [tp.ThreadInfo((7, 0, [frame]))]))], 6)
+                        files.append(read(path, "rb"))
+                        self.assertEqual(tp.BinaryReader(path).get_info()["compression_type"], number)
+                    self.assertEqual(files[0], files[1])
+        for bad in ("gzip", 1.0, b"zstd", 2):
+            with self.subTest(bad=bad), self.assertRaises((TypeError, ValueError)):
+                tp.convert(src, to="tachyon", compression=bad)
+
+
 class Help(unittest.TestCase):
     def test_the_module_and_every_public_class_function_and_method_have_help(self):
         self.assertIn("BinaryWriter", tp.__doc__ or "")
