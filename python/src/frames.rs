@@ -138,12 +138,7 @@ pub unsafe fn read_plain_interpreter(
     {
         return None;
     }
-    let id = ffi::PyLong_AsUnsignedLongLong(iid);
-    if id == u64::MAX && !ffi::PyErr_Occurred().is_null() {
-        ffi::PyErr_Clear();
-        return None;
-    }
-    Some((u32::try_from(id).ok()?, threads))
+    Some((u32::try_from(plain_u64(iid)?).ok()?, threads))
 }
 
 /// A plain `ThreadInfo` (an exact one or an exact tuple of at least three items, an exact
@@ -164,11 +159,7 @@ pub unsafe fn read_plain_thread(thread: *mut ffi::PyObject, t: &PlainTypes) -> O
     if ffi::Py_TYPE(tid) != int || ffi::Py_TYPE(status) != int {
         return None;
     }
-    let id = ffi::PyLong_AsUnsignedLongLong(tid);
-    if id == u64::MAX && !ffi::PyErr_Occurred().is_null() {
-        ffi::PyErr_Clear();
-        return None;
-    }
+    let id = plain_u64(tid)?;
     let mut overflow = 0;
     let s = ffi::PyLong_AsLongAndOverflow(status, &mut overflow);
     if overflow != 0 {
@@ -207,6 +198,20 @@ unsafe fn plain_i64(o: *mut ffi::PyObject) -> i64 {
     } else {
         v
     }
+}
+
+/// An exact int's value if it is within 0 and 2^64 − 1; `None` otherwise (no error left set:
+/// the general way raises CPython's).
+///
+/// # Safety
+/// `o` is a live exact int and the GIL is held.
+unsafe fn plain_u64(o: *mut ffi::PyObject) -> Option<u64> {
+    let v = ffi::PyLong_AsUnsignedLongLong(o);
+    if v == u64::MAX && !ffi::PyErr_Occurred().is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    Some(v)
 }
 
 /// `frame` read as `writer::frame_in` reads it, when it is plain (see [`PlainTypes`]); such a

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use tachyon::core::reader::{RecordCounts, Tables};
-use tachyon::core::{Metadata, Reader, Record, RunEntry};
+use tachyon::core::{Header, Metadata, Reader, Record, RunEntry};
 use tachyon::file::FileSource;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
 
@@ -61,6 +61,11 @@ fn frame<'py>(objects: &mut FrameObjects<'py>, tables: &Tables<'_>, id: u32) -> 
 impl BinaryReader {
     fn closed() -> PyErr {
         PyValueError::new_err("Reader is closed")
+    }
+
+    /// The open file's header (`None` once closed).
+    fn header(&self, py: Python<'_>) -> Option<Header> {
+        self.opened.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()).as_ref().map(|o| o.meta.header)
     }
 }
 
@@ -282,20 +287,12 @@ impl BinaryReader {
     /// Number of samples in file
     #[getter]
     fn sample_count(&self, py: Python<'_>) -> u64 {
-        self.opened
-            .lock_py_attached(py)
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(0, |o| o.meta.header.sample_count)
+        self.header(py).map_or(0, |h| h.sample_count)
     }
 
     /// Sample interval in microseconds
     #[getter]
     fn sample_interval_us(&self, py: Python<'_>) -> u64 {
-        self.opened
-            .lock_py_attached(py)
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(0, |o| o.meta.header.sample_interval_us)
+        self.header(py).map_or(0, |h| h.sample_interval_us)
     }
 }

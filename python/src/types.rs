@@ -423,21 +423,17 @@ pub fn list_field<'py>(obj: &Bound<'py, PyAny>, shape: &Shape, field: &str) -> P
     if let Ok(l) = obj.cast::<PyList>() {
         return Ok(l.iter().collect());
     }
+    let not_a_list = || -> PyResult<PyErr> {
+        let got = obj.get_type().name()?;
+        Ok(PyTypeError::new_err(format!("{}.{field} must be a list, not {got}", shape.name)))
+    };
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>() {
-        return Err(PyTypeError::new_err(format!(
-            "{}.{field} must be a list, not {}",
-            shape.name,
-            obj.get_type().name()?
-        )));
+        return Err(not_a_list()?);
     }
-    items(obj, "").map_err(|e| {
-        let got = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        if e.is_instance_of::<PyTypeError>(obj.py()) {
-            PyTypeError::new_err(format!("{}.{field} must be a list, not {got}", shape.name))
-        } else {
-            e
-        }
-    })
+    match obj.cast::<PySequence>() {
+        Ok(s) => s.try_iter()?.collect(),
+        Err(_) => Err(not_a_list()?),
+    }
 }
 
 /// A C `unsigned long long` argument as CPython 3.15's argument parser takes one (the

@@ -311,28 +311,41 @@ impl BinaryWriter {
 
     /// Writes one thread's sample. A limit error (the call ends, the writer goes on) is
     /// `Err(Stop::Limit)`; any other breaks the writer.
-    fn write_thread(&self, py: Python<'_>, ts: u64, iid: u32, thread: &Bound<'_, PyAny>) -> Result<(), Stop> {
-        self.convert_and_write(py, ts, iid, thread).map_err(|e| match e {
+    fn write_thread(
+        &self,
+        py: Python<'_>,
+        plain: &PlainTypes,
+        ts: u64,
+        iid: u32,
+        thread: &Bound<'_, PyAny>,
+    ) -> Result<(), Stop> {
+        self.convert_and_write(py, plain, ts, iid, thread).map_err(|e| match e {
             Stop::Broken(e) => Stop::Broken(self.break_with(py, e)),
             limit => limit,
         })
     }
 
-    fn convert_and_write(&self, py: Python<'_>, ts: u64, iid: u32, thread: &Bound<'_, PyAny>) -> Result<(), Stop> {
+    fn convert_and_write(
+        &self,
+        py: Python<'_>,
+        plain: &PlainTypes,
+        ts: u64,
+        iid: u32,
+        thread: &Bound<'_, PyAny>,
+    ) -> Result<(), Stop> {
         // A plain thread with a list or tuple of plain frames (what every profiler passes) is
         // read under the lock, with borrowed references and through the frame cache; anything
         // else the general way, which may run Python code (a sequence's `__getitem__`, an
         // `__index__`) and so reads first and locks after.
-        let plain = PlainTypes::new(types(py)?);
         // SAFETY: `thread` is live (the caller holds it) and the GIL is held.
-        if let Some((tid, status, frame_info)) = unsafe { read_plain_thread(thread.as_ptr(), &plain) } {
+        if let Some((tid, status, frame_info)) = unsafe { read_plain_thread(thread.as_ptr(), plain) } {
             // SAFETY: `frame_info` is borrowed from `thread`, which outlives this block.
             let frame_info = unsafe { Borrowed::from_ptr(py, frame_info) };
             if frame_info.is_exact_instance_of::<PyList>() || frame_info.is_exact_instance_of::<PyTuple>() {
                 let outcome = {
                     let mut state = self.state(py).map_err(Stop::Closed)?;
                     let w = Self::open(&mut state).map_err(Stop::Closed)?;
-                    Self::write_plain(w, &plain, &frame_info, (ts, iid, tid, status))
+                    Self::write_plain(w, plain, &frame_info, (ts, iid, tid, status))
                 };
                 match outcome {
                     Ok(true) => return Ok(()),
@@ -526,7 +539,7 @@ impl BinaryWriter {
                 let n = unsafe { ffi::PyList_Size(threads) };
                 for i in 0..n {
                     let thread = unsafe { Borrowed::from_ptr(py, threads) }.cast::<PyList>()?.get_item(i as usize)?;
-                    self.write_thread(py, timestamp_us, iid, &thread).map_err(Stop::into_err)?;
+                    self.write_thread(py, &plain, timestamp_us, iid, &thread).map_err(Stop::into_err)?;
                 }
                 continue;
             }
@@ -549,7 +562,7 @@ impl BinaryWriter {
                 Err(e) => return Err(self.break_with(py, e)),
             };
             for thread in &threads {
-                self.write_thread(py, timestamp_us, iid, thread).map_err(Stop::into_err)?;
+                self.write_thread(py, &plain, timestamp_us, iid, thread).map_err(Stop::into_err)?;
             }
         }
         Ok(())

@@ -48,8 +48,14 @@ def count(path):
 """
 
 
-def run(body, tmp):
-    """Runs PRELUDE + body in a child interpreter; its stdout's last line is the result."""
+def run(body):
+    """Runs PRELUDE + body in a child interpreter, with a new folder as sys.argv[1]; its
+    stdout's last line is the result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return run_in(body, tmp)
+
+
+def run_in(body, tmp):
     script = os.path.join(tmp, "scenario.py")
     with open(script, "w") as f:
         f.write(PRELUDE + textwrap.dedent(body))
@@ -70,7 +76,7 @@ def run(body, tmp):
 class Threads(unittest.TestCase):
     def test_eight_writers_and_a_finalize_end_and_the_file_holds_every_accepted_sample(self):
         for compression in (0, 1):
-            with tempfile.TemporaryDirectory() as tmp, self.subTest(compression=compression):
+            with self.subTest(compression=compression):
                 out = run(f"""
                     path = os.path.join(sys.argv[1], "w.pyb")
                     w = tp.BinaryWriter(path, 1000, 1, compression={compression})
@@ -101,93 +107,91 @@ class Threads(unittest.TestCase):
                     assert w.total_samples == sum(accepted), (w.total_samples, sum(accepted))
                     assert set(refused) == {{"Writer is closed"}}, set(refused)
                     print(sum(accepted), count(path))
-                """, tmp)
+                """)
                 accepted, read = map(int, out.split())
                 self.assertGreater(accepted, 1000)
                 self.assertEqual(read, accepted)
 
     def test_calls_of_every_kind_from_threads_while_finalize_runs(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = run("""
-                path = os.path.join(sys.argv[1], "w.pyb")
-                w = tp.BinaryWriter(path, 1000, 1, compression=1)
-                for i in range(20000):
-                    w.write_sample(sample(i, depth=30), i)
-                errors = []
-                def poke(what):
-                    for _ in range(2000):
-                        try:
-                            what()
-                        except ValueError as e:
-                            errors.append(str(e))
-                calls = [lambda: w.get_stats(), lambda: w.total_samples, lambda: w.limit_reached,
-                         lambda: w.set_stats(1.0, 1000.0), lambda: w.write_sample(sample(1), 1)]
-                threads = [threading.Thread(target=poke, args=(c,)) for c in calls]
-                for t in threads:
-                    t.start()
+        out = run("""
+            path = os.path.join(sys.argv[1], "w.pyb")
+            w = tp.BinaryWriter(path, 1000, 1, compression=1)
+            for i in range(20000):
+                w.write_sample(sample(i, depth=30), i)
+            errors = []
+            def poke(what):
+                for _ in range(2000):
+                    try:
+                        what()
+                    except ValueError as e:
+                        errors.append(str(e))
+            calls = [lambda: w.get_stats(), lambda: w.total_samples, lambda: w.limit_reached,
+                     lambda: w.set_stats(1.0, 1000.0), lambda: w.write_sample(sample(1), 1)]
+            threads = [threading.Thread(target=poke, args=(c,)) for c in calls]
+            for t in threads:
+                t.start()
+            w.finalize()
+            for t in threads:
+                t.join()
+            try:
                 w.finalize()
-                for t in threads:
-                    t.join()
-                try:
-                    w.finalize()
-                except ValueError as e:
-                    errors.append(str(e))
-                assert set(errors) <= {"Writer is closed", "Writer is already closed"}, set(errors)
-                assert "Writer is already closed" in errors
-                print(w.total_samples, count(path))
-            """, tmp)
-            total, read = map(int, out.split())
-            self.assertGreaterEqual(total, 20000)
-            self.assertEqual(read, total)
+            except ValueError as e:
+                errors.append(str(e))
+            assert set(errors) <= {"Writer is closed", "Writer is already closed"}, set(errors)
+            assert "Writer is already closed" in errors
+            print(w.total_samples, count(path))
+        """)
+        total, read = map(int, out.split())
+        self.assertGreaterEqual(total, 20000)
+        self.assertEqual(read, total)
 
     def test_threads_replaying_one_reader_each_get_every_sample(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = run("""
-                path = os.path.join(sys.argv[1], "r.pyb")
-                with tp.BinaryWriter(path, 1000, 1, compression=1) as w:
-                    for i in range(30000):
-                        w.write_sample(sample(i % 300), i)
-                r = tp.BinaryReader(path)
-                results = []
-                class Collector:
-                    def __init__(self):
-                        self.n = 0
-                        self.names = set()
-                    def collect(self, stack_frames, timestamps_us=None):
-                        self.n += len(timestamps_us)
-                        # Python work in the callback, so threads switch mid-replay.
-                        for f in stack_frames[0].threads[0].frame_info:
-                            self.names.add(f.funcname)
-                def replay():
-                    c = Collector()
-                    n = r.replay(c)
-                    results.append((n, c.n, len(c.names)))
-                def query():
-                    for _ in range(3000):
-                        r.get_info()
-                        r.get_stats()
-                        r.sample_count
-                threads = [threading.Thread(target=replay) for _ in range(8)] + [threading.Thread(target=query)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                assert len(results) == 8
-                assert len(set(results)) == 1, results
-                stats = r.get_stats()
-                assert stats["total_samples"] == 8 * 30000, stats
-                r.close()
-                print(*results[0])
-            """, tmp)
-            n, collected, names = map(int, out.split())
-            self.assertEqual((n, collected, names), (30000, 30000, 12 * 7))
+        out = run("""
+            path = os.path.join(sys.argv[1], "r.pyb")
+            with tp.BinaryWriter(path, 1000, 1, compression=1) as w:
+                for i in range(30000):
+                    w.write_sample(sample(i % 300), i)
+            r = tp.BinaryReader(path)
+            results = []
+            class Collector:
+                def __init__(self):
+                    self.n = 0
+                    self.names = set()
+                def collect(self, stack_frames, timestamps_us=None):
+                    self.n += len(timestamps_us)
+                    # Python work in the callback, so threads switch mid-replay.
+                    for f in stack_frames[0].threads[0].frame_info:
+                        self.names.add(f.funcname)
+            def replay():
+                c = Collector()
+                n = r.replay(c)
+                results.append((n, c.n, len(c.names)))
+            def query():
+                for _ in range(3000):
+                    r.get_info()
+                    r.get_stats()
+                    r.sample_count
+            threads = [threading.Thread(target=replay) for _ in range(8)] + [threading.Thread(target=query)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len(results) == 8
+            assert len(set(results)) == 1, results
+            stats = r.get_stats()
+            assert stats["total_samples"] == 8 * 30000, stats
+            r.close()
+            print(*results[0])
+        """)
+        n, collected, names = map(int, out.split())
+        self.assertEqual((n, collected, names), (30000, 30000, 12 * 7))
 
 
 @unittest.skipUnless(hasattr(os, "fork"), "fork() is POSIX")
 class Fork(unittest.TestCase):
     def test_an_inherited_writer_raises_in_the_child_and_a_new_one_works(self):
         for compression in (0, 1):
-            with tempfile.TemporaryDirectory() as tmp, self.subTest(compression=compression):
+            with self.subTest(compression=compression):
                 out = run(f"""
                     d = sys.argv[1]
                     parent = tp.BinaryWriter(os.path.join(d, "parent.pyb"), 1000, 1, compression={compression})
@@ -223,36 +227,35 @@ class Fork(unittest.TestCase):
                         parent.write_sample(sample(i), i)
                     parent.finalize()
                     print(report, count(os.path.join(d, "parent.pyb")))
-                """, tmp)
+                """)
                 self.assertEqual(out.split(), ["fork"] * 5 + ["3000", "8000"])
 
     def test_a_reader_works_in_the_child(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = run("""
-                path = os.path.join(sys.argv[1], "r.pyb")
-                with tp.BinaryWriter(path, 1000, 1, compression=1) as w:
-                    for i in range(4000):
-                        w.write_sample(sample(i), i)
-                reader = tp.BinaryReader(path)
-                class Count:
-                    n = 0
-                    def collect(self, stack_frames, timestamps_us=None):
-                        self.n += len(timestamps_us)
-                r, wfd = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    c = Count()
-                    reader.replay(c)
-                    os.write(wfd, str(c.n).encode())
-                    os._exit(0)
-                os.close(wfd)
-                child = int(os.read(r, 100))
-                os.waitpid(pid, 0)
+        out = run("""
+            path = os.path.join(sys.argv[1], "r.pyb")
+            with tp.BinaryWriter(path, 1000, 1, compression=1) as w:
+                for i in range(4000):
+                    w.write_sample(sample(i), i)
+            reader = tp.BinaryReader(path)
+            class Count:
+                n = 0
+                def collect(self, stack_frames, timestamps_us=None):
+                    self.n += len(timestamps_us)
+            r, wfd = os.pipe()
+            pid = os.fork()
+            if pid == 0:
                 c = Count()
                 reader.replay(c)
-                print(child, c.n)
-            """, tmp)
-            self.assertEqual(out.split(), ["4000", "4000"])
+                os.write(wfd, str(c.n).encode())
+                os._exit(0)
+            os.close(wfd)
+            child = int(os.read(r, 100))
+            os.waitpid(pid, 0)
+            c = Count()
+            reader.replay(c)
+            print(child, c.n)
+        """)
+        self.assertEqual(out.split(), ["4000", "4000"])
 
 
 if __name__ == "__main__":
