@@ -124,10 +124,14 @@ fn references_to_finished_objects_resolve() {
 }
 
 #[test]
+#[cfg_attr(
+    target_endian = "big",
+    ignore = "marshal is little-endian on every host, read byte by byte: run on the host (10 s under qemu-s390x)"
+)]
 fn truncations_and_flips_never_panic() {
     for name in FILES {
         let bytes = data(&format!("{name}.pstats"));
-        // About 1,500 cuts and flips per file (the suite also runs under qemu-user).
+        // About 1,500 cuts and flips per file.
         let step = (bytes.len() / 1500).max(1);
         for cut in (0..bytes.len()).step_by(step) {
             assert!(items(&bytes[..cut], 64).is_err(), "{name} cut at {cut} decoded whole");

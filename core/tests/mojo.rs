@@ -302,6 +302,7 @@ fn hostile_varints_and_ids_are_named() {
 }
 
 #[test]
+#[cfg_attr(target_endian = "big", ignore = "MOJO has no byte order: run on the host (4 s under qemu-s390x)")]
 fn every_truncation_is_events_then_the_rule() {
     for (name, file) in REAL.iter().filter(|(n, _)| n.contains("small")) {
         let (_, all, _) = read_all(file, 64 << 10);

@@ -5,6 +5,11 @@
 //! `no_alloc.rs` (its global allocator would count every other test's allocations) and
 //! `capture_loom.rs` (built with `--cfg loom`) stay binaries of their own.
 //!
+//! The big-endian suite (scripts/test-all.sh, under qemu-user) runs what depends on the byte
+//! order or the ISA; a test whose subject is the same on every host (storage growth, the
+//! error paths of formats without a native byte order) says so with
+//! `#[cfg_attr(target_endian = "big", ignore = "...")]` and runs on the host only.
+//!
 //! Run one file's tests with a filter: `cargo test -p tachyon-core --all-features --test suite
 //! mojo::`.
 
