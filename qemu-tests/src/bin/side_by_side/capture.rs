@@ -25,7 +25,7 @@ fn taken(i: u64) -> Taken {
 /// ring emptied (untimed) between batches; the median batch of about a second of them.
 fn push_ns(depth: usize, code: bool) -> f64 {
     let words = ring_words();
-    let ring = Capture::new(&words);
+    let ring = Capture::new(std::hint::black_box(&words[..]));
     let ids: Vec<FrameId> = (0..depth as u32).map(FrameId).collect();
     let pairs: Vec<(u64, u32)> = (0..depth as u64).map(|d| (0x7f00_0000_0000 + d * 64, d as u32)).collect();
     let batch = RING_WORDS / entry_words(depth, code) - 1;
@@ -48,7 +48,7 @@ fn push_ns(depth: usize, code: bool) -> f64 {
 /// (untimed), then drained (timed); the median of about a second of rounds.
 fn drain_rate(depth: usize, code: bool) -> f64 {
     let words = ring_words();
-    let ring = Capture::new(&words);
+    let ring = Capture::new(std::hint::black_box(&words[..]));
     let capacity = WriterCapacity { string_bytes: 1 << 16, strings: 1024, frames: 1024, threads: 8, rle_budget: 16384 };
     let mut storage = VecWriterStorage::new(capacity).unwrap();
     let mut writer = Writer::new(VecSink::default(), storage.storage(), WriterConfig::new(0, 100)).unwrap();
