@@ -35,6 +35,34 @@ timed() {
   return "$status"
 }
 
+# TACHYON_UNIT_TIMES=DIR (opt-in, for finding where a run's build time goes): every cargo
+# build of the run is made with `--timings`, and each report (per crate and target kind:
+# seconds of compiling, linking, running build scripts) is moved into DIR when the command
+# ends; scripts/unit-times.py adds them up over the run.
+_HARNESS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# unit_timed CMD...: `timed build CMD... --timings` when unit times are collected.
+unit_timed() {
+  if [ -z "${TACHYON_UNIT_TIMES:-}" ]; then
+    timed build command "$@"
+    return
+  fi
+  local status=0 report args=() arg seen=
+  # (`--timings` before a `--`, which passes what follows to the compiler: clippy's lints.)
+  for arg in "$@"; do
+    [ "$arg" = -- ] && [ -z "$seen" ] && { args+=(--timings); seen=1; }
+    args+=("$arg")
+  done
+  [ -n "$seen" ] || args+=(--timings)
+  timed build command "${args[@]}" || status=$?
+  mkdir -p "$TACHYON_UNIT_TIMES"
+  # (cargo writes each report into its target folder's cargo-timings/, stamped; the folders
+  # are target/, one level or two below it, and the fuzz workspace's.)
+  while IFS= read -r report; do
+    mv "$report" "$TACHYON_UNIT_TIMES/$(date +%s%N)-$(basename "$report")"
+  done < <(find "$_HARNESS_ROOT/target" "$_HARNESS_ROOT/fuzz/target" -maxdepth 4 -path '*/cargo-timings/cargo-timing-2*.html' 2>/dev/null)
+  return "$status"
+}
+
 # cargo, split into what it builds and what it runs: `cargo test ARGS` is `cargo test --no-run
 # ARGS` (build) and then `cargo test ARGS` (run; cargo only checks that the build is fresh),
 # `cargo run ARGS -- PROGRAM ARGS` likewise with `cargo build ARGS`. The compilers' own
@@ -44,7 +72,9 @@ cargo() {
   [ "${1:-}" != "${1#+}" ] && { toolchain=("$1"); shift; }
   sub=${1:-}
   case "$sub" in
-    build | check | clippy | doc | rustc | install | bench)
+    build | check | clippy | doc | rustc)
+      unit_timed cargo "${toolchain[@]}" "$@" ;;
+    install | bench)
       timed build command cargo "${toolchain[@]}" "$@" ;;
     fetch | update)
       timed download command cargo "${toolchain[@]}" "$@" ;;
@@ -58,14 +88,14 @@ cargo() {
       # (`--no-run` is all build; documentation tests are compiled as they run: `cargo test
       # --doc` is all run.)
       if [[ " ${before[*]} " == *" --no-run "* ]]; then
-        timed build command cargo "${toolchain[@]}" "$sub" "$@"
+        unit_timed cargo "${toolchain[@]}" "$sub" "$@"
         return
       fi
       if [[ " ${before[*]} " != *" --doc "* ]]; then
         if [ "$sub" = test ]; then
-          timed build command cargo "${toolchain[@]}" test --no-run "${before[@]}" || return
+          unit_timed cargo "${toolchain[@]}" test --no-run "${before[@]}" || return
         else
-          timed build command cargo "${toolchain[@]}" build "${before[@]}" || return
+          unit_timed cargo "${toolchain[@]}" build "${before[@]}" || return
         fi
       fi
       timed run command cargo "${toolchain[@]}" "$sub" "$@" ;;
@@ -83,7 +113,7 @@ cargo() {
           esac
           build_args+=("$arg")
         done
-        timed build command cargo "${toolchain[@]}" "${build_args[@]}" --no-run || return
+        unit_timed cargo "${toolchain[@]}" "${build_args[@]}" --no-run || return
       fi
       timed run command cargo "${toolchain[@]}" "$@" ;;
     fuzz)

@@ -90,6 +90,11 @@ time_table() {
   printf '\nThe slowest timed commands (of %s; all in %s):\n' "$(wc -l <"$TACHYON_COMMAND_TIMES")" "$TACHYON_COMMAND_TIMES"
   sort -t$'\t' -k1,1nr "$TACHYON_COMMAND_TIMES" | head -15 |
     awk -F'\t' '{ printf "  %4dm%02ds  %-8s %s\n", $1 / 60000, ($1 / 1000) % 60, $2, $3 }'
+  # Where the builds' time went, by crate (only when asked for: TACHYON_UNIT_TIMES=DIR).
+  if [ -n "${TACHYON_UNIT_TIMES:-}" ] && [ -d "$TACHYON_UNIT_TIMES" ]; then
+    printf '\n'
+    python3 scripts/unit-times.py "$TACHYON_UNIT_TIMES" 30 || true
+  fi
   # The compiler cache's share of the builds; its server is stopped, so nothing of the run
   # stays behind.
   if [ "${RUSTC_WRAPPER:-}" = sccache ]; then

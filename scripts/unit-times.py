@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Adds up the `cargo --timings` reports a run collected (TACHYON_UNIT_TIMES=DIR, see
+scripts/harness.sh): seconds per crate over every build of the run, and the same by target
+kind (lib, test, bin, build script), so the crates a cold run spends its compile time on are
+named. Usage: scripts/unit-times.py DIR [TOP]."""
+import collections
+import json
+import pathlib
+import re
+import sys
+
+
+def units(report):
+    text = report.read_text(errors="replace")
+    found = re.search(r"const UNIT_DATA = (\[.*?\]);", text, re.S)
+    return json.loads(found.group(1)) if found else []
+
+
+def main():
+    folder = pathlib.Path(sys.argv[1])
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+    by_crate = collections.Counter()
+    by_kind = collections.Counter()
+    builds = collections.Counter()
+    reports = sorted(folder.glob("*.html"))
+    for report in reports:
+        for unit in units(report):
+            target = unit.get("target", "").strip()
+            kind = "build script" if "build-script" in target else (
+                "test" if "(test)" in target else "bin" if '"bin"' in target or '"example"' in target else "lib")
+            seconds = float(unit["duration"])
+            by_crate[unit["name"]] += seconds
+            by_kind[kind] += seconds
+            builds[unit["name"]] += 1
+    total = sum(by_crate.values())
+    print(f"Compile units of {len(reports)} cargo builds: {total / 60:.1f} min of compiler time in all")
+    print("  " + ", ".join(f"{kind} {seconds / 60:.1f} min" for kind, seconds in by_kind.most_common()))
+    print(f"  {'min':>6} {'units':>5}  crate")
+    for name, seconds in by_crate.most_common(top):
+        print(f"  {seconds / 60:6.2f} {builds[name]:5d}  {name}")
+
+
+if __name__ == "__main__":
+    main()
