@@ -114,3 +114,202 @@ impl StringIndex {
         self.list
     }
 }
+
+/// An open-addressed table of ids (`u32`s) whose keys live in the caller's own storage: the
+/// caller hashes a key and says whether an id's key is it, so a key is held once, where the
+/// caller keeps it anyway, and the table costs 4 to 16 bytes an id (a power of two of slots,
+/// at most half full). For the tables that grow with a profile's threads and stacks, where a
+/// `HashMap` holds a second copy of each key beside the caller's.
+#[derive(Debug, Clone, Default)]
+pub struct IdSlots {
+    /// 1 + an id, 0 for a free slot.
+    slots: Vec<u32>,
+    len: usize,
+}
+
+/// Where [`IdSlots::find`] found a key, or where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The key's id.
+    Id(u32),
+    /// Not there: the free slot to give [`IdSlots::insert`].
+    Free(usize),
+}
+
+impl IdSlots {
+    /// Ids held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 4
+    }
+
+    /// Makes room for one more id (before [`find`](IdSlots::find), whose free slot the
+    /// growth would move): doubles the table (16 slots at first) when it would be more than
+    /// half full, placing every id again by `hash_of` its key.
+    pub fn reserve_one(&mut self, hash_of: impl Fn(u32) -> u64) {
+        if (self.len + 1) * 2 <= self.slots.len() {
+            return;
+        }
+        let len = (self.slots.len() * 2).max(16);
+        let mask = len - 1;
+        let mut slots = vec![0u32; len];
+        for &slot in self.slots.iter().filter(|&&s| s != 0) {
+            let mut at = hash_of(slot - 1) as usize & mask;
+            while slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            slots[at] = slot;
+        }
+        self.slots = slots;
+    }
+
+    /// The id whose key hashes to `hash` and `is` it, or the free slot where it goes.
+    /// [`reserve_one`](IdSlots::reserve_one) first: a full table finds no free slot.
+    pub fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Found {
+        if self.slots.is_empty() {
+            return Found::Free(usize::MAX);
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => return Found::Free(at),
+                slot if is(slot - 1) => return Found::Id(slot - 1),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Puts `id` in the free slot `find` gave.
+    pub fn insert(&mut self, free: usize, id: u32) {
+        if let Some(slot) = self.slots.get_mut(free) {
+            *slot = id + 1;
+            self.len += 1;
+        }
+    }
+}
+
+/// Distinct sequences of `u32`s (stacks of frame ids) numbered in the order first met, each
+/// held once: end to end in one vector, found through [`IdSlots`] under the process-keyed
+/// hash. A `HashMap<Box<[u32]>, _>` holds each key in an allocation of its own, and its
+/// callers kept a second copy beside it.
+#[derive(Debug, Clone, Default)]
+pub struct SequenceIndex {
+    words: Vec<u32>,
+    /// Where each sequence ends in `words` (each starts where the one before ends).
+    ends: Vec<usize>,
+    /// Each sequence's hash: compared before the words when probing, and where a sequence
+    /// goes when the table grows (no hashing again).
+    hashes: Vec<u32>,
+    slots: IdSlots,
+    hash: IdHash,
+}
+
+impl SequenceIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        SequenceIndex::default()
+    }
+
+    /// How many distinct sequences it holds.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The sequence numbered `id` (empty if there is none).
+    pub fn get(&self, id: u32) -> &[u32] {
+        let id = id as usize;
+        let Some(&end) = self.ends.get(id) else { return &[] };
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.words[start..end]
+    }
+
+    /// The sequences, by id.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u32]> + '_ {
+        (0..self.len() as u32).map(|id| self.get(id))
+    }
+
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 4 + self.ends.capacity() * 8 + self.hashes.capacity() * 4 + self.slots.heap_bytes()
+    }
+
+    /// The id of `sequence`, numbering it if it is new.
+    ///
+    /// # Panics
+    ///
+    /// Past 2^32 − 1 distinct sequences (ids are `u32`s), which would take more than 64 GiB
+    /// of this index alone.
+    pub fn id(&mut self, sequence: &[u32]) -> u32 {
+        let hashes = &self.hashes;
+        self.slots.reserve_one(|id| u64::from(hashes[id as usize]));
+        let hash = self.hash_of(sequence);
+        let free =
+            match self.slots.find(u64::from(hash), |id| self.hashes[id as usize] == hash && self.get(id) == sequence) {
+                Found::Id(id) => return id,
+                Found::Free(free) => free,
+            };
+        let id = u32::try_from(self.len()).ok().filter(|&id| id < u32::MAX).expect("2^32 - 1 distinct sequences");
+        self.words.extend_from_slice(sequence);
+        self.ends.push(self.words.len());
+        self.hashes.push(hash);
+        self.slots.insert(free, id);
+        id
+    }
+
+    fn hash_of(&self, sequence: &[u32]) -> u32 {
+        let mut h = self.hash.build_hasher();
+        h.write_usize(sequence.len());
+        for &word in sequence {
+            h.write_u32(word);
+        }
+        h.finish() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_are_numbered_once_in_the_order_first_met() {
+        let mut index = SequenceIndex::new();
+        let seqs: [&[u32]; 6] = [&[1, 2], &[], &[1, 2, 0], &[2, 1], &[0], &[1]];
+        for (i, s) in seqs.iter().enumerate() {
+            assert_eq!(index.id(s), i as u32, "{s:?}");
+        }
+        for (i, s) in seqs.iter().enumerate().rev() {
+            assert_eq!(index.id(s), i as u32, "{s:?} again");
+            assert_eq!(index.get(i as u32), *s);
+        }
+        assert_eq!(index.len(), 6);
+        assert_eq!(index.get(6), &[] as &[u32]);
+        assert_eq!(index.iter().collect::<Vec<_>>(), seqs);
+    }
+
+    #[test]
+    fn a_hundred_thousand_sequences_across_growth() {
+        let mut index = SequenceIndex::new();
+        for round in 0..2 {
+            for i in 0..100_000u32 {
+                assert_eq!(index.id(&[i % 7, i, i / 3]), i, "round {round}");
+            }
+        }
+        assert_eq!(index.len(), 100_000);
+        assert_eq!(index.slots.heap_bytes(), 262_144 * 4, "100,000 ids in the least power of two at most half full");
+    }
+}

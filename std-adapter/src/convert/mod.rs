@@ -166,8 +166,7 @@ fn write_streamed<S: Source>(
         Output::Pprof => {
             let mut c = StackCounts::new();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            let profile = pprof::profile(&c, source.frames(), info, source.written_unix_us());
-            pprof::write_gzipped(&profile, &mut out)?;
+            pprof::write_gzipped(&c, source.frames(), info, source.written_unix_us(), &mut out)?;
             n
         }
         Output::Otlp { json, service_name } => {

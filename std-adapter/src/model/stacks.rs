@@ -10,20 +10,31 @@
 
 use std::collections::HashMap;
 
-use crate::hash::IdMap;
+use crate::hash::SequenceIndex;
 use crate::model::{Call, Collector, FrameTable};
 
 /// Samples per distinct (thread, stack of locations), in first-seen order, with every
-/// sample's timestamp when asked to keep them.
+/// sample's timestamp when asked to keep them. Memory follows the distinct stacks and the
+/// distinct (thread, stack) pairs, each stack held once (about 30 bytes a pair: a million
+/// threads of one stack each take 30 MB), plus 12 bytes a sample when times are kept.
 #[derive(Debug, Default)]
 pub struct StackCounts {
     /// Per frame id, the frame standing for its location: the first frame of its function
     /// key for a Python frame, itself for a native one.
     location_frame: Vec<u32>,
-    /// `[tid low, tid high, location frames leaf → root]` → index into `counts` (the
-    /// process-keyed fast hash, as the fold's stacks: a key per call of every sample).
-    index: IdMap<Box<[u32]>, usize>,
-    counts: Vec<Stack>,
+    /// Distinct stacks of location frames, leaf first, inlined frames left out (they are
+    /// lines of their caller's location).
+    stacks: SequenceIndex,
+    /// Distinct `[tid low, tid high, stack id]`, numbered in first-seen order: the entries.
+    entries: SequenceIndex,
+    /// Samples per entry.
+    samples: Vec<u64>,
+    /// Kept timestamps (µs), in file order, each with the index of the next one of its
+    /// entry (`u32::MAX` at the end), and per entry its first and last: an entry's times
+    /// are a chain through one vector, not a vector each.
+    times_us: Vec<u64>,
+    next_time: Vec<u32>,
+    entry_times: Vec<[u32; 2]>,
     key: Vec<u32>,
     keep_times: bool,
     first_us: Option<u64>,
@@ -31,18 +42,35 @@ pub struct StackCounts {
 }
 
 /// One distinct (thread, stack) and its samples.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stack {
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'c> {
     /// Thread id (0 for profiles without threads).
     pub thread_id: u64,
-    /// Location frames (frame ids standing for their location), leaf first, inlined frames
-    /// left out (they are lines of their caller's location).
-    pub frames: Box<[u32]>,
+    /// The stack's id in [`StackCounts::stacks`].
+    pub stack: u32,
+    /// Location frames (frame ids standing for their location), leaf first.
+    pub frames: &'c [u32],
     /// Samples.
     pub samples: u64,
-    /// Their timestamps (µs) in file order, when kept and the input has them.
-    pub times_us: Vec<u64>,
+    counts: &'c StackCounts,
+    index: usize,
 }
+
+impl<'c> Entry<'c> {
+    /// Its samples' timestamps (µs) in file order, when kept and the input has them.
+    pub fn times_us(&self) -> impl Iterator<Item = u64> + 'c {
+        let counts = self.counts;
+        let mut at = counts.entry_times.get(self.index).map_or(NO_TIME, |t| t[0]);
+        std::iter::from_fn(move || {
+            let t = *counts.times_us.get(at as usize)?;
+            at = counts.next_time[at as usize];
+            Some(t)
+        })
+    }
+}
+
+/// The end of a chain of times.
+const NO_TIME: u32 = u32::MAX;
 
 impl StackCounts {
     /// Counts only.
@@ -55,9 +83,31 @@ impl StackCounts {
         StackCounts { keep_times: true, ..StackCounts::default() }
     }
 
-    /// The stacks, in first-seen order.
-    pub fn stacks(&self) -> &[Stack] {
-        &self.counts
+    /// The distinct stacks of location frames, numbered in first-seen order.
+    pub fn stacks(&self) -> &SequenceIndex {
+        &self.stacks
+    }
+
+    /// How many distinct (thread, stack) entries.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether no sample had a stack.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The entries, in first-seen order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = Entry<'_>> + '_ {
+        self.samples.iter().enumerate().map(move |(index, &samples)| {
+            let key = self.entries.get(index as u32);
+            let (thread_id, stack) = match *key {
+                [low, high, stack] => (u64::from(low) | u64::from(high) << 32, stack),
+                _ => (0, u32::MAX),
+            };
+            Entry { thread_id, stack, frames: self.stacks.get(stack), samples, counts: self, index }
+        })
     }
 
     /// The latest timestamp seen (µs), if any.
@@ -68,6 +118,38 @@ impl StackCounts {
     /// The earliest timestamp seen (µs), if any (CPython's may be before the profile's start).
     pub fn first_us(&self) -> Option<u64> {
         self.first_us
+    }
+
+    /// Bytes held by the tables (for docs/memory.md's measurements).
+    pub fn heap_bytes(&self) -> usize {
+        self.stacks.heap_bytes()
+            + self.entries.heap_bytes()
+            + self.samples.capacity() * 8
+            + self.times_us.capacity() * 8
+            + self.next_time.capacity() * 4
+            + self.entry_times.capacity() * 8
+    }
+
+    fn keep(&mut self, entry: usize, times: &[u64]) {
+        if self.entry_times.len() <= entry {
+            self.entry_times.resize(entry + 1, [NO_TIME; 2]);
+        }
+        for &t in times {
+            // (More than 2^32 − 1 kept times would be 48 GiB of them: the chain stops there.)
+            let Ok(at) = u32::try_from(self.times_us.len()) else { return };
+            if at == NO_TIME {
+                return;
+            }
+            self.times_us.push(t);
+            self.next_time.push(NO_TIME);
+            let [first, last] = &mut self.entry_times[entry];
+            if *first == NO_TIME {
+                *first = at;
+            } else {
+                self.next_time[*last as usize] = at;
+            }
+            *last = at;
+        }
     }
 }
 
@@ -91,26 +173,16 @@ impl Collector for StackCounts {
                 .collect();
         }
         self.key.clear();
-        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
         let location_frame = &self.location_frame;
         self.key.extend(s.stack.iter().filter(|&&id| !frames.frame(id).inlined).map(|&id| location_frame[id as usize]));
-        let i = match self.index.get(&self.key[..]) {
-            Some(&i) => i,
-            None => {
-                self.index.insert(self.key.clone().into_boxed_slice(), self.counts.len());
-                self.counts.push(Stack {
-                    thread_id: s.thread_id,
-                    frames: self.key[2..].into(),
-                    samples: 0,
-                    times_us: Vec::new(),
-                });
-                self.counts.len() - 1
-            }
-        };
-        let stack = &mut self.counts[i];
-        stack.samples += s.samples();
+        let stack = self.stacks.id(&self.key);
+        let entry = self.entries.id(&[s.thread_id as u32, (s.thread_id >> 32) as u32, stack]) as usize;
+        if entry == self.samples.len() {
+            self.samples.push(0);
+        }
+        self.samples[entry] += s.samples();
         if self.keep_times {
-            stack.times_us.extend_from_slice(s.timestamps_us());
+            self.keep(entry, s.timestamps_us());
         }
     }
 }
@@ -243,7 +315,7 @@ mod tests {
         counts.collect(&frames, &call);
         let mut tables = Locations::new(&frames);
         let mut columns = Vec::new();
-        for &f in counts.stacks()[0].frames.iter() {
+        for &f in counts.entries().next().unwrap().frames {
             let at = tables.location(f) as usize;
             columns.push(tables.locations[at].lines[0].column);
         }

@@ -100,19 +100,15 @@ pub fn request(
         }))
         .collect();
 
+    // The stack table is the distinct stacks, in the order entries first reach them (which
+    // is their ids' order), after the empty stack OTLP's index 0 is; locations are made as
+    // the stacks first reach them.
     let mut tables = Locations::new(frames);
-    let mut stack_table = vec![Stack::default()];
-    let mut stack_index: HashMap<Vec<i32>, i32> = HashMap::new();
-    let mut stack_of = Vec::with_capacity(counts.stacks().len());
-    for stack in counts.stacks() {
-        let locations: Vec<i32> = stack.frames.iter().map(|&f| index(tables.location(f) as usize + 1)).collect();
-        let next = index(stack_table.len());
-        let i = *stack_index.entry(locations).or_insert_with_key(|locations| {
-            stack_table.push(Stack { location_indices: locations.clone() });
-            next
-        });
-        stack_of.push(i);
-    }
+    let stack_table: Vec<Stack> = std::iter::once(Stack::default())
+        .chain(counts.stacks().iter().map(|frames| Stack {
+            location_indices: frames.iter().map(|&f| index(tables.location(f) as usize + 1)).collect(),
+        }))
+        .collect();
     let frame_type = id(attribute::FRAME_TYPE);
     let location_table = std::iter::once(Location::default())
         .chain(tables.locations.iter().map(|l| {
@@ -159,18 +155,20 @@ pub fn request(
     let unix_ns = |t_us: u64| ns((i128::from(t_us) + span.offset_us).clamp(0, i128::from(u64::MAX)) as u64);
     let interval_ns = i64::try_from(info.sample_interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
     let thread_key = id(attribute::THREAD_ID);
-    let mut count_samples = Vec::with_capacity(counts.stacks().len());
-    let mut time_samples = Vec::with_capacity(counts.stacks().len());
-    for (stack, &stack_index) in counts.stacks().iter().zip(&stack_of) {
+    let mut count_samples = Vec::with_capacity(counts.len());
+    let mut time_samples = Vec::with_capacity(counts.len());
+    for stack in counts.entries() {
+        let stack_index = index(stack.stack as usize + 1);
         let attribute_indices = if info.threads {
             vec![attributes.index(thread_key, AttributeValue::Int(stack.thread_id as i64))]
         } else {
             Vec::new()
         };
         let n = i64::try_from(stack.samples).unwrap_or(i64::MAX);
-        let timed = info.timestamps && !stack.times_us.is_empty() && stack.times_us.len() as u64 == stack.samples;
+        let kept = stack.times_us().count() as u64;
+        let timed = info.timestamps && kept != 0 && kept == stack.samples;
         let (counts_of, times_of, timestamps_unix_nano) = if timed {
-            let stamps: Vec<u64> = stack.times_us.iter().map(|&t| unix_ns(t)).collect();
+            let stamps: Vec<u64> = stack.times_us().map(unix_ns).collect();
             (vec![1; stamps.len()], vec![interval_ns; stamps.len()], stamps)
         } else {
             (vec![n], vec![n.saturating_mul(interval_ns)], Vec::new())
