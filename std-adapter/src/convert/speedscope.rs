@@ -5,28 +5,44 @@
 //! same stack are one entry with the summed weight, so REPEAT runs stay one entry. Samples
 //! with an empty stack are left out, as CPython's collectors leave them out.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::io::{self, Write};
 
+use crate::hash::{Found, IdHash, IdSlots, SequenceIndex};
 use crate::model::{Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 
-#[derive(Debug, Default)]
+/// A thread and the chain of its runs.
+#[derive(Debug)]
 struct Thread {
     interpreter_id: u32,
     thread_id: u64,
-    /// Distinct stacks, root first, as frame indices.
-    stacks: Vec<Box<[u32]>>,
-    stack_ids: HashMap<Box<[u32]>, u32>,
-    /// (stack, samples) in order.
-    runs: Vec<(u32, u64)>,
+    first_run: u32,
+    last_run: u32,
 }
 
-/// Builds one sampled profile per thread.
+/// Consecutive samples of one thread with one stack.
+#[derive(Debug)]
+struct Run {
+    stack: u32,
+    /// The thread's next run ([`NO_RUN`] at its last).
+    next: u32,
+    samples: u64,
+}
+
+const NO_RUN: u32 = u32::MAX;
+
+/// Builds one sampled profile per thread. Memory follows the distinct stacks (held once,
+/// whatever the threads sharing them), the threads (about 40 bytes each) and the runs (16
+/// bytes each), chained per thread in one vector rather than a vector a thread.
 #[derive(Debug, Default)]
 pub struct SpeedscopeCollector {
     threads: Vec<Thread>,
-    index: HashMap<(u32, u64), usize>,
+    thread_index: IdSlots,
+    hash: IdHash,
+    /// Distinct stacks, root first, as function ids.
+    stacks: SequenceIndex,
+    runs: Vec<Run>,
     key: Vec<u32>,
 }
 
@@ -35,27 +51,61 @@ impl Collector for SpeedscopeCollector {
         if s.stack.is_empty() {
             return;
         }
-        let next = self.threads.len();
-        let t = *self.index.entry((s.interpreter_id, s.thread_id)).or_insert(next);
-        if t == next {
-            self.threads.push(Thread { interpreter_id: s.interpreter_id, thread_id: s.thread_id, ..Thread::default() });
-        }
-        self.key.clear();
-        self.key.extend(s.stack.iter().rev().map(|&id| frames.function(id)));
-        let th = &mut self.threads[t];
-        let stack = match th.stack_ids.get(&self.key[..]) {
-            Some(&i) => i,
-            None => {
-                let i = th.stacks.len() as u32;
-                th.stacks.push(self.key.clone().into_boxed_slice());
-                th.stack_ids.insert(self.key.clone().into_boxed_slice(), i);
-                i
+        let hash = self.hash;
+        let hash_of = |interpreter_id: u32, thread_id: u64| hash.hash_one((interpreter_id, thread_id));
+        let threads = &self.threads;
+        self.thread_index.reserve_one(|t| hash_of(threads[t as usize].interpreter_id, threads[t as usize].thread_id));
+        let found = self.thread_index.find(hash_of(s.interpreter_id, s.thread_id), |t| {
+            let t = &self.threads[t as usize];
+            (t.interpreter_id, t.thread_id) == (s.interpreter_id, s.thread_id)
+        });
+        let t = match found {
+            Found::Id(t) => t as usize,
+            Found::Free(free) => {
+                let t = self.threads.len();
+                self.thread_index.insert(free, t as u32);
+                self.threads.push(Thread {
+                    interpreter_id: s.interpreter_id,
+                    thread_id: s.thread_id,
+                    first_run: NO_RUN,
+                    last_run: NO_RUN,
+                });
+                t
             }
         };
-        match th.runs.last_mut() {
-            Some((last, n)) if *last == stack => *n += s.samples(),
-            _ => th.runs.push((stack, s.samples())),
+        self.key.clear();
+        self.key.extend(s.stack.iter().rev().map(|&id| frames.function(id)));
+        let stack = self.stacks.id(&self.key);
+        let thread = &mut self.threads[t];
+        if let Some(last) = self.runs.get_mut(thread.last_run as usize) {
+            if last.stack == stack {
+                last.samples += s.samples();
+                return;
+            }
         }
+        // (Past 2^32 − 1 runs, 64 GiB of them, a thread's chain ends where it was.)
+        let Ok(at) = u32::try_from(self.runs.len()) else { return };
+        if at == NO_RUN {
+            return;
+        }
+        self.runs.push(Run { stack, next: NO_RUN, samples: s.samples() });
+        match self.runs.get_mut(thread.last_run as usize) {
+            Some(last) => last.next = at,
+            None => thread.first_run = at,
+        }
+        thread.last_run = at;
+    }
+}
+
+impl SpeedscopeCollector {
+    /// A thread's runs, in order.
+    fn runs_of<'a>(&'a self, thread: &Thread) -> impl Iterator<Item = &'a Run> + 'a {
+        let mut at = thread.first_run;
+        std::iter::from_fn(move || {
+            let run = self.runs.get(at as usize)?;
+            at = run.next;
+            Some(run)
+        })
     }
 }
 
@@ -85,7 +135,7 @@ impl SpeedscopeCollector {
                 out.write_all(b",")?;
             }
             // Saturating: a corrupt header can claim any interval.
-            let total = t.runs.iter().fold(0u64, |acc, r| acc.saturating_add(r.1.saturating_mul(interval_us)));
+            let total = self.runs_of(t).fold(0u64, |acc, r| acc.saturating_add(r.samples.saturating_mul(interval_us)));
             let title = if many_interpreters {
                 format!("Thread {} (interpreter {})", t.thread_id, t.interpreter_id)
             } else {
@@ -94,9 +144,9 @@ impl SpeedscopeCollector {
             out.write_all(b"{\"type\":\"sampled\",\"name\":")?;
             write_json_str(out, &title)?;
             write!(out, ",\"unit\":\"{unit}\",\"startValue\":0,\"endValue\":{total},\"samples\":[")?;
-            for (j, (stack, _)) in t.runs.iter().enumerate() {
+            for (j, run) in self.runs_of(t).enumerate() {
                 out.write_all(if j > 0 { b",[" } else { b"[" })?;
-                for (k, f) in t.stacks[*stack as usize].iter().enumerate() {
+                for (k, f) in self.stacks.get(run.stack).iter().enumerate() {
                     if k > 0 {
                         out.write_all(b",")?;
                     }
@@ -105,11 +155,11 @@ impl SpeedscopeCollector {
                 out.write_all(b"]")?;
             }
             out.write_all(b"],\"weights\":[")?;
-            for (j, (_, n)) in t.runs.iter().enumerate() {
+            for (j, run) in self.runs_of(t).enumerate() {
                 if j > 0 {
                     out.write_all(b",")?;
                 }
-                write!(out, "{}", n.saturating_mul(interval_us))?;
+                write!(out, "{}", run.samples.saturating_mul(interval_us))?;
             }
             out.write_all(b"]}")?;
         }
