@@ -487,31 +487,81 @@ fn a_197_byte_file_claiming_two_million_threads_gives_its_zstd_error() {
 }
 
 /// A valid file of a million threads, one sample each (a server with short-lived threads),
-/// converts to Tachyon under the same limit: reader and writer hold threads by use (about
-/// 60 and 110 bytes a thread here), where the writer once took 17 KiB a thread up front.
-#[test]
-fn a_million_real_threads_convert_to_tachyon_under_a_memory_limit() {
+/// written once for the tests below (18 MB).
+fn million_threads_file() -> &'static Path {
+    use std::sync::OnceLock;
     use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
     use tachyon_core::{Frame, Writer, WriterConfig};
-    const THREADS: u64 = 1_000_000;
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let (input, out) = (dir.join("million_threads.pyb"), dir.join("million_threads.again.pyb"));
-    let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
-    let mut storage = VecWriterStorage::new(cap).unwrap();
-    let sink = tachyon::file::create(&input).unwrap();
-    let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
-    let work = Frame::new(b"/srv/handler.py", b"handle");
-    for tid in 0..THREADS {
-        w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
-    }
-    w.finish().unwrap();
-    drop(w);
+    static FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        const THREADS: u64 = 1_000_000;
+        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join("million_threads.pyb");
+        let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
+        let mut storage = VecWriterStorage::new(cap).unwrap();
+        let sink = tachyon::file::create(&input).unwrap();
+        let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
+        let work = Frame::new(b"/srv/handler.py", b"handle");
+        for tid in 0..THREADS {
+            w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
+        }
+        w.finish().unwrap();
+        input
+    })
+}
+
+/// The million threads convert to Tachyon under the same limit: reader and writer hold
+/// threads by use (about 60 and 110 bytes a thread here), where the writer once took 17 KiB
+/// a thread up front.
+#[test]
+fn a_million_real_threads_convert_to_tachyon_under_a_memory_limit() {
+    let input = million_threads_file();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("million_threads.again.pyb");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
-    command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(&input);
+    command.args(["-q", "convert", "--to", "tachyon", "-o"]).arg(&out).arg(input);
     let result = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).output().unwrap();
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     // Samples in file order through one writer: the same file again.
-    assert!(std::fs::read(&input).unwrap() == std::fs::read(&out).unwrap(), "the re-encoded file differs");
+    assert!(std::fs::read(input).unwrap() == std::fs::read(&out).unwrap(), "the re-encoded file differs");
+}
+
+/// Issue 41: the million threads convert under the same limit to the outputs whose memory
+/// follows the distinct stacks and threads rather than every sample's message — pprof,
+/// whose samples are encoded as they are made (it took 404 MB: all its samples as messages
+/// before the first byte), and speedscope, which kept each thread's stacks in tables of its
+/// own (554 MB). Each result is checked for what it must hold.
+#[test]
+fn a_million_real_threads_convert_to_the_streaming_outputs_under_a_memory_limit() {
+    let input = million_threads_file();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for to in ["pprof", "speedscope", "collapsed", "austin", "mojo", "jsonl", "pstats", "dot"] {
+        let out = dir.join(format!("million_threads.{to}"));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
+        command.args(["-q", "convert", "--to", to, "-o"]).arg(&out).arg(input);
+        let result = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).output().unwrap();
+        assert!(result.status.success(), "--to {to}: {}", String::from_utf8_lossy(&result.stderr));
+        let bytes = std::fs::read(&out).unwrap();
+        match to {
+            "pprof" => {
+                use prost::Message;
+                let mut raw = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut raw).unwrap();
+                let profile = tachyon::pprof::proto::Profile::decode(&raw[..]).unwrap();
+                assert_eq!(profile.sample.len(), 1_000_000);
+                let last = profile.sample.last().unwrap();
+                assert_eq!((last.value[0], last.label[0].num), (1, 999_999));
+                assert_eq!(profile.location.len(), 1);
+            }
+            "collapsed" => assert_eq!(String::from_utf8(bytes).unwrap().lines().count(), 1_000_000),
+            "speedscope" => {
+                let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                let profiles = doc["profiles"].as_array().unwrap();
+                assert_eq!(profiles.len(), 1_000_000);
+                assert_eq!(profiles[999_999]["name"], "Thread 999999");
+                assert_eq!(profiles[999_999]["samples"], serde_json::json!([[0]]));
+            }
+            _ => assert!(!bytes.is_empty(), "--to {to} wrote nothing"),
+        }
+    }
 }
 
 /// A MOJO file of 50,000 threads (the reader keeps up to 57,343 for STACK_REPEAT), one
