@@ -16,6 +16,13 @@ def units(report):
     return json.loads(found.group(1)) if found else []
 
 
+def summary(report):
+    """The report's profile and what it built (cargo's own summary table)."""
+    text = report.read_text(errors="replace")
+    cell = lambda name: (re.search(name + r":</td><td>([^<]*)", text) or [None, "?"])[1].strip()
+    return cell("Profile"), cell("Targets")
+
+
 def main():
     folder = pathlib.Path(sys.argv[1])
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
@@ -38,6 +45,11 @@ def main():
     print(f"  {'min':>6} {'units':>5}  crate")
     for name, seconds in by_crate.most_common(top):
         print(f"  {seconds / 60:6.2f} {builds[name]:5d}  {name}")
+    by_report = sorted(((sum(float(u["duration"]) for u in units(r)), r) for r in reports), reverse=True)
+    print(f"  The {min(top, len(by_report))} builds with the most compiler time (min, profile, what):")
+    for seconds, report in by_report[:top]:
+        profile, targets = summary(report)
+        print(f"  {seconds / 60:6.2f}  {profile:8.8}  {targets[:110]}")
 
 
 if __name__ == "__main__":
