@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Adds up the `cargo --timings` reports a run collected (TACHYON_UNIT_TIMES=DIR, see
-scripts/harness.sh): seconds per crate over every build of the run, and the same by target
+scripts/harness.sh): seconds per crate over every build of the run (each unit's wall time,
+which is about its processor time except in a build at low priority), and the same by target
 kind (lib, test, bin, build script), so the crates a cold run spends its compile time on are
 named. Usage: scripts/unit-times.py DIR [TOP]."""
 import collections
@@ -36,13 +37,17 @@ def main():
             kind = "build script" if "build-script" in target else (
                 "test" if "(test)" in target else "bin" if '"bin"' in target or '"example"' in target else "lib")
             seconds = float(unit["duration"])
+            if seconds < 0.05:
+                continue  # (a unit that was fresh: nothing compiled)
             by_crate[unit["name"]] += seconds
             by_kind[kind] += seconds
             builds[unit["name"]] += 1
     total = sum(by_crate.values())
-    print(f"Compile units of {len(reports)} cargo builds: {total / 60:.1f} min of compiler time in all")
+    # (Each unit's wall time: for a build at low priority beside others, as the fuzz build
+    # is, more than the processor time it took.)
+    print(f"Compile units of {len(reports)} cargo builds: {total / 60:.1f} min of units' wall time in all")
     print("  " + ", ".join(f"{kind} {seconds / 60:.1f} min" for kind, seconds in by_kind.most_common()))
-    print(f"  {'min':>6} {'units':>5}  crate")
+    print(f"  {'min':>6} {'built':>5}  crate")
     for name, seconds in by_crate.most_common(top):
         print(f"  {seconds / 60:6.2f} {builds[name]:5d}  {name}")
     by_report = sorted(((sum(float(u["duration"]) for u in units(r)), r) for r in reports), reverse=True)
