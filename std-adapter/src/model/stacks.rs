@@ -246,7 +246,7 @@ impl<'f> Locations<'f> {
         }
     }
 
-    /// The index of the location of `frame` (a location frame of a [`Stack`]), made on first
+    /// The index of the location of `frame` (a location frame of an [`Entry`]), made on first
     /// use.
     pub fn location(&mut self, frame: u32) -> u32 {
         if let Some(i) = self.location_of[frame as usize].checked_sub(1) {
