@@ -243,11 +243,6 @@ impl SequenceIndex {
         (0..self.len() as u32).map(|id| self.get(id))
     }
 
-    /// Bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.words.capacity() * 4 + self.ends.capacity() * 8 + self.hashes.capacity() * 4 + self.slots.heap_bytes()
-    }
-
     /// The id of `sequence`, numbering it if it is new.
     ///
     /// # Panics

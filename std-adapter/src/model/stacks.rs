@@ -120,16 +120,6 @@ impl StackCounts {
         self.first_us
     }
 
-    /// Bytes held by the tables (for docs/memory.md's measurements).
-    pub fn heap_bytes(&self) -> usize {
-        self.stacks.heap_bytes()
-            + self.entries.heap_bytes()
-            + self.samples.capacity() * 8
-            + self.times_us.capacity() * 8
-            + self.next_time.capacity() * 4
-            + self.entry_times.capacity() * 8
-    }
-
     fn keep(&mut self, entry: usize, times: &[u64]) {
         if self.entry_times.len() <= entry {
             self.entry_times.resize(entry + 1, [NO_TIME; 2]);

@@ -165,10 +165,9 @@ pub fn request(
             Vec::new()
         };
         let n = i64::try_from(stack.samples).unwrap_or(i64::MAX);
-        let kept = stack.times_us().count() as u64;
-        let timed = info.timestamps && kept != 0 && kept == stack.samples;
+        let stamps: Vec<u64> = stack.times_us().map(unix_ns).collect();
+        let timed = info.timestamps && !stamps.is_empty() && stamps.len() as u64 == stack.samples;
         let (counts_of, times_of, timestamps_unix_nano) = if timed {
-            let stamps: Vec<u64> = stack.times_us().map(unix_ns).collect();
             (vec![1; stamps.len()], vec![interval_ns; stamps.len()], stamps)
         } else {
             (vec![n], vec![n.saturating_mul(interval_ns)], Vec::new())
