@@ -148,7 +148,7 @@ fn write_streamed<S: Source>(
         Output::Flamegraph { title } => {
             let mut c = collapsed();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            flamegraph::write(&c.lines(source.frames()), title, &mut out)?;
+            flamegraph::write_threads(&c, source.frames(), title, &mut out)?;
             n
         }
         Output::Gecko => {
@@ -173,11 +173,11 @@ fn write_streamed<S: Source>(
             let mut c = if info.timestamps { StackCounts::with_times() } else { StackCounts::new() };
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
             let written = source.written_unix_us();
-            let request = otlp::request(&c, source.frames(), info, written, service_name.as_deref());
+            let request = otlp::Request::new(&c, source.frames(), info, written, service_name.as_deref());
             if *json {
-                otlp::write_json(&request, &mut out)?;
+                request.write_json(&mut out)?;
             } else {
-                otlp::write_protobuf(&request, &mut out)?;
+                request.write_protobuf(&mut out)?;
             }
             n
         }

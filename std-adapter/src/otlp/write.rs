@@ -1,6 +1,7 @@
-//! The hub written as an OTLP `ExportProfilesServiceRequest`: the request made of a
-//! [`StackCounts`] aggregate ([`request`]), then encoded as protobuf ([`write_protobuf`]) or
-//! as OTLP/JSON ([`write_json`]).
+//! The hub written as an OTLP `ExportProfilesServiceRequest`: the request laid out from a
+//! [`StackCounts`] aggregate ([`Request::new`]), then written as protobuf
+//! ([`Request::write_protobuf`]) or as OTLP/JSON ([`Request::write_json`]), each sample as it
+//! is made from its entry (the samples are never held: they are most of a request).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -8,24 +9,19 @@ use std::io::{self, Write};
 use prost::Message;
 
 use super::proto::{
-    AnyValue, ExportProfilesServiceRequest, Function, InstrumentationScope, KeyValue, KeyValueAndUnit, Line, Location,
-    Mapping, Profile, ProfilesDictionary, Resource, ResourceProfiles, Sample, ScopeProfiles, Stack, Value, ValueType,
+    AnyValue, Function, InstrumentationScope, KeyValue, KeyValueAndUnit, Line, Location, Mapping, Profile,
+    ProfilesDictionary, Resource, Sample, Stack, Value, ValueType,
 };
 use super::{attribute, DEFAULT_SERVICE_NAME, SCOPE_NAME};
-use crate::hash::StringIndex;
-use crate::model::stacks::{Locations, StackCounts};
+use crate::hash::{SequenceIndex, StringIndex};
+use crate::model::stacks::{Entry, Locations, StackCounts};
 use crate::model::{FrameTable, SourceInfo, UnixSpan};
 
-/// The dictionary's attribute table, each distinct (key, value) once after the zero entry.
+/// The dictionary's attribute table of string values, each distinct (key, value) once after
+/// the zero entry (the threads' integer attributes follow it: [`Request`]).
 struct Attributes {
     table: Vec<KeyValueAndUnit>,
-    index: HashMap<(i32, AttributeValue), i32>,
-}
-
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum AttributeValue {
-    Str(String),
-    Int(i64),
+    index: HashMap<(i32, String), i32>,
 }
 
 impl Attributes {
@@ -33,17 +29,13 @@ impl Attributes {
         Attributes { table: vec![KeyValueAndUnit::default()], index: HashMap::new() }
     }
 
-    fn index(&mut self, key: i32, value: AttributeValue) -> i32 {
+    fn index(&mut self, key: i32, value: &str) -> i32 {
         let next = index(self.table.len());
         let table = &mut self.table;
-        *self.index.entry((key, value)).or_insert_with_key(|(key, value)| {
-            let value = match value {
-                AttributeValue::Str(s) => Value::StringValue(s.clone()),
-                AttributeValue::Int(i) => Value::IntValue(*i),
-            };
+        *self.index.entry((key, value.to_owned())).or_insert_with(|| {
             table.push(KeyValueAndUnit {
-                key_strindex: *key,
-                value: Some(AnyValue { value: Some(value) }),
+                key_strindex: key,
+                value: Some(AnyValue { value: Some(Value::StringValue(value.to_owned())) }),
                 unit_strindex: 0,
             });
             next
@@ -67,235 +59,395 @@ fn is_gnu_build_id(id: &str) -> bool {
     !id.is_empty() && id.len() % 2 == 0 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The request for the samples `counts` holds of `info`'s input: one resource named
-/// `service_name` (OpenTelemetry's `unknown_service` when `None`), one scope (this converter,
-/// with the input's format and the profiling mode), one profile per sample type (`samples`
-/// in `count`, then `<mode>` in `nanoseconds`), each sample keyed by stack and thread and
-/// carrying its timestamps when `counts` kept them. Times are Unix time: a profile on a
-/// monotonic clock is placed so that its last sample is at `written_unix_us` (when the file
-/// was written), a profile without times is dated then.
-pub fn request(
-    counts: &StackCounts,
-    frames: &FrameTable,
-    info: &SourceInfo,
-    written_unix_us: Option<u64>,
-    service_name: Option<&str>,
-) -> ExportProfilesServiceRequest {
-    let mut strings = StringIndex::default();
-    let mut id = |s: &str| index(strings.id(s) as usize);
-    id("");
-    let mut attributes = Attributes::new();
+/// The request for the samples a [`StackCounts`] holds, laid out: everything but the samples,
+/// which [`write_protobuf`](Request::write_protobuf) and [`write_json`](Request::write_json)
+/// make from the aggregate's entries as they write them.
+///
+/// It holds what a sample points into — the dictionary's strings, mappings, locations,
+/// functions, stacks and attributes — and per entry its thread's attribute: memory follows
+/// the distinct stacks and threads, never the samples (a million threads of one sample each:
+/// about 40 MB beside the aggregate, where the whole request as messages took 530).
+pub struct Request<'c> {
+    counts: &'c StackCounts,
+    resource: Resource,
+    scope: InstrumentationScope,
+    /// The two profiles without their samples (samples/count, then the mode in ns).
+    profiles: [Profile; 2],
+    /// The dictionary but for its stack table and the threads' attributes.
+    tables: ProfilesDictionary,
+    /// The stack table alone (the dictionary's last field: the threads' attributes, which
+    /// end the attribute table, come before it).
+    stacks: ProfilesDictionary,
+    /// The `thread.id` attributes follow the dictionary's own, numbered from here, one per
+    /// distinct thread in the order entries first reach it.
+    first_thread_attribute: i32,
+    thread_key: i32,
+    thread_ids: Vec<u64>,
+    /// Per entry, its thread's number among `thread_ids` (empty without threads).
+    entry_thread: Vec<u32>,
+    threads: bool,
+    timestamps: bool,
+    interval_ns: i64,
+    /// Added to a sample's time to make it Unix time.
+    offset_us: i128,
+}
 
-    let mappings = std::iter::once(Mapping::default())
-        .chain(frames.mappings.iter().map(|m| Mapping {
-            memory_start: m.start,
-            memory_limit: m.limit,
-            file_offset: m.offset,
-            filename_strindex: id(&m.file),
-            attribute_indices: if is_gnu_build_id(&m.build_id) {
-                vec![attributes.index(id(attribute::BUILD_ID_GNU), AttributeValue::Str(m.build_id.clone()))]
-            } else {
-                Vec::new()
-            },
-        }))
-        .collect();
+impl<'c> Request<'c> {
+    /// The request for `counts` of `info`'s input: one resource named `service_name`
+    /// (OpenTelemetry's `unknown_service` when `None`), one scope (this converter, with the
+    /// input's format and the profiling mode), one profile per sample type (`samples` in
+    /// `count`, then `<mode>` in `nanoseconds`), each sample keyed by stack and thread and
+    /// carrying its timestamps when `counts` kept them. Times are Unix time: a profile on a
+    /// monotonic clock is placed so that its last sample is at `written_unix_us` (when the
+    /// file was written), a profile without times is dated then.
+    pub fn new(
+        counts: &'c StackCounts,
+        frames: &FrameTable,
+        info: &SourceInfo,
+        written_unix_us: Option<u64>,
+        service_name: Option<&str>,
+    ) -> Self {
+        let mut strings = StringIndex::default();
+        let mut id = |s: &str| index(strings.id(s) as usize);
+        id("");
+        let mut attributes = Attributes::new();
 
-    // The stack table is the distinct stacks, in the order entries first reach them (which
-    // is their ids' order), after the empty stack OTLP's index 0 is; locations are made as
-    // the stacks first reach them.
-    let mut tables = Locations::new(frames);
-    let stack_table: Vec<Stack> = std::iter::once(Stack::default())
-        .chain(counts.stacks().iter().map(|frames| Stack {
-            location_indices: frames.iter().map(|&f| index(tables.location(f) as usize + 1)).collect(),
-        }))
-        .collect();
-    let frame_type = id(attribute::FRAME_TYPE);
-    let location_table = std::iter::once(Location::default())
-        .chain(tables.locations.iter().map(|l| {
-            Location {
-                mapping_index: l.mapping.map_or(0, |m| index(m as usize + 1)),
-                address: l.address,
-                lines: l
-                    .lines
-                    .iter()
-                    .map(|line| Line {
-                        function_index: index(line.function as usize + 1),
-                        line: line.line,
-                        column: line.column,
-                    })
-                    .collect(),
-                attribute_indices: vec![attributes.index(
-                    frame_type,
-                    AttributeValue::Str(
-                        if l.mapping.is_some() || l.address != 0 { "native" } else { "cpython" }.into(),
-                    ),
-                )],
-            }
-        }))
-        .collect();
-    let function_table = std::iter::once(Function::default())
-        .chain(tables.functions.iter().map(|f| {
-            let name = id(f.name);
-            Function {
-                name_strindex: name,
-                system_name_strindex: name,
-                filename_strindex: id(f.filename),
-                start_line: f.start_line,
-            }
-        }))
-        .collect();
+        let mappings = std::iter::once(Mapping::default())
+            .chain(frames.mappings.iter().map(|m| Mapping {
+                memory_start: m.start,
+                memory_limit: m.limit,
+                file_offset: m.offset,
+                filename_strindex: id(&m.file),
+                attribute_indices: if is_gnu_build_id(&m.build_id) {
+                    vec![attributes.index(id(attribute::BUILD_ID_GNU), &m.build_id)]
+                } else {
+                    Vec::new()
+                },
+            }))
+            .collect();
 
-    // Unix time where anything says how, the profile's own times otherwise.
-    let (first, last) = (counts.first_us(), counts.last_us());
-    let span = info.unix_span(written_unix_us, first, last).unwrap_or_else(|| {
-        let (start_us, end_us) = info.own_span(first, last);
-        UnixSpan { start_us, end_us, offset_us: 0 }
-    });
-    let ns = |t_us: u64| t_us.min(u64::MAX / 1000) * 1000;
-    let unix_ns = |t_us: u64| ns((i128::from(t_us) + span.offset_us).clamp(0, i128::from(u64::MAX)) as u64);
-    let interval_ns = i64::try_from(info.sample_interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let thread_key = id(attribute::THREAD_ID);
-    let mut count_samples = Vec::with_capacity(counts.len());
-    let mut time_samples = Vec::with_capacity(counts.len());
-    for stack in counts.entries() {
-        let stack_index = index(stack.stack as usize + 1);
-        let attribute_indices = if info.threads {
-            vec![attributes.index(thread_key, AttributeValue::Int(stack.thread_id as i64))]
-        } else {
-            Vec::new()
-        };
-        let n = i64::try_from(stack.samples).unwrap_or(i64::MAX);
-        let stamps: Vec<u64> = stack.times_us().map(unix_ns).collect();
-        let timed = info.timestamps && !stamps.is_empty() && stamps.len() as u64 == stack.samples;
-        let (counts_of, times_of, timestamps_unix_nano) = if timed {
-            (vec![1; stamps.len()], vec![interval_ns; stamps.len()], stamps)
-        } else {
-            (vec![n], vec![n.saturating_mul(interval_ns)], Vec::new())
-        };
-        count_samples.push(Sample {
-            stack_index,
-            attribute_indices: attribute_indices.clone(),
-            values: counts_of,
-            timestamps_unix_nano: timestamps_unix_nano.clone(),
+        // The stack table is the distinct stacks, in the order entries first reach them
+        // (which is their ids' order), after the empty stack OTLP's index 0 is; locations are
+        // made as the stacks first reach them.
+        let mut tables = Locations::new(frames);
+        let stack_table: Vec<Stack> = std::iter::once(Stack::default())
+            .chain(counts.stacks().iter().map(|frames| Stack {
+                location_indices: frames.iter().map(|&f| index(tables.location(f) as usize + 1)).collect(),
+            }))
+            .collect();
+        let frame_type = id(attribute::FRAME_TYPE);
+        let location_table = std::iter::once(Location::default())
+            .chain(tables.locations.iter().map(|l| {
+                Location {
+                    mapping_index: l.mapping.map_or(0, |m| index(m as usize + 1)),
+                    address: l.address,
+                    lines: l
+                        .lines
+                        .iter()
+                        .map(|line| Line {
+                            function_index: index(line.function as usize + 1),
+                            line: line.line,
+                            column: line.column,
+                        })
+                        .collect(),
+                    attribute_indices: vec![attributes
+                        .index(frame_type, if l.mapping.is_some() || l.address != 0 { "native" } else { "cpython" })],
+                }
+            }))
+            .collect();
+        let function_table = std::iter::once(Function::default())
+            .chain(tables.functions.iter().map(|f| {
+                let name = id(f.name);
+                Function {
+                    name_strindex: name,
+                    system_name_strindex: name,
+                    filename_strindex: id(f.filename),
+                    start_line: f.start_line,
+                }
+            }))
+            .collect();
+
+        // Unix time where anything says how, the profile's own times otherwise.
+        let (first, last) = (counts.first_us(), counts.last_us());
+        let span = info.unix_span(written_unix_us, first, last).unwrap_or_else(|| {
+            let (start_us, end_us) = info.own_span(first, last);
+            UnixSpan { start_us, end_us, offset_us: 0 }
         });
-        time_samples.push(Sample { stack_index, attribute_indices, values: times_of, timestamps_unix_nano });
+        let interval_ns = i64::try_from(info.sample_interval_us.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let thread_key = id(attribute::THREAD_ID);
+
+        // Each distinct thread's attribute, numbered in the order entries first reach it.
+        let (mut thread_ids, mut entry_thread) = (Vec::new(), Vec::new());
+        if info.threads {
+            let mut seen = SequenceIndex::new();
+            entry_thread.reserve_exact(counts.len());
+            for entry in counts.entries() {
+                let number = seen.id(&[entry.thread_id as u32, (entry.thread_id >> 32) as u32]);
+                if number as usize == thread_ids.len() {
+                    thread_ids.push(entry.thread_id);
+                }
+                entry_thread.push(number);
+            }
+        }
+
+        let time_unix_nano = ns(span.start_us);
+        let duration_nano = (span.end_us - span.start_us).saturating_mul(1000);
+        let time_type = ValueType { type_strindex: id(&info.mode), unit_strindex: id("nanoseconds") };
+        let profile = |sample_type: ValueType| Profile {
+            sample_type: Some(sample_type),
+            samples: Vec::new(),
+            time_unix_nano,
+            duration_nano,
+            period_type: Some(time_type.clone()),
+            period: interval_ns,
+            attribute_indices: Vec::new(),
+        };
+        let profiles = [
+            profile(ValueType { type_strindex: id("samples"), unit_strindex: id("count") }),
+            profile(time_type.clone()),
+        ];
+
+        let scope = InstrumentationScope {
+            name: SCOPE_NAME.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            attributes: vec![
+                key_value(attribute::INPUT_FORMAT, info.kind.name()),
+                key_value(attribute::MODE, &info.mode),
+            ],
+        };
+        let resource = Resource {
+            attributes: vec![key_value(attribute::SERVICE_NAME, service_name.unwrap_or(DEFAULT_SERVICE_NAME))],
+        };
+        Request {
+            counts,
+            resource,
+            scope,
+            profiles,
+            first_thread_attribute: index(attributes.table.len()),
+            tables: ProfilesDictionary {
+                mapping_table: mappings,
+                location_table,
+                function_table,
+                string_table: strings.into_strings(),
+                attribute_table: attributes.table,
+                stack_table: Vec::new(),
+            },
+            stacks: ProfilesDictionary { stack_table, ..ProfilesDictionary::default() },
+            thread_key,
+            thread_ids,
+            entry_thread,
+            threads: info.threads,
+            timestamps: info.timestamps,
+            interval_ns,
+            offset_us: span.offset_us,
+        }
     }
 
-    let time_unix_nano = ns(span.start_us);
-    let duration_nano = (span.end_us - span.start_us).saturating_mul(1000);
-    let time_type = ValueType { type_strindex: id(&info.mode), unit_strindex: id("nanoseconds") };
-    let profile = |sample_type: ValueType, samples: Vec<Sample>| Profile {
-        sample_type: Some(sample_type),
-        samples,
-        time_unix_nano,
-        duration_nano,
-        period_type: Some(time_type.clone()),
-        period: interval_ns,
-        attribute_indices: Vec::new(),
-    };
-    let profiles = vec![
-        profile(ValueType { type_strindex: id("samples"), unit_strindex: id("count") }, count_samples),
-        profile(time_type.clone(), time_samples),
-    ];
-
-    let scope = InstrumentationScope {
-        name: SCOPE_NAME.to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        attributes: vec![key_value(attribute::INPUT_FORMAT, info.kind.name()), key_value(attribute::MODE, &info.mode)],
-    };
-    let resource =
-        Resource { attributes: vec![key_value(attribute::SERVICE_NAME, service_name.unwrap_or(DEFAULT_SERVICE_NAME))] };
-    ExportProfilesServiceRequest {
-        resource_profiles: vec![ResourceProfiles {
-            resource: Some(resource),
-            scope_profiles: vec![ScopeProfiles { scope: Some(scope), profiles }],
-        }],
-        dictionary: Some(ProfilesDictionary {
-            mapping_table: mappings,
-            location_table,
-            function_table,
-            string_table: strings.into_strings(),
-            attribute_table: attributes.table,
-            stack_table,
-        }),
+    /// Entry `index`'s sample in profile `profile` (0: counts, 1: time), into `sample`'s
+    /// storage.
+    fn sample(&self, entry: &Entry<'_>, index_of_entry: usize, profile: usize, sample: &mut Sample) {
+        sample.stack_index = index(entry.stack as usize + 1);
+        sample.attribute_indices.clear();
+        if self.threads {
+            let number = self.entry_thread.get(index_of_entry).copied().unwrap_or(0);
+            sample.attribute_indices.push(self.first_thread_attribute.saturating_add(index(number as usize)));
+        }
+        let offset_us = self.offset_us;
+        let unix_ns = |t_us: u64| ns((i128::from(t_us) + offset_us).clamp(0, i128::from(u64::MAX)) as u64);
+        sample.timestamps_unix_nano.clear();
+        sample.timestamps_unix_nano.extend(entry.times_us().map(unix_ns));
+        sample.values.clear();
+        let stamps = sample.timestamps_unix_nano.len();
+        if self.timestamps && stamps != 0 && stamps as u64 == entry.samples {
+            sample.values.resize(stamps, if profile == 0 { 1 } else { self.interval_ns });
+        } else {
+            let n = i64::try_from(entry.samples).unwrap_or(i64::MAX);
+            sample.values.push(if profile == 0 { n } else { n.saturating_mul(self.interval_ns) });
+            sample.timestamps_unix_nano.clear();
+        }
     }
-}
 
-/// The request as protobuf (what OTLP/HTTP sends with `Content-Type: application/x-protobuf`).
-pub fn write_protobuf(request: &ExportProfilesServiceRequest, out: &mut impl Write) -> io::Result<()> {
-    out.write_all(&request.encode_to_vec())
-}
+    /// The attribute of the `number`th distinct thread.
+    fn thread_attribute(&self, thread_id: u64) -> KeyValueAndUnit {
+        KeyValueAndUnit {
+            key_strindex: self.thread_key,
+            value: Some(AnyValue { value: Some(Value::IntValue(thread_id as i64)) }),
+            unit_strindex: 0,
+        }
+    }
 
-/// The request as OTLP/JSON (`Content-Type: application/json`): protobuf's JSON mapping with
-/// lowerCamelCase keys, fields at their default value left out, 64-bit integers as decimal
-/// strings.
-pub fn write_json(request: &ExportProfilesServiceRequest, out: &mut impl Write) -> io::Result<()> {
-    let mut j = Json { out, first: true };
-    j.object(|j| {
-        j.list("resourceProfiles", &request.resource_profiles, |j, r| {
+    /// The request as protobuf (what OTLP/HTTP sends with `Content-Type:
+    /// application/x-protobuf`), byte for byte what prost encodes of the whole message.
+    ///
+    /// Written as it is made: a message is its fields in any order, prost writes them in the
+    /// order of their tags, and a message inside another is its length and then its fields;
+    /// so the samples' lengths are added up first (one pass over the entries), then each
+    /// enclosing message's key and length is written, then its fields — the samples as each
+    /// entry makes them.
+    pub fn write_protobuf(&self, out: &mut impl Write) -> io::Result<()> {
+        use prost::encoding::{encode_key, encode_varint, encoded_len_varint, message, WireType};
+        // A length-delimited field's key (tags below 16: one byte) and length, and a field's
+        // whole length.
+        let head = |tag: u32, len: u64, buf: &mut Vec<u8>| {
+            encode_key(tag, WireType::LengthDelimited, buf);
+            encode_varint(len, buf);
+        };
+        let field_len = |len: usize| (1 + encoded_len_varint(len as u64) + len) as u64;
+
+        let mut sample = Sample::default();
+        let mut samples_len = [0u64; 2];
+        for (i, entry) in self.counts.entries().enumerate() {
+            for (p, total) in samples_len.iter_mut().enumerate() {
+                self.sample(&entry, i, p, &mut sample);
+                *total += field_len(sample.encoded_len());
+            }
+        }
+        let profile_len: Vec<u64> =
+            self.profiles.iter().zip(samples_len).map(|(p, samples)| p.encoded_len() as u64 + samples).collect();
+        let scope_profiles_len = message::encoded_len(1, &self.scope) as u64
+            + profile_len.iter().map(|&len| 1 + encoded_len_varint(len) as u64 + len).sum::<u64>();
+        let resource_profiles_len = message::encoded_len(1, &self.resource) as u64
+            + 1
+            + encoded_len_varint(scope_profiles_len) as u64
+            + scope_profiles_len;
+
+        let mut buf = Vec::new();
+        head(1, resource_profiles_len, &mut buf);
+        message::encode(1, &self.resource, &mut buf);
+        head(2, scope_profiles_len, &mut buf);
+        message::encode(1, &self.scope, &mut buf);
+        out.write_all(&buf)?;
+        for (p, (profile, len)) in self.profiles.iter().zip(&profile_len).enumerate() {
+            buf.clear();
+            head(2, *len, &mut buf);
+            // The sample type (tag 1), the samples (2), the rest (3 on).
+            Profile { sample_type: profile.sample_type.clone(), ..Profile::default() }.encode(&mut buf)?;
+            out.write_all(&buf)?;
+            for (i, entry) in self.counts.entries().enumerate() {
+                self.sample(&entry, i, p, &mut sample);
+                buf.clear();
+                buf.push(0x12);
+                sample.encode_length_delimited(&mut buf)?;
+                out.write_all(&buf)?;
+            }
+            buf.clear();
+            Profile { sample_type: None, ..profile.clone() }.encode(&mut buf)?;
+            out.write_all(&buf)?;
+        }
+
+        // The dictionary: its tables up to its own attributes (tags 1–6), the threads'
+        // attributes (6), the stack table (7).
+        let threads_len: u64 =
+            self.thread_ids.iter().map(|&t| message::encoded_len(6, &self.thread_attribute(t)) as u64).sum();
+        buf.clear();
+        head(2, self.tables.encoded_len() as u64 + threads_len + self.stacks.encoded_len() as u64, &mut buf);
+        self.tables.encode(&mut buf)?;
+        out.write_all(&buf)?;
+        for &t in &self.thread_ids {
+            buf.clear();
+            message::encode(6, &self.thread_attribute(t), &mut buf);
+            out.write_all(&buf)?;
+        }
+        buf.clear();
+        self.stacks.encode(&mut buf)?;
+        out.write_all(&buf)
+    }
+
+    /// The request as OTLP/JSON (`Content-Type: application/json`): protobuf's JSON mapping
+    /// with lowerCamelCase keys, fields at their default value left out, 64-bit integers as
+    /// decimal strings; written as it is made, as [`write_protobuf`](Request::write_protobuf).
+    pub fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
+        let mut j = Json { out, first: true };
+        let mut sample = Sample::default();
+        j.object(|j| {
+            j.key("resourceProfiles")?;
+            j.out.write_all(b"[")?;
             j.object(|j| {
-                j.message("resource", r.resource.as_ref(), |j, r| j.list("attributes", &r.attributes, key_value_json))?;
-                j.list("scopeProfiles", &r.scope_profiles, |j, s| {
-                    j.object(|j| {
-                        j.message("scope", s.scope.as_ref(), |j, s| {
-                            j.string("name", &s.name)?;
-                            j.string("version", &s.version)?;
-                            j.list("attributes", &s.attributes, key_value_json)
-                        })?;
-                        j.list("profiles", &s.profiles, |j, p| j.object(|j| profile_json(j, p)))
+                j.message("resource", Some(&self.resource), |j, r| {
+                    j.list("attributes", &r.attributes, key_value_json)
+                })?;
+                j.key("scopeProfiles")?;
+                j.out.write_all(b"[")?;
+                j.object(|j| {
+                    j.message("scope", Some(&self.scope), |j, s| {
+                        j.string("name", &s.name)?;
+                        j.string("version", &s.version)?;
+                        j.list("attributes", &s.attributes, key_value_json)
+                    })?;
+                    j.list("profiles", (0..2).map(|p| (p, &self.profiles[p])), |j, (p, profile)| {
+                        j.object(|j| profile_json(j, profile, self, p, &mut sample))
                     })
-                })
+                })?;
+                j.out.write_all(b"]")
+            })?;
+            j.out.write_all(b"]")?;
+            let (d, stacks) = (&self.tables, &self.stacks.stack_table);
+            j.key("dictionary")?;
+            j.object(|j| {
+                j.list("mappingTable", &d.mapping_table, |j, m| {
+                    j.object(|j| {
+                        j.int64("memoryStart", m.memory_start as i128)?;
+                        j.int64("memoryLimit", m.memory_limit as i128)?;
+                        j.int64("fileOffset", m.file_offset as i128)?;
+                        j.int32("filenameStrindex", m.filename_strindex)?;
+                        j.int32s("attributeIndices", &m.attribute_indices)
+                    })
+                })?;
+                j.list("locationTable", &d.location_table, |j, l| {
+                    j.object(|j| {
+                        j.int32("mappingIndex", l.mapping_index)?;
+                        j.int64("address", l.address as i128)?;
+                        j.list("lines", &l.lines, |j, line| {
+                            j.object(|j| {
+                                j.int32("functionIndex", line.function_index)?;
+                                j.int64("line", line.line as i128)?;
+                                j.int64("column", line.column as i128)
+                            })
+                        })?;
+                        j.int32s("attributeIndices", &l.attribute_indices)
+                    })
+                })?;
+                j.list("functionTable", &d.function_table, |j, f| {
+                    j.object(|j| {
+                        j.int32("nameStrindex", f.name_strindex)?;
+                        j.int32("systemNameStrindex", f.system_name_strindex)?;
+                        j.int32("filenameStrindex", f.filename_strindex)?;
+                        j.int64("startLine", f.start_line as i128)
+                    })
+                })?;
+                j.list("stringTable", &d.string_table, |j, s| j.quoted(s))?;
+                let threads = self.thread_ids.iter().map(|&t| self.thread_attribute(t));
+                j.list("attributeTable", d.attribute_table.iter().cloned().chain(threads), |j, a| {
+                    j.object(|j| {
+                        j.int32("keyStrindex", a.key_strindex)?;
+                        j.message("value", a.value.as_ref(), any_value_json)?;
+                        j.int32("unitStrindex", a.unit_strindex)
+                    })
+                })?;
+                j.list("stackTable", stacks, |j, s| j.object(|j| j.int32s("locationIndices", &s.location_indices)))
             })
         })?;
-        j.message("dictionary", request.dictionary.as_ref(), |j, d| {
-            j.list("mappingTable", &d.mapping_table, |j, m| {
-                j.object(|j| {
-                    j.int64("memoryStart", m.memory_start as i128)?;
-                    j.int64("memoryLimit", m.memory_limit as i128)?;
-                    j.int64("fileOffset", m.file_offset as i128)?;
-                    j.int32("filenameStrindex", m.filename_strindex)?;
-                    j.int32s("attributeIndices", &m.attribute_indices)
-                })
-            })?;
-            j.list("locationTable", &d.location_table, |j, l| {
-                j.object(|j| {
-                    j.int32("mappingIndex", l.mapping_index)?;
-                    j.int64("address", l.address as i128)?;
-                    j.list("lines", &l.lines, |j, line| {
-                        j.object(|j| {
-                            j.int32("functionIndex", line.function_index)?;
-                            j.int64("line", line.line as i128)?;
-                            j.int64("column", line.column as i128)
-                        })
-                    })?;
-                    j.int32s("attributeIndices", &l.attribute_indices)
-                })
-            })?;
-            j.list("functionTable", &d.function_table, |j, f| {
-                j.object(|j| {
-                    j.int32("nameStrindex", f.name_strindex)?;
-                    j.int32("systemNameStrindex", f.system_name_strindex)?;
-                    j.int32("filenameStrindex", f.filename_strindex)?;
-                    j.int64("startLine", f.start_line as i128)
-                })
-            })?;
-            j.list("stringTable", &d.string_table, |j, s| j.quoted(s))?;
-            j.list("attributeTable", &d.attribute_table, |j, a| {
-                j.object(|j| {
-                    j.int32("keyStrindex", a.key_strindex)?;
-                    j.message("value", a.value.as_ref(), any_value_json)?;
-                    j.int32("unitStrindex", a.unit_strindex)
-                })
-            })?;
-            j.list("stackTable", &d.stack_table, |j, s| j.object(|j| j.int32s("locationIndices", &s.location_indices)))
-        })
-    })?;
-    j.out.write_all(b"\n")
+        j.out.write_all(b"\n")
+    }
 }
 
-fn profile_json<W: Write>(j: &mut Json<'_, W>, p: &Profile) -> io::Result<()> {
+/// A time in µs as ns, saturating.
+fn ns(t_us: u64) -> u64 {
+    t_us.min(u64::MAX / 1000) * 1000
+}
+
+/// A profile's fields, its samples made from `request`'s entries as they are written.
+fn profile_json<W: Write>(
+    j: &mut Json<'_, W>,
+    p: &Profile,
+    request: &Request<'_>,
+    profile: usize,
+    sample: &mut Sample,
+) -> io::Result<()> {
     j.message("sampleType", p.sample_type.as_ref(), value_type_json)?;
-    j.list("samples", &p.samples, |j, s| {
+    j.list("samples", request.counts.entries().enumerate(), |j, (i, entry)| {
+        request.sample(&entry, i, profile, sample);
+        let s = &*sample;
         j.object(|j| {
             j.int32("stackIndex", s.stack_index)?;
             j.int32s("attributeIndices", &s.attribute_indices)?;
@@ -436,13 +588,14 @@ impl<W: Write> Json<'_, W> {
     }
 
     /// A repeated field, left out when empty.
-    fn list<T>(
+    fn list<I: IntoIterator>(
         &mut self,
         key: &str,
-        items: &[T],
-        mut item: impl FnMut(&mut Self, &T) -> io::Result<()>,
+        items: I,
+        mut item: impl FnMut(&mut Self, I::Item) -> io::Result<()>,
     ) -> io::Result<()> {
-        if items.is_empty() {
+        let mut items = items.into_iter().peekable();
+        if items.peek().is_none() {
             return Ok(());
         }
         self.key(key)?;
