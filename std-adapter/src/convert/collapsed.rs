@@ -4,23 +4,20 @@
 //! at line 0), lines sorted by descending count, then by text, then in the order first seen.
 //!
 //! Texts of deep stacks are long (a kilobyte and more) and share most of their bytes, so
-//! neither counting nor sorting touches them. A stack is counted under a key of four bytes a
-//! frame: the frame's rank among all frame names in text order. When every name is distinct
+//! neither counting nor sorting touches them. A stack is counted under a key of one word a
+//! frame (after the thread id's two): the frame's rank among all frame names in text order. When every name is distinct
 //! and free of `;`, comparing two texts comes down to comparing the names where the stacks
 //! part — a name alone when the line ends there, followed by `;` when it goes on — so each
 //! function has two ranks (its name alone, its name and `;`), the key takes the first for the
-//! innermost frame and the second for the others, and big-endian keys compare as their texts
-//! do. Texts are made only as the lines are written. A profile whose names collide
+//! innermost frame and the second for the others, and keys compared word by word compare as
+//! their texts do. Each key is held once, end to end with the others ([`SequenceIndex`]). Texts are made only as the lines are written. A profile whose names collide
 //! (`basename` drops the directory) or hold `;` is sorted by its texts instead.
 
 use std::io::{self, Write};
 
-use crate::hash::IdMap;
+use crate::hash::{IdMap, SequenceIndex};
 use crate::model::{basename, Call, Collector, FrameTable, Naming};
 use crate::pyfmt::push_decimal;
-
-/// Byte length of the thread id at the front of a key.
-const TID: usize = 8;
 
 /// How frames become key words.
 #[derive(Debug)]
@@ -81,9 +78,12 @@ pub struct CollapsedCollector {
     /// Lines start with `tid:T`.
     threads: bool,
     ranks: Option<Ranks>,
-    /// Key → (samples, first-seen ordinal).
-    stacks: IdMap<Box<[u8]>, (u64, u32)>,
-    key: Vec<u8>,
+    /// Distinct keys `[tid low, tid high, word of the outermost frame, …, of the innermost]`,
+    /// numbered in first-seen order, each held once (about 40 bytes a key of three frames).
+    stacks: SequenceIndex,
+    /// Samples per key.
+    samples: Vec<u64>,
+    key: Vec<u32>,
 }
 
 impl Default for CollapsedCollector {
@@ -115,56 +115,138 @@ impl Collector for CollapsedCollector {
         let ranks =
             self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
         self.key.clear();
-        self.key.extend_from_slice(&s.thread_id.to_le_bytes());
-        for &id in outer.iter().rev() {
-            self.key.extend_from_slice(&ranks.outer[id as usize].to_be_bytes());
-        }
-        self.key.extend_from_slice(&ranks.innermost[innermost as usize].to_be_bytes());
-        if let Some(entry) = self.stacks.get_mut(&self.key[..]) {
-            entry.0 += s.samples();
-        } else {
-            let order = self.stacks.len() as u32;
-            self.stacks.insert(self.key.as_slice().into(), (s.samples(), order));
+        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
+        self.key.extend(outer.iter().rev().map(|&id| ranks.outer[id as usize]));
+        self.key.push(ranks.innermost[innermost as usize]);
+        let id = self.stacks.id(&self.key) as usize;
+        match self.samples.get_mut(id) {
+            Some(n) => *n += s.samples(),
+            None => self.samples.push(s.samples()),
         }
     }
+}
+
+/// Where `"T;"` sorts among the texts of other thread ids (what orders CPython's `tid:T;`
+/// roots): its decimal digits as nibbles, most significant first, then `;` as 10, which sorts
+/// after every digit as `;` does in ASCII, left-aligned in 128 bits. Two ids' texts first
+/// differ at a digit or where the shorter ends, so the keys compare as the texts.
+fn thread_text_order(t: u64) -> u128 {
+    let digits = if t == 0 { 1 } else { t.ilog10() + 1 };
+    let mut key = 0u128;
+    for i in (0..digits).rev() {
+        key = key << 4 | u128::from(t / 10u64.pow(i) % 10);
+    }
+    key = key << 4 | 10;
+    key << (4 * (32 - (digits + 1)))
+}
+
+fn thread_of(key: &[u32]) -> u64 {
+    u64::from(key[0]) | u64::from(key[1]) << 32
 }
 
 impl CollapsedCollector {
     /// Lines naming frames by `naming`, under a `tid:T` root when `threads`.
     pub fn new(naming: Naming, threads: bool) -> Self {
-        CollapsedCollector { naming, threads, ranks: None, stacks: IdMap::default(), key: Vec::new() }
+        CollapsedCollector {
+            naming,
+            threads,
+            ranks: None,
+            stacks: SequenceIndex::new(),
+            samples: Vec::new(),
+            key: Vec::new(),
+        }
     }
 
-    /// The stacks in CPython's order: `(key, samples)`.
-    fn sorted(&self, names: &[String]) -> Vec<(&[u8], u64)> {
+    /// The keys' ids in CPython's order. Memory beyond the keys: 16 bytes a key while the
+    /// threads are ranked, then 8 (no key's text is made when names are distinct).
+    fn sorted(&self, names: &[String]) -> Vec<u32> {
         let Some(ranks) = &self.ranks else { return Vec::new() };
-        let mut stacks: Vec<(&[u8], u64, u32)> = self.stacks.iter().map(|(k, &(n, o))| (&k[..], n, o)).collect();
+        let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
+        let samples = &self.samples;
         if ranks.ordered {
-            // Threads in the order of "tid:T;" (every line has a frame after the id).
-            let mut tids: Vec<u64> = stacks.iter().map(|s| thread_of(s.0)).collect();
-            tids.sort_unstable();
-            tids.dedup();
-            tids.sort_by_cached_key(|t| format!("{t};"));
-            let rank: IdMap<u64, u32> = tids.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
-            // The order is the thread's rank, then the key's words: keys are distinct.
-            for s in &mut stacks {
-                s.2 = rank[&thread_of(s.0)];
-            }
-            stacks.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then_with(|| a.0[TID..].cmp(&b.0[TID..])));
+            let rank = self.thread_ranks();
+            // The order is the thread's rank, then the frames' words: keys are distinct.
+            ids.sort_unstable_by(|&a, &b| {
+                samples[b as usize]
+                    .cmp(&samples[a as usize])
+                    .then(rank[a as usize].cmp(&rank[b as usize]))
+                    .then_with(|| self.stacks.get(a)[2..].cmp(&self.stacks.get(b)[2..]))
+            });
         } else {
-            let mut texts: Vec<(String, &[u8], u64, u32)> =
-                stacks.into_iter().map(|(k, n, o)| (text(k, ranks, names, true), k, n, o)).collect();
-            texts.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then_with(|| a.3.cmp(&b.3)));
-            stacks = texts.into_iter().map(|(_, k, n, o)| (k, n, o)).collect();
+            let texts: Vec<String> = ids.iter().map(|&id| text(self.stacks.get(id), ranks, names, true)).collect();
+            ids.sort_unstable_by(|&a, &b| {
+                samples[b as usize]
+                    .cmp(&samples[a as usize])
+                    .then_with(|| texts[a as usize].cmp(&texts[b as usize]))
+                    .then(a.cmp(&b))
+            });
         }
-        stacks.into_iter().map(|(k, n, _)| (k, n)).collect()
+        ids
+    }
+
+    /// Per key, its thread's rank in the order of the threads' `tid:T;` texts.
+    fn thread_ranks(&self) -> Vec<u32> {
+        let thread = |id: u32| thread_of(self.stacks.get(id));
+        let ids = 0..self.samples.len() as u32;
+        let mut tids: Vec<u64> = ids.clone().map(thread).collect();
+        tids.sort_unstable();
+        tids.dedup();
+        tids.sort_unstable_by_key(|&t| thread_text_order(t));
+        ids.map(|id| {
+            let key = thread_text_order(thread(id));
+            tids.partition_point(|&t| thread_text_order(t) < key) as u32
+        })
+        .collect()
+    }
+
+    /// Whether lines start with `tid:T`.
+    pub fn threads(&self) -> bool {
+        self.threads
+    }
+
+    /// The samples of every line.
+    pub fn total(&self) -> u64 {
+        self.samples.iter().sum()
+    }
+
+    /// The lines thread by thread, the threads in the order of their `tid:T;` texts: per
+    /// thread `(id, [(text, samples)])`, its lines made only when `wanted` says so of its
+    /// samples (an empty list otherwise), so that a caller may pass over threads too small to
+    /// show without making their texts.
+    pub fn each_thread(
+        &self,
+        frames: &FrameTable,
+        mut wanted: impl FnMut(u64) -> bool,
+        mut thread: impl FnMut(u64, u64, Vec<(String, u64)>),
+    ) {
+        let Some(ranks) = &self.ranks else { return };
+        let names = names(frames, self.naming);
+        let rank = self.thread_ranks();
+        let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
+        ids.sort_unstable_by_key(|&id| (rank[id as usize], id));
+        drop(rank);
+        for group in ids.chunk_by(|&a, &b| thread_of(self.stacks.get(a)) == thread_of(self.stacks.get(b))) {
+            let samples: u64 = group.iter().map(|&id| self.samples[id as usize]).sum();
+            let lines = if wanted(samples) {
+                group
+                    .iter()
+                    .map(|&id| (text(self.stacks.get(id), ranks, &names, self.threads), self.samples[id as usize]))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            thread(thread_of(self.stacks.get(group[0])), samples, lines);
+        }
     }
 
     /// The lines `(stack, count)` in CPython's order.
     pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
         let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Vec::new() };
-        self.sorted(&names).into_iter().map(|(k, n)| (text(k, ranks, &names, self.threads), n)).collect()
+        self.sorted(&names)
+            .into_iter()
+            .map(|id| (text(self.stacks.get(id), ranks, &names, self.threads), self.samples[id as usize]))
+            .collect()
     }
 
     /// Writes the lines, each text made as it is written.
@@ -172,20 +254,21 @@ impl CollapsedCollector {
         let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Ok(()) };
         let mut line = Vec::new();
-        for (key, count) in self.sorted(&names) {
+        for id in self.sorted(&names) {
+            let key = self.stacks.get(id);
             line.clear();
             if self.threads {
                 line.extend_from_slice(b"tid:");
                 push_decimal(&mut line, thread_of(key));
             }
-            for (i, word) in key[TID..].chunks_exact(4).enumerate() {
+            for (i, &word) in key[2..].iter().enumerate() {
                 if self.threads || i > 0 {
                     line.push(b';');
                 }
-                line.extend_from_slice(names[function_of(word, ranks)].as_bytes());
+                line.extend_from_slice(names[ranks.function[word as usize] as usize].as_bytes());
             }
             line.push(b' ');
-            push_decimal(&mut line, count);
+            push_decimal(&mut line, self.samples[id as usize]);
             line.push(b'\n');
             out.write_all(&line)?;
         }
@@ -193,26 +276,14 @@ impl CollapsedCollector {
     }
 }
 
-fn thread_of(key: &[u8]) -> u64 {
-    let mut t = [0u8; TID];
-    t.copy_from_slice(&key[..TID]);
-    u64::from_le_bytes(t)
-}
-
-fn function_of(word: &[u8], ranks: &Ranks) -> usize {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(word);
-    ranks.function[u32::from_be_bytes(w) as usize] as usize
-}
-
 /// The line's text; without `threads`, no `tid:T` root.
-fn text(key: &[u8], ranks: &Ranks, names: &[String], threads: bool) -> String {
+fn text(key: &[u32], ranks: &Ranks, names: &[String], threads: bool) -> String {
     let mut text = if threads { format!("tid:{}", thread_of(key)) } else { String::new() };
-    for (i, word) in key[TID..].chunks_exact(4).enumerate() {
+    for (i, &word) in key[2..].iter().enumerate() {
         if threads || i > 0 {
             text.push(';');
         }
-        text.push_str(&names[function_of(word, ranks)]);
+        text.push_str(&names[ranks.function[word as usize] as usize]);
     }
     text
 }

@@ -8,6 +8,9 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Options};
 
+use super::collapsed::CollapsedCollector;
+use crate::model::FrameTable;
+
 /// Options shared by both graphs: deterministic colours per name, counts called samples.
 fn options(title: &str) -> Options<'static> {
     let mut opt = Options::default();
@@ -28,6 +31,67 @@ pub fn write(lines: &[(String, u64)], title: &str, out: &mut impl Write) -> io::
     }
     let text = folded(lines);
     flamegraph::from_lines(&mut options(title), text.lines(), out)
+}
+
+/// Writes the flame graph of `collapsed`'s lines, as [`write`] does of all of them, but
+/// without making the lines of threads too narrow to draw: memory follows the threads drawn
+/// (a million threads of a sample each: none of them), not every line.
+///
+/// inferno sorts the lines by their text, merges them into frames, and leaves out each frame
+/// narrower than `min_width` per cent of all samples. A thread's frames are no wider than its
+/// `tid:T` root, so a thread with fewer samples than that is not drawn at all; its lines only
+/// move the frames after them to the right, by its samples. So the lines are given to inferno
+/// in its own order (threads in the order of their `tid:T;` texts, a thread's lines by their
+/// text), each run of such threads as a few lines `tid:T; N` — `T` the first thread of the
+/// run, so the order holds, and `N` their samples, kept below the width that is drawn — and
+/// the graph is the one of all lines, byte for byte (the tests compare the two).
+pub fn write_threads(
+    collapsed: &CollapsedCollector,
+    frames: &FrameTable,
+    title: &str,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if !collapsed.threads() {
+        return write(&collapsed.lines(frames), title, out);
+    }
+    let total = collapsed.total();
+    if total == 0 {
+        return write_empty(title, out);
+    }
+    let mut opt = options(title);
+    // inferno's own test of a frame: its samples (as f64) below this are not drawn.
+    let min_samples = opt.min_width / (100.0 / total as f64);
+    let drawn = |samples: u64| samples as f64 >= min_samples;
+    let mut text = String::new();
+    // The run of undrawn threads not yet written: its first thread and its samples.
+    let mut run: Option<(u64, u64)> = None;
+    let end_run = |run: &mut Option<(u64, u64)>, text: &mut String| {
+        if let Some((tid, samples)) = run.take() {
+            text.push_str(&format!("tid:{tid}; {samples}\n"));
+        }
+    };
+    collapsed.each_thread(frames, drawn, |tid, samples, mut lines| {
+        if drawn(samples) {
+            end_run(&mut run, &mut text);
+            let mut folded: Vec<String> = lines.drain(..).map(|(stack, n)| format!("{stack} {n}")).collect();
+            folded.sort_unstable();
+            for line in folded {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        } else {
+            match &mut run {
+                Some((_, sum)) if !drawn(*sum + samples) => *sum += samples,
+                _ => {
+                    end_run(&mut run, &mut text);
+                    run = Some((tid, samples));
+                }
+            }
+        }
+    });
+    end_run(&mut run, &mut text);
+    opt.no_sort = true;
+    flamegraph::from_lines(&mut opt, text.lines(), out)
 }
 
 /// Writes a differential flame graph of `new` against `base` (normalised to the same total,
@@ -73,4 +137,92 @@ fn write_empty(title: &str, out: &mut impl Write) -> io::Result<()> {
          font-family=\"Verdana\" font-size=\"17\">{escaped}</text><text x=\"600\" y=\"48\" \
          text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"12\">no samples with a stack</text></svg>\n"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Call, Collector, FrameInfo, Times};
+    use tachyon_core::tables::Location;
+
+    /// A table of `n` Python frames `f0` … in two files.
+    fn frames(n: u32) -> FrameTable {
+        let mut table = FrameTable::default();
+        for i in 0..n {
+            table.push(FrameInfo {
+                filename: format!("/src/mod{}.py", i % 2),
+                funcname: format!("f{i}"),
+                location: Some(Location { lineno: 10 + i as i32, end_lineno: 10 + i as i32, col: 0, end_col: 0 }),
+                ..FrameInfo::default()
+            });
+        }
+        table
+    }
+
+    /// Counts `stack` (innermost first) `samples` times on thread `tid`.
+    fn call(c: &mut CollapsedCollector, table: &FrameTable, tid: u64, stack: &[u32], samples: u64) {
+        c.collect(
+            table,
+            &Call {
+                times: Times::Counted(samples),
+                interpreter_id: 0,
+                thread_id: tid,
+                status: 0,
+                stack,
+                continued: false,
+            },
+        );
+    }
+
+    /// inferno's graph of every line: what the bounded one must equal.
+    fn every_line(c: &CollapsedCollector, table: &FrameTable) -> Vec<u8> {
+        let mut svg = Vec::new();
+        write(&c.lines(table), "t", &mut svg).unwrap();
+        svg
+    }
+
+    fn bounded(c: &CollapsedCollector, table: &FrameTable) -> Vec<u8> {
+        let mut svg = Vec::new();
+        write_threads(c, table, "t", &mut svg).unwrap();
+        svg
+    }
+
+    #[test]
+    fn threads_too_narrow_to_draw_leave_the_graph_as_every_line_draws_it() {
+        let table = frames(6);
+        let mut c = CollapsedCollector::new(crate::model::Naming::Python, true);
+        // Three wide threads among 30,000 of one or two samples each, whose ids sort before,
+        // between and after theirs as texts (1 < 10 < 100 < 2 …), with stacks that share
+        // frames with the wide ones.
+        for tid in 0..30_000u64 {
+            call(&mut c, &table, tid * 7 + 3, &[(tid % 6) as u32, 0], 1 + tid % 2);
+            if tid == 5_000 || tid == 17_000 || tid == 29_999 {
+                for (i, stack) in [[1u32, 0].as_slice(), &[2, 1, 0], &[3, 0], &[5, 4, 2, 1, 0]].iter().enumerate() {
+                    call(&mut c, &table, tid * 7 + 3, stack, 4_000 + 1_000 * i as u64);
+                }
+            }
+        }
+        let (all, fewer) = (every_line(&c, &table), bounded(&c, &table));
+        assert!(all.len() > 5_000, "a graph with frames: {} bytes", all.len());
+        assert_eq!(String::from_utf8_lossy(&fewer), String::from_utf8_lossy(&all));
+    }
+
+    #[test]
+    fn a_profile_of_narrow_threads_only_is_its_root_alone_either_way() {
+        let table = frames(3);
+        let mut c = CollapsedCollector::new(crate::model::Naming::Python, true);
+        for tid in 0..50_000u64 {
+            call(&mut c, &table, tid, &[(tid % 3) as u32], 1);
+        }
+        assert_eq!(bounded(&c, &table), every_line(&c, &table));
+    }
+
+    #[test]
+    fn without_threads_the_lines_are_drawn_as_before() {
+        let table = frames(4);
+        let mut c = CollapsedCollector::new(crate::model::Naming::Python, false);
+        call(&mut c, &table, 0, &[1, 0], 5);
+        call(&mut c, &table, 0, &[3, 2, 0], 7);
+        assert_eq!(bounded(&c, &table), every_line(&c, &table));
+    }
 }
