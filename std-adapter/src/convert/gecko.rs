@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::hash::StringIndex;
+use crate::hash::{SequenceIndex, StringIndex};
 use crate::model::{basename, Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 
@@ -61,29 +61,15 @@ const STATES: [(State, &str, u8); 10] = [
     (State::NoException, "No Exception", CATEGORY_EXCEPTION),
 ];
 
-/// A Python dict `tid → start time`: insertion-ordered, a re-inserted key goes last.
-#[derive(Debug, Default)]
-struct Starts {
-    map: HashMap<u64, (f64, u64)>,
-    next: u64,
-}
-
-impl Starts {
-    fn set_default(&mut self, tid: u64, t: f64) {
-        if !self.map.contains_key(&tid) {
-            self.map.insert(tid, (t, self.next));
-            self.next += 1;
-        }
-    }
-    fn pop(&mut self, tid: u64) -> Option<f64> {
-        self.map.remove(&tid).map(|v| v.0)
-    }
-    fn drain_in_order(&mut self) -> Vec<(u64, f64)> {
-        let mut v: Vec<(u64, f64, u64)> = self.map.drain().map(|(k, (t, o))| (k, t, o)).collect();
-        v.sort_unstable_by_key(|e| e.2);
-        v.into_iter().map(|(k, t, _)| (k, t)).collect()
-    }
-}
+/// The slot of each state: the states of a pair (GIL held or not, on CPU or off, Python or
+/// native code, exception set or not) are never open together, nor is a state open twice,
+/// so a thread holds at most one open state per slot, with its start.
+const SLOT: [usize; 10] = [0, 0, 1, 1, 2, 2, 3, 4, 5, 5];
+const SLOTS: usize = 6;
+/// No state open in a slot.
+const CLOSED: u8 = u8::MAX;
+/// The end of a chain of samples or markers.
+const END: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct Marker {
@@ -93,10 +79,25 @@ struct Marker {
     end: f64,
 }
 
+/// What a thread holds while the samples are read: its open states (CPython keeps them in
+/// one dict per state, keyed by thread), and where its samples and markers are in the
+/// collector's vectors. Its tables are made when it is written.
+#[derive(Debug, Clone)]
+struct ThreadState {
+    is_main: bool,
+    initialized: bool,
+    /// Per slot, the open state, or [`CLOSED`].
+    open: [u8; SLOTS],
+    start: [f64; SLOTS],
+    /// First and last of its samples, its markers ([`END`] when none).
+    samples: [u32; 2],
+    markers: [u32; 2],
+}
+
+/// A thread's tables, made as it is written: the stack, frame, function and resource tables
+/// CPython's collector fills as the thread's calls come.
 #[derive(Debug, Default)]
 struct Thread {
-    tid: u64,
-    is_main: bool,
     // stackTable
     stack_frame: Vec<u32>,
     stack_prefix: Vec<Option<u32>>,
@@ -108,8 +109,8 @@ struct Thread {
     frame_line: Vec<Option<i32>>,
     frame_column: Vec<Option<i32>>,
     frame_cache: HashMap<(u32, Option<i32>, Option<i32>), u32>,
-    /// Per table frame id: its index in this thread's frame table, once made.
-    frame_of_id: Vec<Option<u32>>,
+    /// Per table frame id met: its index in this thread's frame table.
+    frame_of_id: HashMap<u32, u32>,
     // funcTable
     func_name: Vec<u32>,
     func_is_python: Vec<bool>,
@@ -120,25 +121,35 @@ struct Thread {
     // resourceTable
     resource_name: Vec<u32>,
     resource_cache: HashMap<String, u32>,
-    samples: Vec<(u32, f64)>,
-    markers: Vec<Marker>,
 }
 
-/// Builds the profile.
+/// Builds the profile. Memory follows the threads (about 100 bytes each), the samples (16
+/// bytes each), the markers and the distinct stacks; each thread's tables exist only while
+/// it is written (a million threads of a sample each: their tables took 2 GB held together).
 #[derive(Debug)]
 pub struct GeckoCollector {
     strings: StringIndex,
-    threads: Vec<Thread>,
-    thread_index: HashMap<u64, usize>,
-    starts: [Starts; 10],
-    initialized: std::collections::HashSet<u64>,
+    /// Thread ids `[low, high]`, numbered in first-seen order, and each one's state.
+    thread_ids: SequenceIndex,
+    threads: Vec<ThreadState>,
+    /// Distinct stacks of frame ids (innermost first, as calls give them).
+    stacks: SequenceIndex,
+    /// Samples in file order: stack id, time, the next sample of the same thread.
+    sample_stack: Vec<u32>,
+    sample_time: Vec<f64>,
+    sample_next: Vec<u32>,
+    /// Markers made while reading, each with the next of the same thread.
+    markers: Vec<Marker>,
+    marker_next: Vec<u32>,
+    /// Per table frame id, whether its names have been given to `strings`.
+    named: Vec<bool>,
     base_us: Option<u64>,
     interval: f64,
     sample_count: u64,
     last_sample_time: f64,
     /// The call in progress: (last time, samples).
     call: Option<(f64, u64)>,
-    /// The call in progress's thread and stack index, when its stack is not empty.
+    /// The call in progress's thread and stack, when its stack is not empty.
     call_stack: Option<(usize, u32)>,
 }
 
@@ -148,10 +159,15 @@ impl Default for GeckoCollector {
         strings.id("(root)");
         GeckoCollector {
             strings,
+            thread_ids: SequenceIndex::new(),
             threads: Vec::new(),
-            thread_index: HashMap::new(),
-            starts: Default::default(),
-            initialized: Default::default(),
+            stacks: SequenceIndex::new(),
+            sample_stack: Vec::new(),
+            sample_time: Vec::new(),
+            sample_next: Vec::new(),
+            markers: Vec::new(),
+            marker_next: Vec::new(),
+            named: Vec::new(),
             base_us: None,
             interval: 1.0,
             sample_count: 0,
@@ -160,6 +176,25 @@ impl Default for GeckoCollector {
             call_stack: None,
         }
     }
+}
+
+/// Appends item `at` to the chain `ends` (first, last) whose links are `next`.
+fn chain(ends: &mut [u32; 2], next: &mut [u32], at: u32) {
+    match ends[1] {
+        END => ends[0] = at,
+        last => next[last as usize] = at,
+    }
+    ends[1] = at;
+}
+
+/// The items of the chain starting at `first`.
+fn walk(first: u32, next: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = first;
+    std::iter::from_fn(move || {
+        let i = at as usize;
+        at = *next.get(i)?;
+        Some(i)
+    })
 }
 
 fn is_python(filename: &str) -> bool {
@@ -194,33 +229,46 @@ fn ms_between(a: u64, b: u64) -> f64 {
 }
 
 impl GeckoCollector {
-    fn intern(&mut self, s: &str) -> u32 {
-        self.strings.id(s)
+    fn marker(&mut self, thread: usize, state: usize, start: f64, end: f64) {
+        let name = self.strings.id(STATES[state].1);
+        let at = self.markers.len() as u32;
+        self.markers.push(Marker { name, state, start, end });
+        self.marker_next.push(END);
+        chain(&mut self.threads[thread].markers, &mut self.marker_next, at);
     }
 
-    fn marker(&mut self, thread: usize, state: usize, start: f64, end: f64) {
-        let name = self.intern(STATES[state].1);
-        self.threads[thread].markers.push(Marker { name, state, start, end });
+    /// CPython's `dict.setdefault(tid, t)` on the dict of `state`.
+    fn set_default(&mut self, thread: usize, state: State, t: f64) {
+        let th = &mut self.threads[thread];
+        let slot = SLOT[state as usize];
+        if th.open[slot] == CLOSED {
+            th.open[slot] = state as u8;
+            th.start[slot] = t;
+        }
+    }
+
+    /// CPython's `dict.pop(tid)` on the dict of `state`, ending its interval in a marker.
+    fn close(&mut self, thread: usize, state: State, t: f64) {
+        let th = &mut self.threads[thread];
+        let slot = SLOT[state as usize];
+        if th.open[slot] == state as u8 {
+            th.open[slot] = CLOSED;
+            let start = th.start[slot];
+            self.marker(thread, state as usize, start, t);
+        }
     }
 
     /// CPython's `_track_state_transition`.
-    fn transition(&mut self, thread: usize, tid: u64, condition: bool, active: State, inactive: State, t: f64) {
-        let (a, i) = (active as usize, inactive as usize);
-        if !self.initialized.contains(&tid) {
-            self.starts[if condition { a } else { i }].set_default(tid, t);
+    fn transition(&mut self, thread: usize, condition: bool, active: State, inactive: State, t: f64) {
+        let (on, off) = if condition { (active, inactive) } else { (inactive, active) };
+        if !self.threads[thread].initialized {
+            self.set_default(thread, on, t);
             return;
         }
-        let (on, off) = if condition { (a, i) } else { (i, a) };
-        self.starts[on].set_default(tid, t);
-        if let Some(start) = self.starts[off].pop(tid) {
-            self.marker(thread, off, start, t);
-        }
-    }
-
-    fn close(&mut self, thread: usize, tid: u64, state: State, t: f64) {
-        if let Some(start) = self.starts[state as usize].pop(tid) {
-            self.marker(thread, state as usize, start, t);
-        }
+        // (`off` closes after `on` opens in CPython; they share a slot here, so the other
+        // way round.)
+        self.close(thread, off, t);
+        self.set_default(thread, on, t);
     }
 
     /// Ends the call in progress: CPython's interval bookkeeping at the end of `collect`.
@@ -239,54 +287,94 @@ impl GeckoCollector {
         self.call = Some((t, 0));
         self.call_stack = None;
         let tid = s.thread_id;
-        let thread = *self.thread_index.entry(tid).or_insert_with(|| {
-            self.threads.push(Thread { tid, is_main: s.status & MAIN_THREAD != 0, ..Thread::default() });
-            self.threads.len() - 1
-        });
+        let thread = self.thread_ids.id(&[tid as u32, (tid >> 32) as u32]) as usize;
+        if thread == self.threads.len() {
+            self.threads.push(ThreadState {
+                is_main: s.status & MAIN_THREAD != 0,
+                initialized: false,
+                open: [CLOSED; SLOTS],
+                start: [0.0; SLOTS],
+                samples: [END; 2],
+                markers: [END; 2],
+            });
+        }
         let has_gil = s.status & HAS_GIL != 0;
         let on_cpu = s.status & ON_CPU != 0;
-        self.transition(thread, tid, has_gil, State::HasGil, State::NoGil, t);
-        self.transition(thread, tid, on_cpu, State::OnCpu, State::OffCpu, t);
+        self.transition(thread, has_gil, State::HasGil, State::NoGil, t);
+        self.transition(thread, on_cpu, State::OnCpu, State::OffCpu, t);
         if has_gil {
-            self.transition(thread, tid, true, State::PythonCode, State::NativeCode, t);
+            self.transition(thread, true, State::PythonCode, State::NativeCode, t);
         } else if on_cpu {
-            self.transition(thread, tid, true, State::NativeCode, State::PythonCode, t);
-        } else if self.initialized.contains(&tid) {
-            self.close(thread, tid, State::PythonCode, t);
-            self.close(thread, tid, State::NativeCode, t);
+            self.transition(thread, true, State::NativeCode, State::PythonCode, t);
+        } else if self.threads[thread].initialized {
+            self.close(thread, State::PythonCode, t);
+            self.close(thread, State::NativeCode, t);
         }
         if s.status & GIL_REQUESTED != 0 {
-            self.starts[State::GilWait as usize].set_default(tid, t);
+            self.set_default(thread, State::GilWait, t);
         } else {
-            self.close(thread, tid, State::GilWait, t);
+            self.close(thread, State::GilWait, t);
         }
-        self.transition(thread, tid, s.status & HAS_EXCEPTION != 0, State::HasException, State::NoException, t);
+        self.transition(thread, s.status & HAS_EXCEPTION != 0, State::HasException, State::NoException, t);
         let in_gc = s.stack.iter().any(|&id| frames.frame(id).funcname == "<GC>");
         if in_gc {
-            self.starts[State::Gc as usize].set_default(tid, t);
+            self.set_default(thread, State::Gc, t);
         } else {
-            self.close(thread, tid, State::Gc, t);
+            self.close(thread, State::Gc, t);
         }
-        self.initialized.insert(tid);
+        self.threads[thread].initialized = true;
         if !s.stack.is_empty() {
-            self.call_stack = Some((thread, self.process_stack(frames, thread, s.stack)));
+            self.name_frames(frames, s.stack);
+            self.call_stack = Some((thread, self.stacks.id(s.stack)));
         }
     }
 
-    fn process_stack(&mut self, frames: &FrameTable, thread: usize, stack: &[u32]) -> u32 {
+    /// Gives `strings` the names CPython's collector interns as a thread first meets each
+    /// frame of `stack` (outermost first): the function's name, its resource's, its file's.
+    /// A name is numbered the first time any thread meets it, so each frame's names are
+    /// given once, when the first stack holding it comes, in the order CPython's would be.
+    fn name_frames(&mut self, frames: &FrameTable, stack: &[u32]) {
+        if self.named.len() < frames.frames.len() {
+            self.named.resize(frames.frames.len(), false);
+        }
+        for &id in stack.iter().rev() {
+            if std::mem::replace(&mut self.named[id as usize], true) {
+                continue;
+            }
+            let f = frames.frame(id);
+            self.strings.id(&f.funcname);
+            self.strings.id(resource_name(&f.filename));
+            if is_python(&f.filename) {
+                self.strings.id(basename(&f.filename));
+            }
+        }
+    }
+}
+
+/// The name of a file's resource: its base name when it is a path.
+fn resource_name(filename: &str) -> &str {
+    if filename.contains('/') {
+        basename(filename)
+    } else {
+        filename
+    }
+}
+
+impl Thread {
+    /// The thread's stack index of `stack` (innermost first), its rows made on first use.
+    fn stack(&mut self, strings: &mut StringIndex, frames: &FrameTable, stack: &[u32]) -> u32 {
         let mut prefix: Option<u32> = None;
         for &id in stack.iter().rev() {
             let f = frames.frame(id);
-            let frame = self.frame(frames, thread, id);
-            let th = &mut self.threads[thread];
-            prefix = Some(match th.stack_cache.get(&(frame, prefix)) {
+            let frame = self.frame(strings, frames, id);
+            prefix = Some(match self.stack_cache.get(&(frame, prefix)) {
                 Some(&i) => i,
                 None => {
-                    let i = th.stack_frame.len() as u32;
-                    th.stack_frame.push(frame);
-                    th.stack_prefix.push(prefix);
-                    th.stack_category.push(if is_python(&f.filename) { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
-                    th.stack_cache.insert((frame, prefix), i);
+                    let i = self.stack_frame.len() as u32;
+                    self.stack_frame.push(frame);
+                    self.stack_prefix.push(prefix);
+                    self.stack_category.push(if is_python(&f.filename) { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
+                    self.stack_cache.insert((frame, prefix), i);
                     i
                 }
             });
@@ -294,66 +382,57 @@ impl GeckoCollector {
         prefix.unwrap_or(0)
     }
 
-    /// The thread's frame-table index for table frame `id`, made on first use. A table frame
-    /// always maps to the same index, so after the first time this is one vector lookup.
-    fn frame(&mut self, frames: &FrameTable, thread: usize, id: u32) -> u32 {
-        let th = &mut self.threads[thread];
-        if th.frame_of_id.len() < frames.frames.len() {
-            th.frame_of_id.resize(frames.frames.len(), None);
-        }
-        if let Some(i) = th.frame_of_id[id as usize] {
+    /// The thread's frame-table index for table frame `id`, made on first use.
+    fn frame(&mut self, strings: &mut StringIndex, frames: &FrameTable, id: u32) -> u32 {
+        if let Some(&i) = self.frame_of_id.get(&id) {
             return i;
         }
         let f = frames.frame(id);
         let lineno = f.location.map(|l| l.lineno);
         let col = f.location.map(|l| l.col).filter(|&c| c >= 0);
-        let func = self.func(thread, &f.filename, &f.funcname, lineno);
-        let th = &mut self.threads[thread];
-        let frame = match th.frame_cache.get(&(func, lineno, col)) {
+        let func = self.func(strings, &f.filename, &f.funcname, lineno);
+        let frame = match self.frame_cache.get(&(func, lineno, col)) {
             Some(&i) => i,
             None => {
-                let i = th.frame_func.len() as u32;
-                let python = th.func_is_python[func as usize];
-                th.frame_func.push(func);
-                th.frame_category.push(if python { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
-                th.frame_line.push(lineno.filter(|&l| l != 0));
-                th.frame_column.push(col);
-                th.frame_cache.insert((func, lineno, col), i);
+                let i = self.frame_func.len() as u32;
+                let python = self.func_is_python[func as usize];
+                self.frame_func.push(func);
+                self.frame_category.push(if python { CATEGORY_PYTHON } else { CATEGORY_NATIVE });
+                self.frame_line.push(lineno.filter(|&l| l != 0));
+                self.frame_column.push(col);
+                self.frame_cache.insert((func, lineno, col), i);
                 i
             }
         };
-        th.frame_of_id[id as usize] = Some(frame);
+        self.frame_of_id.insert(id, frame);
         frame
     }
 
-    fn func(&mut self, thread: usize, filename: &str, funcname: &str, lineno: Option<i32>) -> u32 {
+    fn func(&mut self, strings: &mut StringIndex, filename: &str, funcname: &str, lineno: Option<i32>) -> u32 {
         let key = (filename.to_owned(), funcname.to_owned());
-        if let Some(&i) = self.threads[thread].func_cache.get(&key) {
+        if let Some(&i) = self.func_cache.get(&key) {
             return i;
         }
-        let name = self.intern(funcname);
+        let name = strings.id(funcname);
         let python = is_python(filename);
-        let resource = match self.threads[thread].resource_cache.get(filename) {
+        let resource = match self.resource_cache.get(filename) {
             Some(&r) => r,
             None => {
-                let rname = if filename.contains('/') { basename(filename) } else { filename };
-                let n = self.intern(rname);
-                let th = &mut self.threads[thread];
-                let r = th.resource_name.len() as u32;
-                th.resource_name.push(n);
-                th.resource_cache.insert(filename.to_owned(), r);
+                let n = strings.id(resource_name(filename));
+                let r = self.resource_name.len() as u32;
+                self.resource_name.push(n);
+                self.resource_cache.insert(filename.to_owned(), r);
                 r
             }
         };
-        let file = if python { Some(self.intern(basename(filename))) } else { None };
-        let th = &mut self.threads[thread];
-        let i = th.func_name.len() as u32;
-        th.func_name.push(name);
-        th.func_is_python.push(python);
-        th.func_resource.push(resource);
-        th.func_file.push(file);
-        th.func_line.push(if python { lineno } else { None });
-        th.func_cache.insert(key, i);
+        let file = if python { Some(strings.id(basename(filename))) } else { None };
+        let i = self.func_name.len() as u32;
+        self.func_name.push(name);
+        self.func_is_python.push(python);
+        self.func_resource.push(resource);
+        self.func_file.push(file);
+        self.func_line.push(if python { lineno } else { None });
+        self.func_cache.insert(key, i);
         i
     }
 }
@@ -371,7 +450,11 @@ impl Collector for GeckoCollector {
                 *call = (t, call.1 + 1);
             }
             if let Some((thread, stack)) = self.call_stack {
-                self.threads[thread].samples.push((stack, t));
+                let at = self.sample_stack.len() as u32;
+                self.sample_stack.push(stack);
+                self.sample_time.push(t);
+                self.sample_next.push(END);
+                chain(&mut self.threads[thread].samples, &mut self.sample_next, at);
             }
         }
     }
@@ -411,13 +494,14 @@ fn float(v: f64) -> String {
 
 impl GeckoCollector {
     /// Closes open markers and writes the profile; `start_time_ms` goes to `meta.startTime`.
-    pub fn write(mut self, start_time_ms: f64, out: &mut impl Write) -> io::Result<()> {
+    /// Each thread's tables are made from its samples in order, written, and dropped.
+    pub fn write(mut self, frames: &FrameTable, start_time_ms: f64, out: &mut impl Write) -> io::Result<()> {
         self.end_call();
-        let end = self.last_sample_time;
+        // CPython closes what is still open state by state, each over every thread: a
+        // state's name is numbered when the first thread with it open is closed.
         for state in 0..STATES.len() {
-            for (tid, start) in self.starts[state].drain_in_order() {
-                let thread = self.thread_index[&tid];
-                self.marker(thread, state, start, end);
+            if self.threads.iter().any(|th| th.open[SLOT[state]] == state as u8) {
+                self.strings.id(STATES[state].1);
             }
         }
         if self.sample_count > 0 && self.last_sample_time > 0.0 {
@@ -442,11 +526,40 @@ impl GeckoCollector {
             float(self.interval),
             float(start_time_ms)
         )?;
+        let end = self.last_sample_time;
+        let mut samples = Vec::new();
+        let mut markers = Vec::new();
+        let mut stack_of: HashMap<u32, u32> = HashMap::new();
         for (i, th) in self.threads.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            write_thread(th, out)?;
+            let ids = self.thread_ids.get(i as u32);
+            let tid = u64::from(ids[0]) | u64::from(ids[1]) << 32;
+            let mut tables = Thread::default();
+            stack_of.clear();
+            samples.clear();
+            for at in walk(th.samples[0], &self.sample_next) {
+                let id = self.sample_stack[at];
+                let stack = match stack_of.get(&id) {
+                    Some(&stack) => stack,
+                    None => {
+                        let stack = tables.stack(&mut self.strings, frames, self.stacks.get(id));
+                        stack_of.insert(id, stack);
+                        stack
+                    }
+                };
+                samples.push((stack, self.sample_time[at]));
+            }
+            markers.clear();
+            markers.extend(walk(th.markers[0], &self.marker_next).map(|at| self.markers[at]));
+            for (slot, &state) in th.open.iter().enumerate() {
+                if state != CLOSED {
+                    let name = self.strings.id(STATES[state as usize].1);
+                    markers.push(Marker { name, state: state as usize, start: th.start[slot], end });
+                }
+            }
+            write_thread(tid, th.is_main, &tables, &samples, &markers, out)?;
         }
         out.write_all(b"],\"pages\":[],\"shared\":{\"stringArray\":[")?;
         for (i, s) in self.strings.strings().iter().enumerate() {
@@ -459,21 +572,27 @@ impl GeckoCollector {
     }
 }
 
-fn write_thread(th: &Thread, out: &mut impl Write) -> io::Result<()> {
-    let tid = th.tid;
+fn write_thread(
+    tid: u64,
+    is_main: bool,
+    th: &Thread,
+    samples: &[(u32, f64)],
+    markers: &[Marker],
+    out: &mut impl Write,
+) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":\"Thread-{tid}\",\"isMainThread\":{},\"processStartupTime\":0,\"processShutdownTime\":null,\
          \"registerTime\":0,\"unregisterTime\":null,\"pausedRanges\":[],\"pid\":\"0\",\"tid\":{tid},\
          \"processType\":\"default\",\"processName\":\"Python Process\",\"samples\":{{\"stack\":",
-        th.is_main
+        is_main
     )?;
-    array(out, &th.samples, |s| s.0.to_string())?;
+    array(out, samples, |s| s.0.to_string())?;
     out.write_all(b",\"time\":")?;
-    array(out, &th.samples, |s| float(s.1))?;
+    array(out, samples, |s| float(s.1))?;
     out.write_all(b",\"eventDelay\":")?;
-    repeat(out, th.samples.len(), "null")?;
-    write!(out, ",\"weight\":null,\"weightType\":\"samples\",\"length\":{}}}", th.samples.len())?;
+    repeat(out, samples.len(), "null")?;
+    write!(out, ",\"weight\":null,\"weightType\":\"samples\",\"length\":{}}}", samples.len())?;
 
     let n = th.stack_frame.len();
     out.write_all(b",\"stackTable\":{\"frame\":")?;
@@ -541,21 +660,21 @@ fn write_thread(th: &Thread, out: &mut impl Write) -> io::Result<()> {
     out.write_all(b",\"nativeSymbols\":{\"libIndex\":[],\"address\":[],\"name\":[],\"functionSize\":[],\"length\":0}")?;
 
     out.write_all(b",\"markers\":{\"data\":")?;
-    array(out, &th.markers, |m| {
+    array(out, markers, |m| {
         let ty: String = STATES[m.state].1.chars().filter(|&c| c != ' ').collect();
         format!("{{\"type\":\"{ty}\",\"duration\":{},\"tid\":{tid}}}", float(m.end - m.start))
     })?;
     out.write_all(b",\"name\":")?;
-    array(out, &th.markers, |m| m.name.to_string())?;
+    array(out, markers, |m| m.name.to_string())?;
     out.write_all(b",\"startTime\":")?;
-    array(out, &th.markers, |m| float(m.start))?;
+    array(out, markers, |m| float(m.start))?;
     out.write_all(b",\"endTime\":")?;
-    array(out, &th.markers, |m| float(m.end))?;
+    array(out, markers, |m| float(m.end))?;
     out.write_all(b",\"phase\":")?;
-    repeat(out, th.markers.len(), "1")?;
+    repeat(out, markers.len(), "1")?;
     out.write_all(b",\"category\":")?;
-    array(out, &th.markers, |m| STATES[m.state].2.to_string())?;
-    write!(out, ",\"length\":{}}}}}", th.markers.len())
+    array(out, markers, |m| STATES[m.state].2.to_string())?;
+    write!(out, ",\"length\":{}}}}}", markers.len())
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ fn write_streamed<S: Source>(
         Output::Gecko => {
             let mut c = gecko::GeckoCollector::default();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            c.write(info.start_time_us as f64 / 1000.0, &mut out)?;
+            c.write(source.frames(), info.start_time_us as f64 / 1000.0, &mut out)?;
             n
         }
         Output::Speedscope { name } => {
