@@ -128,16 +128,19 @@ impl Collector for CollapsedCollector {
 
 /// Where `"T;"` sorts among the texts of other thread ids (what orders CPython's `tid:T;`
 /// roots): its decimal digits as nibbles, most significant first, then `;` as 10, which sorts
-/// after every digit as `;` does in ASCII, left-aligned in 128 bits. Two ids' texts first
-/// differ at a digit or where the shorter ends, so the keys compare as the texts.
-fn thread_text_order(t: u64) -> u128 {
-    let digits = if t == 0 { 1 } else { t.ilog10() + 1 };
-    let mut key = 0u128;
-    for i in (0..digits).rev() {
-        key = key << 4 | u128::from(t / 10u64.pow(i) % 10);
+/// after every digit as `;` does in ASCII, left-aligned in 128 bits (21 nibbles at most). Two
+/// ids' texts first differ at a digit or where the shorter ends, so the keys compare as the
+/// texts do.
+fn thread_text_order(mut t: u64) -> u128 {
+    let (mut key, mut bits) = (10u128, 4);
+    loop {
+        key |= u128::from(t % 10) << bits;
+        bits += 4;
+        t /= 10;
+        if t == 0 {
+            return key << (128 - bits);
+        }
     }
-    key = key << 4 | 10;
-    key << (4 * (32 - (digits + 1)))
 }
 
 fn thread_of(key: &[u32]) -> u64 {
@@ -157,19 +160,19 @@ impl CollapsedCollector {
         }
     }
 
-    /// The keys' ids in CPython's order. Memory beyond the keys: 16 bytes a key while the
-    /// threads are ranked, then 8 (no key's text is made when names are distinct).
+    /// The keys' ids in CPython's order. Memory beyond the keys: 4 bytes a key (no key's
+    /// text is made when names are distinct).
     fn sorted(&self, names: &[String]) -> Vec<u32> {
         let Some(ranks) = &self.ranks else { return Vec::new() };
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
         let samples = &self.samples;
         if ranks.ordered {
-            let rank = self.thread_ranks();
-            // The order is the thread's rank, then the frames' words: keys are distinct.
+            // The order is the thread's text, then the frames' words: keys are distinct.
+            let thread = |id: u32| thread_text_order(thread_of(self.stacks.get(id)));
             ids.sort_unstable_by(|&a, &b| {
                 samples[b as usize]
                     .cmp(&samples[a as usize])
-                    .then(rank[a as usize].cmp(&rank[b as usize]))
+                    .then_with(|| thread(a).cmp(&thread(b)))
                     .then_with(|| self.stacks.get(a)[2..].cmp(&self.stacks.get(b)[2..]))
             });
         } else {
@@ -182,21 +185,6 @@ impl CollapsedCollector {
             });
         }
         ids
-    }
-
-    /// Per key, its thread's rank in the order of the threads' `tid:T;` texts.
-    fn thread_ranks(&self) -> Vec<u32> {
-        let thread = |id: u32| thread_of(self.stacks.get(id));
-        let ids = 0..self.samples.len() as u32;
-        let mut tids: Vec<u64> = ids.clone().map(thread).collect();
-        tids.sort_unstable();
-        tids.dedup();
-        tids.sort_unstable_by_key(|&t| thread_text_order(t));
-        ids.map(|id| {
-            let key = thread_text_order(thread(id));
-            tids.partition_point(|&t| thread_text_order(t) < key) as u32
-        })
-        .collect()
     }
 
     /// Whether lines start with `tid:T`.
@@ -221,10 +209,8 @@ impl CollapsedCollector {
     ) {
         let Some(ranks) = &self.ranks else { return };
         let names = names(frames, self.naming);
-        let rank = self.thread_ranks();
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
-        ids.sort_unstable_by_key(|&id| (rank[id as usize], id));
-        drop(rank);
+        ids.sort_unstable_by_key(|&id| (thread_text_order(thread_of(self.stacks.get(id))), id));
         for group in ids.chunk_by(|&a, &b| thread_of(self.stacks.get(a)) == thread_of(self.stacks.get(b))) {
             let samples: u64 = group.iter().map(|&id| self.samples[id as usize]).sum();
             let lines = if wanted(samples) {
@@ -286,4 +272,22 @@ fn text(key: &[u32], ranks: &Ranks, names: &[String], threads: bool) -> String {
         text.push_str(&names[ranks.function[word as usize] as usize]);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_text_order;
+
+    /// Thread ids ordered by the key are ordered as their `T;` texts sort as strings.
+    #[test]
+    fn thread_ids_order_as_their_texts() {
+        let mut ids = vec![0, 1, 9, 10, 12, 19, 99, 100, 120, 123, 1_000, 1_234_567, 2, 20, 21, 3_000_000_000];
+        ids.extend([u64::MAX, u64::MAX - 1, 10u64.pow(19), 10u64.pow(19) - 1, 18_446_744_073_709_551_610]);
+        ids.extend((0..2_000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64)));
+        let mut by_text = ids.clone();
+        by_text.sort_by_key(|t| format!("{t};"));
+        let mut by_key = ids;
+        by_key.sort_by_key(|&t| thread_text_order(t));
+        assert_eq!(by_key, by_text);
+    }
 }
