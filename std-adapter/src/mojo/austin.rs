@@ -150,13 +150,18 @@ fn python_hex(tid: &str) -> Option<String> {
 }
 
 /// Each thread id's text as `mojo2austin` prints it (decimal when it is hex), worked out
-/// once per distinct thread id: most samples are of the thread before.
+/// once per distinct thread id: most samples are of the thread before. The texts of at most
+/// [`TID_TEXTS`] threads are kept (then the table starts again): a file of a million threads
+/// kept a million, 240 MB.
 #[derive(Default)]
 struct TidText {
     index: IdMap<Box<[u8]>, usize>,
     shown: Vec<(Box<[u8]>, Box<str>)>,
     last: Option<usize>,
 }
+
+/// Threads whose texts [`TidText`] keeps at once (about 100 bytes each).
+const TID_TEXTS: usize = 1 << 16;
 
 impl TidText {
     fn of(&mut self, tid: &[u8]) -> &str {
@@ -166,9 +171,12 @@ impl TidText {
                 let i = match self.index.get(tid) {
                     Some(&i) => i,
                     None => {
+                        if self.shown.len() == TID_TEXTS {
+                            self.shown.clear();
+                            self.index.clear();
+                        }
                         let text = String::from_utf8_lossy(tid);
                         let shown = python_hex(&text).unwrap_or_else(|| text.into_owned());
-                        // One entry per distinct thread id: as many as the file has threads.
                         self.shown.push((tid.into(), shown.into()));
                         self.index.insert(tid.into(), self.shown.len() - 1);
                         self.shown.len() - 1
