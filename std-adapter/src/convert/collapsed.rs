@@ -13,6 +13,7 @@
 //! their texts do. Each key is held once, end to end with the others ([`SequenceIndex`]). Texts are made only as the lines are written. A profile whose names collide
 //! (`basename` drops the directory) or hold `;` is sorted by its texts instead.
 
+use std::cmp::Ordering;
 use std::io::{self, Write};
 
 use crate::hash::{IdMap, SequenceIndex};
@@ -126,20 +127,18 @@ impl Collector for CollapsedCollector {
     }
 }
 
-/// Where `"T;"` sorts among the texts of other thread ids (what orders CPython's `tid:T;`
-/// roots): its decimal digits as nibbles, most significant first, then `;` as 10, which sorts
-/// after every digit as `;` does in ASCII, left-aligned in 128 bits (21 nibbles at most). Two
-/// ids' texts first differ at a digit or where the shorter ends, so the keys compare as the
-/// texts do.
-fn thread_text_order(mut t: u64) -> u128 {
-    let (mut key, mut bits) = (10u128, 4);
-    loop {
-        key |= u128::from(t % 10) << bits;
-        bits += 4;
-        t /= 10;
-        if t == 0 {
-            return key << (128 - bits);
-        }
+/// How the texts `"A;"` and `"B;"` of two thread ids compare (what orders CPython's `tid:T;`
+/// roots), without making them. Ids of as many digits compare as numbers. Otherwise the
+/// longer is cut to the shorter's digits: where those differ, they decide; where they are
+/// equal, the shorter text has `;` where the longer has a digit, and `;` sorts after every
+/// digit, so the shorter comes last.
+fn thread_text_cmp(a: u64, b: u64) -> Ordering {
+    let digits = |t: u64| t.checked_ilog10().unwrap_or(0);
+    let (da, db) = (digits(a), digits(b));
+    match da.cmp(&db) {
+        Ordering::Equal => a.cmp(&b),
+        Ordering::Less => a.cmp(&(b / 10u64.pow(db - da))).then(Ordering::Greater),
+        Ordering::Greater => (a / 10u64.pow(da - db)).cmp(&b).then(Ordering::Less),
     }
 }
 
@@ -168,11 +167,11 @@ impl CollapsedCollector {
         let samples = &self.samples;
         if ranks.ordered {
             // The order is the thread's text, then the frames' words: keys are distinct.
-            let thread = |id: u32| thread_text_order(thread_of(self.stacks.get(id)));
+            let thread = |id: u32| thread_of(self.stacks.get(id));
             ids.sort_unstable_by(|&a, &b| {
                 samples[b as usize]
                     .cmp(&samples[a as usize])
-                    .then_with(|| thread(a).cmp(&thread(b)))
+                    .then_with(|| thread_text_cmp(thread(a), thread(b)))
                     .then_with(|| self.stacks.get(a)[2..].cmp(&self.stacks.get(b)[2..]))
             });
         } else {
@@ -210,7 +209,8 @@ impl CollapsedCollector {
         let Some(ranks) = &self.ranks else { return };
         let names = names(frames, self.naming);
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
-        ids.sort_unstable_by_key(|&id| (thread_text_order(thread_of(self.stacks.get(id))), id));
+        let tid = |id: u32| thread_of(self.stacks.get(id));
+        ids.sort_unstable_by(|&a, &b| thread_text_cmp(tid(a), tid(b)).then(a.cmp(&b)));
         for group in ids.chunk_by(|&a, &b| thread_of(self.stacks.get(a)) == thread_of(self.stacks.get(b))) {
             let samples: u64 = group.iter().map(|&id| self.samples[id as usize]).sum();
             let lines = if wanted(samples) {
@@ -276,9 +276,9 @@ fn text(key: &[u32], ranks: &Ranks, names: &[String], threads: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::thread_text_order;
+    use super::thread_text_cmp;
 
-    /// Thread ids ordered by the key are ordered as their `T;` texts sort as strings.
+    /// Thread ids ordered by the comparison are ordered as their `T;` texts sort as strings.
     #[test]
     fn thread_ids_order_as_their_texts() {
         let mut ids = vec![0, 1, 9, 10, 12, 19, 99, 100, 120, 123, 1_000, 1_234_567, 2, 20, 21, 3_000_000_000];
@@ -286,8 +286,8 @@ mod tests {
         ids.extend((0..2_000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64)));
         let mut by_text = ids.clone();
         by_text.sort_by_key(|t| format!("{t};"));
-        let mut by_key = ids;
-        by_key.sort_by_key(|&t| thread_text_order(t));
-        assert_eq!(by_key, by_text);
+        let mut by_cmp = ids;
+        by_cmp.sort_by(|&a, &b| thread_text_cmp(a, b));
+        assert_eq!(by_cmp, by_text);
     }
 }

@@ -10,6 +10,7 @@ use inferno::flamegraph::{self, Options};
 
 use super::collapsed::CollapsedCollector;
 use crate::model::FrameTable;
+use crate::pyfmt::decimal_digits;
 
 /// Options shared by both graphs: deterministic colours per name, counts called samples.
 fn options(title: &str) -> Options<'static> {
@@ -73,7 +74,14 @@ pub fn write_threads(
     collapsed.each_thread(frames, drawn, |tid, samples, mut lines| {
         if drawn(samples) {
             end_run(&mut run, &mut text);
-            let mut folded: Vec<String> = lines.drain(..).map(|(stack, n)| format!("{stack} {n}")).collect();
+            let mut folded: Vec<String> = lines
+                .drain(..)
+                .map(|(mut stack, n)| {
+                    stack.push(' ');
+                    stack.push_str(std::str::from_utf8(decimal_digits(n, &mut [0; 20])).unwrap_or_default());
+                    stack
+                })
+                .collect();
             folded.sort_unstable();
             for line in folded {
                 text.push_str(&line);

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::hash::{SequenceIndex, StringIndex};
+use crate::hash::{IdMap, SequenceIndex, StringIndex};
 use crate::model::{basename, Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 
@@ -110,7 +110,7 @@ struct Thread {
     frame_column: Vec<Option<i32>>,
     frame_cache: HashMap<(u32, Option<i32>, Option<i32>), u32>,
     /// Per table frame id met: its index in this thread's frame table.
-    frame_of_id: HashMap<u32, u32>,
+    frame_of_id: IdMap<u32, u32>,
     // funcTable
     func_name: Vec<u32>,
     func_is_python: Vec<bool>,
@@ -529,7 +529,8 @@ impl GeckoCollector {
         let end = self.last_sample_time;
         let mut samples = Vec::new();
         let mut markers = Vec::new();
-        let mut stack_of: HashMap<u32, u32> = HashMap::new();
+        // Each stack's index in the thread's table: most samples repeat the one before.
+        let mut stack_of: IdMap<u32, u32> = IdMap::default();
         for (i, th) in self.threads.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
@@ -538,17 +539,17 @@ impl GeckoCollector {
             let tid = u64::from(ids[0]) | u64::from(ids[1]) << 32;
             let mut tables = Thread::default();
             stack_of.clear();
+            let mut last: Option<(u32, u32)> = None;
             samples.clear();
             for at in walk(th.samples[0], &self.sample_next) {
                 let id = self.sample_stack[at];
-                let stack = match stack_of.get(&id) {
-                    Some(&stack) => stack,
-                    None => {
-                        let stack = tables.stack(&mut self.strings, frames, self.stacks.get(id));
-                        stack_of.insert(id, stack);
-                        stack
-                    }
+                let stack = match last {
+                    Some((was, stack)) if was == id => stack,
+                    _ => *stack_of
+                        .entry(id)
+                        .or_insert_with(|| tables.stack(&mut self.strings, frames, self.stacks.get(id))),
                 };
+                last = Some((id, stack));
                 samples.push((stack, self.sample_time[at]));
             }
             markers.clear();
