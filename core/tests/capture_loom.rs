@@ -1,7 +1,7 @@
 //! The capture ring's memory orderings under loom's model checker: every interleaving and
 //! every weak-memory outcome loom can produce of one producer and one consumer.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" cargo test -p tachyon-core --test capture_loom --release`
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p tachyon-core --test capture_loom --profile checked`
 //! (the test command does, in its own target directory). The ring's words are atomics
 //! stored with `Relaxed`, so loom sees a consumer that could read a word before the
 //! producer published it: weakening the producer's release of `written` or the consumer's
