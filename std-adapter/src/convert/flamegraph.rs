@@ -34,7 +34,7 @@ pub fn write(lines: &[(String, u64)], title: &str, out: &mut impl Write) -> io::
     flamegraph::from_lines(&mut options(title), text.lines(), out)
 }
 
-/// Writes the flame graph of `collapsed`'s lines, as [`write`] does of all of them, but
+/// Writes the flame graph of `collapsed`'s lines, as [`write()`] does of all of them, but
 /// without making the lines of threads too narrow to draw: memory follows the threads drawn
 /// (a million threads of a sample each: none of them), not every line.
 ///
