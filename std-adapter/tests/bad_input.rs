@@ -495,7 +495,10 @@ fn million_threads_file() -> &'static Path {
     static FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
     FILE.get_or_init(|| {
         const THREADS: u64 = 1_000_000;
-        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join("million_threads.pyb");
+        // A file per process: nextest runs each test in a process of its own, and two
+        // writing one path at once gave a reader the other's half-written file.
+        let name = format!("million_threads.{}.pyb", std::process::id());
+        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
         let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
         let mut storage = VecWriterStorage::new(cap).unwrap();
         let sink = tachyon::file::create(&input).unwrap();
