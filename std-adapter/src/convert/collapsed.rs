@@ -5,13 +5,15 @@
 //!
 //! Texts of deep stacks are long (a kilobyte and more) and share most of their bytes, so
 //! neither counting nor sorting touches them. A stack is counted under a key of one word a
-//! frame (after the thread id's two): the frame's rank among all frame names in text order. When every name is distinct
-//! and free of `;`, comparing two texts comes down to comparing the names where the stacks
-//! part — a name alone when the line ends there, followed by `;` when it goes on — so each
-//! function has two ranks (its name alone, its name and `;`), the key takes the first for the
-//! innermost frame and the second for the others, and keys compared word by word compare as
-//! their texts do. Each key is held once, end to end with the others ([`SequenceIndex`]). Texts are made only as the lines are written. A profile whose names collide
-//! (`basename` drops the directory) or hold `;` is sorted by its texts instead.
+//! frame (after the thread id's two): the frame's rank among all frame names in text order.
+//! When every name is distinct and free of `;`, comparing two texts comes down to comparing
+//! the names where the stacks part — a name alone when the line ends there, followed by `;`
+//! when it goes on — so each function has two ranks (its name alone, its name and `;`), the
+//! key takes the first for the innermost frame and the second for the others, and keys
+//! compared word by word compare as their texts do. Each key is held once, end to end with
+//! the others ([`SequenceIndex`]). Texts are made only as the lines are written. A profile
+//! whose names collide (`basename` drops the directory) or hold `;` is sorted by its texts
+//! instead.
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -196,10 +198,10 @@ impl CollapsedCollector {
         self.samples.iter().sum()
     }
 
-    /// The lines thread by thread, the threads in the order of their `tid:T;` texts: per
-    /// thread `(id, [(text, samples)])`, its lines made only when `wanted` says so of its
-    /// samples (an empty list otherwise), so that a caller may pass over threads too small to
-    /// show without making their texts.
+    /// The lines thread by thread, the threads in the order of their `tid:T;` texts: `thread`
+    /// gets each thread's id, its samples and its lines `(text, samples)`, made only when
+    /// `wanted` says so of its samples (an empty list otherwise), so that a caller may pass
+    /// over threads too small to show without making their texts.
     pub fn each_thread(
         &self,
         frames: &FrameTable,

@@ -71,11 +71,11 @@ pub fn write_threads(
             text.push_str(&format!("tid:{tid}; {samples}\n"));
         }
     };
-    collapsed.each_thread(frames, drawn, |tid, samples, mut lines| {
+    collapsed.each_thread(frames, drawn, |tid, samples, lines| {
         if drawn(samples) {
             end_run(&mut run, &mut text);
             let mut folded: Vec<String> = lines
-                .drain(..)
+                .into_iter()
                 .map(|(mut stack, n)| {
                     stack.push(' ');
                     stack.push_str(std::str::from_utf8(decimal_digits(n, &mut [0; 20])).unwrap_or_default());

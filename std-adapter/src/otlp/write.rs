@@ -243,9 +243,16 @@ impl<'c> Request<'c> {
         }
     }
 
-    /// Entry `index`'s sample in profile `profile` (0: counts, 1: time), into `sample`'s
-    /// storage.
+    /// Entry `index_of_entry`'s sample in profile `profile` (0: counts, 1: time), into
+    /// `sample`'s storage.
     fn sample(&self, entry: &Entry<'_>, index_of_entry: usize, profile: usize, sample: &mut Sample) {
+        self.fill(entry, index_of_entry, sample);
+        self.values(entry, profile, sample);
+    }
+
+    /// What entry `index_of_entry`'s samples share in both profiles: stack, thread attribute,
+    /// and its timestamps when every sample of it has one (none otherwise).
+    fn fill(&self, entry: &Entry<'_>, index_of_entry: usize, sample: &mut Sample) {
         sample.stack_index = index(entry.stack as usize + 1);
         sample.attribute_indices.clear();
         if self.threads {
@@ -256,18 +263,26 @@ impl<'c> Request<'c> {
         let unix_ns = |t_us: u64| ns((i128::from(t_us) + offset_us).clamp(0, i128::from(u64::MAX)) as u64);
         sample.timestamps_unix_nano.clear();
         sample.timestamps_unix_nano.extend(entry.times_us().map(unix_ns));
-        sample.values.clear();
         let stamps = sample.timestamps_unix_nano.len();
-        if self.timestamps && stamps != 0 && stamps as u64 == entry.samples {
-            sample.values.resize(stamps, if profile == 0 { 1 } else { self.interval_ns });
-        } else {
-            let n = i64::try_from(entry.samples).unwrap_or(i64::MAX);
-            sample.values.push(if profile == 0 { n } else { n.saturating_mul(self.interval_ns) });
+        if !(self.timestamps && stamps != 0 && stamps as u64 == entry.samples) {
             sample.timestamps_unix_nano.clear();
         }
     }
 
-    /// The attribute of the `number`th distinct thread.
+    /// The values of a [`fill`](Request::fill)ed sample in profile `profile`: one per
+    /// timestamp (1, or the interval), else the total (samples, or samples × interval).
+    fn values(&self, entry: &Entry<'_>, profile: usize, sample: &mut Sample) {
+        sample.values.clear();
+        let stamps = sample.timestamps_unix_nano.len();
+        if stamps != 0 {
+            sample.values.resize(stamps, if profile == 0 { 1 } else { self.interval_ns });
+        } else {
+            let n = i64::try_from(entry.samples).unwrap_or(i64::MAX);
+            sample.values.push(if profile == 0 { n } else { n.saturating_mul(self.interval_ns) });
+        }
+    }
+
+    /// The `thread.id` attribute of thread `thread_id`.
     fn thread_attribute(&self, thread_id: u64) -> KeyValueAndUnit {
         KeyValueAndUnit {
             key_strindex: self.thread_key,
@@ -297,8 +312,10 @@ impl<'c> Request<'c> {
         let mut sample = Sample::default();
         let mut samples_len = [0u64; 2];
         for (i, entry) in self.counts.entries().enumerate() {
+            // The entry's times walked once for both profiles' lengths.
+            self.fill(&entry, i, &mut sample);
             for (p, total) in samples_len.iter_mut().enumerate() {
-                self.sample(&entry, i, p, &mut sample);
+                self.values(&entry, p, &mut sample);
                 *total += field_len(sample.encoded_len());
             }
         }
