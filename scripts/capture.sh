@@ -58,7 +58,7 @@ RUSTFLAGS="--cfg loom" cargo test -q -p tachyon-core --test capture_loom --profi
   > "$WORK/loom.log" 2>&1 || { cat "$WORK/loom.log"; fail "the loom model of the capture ring"; }
 grep -h "test result" "$WORK/loom.log" | sed 's/^/  capture:   /'
 
-cargo build -q -p tachyon-capi || fail "building the C library"
+cargo build -q --profile checked -p tachyon-capi || fail "building the C library (as scripts/capi.sh builds it)"
 release_build || fail "building the C library and the tachyon command (release)"
 TACHYON="$ROOT/target/release/tachyon"
 LIB="$ROOT/target/release/libtachyon_c.a"
@@ -72,7 +72,7 @@ log "$(cat "$WORK/signal-safety.txt")"
 
 log "C contract: capture_test.c"
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -O1 -g -I capi/include capi/tests/c/capture_test.c \
-  "$ROOT/target/debug/libtachyon_c.a" $LIBS -o "$WORK/capture_test" || fail "compiling capture_test.c"
+  "$ROOT/target/checked/libtachyon_c.a" $LIBS -o "$WORK/capture_test" || fail "compiling capture_test.c"
 "$WORK/capture_test" "$WORK" || fail "capture_test"
 "$TACHYON" verify "$WORK/capture.pyb" >/dev/null || fail "capture_test's file does not verify"
 "$TACHYON" verify "$WORK/journal.pyb" >/dev/null || fail "capture_test's finalized journal is not a Tachyon file"
