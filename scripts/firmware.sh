@@ -44,8 +44,6 @@ CLIPPY_DRIVER=$(rustup which clippy-driver) || fail "clippy-driver (rustup compo
 RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER RUSTFLAGS="-D warnings" cargo build -q --locked "${DL[@]}" \
   --target-dir "$ROOT/target/defmt-log" || fail "linting (clippy -D warnings) and building qemu-tests/firmware/defmt-log"
 DEFMT_LOG="$ROOT/target/defmt-log/debug/defmt-log"
-release_build || fail "building the tachyon command"
-TACHYON="$ROOT/target/release/tachyon"
 
 mkdir -p "$OUT"
 cd qemu-tests/firmware
@@ -54,6 +52,13 @@ for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   log "$target: clippy and build"
   cargo clippy -q --release --target "$target" -- -D warnings || fail "$target: cargo clippy"
   cargo build -q --release --target "$target" || fail "$target: cargo build"
+done
+# The command, to put the UART streams back together: built last, because the test command
+# builds it in the background from its set-up on and this waits for it (cargo's lock on
+# target/release) — the firmware's own builds, in their own target folders, go on meanwhile.
+(cd "$ROOT" && release_build) || fail "building the tachyon command"
+TACHYON="$ROOT/target/release/tachyon"
+for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   elf="$PWD/target/$target/release/tachyon-firmware"
   log "$target: run under qemu-system-arm"
   FIRMWARE_TIMEOUT=120 ./run-qemu.sh "$elf" || fail "$target: the firmware exited with status $? (log: $OUT/$target.defmt)"

@@ -10,6 +10,14 @@
 #
 #   bash scripts/fleet.sh --prepare    only the environment (the test command makes it beside
 #                                      its other downloads)
+#   bash scripts/fleet.sh --install    the environment and the wheel installed into it, no test
+#   bash scripts/fleet.sh --installed [merge] [push]
+#                                      only those parts (both when none is named), the wheel
+#                                      as installed: the test command runs the two parts side
+#                                      by side, each mostly waiting (a Dask cluster starting,
+#                                      files settling, loopback servers): 82 s and 90 s alone,
+#                                      2 min 53 s one after the other (2026-11-28)
+#   merge: OTLP, merge, Dask; push: push, push --follow, the fleet benchmark
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/harness.sh
@@ -36,33 +44,51 @@ if [ "$(cat "$C/venv/pinned" 2>/dev/null)" != "${PINNED[*]}" ]; then
   timed download "$C/venv/bin/pip" install -q "${PINNED[@]}" || fail "environment" "pip install ${PINNED[*]} failed"
   echo "${PINNED[*]}" > "$C/venv/pinned"
 fi
-[ -z "${1:-}" ] || { [ "$1" = --prepare ] && exit 0; fail "arguments" "only --prepare is known"; }
+PREPARE= INSTALL=1 INSTALL_ONLY= PARTS=()
+for arg in "$@"; do
+  case $arg in
+    --prepare) PREPARE=1 ;;
+    --install) INSTALL_ONLY=1 ;;
+    --installed) INSTALL= ;;
+    merge | push) PARTS+=("$arg") ;;
+    *) fail "arguments" "$arg: only --prepare, --install, --installed, merge and push are known" ;;
+  esac
+done
+[ -z "$PREPARE" ] || exit 0
+[ ${#PARTS[@]} -gt 0 ] || PARTS=(merge push)
+part() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
 
 command -v go >/dev/null || fail "go" "go tool pprof is needed (scripts/viewer-tools.sh installs it)"
 step "the release build (tachyon, fleet_files; scripts/harness.sh, shared with every step)"
 release_build || fail "build" "the release build"
 export TACHYON_CLI=$PWD/target/release/tachyon
-wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
-"$C/venv/bin/pip" install -q --force-reinstall --no-deps "$wheel" || fail "wheel" "pip install $wheel failed"
+if [ -n "$INSTALL" ]; then
+  wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
+  "$C/venv/bin/pip" install -q --force-reinstall --no-deps "$wheel" || fail "wheel" "pip install $wheel failed"
+fi
+[ -z "$INSTALL_ONLY" ] || exit 0
 
-step "OTLP: every committed and recorded real profile of every format, --to otlp and --to otlp-json, decoded by opentelemetry-proto, equal to its collapsed stacks (python/tests/test_otlp.py)"
-"$C/venv/bin/python" python/tests/test_otlp.py || fail "test_otlp.py" "see above"
+if part merge; then
+  step "OTLP: every committed and recorded real profile of every format, --to otlp and --to otlp-json, decoded by opentelemetry-proto, equal to its collapsed stacks (python/tests/test_otlp.py)"
+  "$C/venv/bin/python" python/tests/test_otlp.py || fail "test_otlp.py" "see above"
 
-step "merge: 2,000 profiles (the committed real wall-clock ones, re-encoded with shifted thread ids and times by fleet_files), summed stacks, order, mixed formats, flat memory, bad files (python/tests/test_merge.py)"
-F=$PWD/target/fleet/files
-rm -rf target/fleet && mkdir -p target/fleet
-R=qemu-tests/fixtures/real-3.15.2
-target/release/fleet_files "$F" 2000 "$R/mixed_wall_blocking_raw.pyb" "$R/recursion_deep_raw.pyb" \
-  "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet files" "fleet_files failed"
-"$C/venv/bin/python" python/tests/test_merge.py "$F" || fail "test_merge.py" "see above"
+  step "merge: 2,000 profiles (the committed real wall-clock ones, re-encoded with shifted thread ids and times by fleet_files), summed stacks, order, mixed formats, flat memory, bad files (python/tests/test_merge.py)"
+  F=$PWD/target/fleet/files
+  rm -rf target/fleet && mkdir -p target/fleet
+  R=qemu-tests/fixtures/real-3.15.2
+  target/release/fleet_files "$F" 2000 "$R/mixed_wall_blocking_raw.pyb" "$R/recursion_deep_raw.pyb" \
+    "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet files" "fleet_files failed"
+  "$C/venv/bin/python" python/tests/test_merge.py "$F" || fail "test_merge.py" "see above"
 
-step "Dask: the same merge as a Dask job on a local cluster of worker processes equals tachyon merge byte for byte (python/tests/test_dask.py, python/examples/dask_merge.py)"
-"$C/venv/bin/python" python/tests/test_dask.py "$F" || fail "test_dask.py" "see above"
-"$C/venv/bin/python" python/examples/dask_merge.py target/fleet/dask.pb.gz pprof "$F" || fail "dask example" "python/examples/dask_merge.py failed"
-"$TACHYON_CLI" --quiet merge "$F" --to pprof -o target/fleet/cli.pb.gz || fail "dask example" "tachyon merge failed"
-cmp target/fleet/dask.pb.gz target/fleet/cli.pb.gz || fail "dask example" "the example's output differs from tachyon merge's"
-rm -rf target/fleet
+  step "Dask: the same merge as a Dask job on a local cluster of worker processes equals tachyon merge byte for byte (python/tests/test_dask.py, python/examples/dask_merge.py)"
+  "$C/venv/bin/python" python/tests/test_dask.py "$F" || fail "test_dask.py" "see above"
+  "$C/venv/bin/python" python/examples/dask_merge.py target/fleet/dask.pb.gz pprof "$F" || fail "dask example" "python/examples/dask_merge.py failed"
+  "$TACHYON_CLI" --quiet merge "$F" --to pprof -o target/fleet/cli.pb.gz || fail "dask example" "tachyon merge failed"
+  cmp target/fleet/dask.pb.gz target/fleet/cli.pb.gz || fail "dask example" "the example's output differs from tachyon merge's"
+  rm -rf target/fleet
+fi
 
+part push || exit 0
 step "push: OTLP/HTTP and Pyroscope /ingest against a scripted receiver on the loopback answering 200, 429, 503, 400 … (python/tests/test_push.py)"
 "$C/venv/bin/python" python/tests/test_push.py || fail "test_push.py" "see above"
 

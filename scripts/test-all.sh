@@ -205,7 +205,7 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates, then the release build every step shares; the fleet step's packages"
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates; the fleet step's packages; then the release build every step shares starts in the background"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
@@ -214,16 +214,20 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 job() { together "$LOGS" "$@"; }
 job oracle-and-python bash -c 'bash scripts/oracle.sh && bash scripts/python.sh --prepare'
 job viewer-tools bash scripts/viewer-tools.sh
-# The release build every later step shares (scripts/harness.sh's release_build) starts as
-# soon as the crates are in: from empty caches the other jobs wait on the network for minutes.
-job crates-and-release-build bash -c '. scripts/harness.sh
+job crates bash -c '. scripts/harness.sh
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml &&
   cargo fetch --locked --manifest-path python/Cargo.toml && cargo fetch --locked --manifest-path qemu-tests/firmware/Cargo.toml &&
-  cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml &&
-  release_build'
+  cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml'
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
+# The release build every later step shares (scripts/harness.sh's release_build), in the
+# background from here to the end of the firmware step, the first to use it (it waits on
+# cargo's lock on target/release): with fat LTO its last minutes compile and link on one core,
+# and in the set-up nothing else had the other (the set-up 5 min 59 s at 71 % from empty
+# caches, 2026-11-28). The firmware step's, the recordings' and the static checks' builds run
+# beside it: none of them builds in target/release.
+background "$LOGS" release-build bash -c '. scripts/harness.sh && release_build'
 
 # The recordings of the real tools: each made by a script from a workload, cached in
 # ~/.cache/tachyon-recordings under a key of the files that make it (the recorder, its
@@ -295,6 +299,7 @@ recordings_start
 step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together, CPython 3.15.2 reading both files"
 export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
+background_wait release-build || exit 1
 
 step "static checks: format, import cycles, clippy on every target kind, no_std builds, docs, MSRV (scripts/static-checks.sh)"
 # (The fuzz workspace's clippy runs beside the fuzz build, below.)
@@ -422,13 +427,16 @@ bash scripts/capture.sh
 prune target/loom target/capture/work
 
 step "Python package and fleet, side by side after the wheel's build. Python: the abi3 wheel built with maturin into target/wheels/, pip-installed into Python 3.11 and CPython 3.15.2; CPython's own test_binary_format with our BinaryWriter/BinaryReader; on 3.11 every real profile read and every writer vector written as CPython 3.15.2 does, hostile files, convert() equal to the command; the vectors on 3.13 and 3.14 too. Fleet: OTLP output of every real profile decoded by opentelemetry-proto (the package index's) and equal to its collapsed stacks; tachyon merge of 2,000 profiles in flat memory; the same merge on a local Dask cluster, byte for byte; tachyon push against scripted loopback receivers, HTTP and HTTPS; push --follow through outages and kills; the fleet benchmark once"
-# The two test runs below keep about half a core busy each (Python interpreters, loopback
-# servers, a follower that waits for files to settle), so together they take about as long
-# as the longer one. Their benchmarks run once as smoke runs and assert no speed. The
+# The three test runs below keep about half a core busy each (Python interpreters, a Dask
+# cluster, loopback servers, a follower that waits for files to settle), so together they
+# take about as long as the longest: the fleet's two halves took 82 s and 90 s alone, 2 min
+# 53 s one after the other. Their benchmarks run once as smoke runs and assert no speed. The
 # package's convert() is compared with the release command, the one users run.
 bash scripts/python.sh --wheel
+bash scripts/fleet.sh --install
 together target/python-fleet-logs python env TACHYON_CLI="$PWD/target/release/tachyon" bash scripts/python.sh --built
-together target/python-fleet-logs fleet bash scripts/fleet.sh
+together target/python-fleet-logs fleet-merge bash scripts/fleet.sh --installed merge
+together target/python-fleet-logs fleet-push bash scripts/fleet.sh --installed push
 together_wait
 prune target/wheels target/python-fleet-logs
 
