@@ -205,7 +205,7 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
-step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates; the fleet step's packages; then the release build every step shares starts in the background"
+step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates; the fleet step's packages; the release build every step shares, started beside them in the background"
 # Network-bound and independent of each other: each job's output goes to its log, shown when
 # it fails.
 LOGS=$PWD/target/setup-logs
@@ -214,6 +214,14 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 job() { together "$LOGS" "$@"; }
 job oracle-and-python bash -c 'bash scripts/oracle.sh && bash scripts/python.sh --prepare'
 job viewer-tools bash scripts/viewer-tools.sh
+# The release build every later step shares (scripts/harness.sh's release_build) starts as
+# soon as the main workspace's crates are in, in the background, and runs on past the set-up
+# to the end of the firmware step, the first to use it (which waits on cargo's lock on
+# target/release): from empty caches the downloads take about a minute and the build four,
+# whose last minutes compile and link on one core (fat LTO) — the set-up waited for it at
+# 71 % (5 min 59 s, 2026-11-28); now the firmware step's, the recordings' and the static
+# checks' builds run beside it (none of them builds in target/release).
+background "$LOGS" release-build bash -c '. scripts/harness.sh && cargo fetch --locked && release_build'
 job crates bash -c '. scripts/harness.sh
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml &&
   cargo fetch --locked --manifest-path python/Cargo.toml && cargo fetch --locked --manifest-path qemu-tests/firmware/Cargo.toml &&
@@ -221,13 +229,6 @@ job crates bash -c '. scripts/harness.sh
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
 tail -n 3 "$LOGS/oracle-and-python.log"
-# The release build every later step shares (scripts/harness.sh's release_build), in the
-# background from here to the end of the firmware step, the first to use it (it waits on
-# cargo's lock on target/release): with fat LTO its last minutes compile and link on one core,
-# and in the set-up nothing else had the other (the set-up 5 min 59 s at 71 % from empty
-# caches, 2026-11-28). The firmware step's, the recordings' and the static checks' builds run
-# beside it: none of them builds in target/release.
-background "$LOGS" release-build bash -c '. scripts/harness.sh && release_build'
 
 # The recordings of the real tools: each made by a script from a workload, cached in
 # ~/.cache/tachyon-recordings under a key of the files that make it (the recorder, its
