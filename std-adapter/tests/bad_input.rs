@@ -691,3 +691,120 @@ fn fifty_thousand_mojo_threads_under_a_memory_limit() {
     // Austin's hex tid is shown in decimal, as CPython's collapsed output shows thread ids.
     assert!(collapsed.contains("tid:49999;app.py:work:3;app.py:work:3 2\n"), "{}", &collapsed[..200]);
 }
+
+/// Issue 41's second file: 10,000 threads, each with 100 distinct stacks 64 frames deep (a
+/// pool of 1,000 stacks under one 62-frame trunk, so the file and the frame table stay small:
+/// 1,000,004 samples' worth of pairs, 1,000,000 distinct (thread, stack) pairs), the
+/// threads' samples interleaved round by round as a sampler takes them. Written once (about
+/// 10 MB).
+fn deep_threads_file() -> &'static Path {
+    use std::sync::OnceLock;
+    use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+    use tachyon_core::{Frame, Writer, WriterConfig};
+    static FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let name = format!("deep_threads.{}.pyb", std::process::id());
+        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
+        let mut storage = VecWriterStorage::new(cap).unwrap();
+        let sink = tachyon::file::create(&input).unwrap();
+        let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 10)).unwrap();
+        let names: Vec<String> = (0..DEEP_TRUNK).map(|i| format!("layer_{i:02}")).collect();
+        let trunk: Vec<_> =
+            names.iter().map(|n| w.intern_frame(Frame::new(b"/srv/app/layers.py", n.as_bytes())).unwrap()).collect();
+        let mids: Vec<_> = (0..10)
+            .map(|i| w.intern_frame(Frame::new(b"/srv/app/mid.py", format!("mid_{i}").as_bytes())).unwrap())
+            .collect();
+        let leaves: Vec<_> = (0..DEEP_STACKS)
+            .map(|i| w.intern_frame(Frame::new(b"/srv/app/leaf.py", format!("leaf_{i:03}").as_bytes())).unwrap())
+            .collect();
+        let mut stack = Vec::with_capacity(DEEP_TRUNK + 2);
+        for round in 0..DEEP_ROUNDS {
+            for tid in 0..DEEP_THREADS {
+                // Thread t's round k: stack (t + 10 k) mod 1,000, so a thread's 100 differ.
+                let s = (tid + 10 * round) % DEEP_STACKS;
+                stack.clear();
+                stack.extend([leaves[s], mids[s % 10]]);
+                // Innermost first: the trunk's last layer is nearest the leaf.
+                stack.extend(trunk.iter().rev().copied());
+                let ts = 1_000_000 + (round * DEEP_THREADS + tid) as u64 * 10;
+                w.write_thread_sample_ids(ts, 0, tid as u64 + 1, 0, &stack).unwrap();
+            }
+        }
+        w.finish().unwrap();
+        input
+    })
+}
+
+const DEEP_THREADS: usize = 10_000;
+const DEEP_ROUNDS: usize = 100;
+const DEEP_STACKS: usize = 1_000;
+const DEEP_TRUNK: usize = 62;
+
+/// Issue 41: the file of 10,000 threads with 100 deep stacks each goes to every output under
+/// the commands' 400 MB address-space limit, each result streamed out of the child (some are
+/// hundreds of MB: a line, a sample or a record per (thread, stack)) and checked for what it
+/// must hold.
+#[test]
+fn ten_thousand_threads_of_a_hundred_deep_stacks_convert_to_every_output_under_a_memory_limit() {
+    let input = deep_threads_file();
+    let samples = (DEEP_THREADS * DEEP_ROUNDS) as u64;
+    // (output, what to count, how many): once a (thread, stack) line, a sample, a thread.
+    let outputs: [(&str, &[u8], Option<u64>); 15] = [
+        ("collapsed", b"\n", Some(samples)),
+        ("austin", b"\nP", Some(samples)),
+        ("speedscope", b"\"name\":\"Thread ", Some(DEEP_THREADS as u64)),
+        ("gecko", b"\"name\":\"Thread-", Some(DEEP_THREADS as u64)),
+        ("otlp-json", b"\"stackIndex\":", Some(2 * samples)),
+        ("flamegraph", b"all (1,000,000 samples, 100%)", Some(1)),
+        ("jsonl", b"\n", None),
+        ("pstats", b"", None),
+        ("pstats-text", b"leaf.py:0(leaf_000)", Some(1)),
+        ("dot", b"layer_61", None),
+        ("pprof", b"", None),
+        ("otlp", b"", None),
+        ("mojo", b"", None),
+        ("tachyon", b"", None),
+        ("gperftools", b"", None),
+    ];
+    for (to, needle, want) in outputs {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"));
+        command.args(["-q", "convert", "--to", to]).arg(input);
+        command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = tachyon_test_kit::limit_memory(&mut command, COMMAND_LIMIT).spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (found, bytes) = if needle.is_empty() {
+            (0, std::io::copy(&mut stdout, &mut std::io::sink()).unwrap())
+        } else {
+            let mut counted = CountedRead { inner: stdout, bytes: 0 };
+            (occurrences(&mut counted, needle), counted.bytes)
+        };
+        let result = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        if to == "gperftools" {
+            // Named frames have no addresses to write: refused with the reason, not aborted.
+            assert_eq!(result.status.code(), Some(1), "--to {to}: {stderr}");
+            assert!(stderr.contains("frames have names without addresses"), "--to {to}: {stderr}");
+            continue;
+        }
+        assert!(result.status.success(), "--to {to}: {} after {bytes} bytes: {stderr}", result.status);
+        assert!(bytes > 0, "--to {to} wrote nothing");
+        if let Some(want) = want {
+            assert_eq!(found, want, "--to {to}: {:?} in {bytes} bytes", String::from_utf8_lossy(needle));
+        }
+    }
+}
+
+/// A reader that counts the bytes through it.
+struct CountedRead<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for CountedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}

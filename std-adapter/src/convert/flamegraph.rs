@@ -83,10 +83,7 @@ pub fn write_threads(
                 })
                 .collect();
             folded.sort_unstable();
-            for line in folded {
-                text.push_str(&line);
-                text.push('\n');
-            }
+            push_drawn_thread(&folded, drawn, &mut text);
         } else {
             match &mut run {
                 Some((_, sum)) if !drawn(*sum + samples) => *sum += samples,
@@ -100,6 +97,95 @@ pub fn write_threads(
     end_run(&mut run, &mut text);
     opt.no_sort = true;
     flamegraph::from_lines(&mut opt, text.lines(), out)
+}
+
+/// Appends a drawn thread's `lines` (`stack N`, sorted as inferno sorts them) to `text` as
+/// fewer lines from which inferno draws the same: each frame narrower than it draws
+/// (`drawn` false) and whose parent is drawn — a *top* — keeps only its first line, with
+/// the samples of all its lines (every frame below it is narrower still), and a run of such
+/// sibling tops becomes one line while their sum stays undrawn, as a run of narrow threads
+/// does in [`write_threads`]. The lines kept are some of the sorted lines, so their order
+/// holds; the frames inferno draws start and end where they did. (A thread of 100 deep
+/// stacks under one trunk: two lines instead of a hundred.)
+///
+/// inferno merges the frames of consecutive lines while their names agree from the root
+/// (one *instance* of a frame), so the instances are found the same way here. A run of tops
+/// whose first line would agree, down to the tops' depth, with the line after the run would
+/// merge with it (a sibling named like the first between them: `f`, `f!`, `f`): the run is
+/// shortened until it does not; a single top never does (its instance ended there).
+fn push_drawn_thread(lines: &[String], drawn: impl Fn(u64) -> bool, text: &mut String) {
+    let parsed: Vec<(&str, u64)> = lines
+        .iter()
+        .map(|line| match line.rsplit_once(' ') {
+            Some((stack, n)) => (stack, n.parse().unwrap_or(0)),
+            None => (line.as_str(), 0),
+        })
+        .collect();
+    let frames: Vec<Vec<&str>> = parsed.iter().map(|(stack, _)| stack.split(';').collect()).collect();
+    // Each undrawn instance not inside another: (first line, last line, depth, samples).
+    let mut tops: Vec<(usize, usize, usize, u64)> = Vec::new();
+    // The open instances, by depth: (first line, samples).
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let close =
+        |open: &mut Vec<(usize, u64)>, to_depth: usize, last: usize, tops: &mut Vec<(usize, usize, usize, u64)>| {
+            while open.len() > to_depth {
+                let depth = open.len() - 1;
+                let (first, samples) = open.pop().unwrap_or_default();
+                if !drawn(samples) {
+                    // Deeper ones closed before and start within it: they are inside it.
+                    while tops.last().is_some_and(|&(f, ..)| f >= first) {
+                        tops.pop();
+                    }
+                    tops.push((first, last, depth, samples));
+                }
+            }
+        };
+    for (i, line) in frames.iter().enumerate() {
+        let common = match i.checked_sub(1) {
+            Some(prev) => frames[prev].iter().zip(line).take_while(|(a, b)| a == b).count(),
+            None => 0,
+        };
+        close(&mut open, common, i.saturating_sub(1), &mut tops);
+        open.resize(line.len(), (i, 0));
+        for instance in &mut open {
+            instance.1 += parsed[i].1;
+        }
+    }
+    close(&mut open, 0, frames.len().saturating_sub(1), &mut tops);
+
+    let same_to = |a: usize, b: usize, depth: usize| {
+        frames[a].len() > depth && frames[b].len() > depth && frames[a][..=depth] == frames[b][..=depth]
+    };
+    let (mut i, mut t) = (0, 0);
+    while i < lines.len() {
+        let Some(&(first, last, depth, samples)) = tops.get(t).filter(|top| top.0 == i) else {
+            text.push_str(&lines[i]);
+            text.push('\n');
+            i += 1;
+            continue;
+        };
+        // The run: tops t..end, siblings under one parent, their sum undrawn.
+        let mut run = vec![(last, samples)];
+        while let Some(&(f, l, d, n)) = tops.get(t + run.len()) {
+            let (end, sum) = run[run.len() - 1];
+            let sibling = f == end + 1 && d == depth && (depth == 0 || same_to(first, f, depth - 1));
+            if !sibling || drawn(sum + n) {
+                break;
+            }
+            run.push((l, sum + n));
+        }
+        while run.len() > 1 && run[run.len() - 1].0 + 1 < lines.len() && same_to(first, run[run.len() - 1].0 + 1, depth)
+        {
+            run.pop();
+        }
+        let (end, sum) = run[run.len() - 1];
+        text.push_str(parsed[first].0);
+        text.push(' ');
+        text.push_str(std::str::from_utf8(decimal_digits(sum, &mut [0; 20])).unwrap_or_default());
+        text.push('\n');
+        t += run.len();
+        i = end + 1;
+    }
 }
 
 /// Writes a differential flame graph of `new` against `base` (normalised to the same total,
@@ -212,6 +298,62 @@ mod tests {
         }
         let (all, fewer) = (every_line(&c, &table), bounded(&c, &table));
         assert!(all.len() > 5_000, "a graph with frames: {} bytes", all.len());
+        assert_eq!(String::from_utf8_lossy(&fewer), String::from_utf8_lossy(&all));
+    }
+
+    /// `push_drawn_thread` of `lines` with frames of 50 samples or more drawn.
+    fn reduced(lines: &[&str]) -> String {
+        let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        let mut text = String::new();
+        push_drawn_thread(&lines, |n| n >= 50, &mut text);
+        text
+    }
+
+    #[test]
+    fn narrow_frames_keep_one_line_a_run_of_siblings_and_never_merge_with_the_next() {
+        // `a` is narrow (2): its first line stands for both; `b` is drawn, as is its `c`.
+        assert_eq!(reduced(&["t;a;x 1", "t;a;y 1", "t;b 10", "t;b;c 90"]), "t;a;x 2\nt;b 10\nt;b;c 90\n");
+        // Three narrow siblings, one run: `f`, then `f!`, then `f` again (a second instance).
+        assert_eq!(reduced(&["t;f 1", "t;f! 1", "t;f;x 1", "t;z 100"]), "t;f 3\nt;z 100\n");
+        // The run f, f! would end before `f;x`, whose `f` would then merge with the run's
+        // line into a frame of 60, drawn: the run stops at `f`, and f! takes f;x with it.
+        assert_eq!(reduced(&["t;f 30", "t;f! 10", "t;f;x 30", "t;z 100"]), "t;f 30\nt;f! 40\nt;z 100\n");
+        // Nothing narrow: every line as it was.
+        assert_eq!(reduced(&["t;a 60", "t;a;b 70"]), "t;a 60\nt;a;b 70\n");
+    }
+
+    #[test]
+    fn narrow_frames_inside_drawn_threads_leave_the_graph_as_every_line_draws_it() {
+        // Names whose texts sort around each other: `g:1` before `g:1!:1` before `g:1;…`
+        // (a frame, a sibling named like it, the frame again), digits before `;`.
+        let mut table = FrameTable::default();
+        for name in ["g", "g:1!", "a0", "a1", "a10", "a2", "b b", "c", "d", "e"] {
+            table.push(FrameInfo {
+                filename: "/a.py".into(),
+                funcname: name.into(),
+                location: Some(Location { lineno: 1, end_lineno: 1, col: 0, end_col: 0 }),
+                ..FrameInfo::default()
+            });
+        }
+        let mut c = CollapsedCollector::new(crate::model::Naming::Python, true);
+        // One stack wide enough that a frame needs hundreds of samples to be drawn.
+        call(&mut c, &table, 1, &[9, 8], 5_000_000);
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..20_000 {
+            let depth = 1 + next(7) as usize;
+            let stack: Vec<u32> = (0..depth).map(|_| next(8) as u32).collect();
+            // Mostly narrow, some wide enough to draw, on four threads.
+            let samples = if next(10) == 0 { 400 + next(400) } else { 1 + next(40) };
+            call(&mut c, &table, 1 + next(4), &stack, samples);
+        }
+        let (all, fewer) = (every_line(&c, &table), bounded(&c, &table));
+        assert!(all.len() > 20_000, "a graph with frames: {} bytes", all.len());
         assert_eq!(String::from_utf8_lossy(&fewer), String::from_utf8_lossy(&all));
     }
 
