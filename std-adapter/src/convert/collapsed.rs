@@ -10,8 +10,11 @@
 //! the names where the stacks part — a name alone when the line ends there, followed by `;`
 //! when it goes on — so each function has two ranks (its name alone, its name and `;`), the
 //! key takes the first for the innermost frame and the second for the others, and keys
-//! compared word by word compare as their texts do. Each key is held once, end to end with
-//! the others ([`SequenceIndex`]). Texts are made only as the lines are written. A profile
+//! compared word by word compare as their texts do. Each distinct stack of words is held
+//! once, end to end with the others ([`SequenceIndex`]), and a line's key is its thread and
+//! its stack's number: threads that share stacks (10,000 threads sampled in the same 1,000
+//! deep stacks) hold each stack once, not once a thread. Texts are made only as the lines
+//! are written. A profile
 //! whose names collide (`basename` drops the directory) or hold `;` is sorted by its texts
 //! instead.
 
@@ -81,9 +84,11 @@ pub struct CollapsedCollector {
     /// Lines start with `tid:T`.
     threads: bool,
     ranks: Option<Ranks>,
-    /// Distinct keys `[tid low, tid high, word of the outermost frame, …, of the innermost]`,
-    /// numbered in first-seen order, each held once (about 40 bytes a key of three frames).
+    /// Distinct stacks `[word of the outermost frame, …, of the innermost]`, each held once.
     stacks: SequenceIndex,
+    /// Distinct keys `[tid low, tid high, stack]`, numbered in first-seen order (about 30
+    /// bytes a key).
+    keys: SequenceIndex,
     /// Samples per key.
     samples: Vec<u64>,
     key: Vec<u32>,
@@ -118,10 +123,10 @@ impl Collector for CollapsedCollector {
         let ranks =
             self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
         self.key.clear();
-        self.key.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
         self.key.extend(outer.iter().rev().map(|&id| ranks.outer[id as usize]));
         self.key.push(ranks.innermost[innermost as usize]);
-        let id = self.stacks.id(&self.key) as usize;
+        let stack = self.stacks.id(&self.key);
+        let id = self.keys.id(&[s.thread_id as u32, (s.thread_id >> 32) as u32, stack]) as usize;
         match self.samples.get_mut(id) {
             Some(n) => *n += s.samples(),
             None => self.samples.push(s.samples()),
@@ -144,10 +149,6 @@ fn thread_text_cmp(a: u64, b: u64) -> Ordering {
     }
 }
 
-fn thread_of(key: &[u32]) -> u64 {
-    u64::from(key[0]) | u64::from(key[1]) << 32
-}
-
 impl CollapsedCollector {
     /// Lines naming frames by `naming`, under a `tid:T` root when `threads`.
     pub fn new(naming: Naming, threads: bool) -> Self {
@@ -156,9 +157,38 @@ impl CollapsedCollector {
             threads,
             ranks: None,
             stacks: SequenceIndex::new(),
+            keys: SequenceIndex::new(),
             samples: Vec::new(),
             key: Vec::new(),
         }
+    }
+
+    /// Key `id`'s thread.
+    fn thread(&self, id: u32) -> u64 {
+        match *self.keys.get(id) {
+            [low, high, _] => u64::from(low) | u64::from(high) << 32,
+            _ => 0,
+        }
+    }
+
+    /// Key `id`'s stack: a word a frame, the outermost first.
+    fn words(&self, id: u32) -> &[u32] {
+        match *self.keys.get(id) {
+            [_, _, stack] => self.stacks.get(stack),
+            _ => &[],
+        }
+    }
+
+    /// Key `id`'s text; without `threads`, no `tid:T` root.
+    fn text(&self, id: u32, ranks: &Ranks, names: &[String], threads: bool) -> String {
+        let mut text = if threads { format!("tid:{}", self.thread(id)) } else { String::new() };
+        for (i, &word) in self.words(id).iter().enumerate() {
+            if threads || i > 0 {
+                text.push(';');
+            }
+            text.push_str(&names[ranks.function[word as usize] as usize]);
+        }
+        text
     }
 
     /// The keys' ids in CPython's order. Memory beyond the keys: 4 bytes a key (no key's
@@ -169,15 +199,14 @@ impl CollapsedCollector {
         let samples = &self.samples;
         if ranks.ordered {
             // The order is the thread's text, then the frames' words: keys are distinct.
-            let thread = |id: u32| thread_of(self.stacks.get(id));
             ids.sort_unstable_by(|&a, &b| {
                 samples[b as usize]
                     .cmp(&samples[a as usize])
-                    .then_with(|| thread_text_cmp(thread(a), thread(b)))
-                    .then_with(|| self.stacks.get(a)[2..].cmp(&self.stacks.get(b)[2..]))
+                    .then_with(|| thread_text_cmp(self.thread(a), self.thread(b)))
+                    .then_with(|| self.words(a).cmp(self.words(b)))
             });
         } else {
-            let texts: Vec<String> = ids.iter().map(|&id| text(self.stacks.get(id), ranks, names, true)).collect();
+            let texts: Vec<String> = ids.iter().map(|&id| self.text(id, ranks, names, true)).collect();
             ids.sort_unstable_by(|&a, &b| {
                 samples[b as usize]
                     .cmp(&samples[a as usize])
@@ -211,19 +240,18 @@ impl CollapsedCollector {
         let Some(ranks) = &self.ranks else { return };
         let names = names(frames, self.naming);
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
-        let tid = |id: u32| thread_of(self.stacks.get(id));
-        ids.sort_unstable_by(|&a, &b| thread_text_cmp(tid(a), tid(b)).then(a.cmp(&b)));
-        for group in ids.chunk_by(|&a, &b| thread_of(self.stacks.get(a)) == thread_of(self.stacks.get(b))) {
+        ids.sort_unstable_by(|&a, &b| thread_text_cmp(self.thread(a), self.thread(b)).then(a.cmp(&b)));
+        for group in ids.chunk_by(|&a, &b| self.thread(a) == self.thread(b)) {
             let samples: u64 = group.iter().map(|&id| self.samples[id as usize]).sum();
             let lines = if wanted(samples) {
                 group
                     .iter()
-                    .map(|&id| (text(self.stacks.get(id), ranks, &names, self.threads), self.samples[id as usize]))
+                    .map(|&id| (self.text(id, ranks, &names, self.threads), self.samples[id as usize]))
                     .collect()
             } else {
                 Vec::new()
             };
-            thread(thread_of(self.stacks.get(group[0])), samples, lines);
+            thread(self.thread(group[0]), samples, lines);
         }
     }
 
@@ -233,7 +261,7 @@ impl CollapsedCollector {
         let Some(ranks) = &self.ranks else { return Vec::new() };
         self.sorted(&names)
             .into_iter()
-            .map(|id| (text(self.stacks.get(id), ranks, &names, self.threads), self.samples[id as usize]))
+            .map(|id| (self.text(id, ranks, &names, self.threads), self.samples[id as usize]))
             .collect()
     }
 
@@ -243,13 +271,12 @@ impl CollapsedCollector {
         let Some(ranks) = &self.ranks else { return Ok(()) };
         let mut line = Vec::new();
         for id in self.sorted(&names) {
-            let key = self.stacks.get(id);
             line.clear();
             if self.threads {
                 line.extend_from_slice(b"tid:");
-                push_decimal(&mut line, thread_of(key));
+                push_decimal(&mut line, self.thread(id));
             }
-            for (i, &word) in key[2..].iter().enumerate() {
+            for (i, &word) in self.words(id).iter().enumerate() {
                 if self.threads || i > 0 {
                     line.push(b';');
                 }
@@ -262,18 +289,6 @@ impl CollapsedCollector {
         }
         Ok(())
     }
-}
-
-/// The line's text; without `threads`, no `tid:T` root.
-fn text(key: &[u32], ranks: &Ranks, names: &[String], threads: bool) -> String {
-    let mut text = if threads { format!("tid:{}", thread_of(key)) } else { String::new() };
-    for (i, &word) in key[2..].iter().enumerate() {
-        if threads || i > 0 {
-            text.push(';');
-        }
-        text.push_str(&names[ranks.function[word as usize] as usize]);
-    }
-    text
 }
 
 #[cfg(test)]
