@@ -34,7 +34,7 @@ use std::io;
 use tachyon_core::mojo::{Event, FrameDef, WriteError, Writer, AUSTIN_VERSION};
 
 use super::austin::{AustinError, AustinText};
-use crate::hash::IdMap;
+use crate::hash::ThreadNumbers;
 use crate::memory::IoSink;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, Times};
 use crate::output::ConvertError;
@@ -104,8 +104,9 @@ pub struct HubEvents<K: EventSink> {
     strings: HashMap<String, u64>,
     next_frame_key: u64,
     pid: Option<u64>,
-    /// Per `(iid, tid)`: the time of the thread's last sample.
-    last_times: IdMap<(u32, u64), u64>,
+    /// The threads met, numbered; by number, the time of the thread's last sample.
+    threads: ThreadNumbers,
+    last_times: Vec<u64>,
     start_time_us: u64,
     last_time_us: Option<u64>,
     interval_us: u64,
@@ -122,7 +123,8 @@ impl<K: EventSink> HubEvents<K> {
             strings: HashMap::new(),
             next_frame_key: 1,
             pid: None,
-            last_times: IdMap::default(),
+            threads: ThreadNumbers::new(),
+            last_times: Vec::new(),
             start_time_us: info.start_time_us,
             last_time_us: None,
             interval_us: info.sample_interval_us,
@@ -226,15 +228,20 @@ impl<K: EventSink> Collector for HubEvents<K> {
         let tid = &hex[hex.len() - len..];
         match call.times {
             Times::Stamped(times) => {
-                let thread = (call.interpreter_id, call.thread_id);
-                let mut last = self.last_times.get(&thread).copied().unwrap_or(self.start_time_us);
+                let (thread, new) = self.threads.number(call.interpreter_id, call.thread_id);
+                if new {
+                    self.last_times.push(self.start_time_us);
+                }
+                let mut last = self.last_times.get(thread as usize).copied().unwrap_or(self.start_time_us);
                 for &t in times {
                     let delta = (i128::from(t) - i128::from(last)).clamp(i64::MIN.into(), i64::MAX.into());
                     self.sample(frames, call, tid, delta as i64);
                     last = t;
                     self.last_time_us = Some(self.last_time_us.map_or(t, |l| l.max(t)));
                 }
-                self.last_times.insert(thread, last);
+                if let Some(slot) = self.last_times.get_mut(thread as usize) {
+                    *slot = last;
+                }
             }
             Times::Counted(n) => {
                 let time = n.saturating_mul(self.interval_us.max(1));
