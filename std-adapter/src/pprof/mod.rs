@@ -2,5 +2,6 @@
 //! input of the hub ([`source`]), and the hub written as one ([`write`](mod@write)).
 
 pub mod proto;
+mod samples;
 pub mod source;
 pub mod write;

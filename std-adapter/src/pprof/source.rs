@@ -17,6 +17,7 @@ use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location as Span;
 
 use super::proto::{malformed, Location, Profile};
+use super::samples::{self, Broken};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_WEIGHT_TOTAL,
@@ -98,13 +99,69 @@ impl std::str::FromStr for SampleIndex {
 
 /// A decoded pprof profile.
 pub struct PprofSource {
+    /// Every field but the samples.
     profile: Profile,
+    samples: Samples,
+    sample_count: usize,
     info: SourceInfo,
     frames: FrameTable,
     /// Location id → the frame ids standing for it.
     frames_of: LocationFrames,
     value: usize,
     thread_key: Option<i64>,
+}
+
+/// The samples: read where they lie in the message when it reads so (see [`samples`]),
+/// else as prost decoded them.
+enum Samples {
+    InPlace(Vec<u8>),
+    Decoded(Vec<super::proto::Sample>),
+}
+
+/// What one pass over the samples found, before the tables are looked at: how many there
+/// are, each value index's sum of positive values, every label key.
+#[derive(Default)]
+struct Tally {
+    samples: usize,
+    sums: Vec<u64>,
+    label_keys: IdMap<i64, ()>,
+}
+
+impl Tally {
+    fn add(&mut self, values: &[i64], label_keys: impl Iterator<Item = i64>) {
+        self.samples += 1;
+        if self.sums.len() < values.len() {
+            self.sums.resize(values.len(), 0);
+        }
+        for (sum, &v) in self.sums.iter_mut().zip(values) {
+            *sum = sum.saturating_add(v.max(0) as u64);
+        }
+        for key in label_keys {
+            self.label_keys.insert(key, ());
+        }
+    }
+}
+
+impl Tally {
+    /// Reads every sample of `message` once, as [`PprofSource::replay`] will: the tally, or
+    /// where the message breaks the in-place reading's rules.
+    fn in_place(message: &[u8]) -> Result<Tally, Broken> {
+        let mut tally = Tally::default();
+        let mut sample = samples::Sample::default();
+        for body in samples::bodies(message) {
+            sample.read(body?)?;
+            tally.add(&sample.values, sample.labels.iter().map(|&(key, _)| key));
+        }
+        Ok(tally)
+    }
+
+    fn decoded(samples: &[super::proto::Sample]) -> Tally {
+        let mut tally = Tally::default();
+        for sample in samples {
+            tally.add(&sample.value, sample.label.iter().map(|l| l.key));
+        }
+        tally
+    }
 }
 
 /// Location id → the frames standing for it. Ids are nearly always 1..=n (go's and ours): a
@@ -173,14 +230,22 @@ impl PprofSource {
         } else {
             limited(chained, MAX_PPROF_BYTES, &mut raw)?;
         }
-        let profile = Profile::decode(&raw[..]).map_err(|error| PprofError::Decode { error, at: malformed(&raw) })?;
-        drop(raw);
-        let mut source = PprofSource::new(profile, index)?;
+        // The samples read in place, or, where the message breaks that reading's rules, as
+        // prost decodes them (or refuses them, with its error).
+        let in_place = samples::without_samples(&raw).ok().and_then(|tables| Profile::decode(&tables[..]).ok());
+        let (profile, samples, tally) = match in_place {
+            Some(profile) => match Tally::in_place(&raw) {
+                Ok(tally) => (profile, Samples::InPlace(raw), tally),
+                Err(Broken) => decoded(raw)?,
+            },
+            None => decoded(raw)?,
+        };
+        let mut source = PprofSource::new(profile, samples, &tally, index)?;
         source.info.kind = FileKind::Pprof { gzipped };
         Ok(source)
     }
 
-    fn new(profile: Profile, index: &SampleIndex) -> Result<Self, PprofError> {
+    fn new(profile: Profile, samples: Samples, tally: &Tally, index: &SampleIndex) -> Result<Self, PprofError> {
         let string = |i: i64| -> Result<&str, PprofError> {
             usize::try_from(i).ok().and_then(|i| profile.string_table.get(i)).map(String::as_str).ok_or_else(|| {
                 PprofError::Invalid(format!("string index {i} past the table's {}", profile.string_table.len()))
@@ -249,7 +314,7 @@ impl PprofSource {
         }
 
         let thread_key = profile.string_table.iter().position(|s| s == "thread_id").map(|i| i as i64);
-        let threads = thread_key.is_some_and(|k| profile.sample.iter().any(|s| s.label.iter().any(|l| l.key == k)));
+        let threads = thread_key.is_some_and(|k| tally.label_keys.contains_key(&k));
         // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
         // CPython's mode), whichever value is counted.
         let cpython_mode = match &profile.period_type {
@@ -260,11 +325,7 @@ impl PprofSource {
             Some(t) if string(t.unit)? == "nanoseconds" => profile.period.max(0) as u64,
             _ => 0,
         };
-        let expected_samples = profile
-            .sample
-            .iter()
-            .filter_map(|s| s.value.get(value))
-            .fold(0u64, |total, &v| total.saturating_add(v.max(0) as u64));
+        let expected_samples = tally.sums.get(value).copied().unwrap_or(0);
         if expected_samples > MAX_WEIGHT_TOTAL {
             return Err(PprofError::Invalid(
                 "the counted values add up to more than 2^63 - 1, the most a pprof or OTLP value holds".to_owned(),
@@ -282,7 +343,7 @@ impl PprofSource {
             naming: Naming::Native,
             clock: if profile.time_nanos > 0 { Clock::Unix } else { Clock::None },
         };
-        Ok(PprofSource { profile, info, frames, frames_of, value, thread_key })
+        Ok(PprofSource { profile, samples, sample_count: tally.samples, info, frames, frames_of, value, thread_key })
     }
 }
 
@@ -299,7 +360,7 @@ impl PprofSource {
             "sample_types": types,
             "counted": types.get(self.value),
             "period": p.period_type.as_ref().map(|t| format!("{} {}/{}", p.period, string(t.r#type), string(t.unit))),
-            "samples": p.sample.len(),
+            "samples": self.sample_count,
             "counted_total": self.info.expected_samples,
             "locations": p.location.len(),
             "functions": p.function.len(),
@@ -340,6 +401,22 @@ impl PprofSource {
         }
         self.frames = frames;
     }
+}
+
+/// A sample that read when the file was opened and not now: cannot happen (the bytes are the
+/// same), but is an error rather than a panic.
+fn broken_again(_: Broken) -> PprofError {
+    PprofError::Invalid("a sample read differently the second time".to_owned())
+}
+
+/// The message decoded whole by prost (its error located where it refuses it), the samples
+/// taken out of it, and their tally.
+fn decoded(raw: Vec<u8>) -> Result<(Profile, Samples, Tally), PprofError> {
+    let mut profile = Profile::decode(&raw[..]).map_err(|error| PprofError::Decode { error, at: malformed(&raw) })?;
+    drop(raw);
+    let samples = std::mem::take(&mut profile.sample);
+    let tally = Tally::decoded(&samples);
+    Ok((profile, Samples::Decoded(samples), tally))
 }
 
 /// The frames of one location: a frame per line, innermost first; a bare address when it has
@@ -446,24 +523,22 @@ impl Source for PprofSource {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        for sample in &self.profile.sample {
-            let count = sample.value.get(self.value).copied().unwrap_or(0);
+        let mut each = |locations: &[u64], values: &[i64], thread: Option<i64>| -> Result<(), PprofError> {
+            let count = values.get(self.value).copied().unwrap_or(0);
             if count <= 0 {
-                continue;
+                return Ok(());
             }
             stack.clear();
-            for id in &sample.location_id {
+            for id in locations {
                 let range = self.frames_of.get(*id).ok_or_else(|| {
                     PprofError::Invalid(format!("a sample names location {id}, which is not in the profile"))
                 })?;
                 stack.extend(range);
             }
-            let thread_id =
-                self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map_or(0, |l| l.num as u64);
             let call = Call {
                 times: Times::Counted(count as u64),
                 interpreter_id: 0,
-                thread_id,
+                thread_id: thread.map_or(0, |num| num as u64),
                 status: 0,
                 stack: &stack,
                 continued: false,
@@ -471,6 +546,24 @@ impl Source for PprofSource {
             collector.collect(&self.frames, &call);
             done = done.saturating_add(count as u64);
             ticker.tick(done, progress);
+            Ok(())
+        };
+        match &self.samples {
+            Samples::InPlace(message) => {
+                let mut sample = samples::Sample::default();
+                for body in samples::bodies(message) {
+                    // (Read once already, whole, when the file was opened.)
+                    sample.read(body.map_err(broken_again)?).map_err(broken_again)?;
+                    let thread = self.thread_key.and_then(|k| sample.label_num(k));
+                    each(&sample.locations, &sample.values, thread)?;
+                }
+            }
+            Samples::Decoded(decoded) => {
+                for sample in decoded {
+                    let thread = self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map(|l| l.num);
+                    each(&sample.location_id, &sample.value, thread)?;
+                }
+            }
         }
         progress(done);
         Ok(done)

@@ -1,0 +1,278 @@
+//! The samples of a `perftools.profiles.Profile` read where they lie in the message, one at a
+//! time into reused buffers: prost makes three vectors per sample (its location ids, values
+//! and labels), which was most of a merge of deep profiles.
+//!
+//! The wire format, as far as it is read here (protobuf's encoding; field numbers from
+//! `profile.proto`):
+//!
+//! | where | field | number, wire type |
+//! |---|---|---|
+//! | `Profile` | `sample` | 2, length-delimited `Sample` (repeated) |
+//! | `Sample` | `location_id` | 1, varint, or length-delimited packed varints (repeated) |
+//! | `Sample` | `value` | 2, varint, or packed (repeated) |
+//! | `Sample` | `label` | 3, length-delimited `Label` (repeated) |
+//! | `Label` | `key`, `str`, `num`, `num_unit` | 1–4, varint (the last of each counts) |
+//!
+//! A field key is a varint `number << 3 | wire type`; a varint is at most ten bytes, the tenth
+//! at most 1. Other fields are skipped by their wire type: varint, 8 bytes, length-delimited,
+//! 4 bytes. Anything else — a group, a wrong wire type, a length past its message, a varint
+//! that does not end — is [`Broken`]: the caller then asks prost, whose verdict (its error,
+//! located by [`super::proto::malformed`], or a message after all) stands. So this reading
+//! never takes a message prost refuses.
+
+/// The message breaks a rule this reading keeps (see the module's docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Broken;
+
+const VARINT: u64 = 0;
+const FIXED64: u64 = 1;
+const LENGTH: u64 = 2;
+const FIXED32: u64 = 5;
+
+/// The varint at `*at`, which moves past it.
+#[inline]
+fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
+    let mut value = 0u64;
+    for i in 0..10 {
+        let byte = *buf.get(*at).ok_or(Broken)?;
+        *at += 1;
+        if i == 9 && byte > 1 {
+            return Err(Broken);
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            return Ok(value);
+        }
+    }
+    Err(Broken)
+}
+
+/// A field's key at `*at`: (number, wire type).
+#[inline]
+fn key(buf: &[u8], at: &mut usize) -> Result<(u64, u64), Broken> {
+    let key = varint(buf, at)?;
+    if key > u64::from(u32::MAX) || key >> 3 == 0 {
+        return Err(Broken);
+    }
+    Ok((key >> 3, key & 7))
+}
+
+/// The bytes of a length-delimited value at `*at`, which moves past them.
+#[inline]
+fn delimited<'a>(buf: &'a [u8], at: &mut usize) -> Result<&'a [u8], Broken> {
+    let len = usize::try_from(varint(buf, at)?).map_err(|_| Broken)?;
+    let end = at.checked_add(len).filter(|&end| end <= buf.len()).ok_or(Broken)?;
+    let bytes = &buf[*at..end];
+    *at = end;
+    Ok(bytes)
+}
+
+/// Moves `*at` past a value of `wire` type.
+#[inline]
+fn skip(buf: &[u8], at: &mut usize, wire: u64) -> Result<(), Broken> {
+    let size = match wire {
+        VARINT => return varint(buf, at).map(drop),
+        LENGTH => return delimited(buf, at).map(drop),
+        FIXED64 => 8,
+        FIXED32 => 4,
+        _ => return Err(Broken),
+    };
+    *at = at.checked_add(size).filter(|&end| end <= buf.len()).ok_or(Broken)?;
+    Ok(())
+}
+
+/// A `Profile` message without its samples: every other field's bytes as they were, for prost
+/// to decode.
+pub(super) fn without_samples(raw: &[u8]) -> Result<Vec<u8>, Broken> {
+    let (mut tables, mut at) = (Vec::new(), 0);
+    while at < raw.len() {
+        let start = at;
+        let (number, wire) = key(raw, &mut at)?;
+        if number == 2 {
+            if wire != LENGTH {
+                return Err(Broken);
+            }
+            delimited(raw, &mut at)?;
+        } else {
+            skip(raw, &mut at, wire)?;
+            tables.extend_from_slice(&raw[start..at]);
+        }
+    }
+    Ok(tables)
+}
+
+/// The samples' messages in the order they come.
+pub(super) fn bodies(raw: &[u8]) -> impl Iterator<Item = Result<&[u8], Broken>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < raw.len() {
+            let step = key(raw, &mut at).and_then(|(number, wire)| match (number, wire) {
+                (2, LENGTH) => delimited(raw, &mut at).map(Some),
+                (2, _) => Err(Broken),
+                (_, wire) => skip(raw, &mut at, wire).map(|()| None),
+            });
+            match step {
+                Ok(Some(body)) => return Some(Ok(body)),
+                Ok(None) => {}
+                Err(broken) => {
+                    at = raw.len();
+                    return Some(Err(broken));
+                }
+            }
+        }
+        None
+    })
+}
+
+/// One sample, read into buffers kept from sample to sample.
+#[derive(Debug, Default)]
+pub(super) struct Sample {
+    /// Location ids, leaf first.
+    pub(super) locations: Vec<u64>,
+    /// One per sample type.
+    pub(super) values: Vec<i64>,
+    /// Each label's `(key, num)`, in order.
+    pub(super) labels: Vec<(i64, i64)>,
+}
+
+impl Sample {
+    /// Reads the sample whose message is `body`.
+    pub(super) fn read(&mut self, body: &[u8]) -> Result<(), Broken> {
+        self.locations.clear();
+        self.values.clear();
+        self.labels.clear();
+        let mut at = 0;
+        while at < body.len() {
+            match key(body, &mut at)? {
+                (1, VARINT) => self.locations.push(varint(body, &mut at)?),
+                (1, LENGTH) => packed(delimited(body, &mut at)?, |v| self.locations.push(v))?,
+                (2, VARINT) => self.values.push(varint(body, &mut at)? as i64),
+                (2, LENGTH) => packed(delimited(body, &mut at)?, |v| self.values.push(v as i64))?,
+                (3, LENGTH) => self.labels.push(label(delimited(body, &mut at)?)?),
+                (1..=3, _) => return Err(Broken),
+                (_, wire) => skip(body, &mut at, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The `num` of the first label whose key is `key`.
+    pub(super) fn label_num(&self, key: i64) -> Option<i64> {
+        self.labels.iter().find(|(k, _)| *k == key).map(|&(_, num)| num)
+    }
+}
+
+/// Packed varints, each given to `each`.
+fn packed(bytes: &[u8], mut each: impl FnMut(u64)) -> Result<(), Broken> {
+    let mut at = 0;
+    while at < bytes.len() {
+        each(varint(bytes, &mut at)?);
+    }
+    Ok(())
+}
+
+/// A label's `(key, num)`.
+fn label(body: &[u8]) -> Result<(i64, i64), Broken> {
+    let (mut key_index, mut num, mut at) = (0, 0, 0);
+    while at < body.len() {
+        match key(body, &mut at)? {
+            (1, VARINT) => key_index = varint(body, &mut at)? as i64,
+            (3, VARINT) => num = varint(body, &mut at)? as i64,
+            (2 | 4, VARINT) => drop(varint(body, &mut at)?),
+            (1..=4, _) => return Err(Broken),
+            (_, wire) => skip(body, &mut at, wire)?,
+        }
+    }
+    Ok((key_index, num))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pprof::proto::{Label, Profile, Sample as ProstSample};
+    use prost::Message;
+
+    fn profile(samples: Vec<ProstSample>) -> Vec<u8> {
+        Profile { sample: samples, time_nanos: 7, string_table: vec![String::new(), "x".into()], ..Profile::default() }
+            .encode_to_vec()
+    }
+
+    #[test]
+    fn samples_read_in_place_are_what_prost_decodes() {
+        let samples = vec![
+            ProstSample { location_id: vec![1, 2, 300, u64::MAX], value: vec![5, -1, i64::MIN], label: vec![] },
+            ProstSample {
+                location_id: vec![],
+                value: vec![0],
+                label: vec![
+                    Label { key: 1, str: 0, num: -3 },
+                    Label { key: 9, str: 2, num: 1 << 40 },
+                    Label { key: 1, str: 0, num: 4 },
+                ],
+            },
+        ];
+        let raw = profile(samples.clone());
+        let tables = without_samples(&raw).unwrap();
+        assert_eq!(bodies(&raw).count(), 2);
+        assert_eq!(
+            Profile::decode(&tables[..]).unwrap(),
+            Profile::decode(&raw[..]).map(|p| Profile { sample: vec![], ..p }).unwrap()
+        );
+        let mut sample = Sample::default();
+        for (body, want) in bodies(&raw).zip(&samples) {
+            sample.read(body.unwrap()).unwrap();
+            assert_eq!(sample.locations, want.location_id);
+            assert_eq!(sample.values, want.value);
+            let labels: Vec<(i64, i64)> = want.label.iter().map(|l| (l.key, l.num)).collect();
+            assert_eq!(sample.labels, labels);
+        }
+        sample.read(&profile_sample_body(&samples[1])).unwrap();
+        assert_eq!(sample.label_num(1), Some(-3), "the first label of the key");
+        assert_eq!(sample.label_num(2), None);
+    }
+
+    fn profile_sample_body(s: &ProstSample) -> Vec<u8> {
+        s.encode_to_vec()
+    }
+
+    #[test]
+    fn unpacked_repeated_fields_and_unknown_fields_read_as_prost_reads_them() {
+        // location_id 1 unpacked twice, value 2 packed [3, 4], an unknown fixed32 field 9, a
+        // label with an unknown length-delimited field 7, then value 2 unpacked 5.
+        let body = [
+            0x08, 0x01, 0x08, 0x02, 0x12, 0x02, 0x03, 0x04, 0x4d, 1, 2, 3, 4, 0x1a, 0x05, 0x08, 0x05, 0x3a, 0x01, 0xff,
+            0x10, 0x05,
+        ];
+        let want = ProstSample::decode(&body[..]).unwrap();
+        let mut sample = Sample::default();
+        sample.read(&body).unwrap();
+        assert_eq!((sample.locations.as_slice(), sample.values.as_slice()), (&[1, 2][..], &[3, 4, 5][..]));
+        assert_eq!(want.location_id, [1, 2]);
+        assert_eq!(want.value, [3, 4, 5]);
+        assert_eq!(sample.labels, [(5, 0)]);
+        assert_eq!((want.label[0].key, want.label[0].num), (5, 0));
+    }
+
+    #[test]
+    fn what_prost_refuses_is_broken_here() {
+        let cases: [&[u8]; 6] = [
+            &[0x08],                                                             // a varint that does not end
+            &[0x12, 0x03, 0x01],                                                 // packed values past the message
+            &[0x12, 0x01, 0x80],                                                 // a packed varint that does not end
+            &[0x0d, 0, 0, 0, 0],                                                 // location_id as fixed32
+            &[0x1a, 0x02, 0x0a, 0x00],                                           // a label's key as length-delimited
+            &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], // an eleven-bit tenth byte
+        ];
+        let mut sample = Sample::default();
+        for body in cases {
+            assert!(ProstSample::decode(body).is_err(), "prost takes {body:?}");
+            assert_eq!(sample.read(body), Err(Broken), "{body:?}");
+        }
+        // At the top: a sample as a varint, a sample longer than the message.
+        for raw in [&[0x10, 0x01][..], &[0x12, 0x05, 0x08]] {
+            assert!(Profile::decode(raw).is_err());
+            assert_eq!(without_samples(raw), Err(Broken));
+            assert_eq!(bodies(raw).next(), Some(Err(Broken)));
+        }
+    }
+}
