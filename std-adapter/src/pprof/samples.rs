@@ -30,8 +30,20 @@ const LENGTH: u64 = 2;
 const FIXED32: u64 = 5;
 
 /// The varint at `*at`, which moves past it.
-#[inline]
+#[inline(always)]
 fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
+    // Most are one byte (location ids, small values): that case inline, the rest apart.
+    match buf.get(*at) {
+        Some(&byte) if byte < 0x80 => {
+            *at += 1;
+            Ok(u64::from(byte))
+        }
+        _ => varint_long(buf, at),
+    }
+}
+
+#[inline(never)]
+fn varint_long(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
     let mut value = 0u64;
     for i in 0..10 {
         let byte = *buf.get(*at).ok_or(Broken)?;
@@ -138,14 +150,27 @@ pub(super) struct Sample {
 impl Sample {
     /// Reads the sample whose message is `body`.
     pub(super) fn read(&mut self, body: &[u8]) -> Result<(), Broken> {
+        self.read_as(body, true)
+    }
+
+    /// Reads the sample's values and labels and checks its location ids without keeping
+    /// them (a first pass over the samples needs only the others).
+    pub(super) fn read_without_locations(&mut self, body: &[u8]) -> Result<(), Broken> {
+        self.read_as(body, false)
+    }
+
+    #[inline(always)]
+    fn read_as(&mut self, body: &[u8], locations: bool) -> Result<(), Broken> {
         self.locations.clear();
         self.values.clear();
         self.labels.clear();
         let mut at = 0;
         while at < body.len() {
             match key(body, &mut at)? {
-                (1, VARINT) => self.locations.push(varint(body, &mut at)?),
-                (1, LENGTH) => packed(delimited(body, &mut at)?, |v| self.locations.push(v))?,
+                (1, VARINT) if locations => self.locations.push(varint(body, &mut at)?),
+                (1, VARINT) => drop(varint(body, &mut at)?),
+                (1, LENGTH) if locations => packed(delimited(body, &mut at)?, |v| self.locations.push(v))?,
+                (1, LENGTH) => well_formed(delimited(body, &mut at)?)?,
                 (2, VARINT) => self.values.push(varint(body, &mut at)? as i64),
                 (2, LENGTH) => packed(delimited(body, &mut at)?, |v| self.values.push(v as i64))?,
                 (3, LENGTH) => self.labels.push(label(delimited(body, &mut at)?)?),
@@ -163,12 +188,22 @@ impl Sample {
 }
 
 /// Packed varints, each given to `each`.
+#[inline(always)]
 fn packed(bytes: &[u8], mut each: impl FnMut(u64)) -> Result<(), Broken> {
     let mut at = 0;
     while at < bytes.len() {
         each(varint(bytes, &mut at)?);
     }
     Ok(())
+}
+
+/// Whether `bytes` are whole packed varints, as [`packed`] would find them: at once when
+/// every one is a byte.
+fn well_formed(bytes: &[u8]) -> Result<(), Broken> {
+    if bytes.iter().all(|&b| b < 0x80) {
+        return Ok(());
+    }
+    packed(bytes, drop)
 }
 
 /// A label's `(key, num)`.
@@ -255,18 +290,20 @@ mod tests {
 
     #[test]
     fn what_prost_refuses_is_broken_here() {
-        let cases: [&[u8]; 6] = [
+        let cases: [&[u8]; 7] = [
             &[0x08],                                                             // a varint that does not end
             &[0x12, 0x03, 0x01],                                                 // packed values past the message
             &[0x12, 0x01, 0x80],                                                 // a packed varint that does not end
-            &[0x0d, 0, 0, 0, 0],                                                 // location_id as fixed32
-            &[0x1a, 0x02, 0x0a, 0x00],                                           // a label's key as length-delimited
+            &[0x0a, 0x02, 0x05, 0x80], // a packed location id that does not end
+            &[0x0d, 0, 0, 0, 0],       // location_id as fixed32
+            &[0x1a, 0x02, 0x0a, 0x00], // a label's key as length-delimited
             &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], // an eleven-bit tenth byte
         ];
         let mut sample = Sample::default();
         for body in cases {
             assert!(ProstSample::decode(body).is_err(), "prost takes {body:?}");
             assert_eq!(sample.read(body), Err(Broken), "{body:?}");
+            assert_eq!(sample.read_without_locations(body), Err(Broken), "{body:?}, locations unkept");
         }
         // At the top: a sample as a varint, a sample longer than the message.
         for raw in [&[0x10, 0x01][..], &[0x12, 0x05, 0x08]] {

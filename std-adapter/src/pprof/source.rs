@@ -149,7 +149,7 @@ impl Tally {
         let mut tally = Tally::default();
         let mut sample = samples::Sample::default();
         for body in samples::bodies(message) {
-            sample.read(body?)?;
+            sample.read_without_locations(body?)?;
             tally.add(&sample.values, sample.labels.iter().map(|&(key, _)| key));
         }
         Ok(tally)
