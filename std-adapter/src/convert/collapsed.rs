@@ -171,12 +171,17 @@ impl CollapsedCollector {
         }
     }
 
+    /// Key `id`'s stack's number.
+    fn stack(&self, id: u32) -> u32 {
+        match *self.keys.get(id) {
+            [_, _, stack] => stack,
+            _ => u32::MAX,
+        }
+    }
+
     /// Key `id`'s stack: a word a frame, the outermost first.
     fn words(&self, id: u32) -> &[u32] {
-        match *self.keys.get(id) {
-            [_, _, stack] => self.stacks.get(stack),
-            _ => &[],
-        }
+        self.stacks.get(self.stack(id))
     }
 
     /// Key `id`'s text; without `threads`, no `tid:T` root.
@@ -199,11 +204,19 @@ impl CollapsedCollector {
         let samples = &self.samples;
         if ranks.ordered {
             // The order is the thread's text, then the frames' words: keys are distinct.
+            // Each key's thread and stack looked up once, not in every comparison (8 and 4
+            // bytes a key while sorting).
+            let threads: Vec<u64> = ids.iter().map(|&id| self.thread(id)).collect();
+            let stacks: Vec<u32> = ids.iter().map(|&id| self.stack(id)).collect();
             ids.sort_unstable_by(|&a, &b| {
-                samples[b as usize]
-                    .cmp(&samples[a as usize])
-                    .then_with(|| thread_text_cmp(self.thread(a), self.thread(b)))
-                    .then_with(|| self.words(a).cmp(self.words(b)))
+                let (a, b) = (a as usize, b as usize);
+                samples[b].cmp(&samples[a]).then_with(|| thread_text_cmp(threads[a], threads[b])).then_with(|| {
+                    if stacks[a] == stacks[b] {
+                        Ordering::Equal
+                    } else {
+                        self.stacks.get(stacks[a]).cmp(self.stacks.get(stacks[b]))
+                    }
+                })
             });
         } else {
             let texts: Vec<String> = ids.iter().map(|&id| self.text(id, ranks, names, true)).collect();
