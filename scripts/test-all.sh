@@ -68,7 +68,9 @@ mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # "cpu" is how busy the machine's cores were during the step, all of them together.
 PASSED=
 time_table() {
-  local end i next total dl build run all_dl=0 all_build=0
+  # The run's verdict is its steps': nothing printed here may change the exit status.
+  local status=$? end i next total dl build run all_dl=0 all_build=0
+  set +e
   close_step
   end=$(($(date +%s) - START))
   # PASSED is set only after the last step: a run killed by a signal also exits through here.
@@ -88,8 +90,10 @@ time_table() {
     "$(cpu_share "$RUN_CPU_START" "$(cpu_ticks)")"
   # Where the time of the next change to this script is likely to be found.
   printf '\nThe slowest timed commands (of %s; all in %s):\n' "$(wc -l <"$TACHYON_COMMAND_TIMES")" "$TACHYON_COMMAND_TIMES"
-  sort -t$'\t' -k1,1nr "$TACHYON_COMMAND_TIMES" | head -15 |
-    awk -F'\t' '{ printf "  %4dm%02ds  %-8s %s\n", $1 / 60000, ($1 / 1000) % 60, $2, $3 }'
+  # (awk reads to the end: `head` leaving early could kill sort with SIGPIPE, which
+  # pipefail made the run's exit status, 141, after every step had passed.)
+  sort -t$'\t' -k1,1nr "$TACHYON_COMMAND_TIMES" |
+    awk -F'\t' 'NR <= 15 { printf "  %4dm%02ds  %-8s %s\n", $1 / 60000, ($1 / 1000) % 60, $2, $3 }'
   # Where the builds' time went, by crate (only when asked for: TACHYON_UNIT_TIMES=DIR).
   if [ -n "${TACHYON_UNIT_TIMES:-}" ] && [ -d "$TACHYON_UNIT_TIMES" ]; then
     printf '\n'
@@ -109,6 +113,7 @@ time_table() {
       env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
     fi
   fi
+  exit "$status"
 }
 FUZZ_ENV=() # (the fuzz build's own compiler-cache server, set after the big-endian step)
 trap time_table EXIT

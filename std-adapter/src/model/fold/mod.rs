@@ -84,10 +84,30 @@ pub struct Fold {
     /// `[tid low, tid high, frames leaf → root]` → index into `stacks`.
     stack_index: IdMap<Box<[u32]>, usize>,
     stacks: Vec<(Box<[u32]>, u64)>,
+    /// In a part that [`Fold::add`] fills from one source: its stacks as they come, end to
+    /// end, not found again here — the fold it is combined into finds each (a stack hashed
+    /// once, not in the part and again in the fold; no allocation a stack).
+    log: Option<Log>,
     samples: u64,
     profiles: u64,
     /// The facts of the fold a part is made for: checked before the part's samples are read.
     check_against: Option<Facts>,
+}
+
+/// Keys and counts in the order they came, each key `[tid low, tid high, frames…]` ending
+/// where `ends` says.
+#[derive(Debug, Clone, Default)]
+struct Log {
+    words: Vec<u32>,
+    ends: Vec<usize>,
+    counts: Vec<u64>,
+}
+
+impl Log {
+    fn entries(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).zip(&self.counts).map(|((start, &end), &count)| (&self.words[start..end], count))
+    }
 }
 
 /// Refuses `facts` that do not share the sample meaning of `mine`.
@@ -151,6 +171,7 @@ impl Fold {
     ) -> Result<u64, FoldError<S::Error>> {
         let mut part = Fold::new(self.options);
         part.check_against = self.facts.clone();
+        part.log = Some(Log::default());
         let samples = part.add_alone(source, output, progress)?;
         self.combine(part).map_err(FoldError::Mismatch)?;
         Ok(samples)
@@ -268,7 +289,8 @@ impl Fold {
             })
             .collect();
         let mut key = Vec::new();
-        for (stack, count) in other.stacks {
+        let logged = other.log.iter().flat_map(Log::entries);
+        for (stack, count) in other.stacks.iter().map(|(stack, count)| (&stack[..], *count)).chain(logged) {
             key.clear();
             key.extend_from_slice(&stack[..2]);
             key.extend(stack[2..].iter().map(|&f| frame_of[f as usize]));
@@ -299,6 +321,12 @@ impl Fold {
     }
 
     fn count(&mut self, key: &[u32], n: u64) {
+        if let Some(log) = &mut self.log {
+            log.words.extend_from_slice(key);
+            log.ends.push(log.words.len());
+            log.counts.push(n);
+            return;
+        }
         match self.stack_index.get(key) {
             Some(&i) => self.stacks[i].1 = self.stacks[i].1.saturating_add(n),
             None => {
