@@ -331,6 +331,11 @@ impl ThreadNumbers {
         Some((*self.interpreter_ids.get(n as usize)?, self.thread_ids[n as usize]))
     }
 
+    /// The threads `(interpreter id, thread id)` by number.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u64)> + '_ {
+        self.interpreter_ids.iter().copied().zip(self.thread_ids.iter().copied())
+    }
+
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.thread_ids.capacity() * 8 + self.interpreter_ids.capacity() * 4 + self.slots.heap_bytes()
@@ -380,6 +385,7 @@ mod tests {
         }
         assert_eq!(threads.len(), 100_000);
         assert_eq!(threads.get(100_000), None);
+        assert!(threads.iter().eq((0..100_000).map(pair)), "by number, in the order first met");
         // Four bytes a slot at most half full, 12 a thread: 100,000 threads in 262,144 slots.
         assert!(threads.heap_bytes() <= 131_072 * 12 + 262_144 * 4, "{}", threads.heap_bytes());
     }

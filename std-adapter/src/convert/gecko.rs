@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::hash::{IdMap, SequenceIndex, StringIndex};
+use crate::hash::{IdMap, SequenceIndex, StringIndex, ThreadNumbers};
 use crate::model::{basename, Call, Collector, FrameTable};
 use crate::pyfmt::write_json_str;
 
@@ -129,8 +129,8 @@ struct Thread {
 #[derive(Debug)]
 pub struct GeckoCollector {
     strings: StringIndex,
-    /// Thread ids `[low, high]`, numbered in first-seen order, and each one's state.
-    thread_ids: SequenceIndex,
+    /// Thread ids, numbered in first-seen order (each one's state by its number).
+    thread_ids: ThreadNumbers,
     threads: Vec<ThreadState>,
     /// Distinct stacks of frame ids (innermost first, as calls give them).
     stacks: SequenceIndex,
@@ -159,7 +159,7 @@ impl Default for GeckoCollector {
         strings.id("(root)");
         GeckoCollector {
             strings,
-            thread_ids: SequenceIndex::new(),
+            thread_ids: ThreadNumbers::new(),
             threads: Vec::new(),
             stacks: SequenceIndex::new(),
             sample_stack: Vec::new(),
@@ -287,7 +287,7 @@ impl GeckoCollector {
         self.call = Some((t, 0));
         self.call_stack = None;
         let tid = s.thread_id;
-        let thread = self.thread_ids.id(&[tid as u32, (tid >> 32) as u32]) as usize;
+        let thread = self.thread_ids.number(0, tid).0 as usize;
         if thread == self.threads.len() {
             self.threads.push(ThreadState {
                 is_main: s.status & MAIN_THREAD != 0,
@@ -535,8 +535,7 @@ impl GeckoCollector {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            let ids = self.thread_ids.get(i as u32);
-            let tid = u64::from(ids[0]) | u64::from(ids[1]) << 32;
+            let tid = self.thread_ids.get(i as u32).map_or(0, |(_, tid)| tid);
             let mut tables = Thread::default();
             stack_of.clear();
             let mut last: Option<(u32, u32)> = None;

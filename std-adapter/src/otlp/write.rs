@@ -13,7 +13,7 @@ use super::proto::{
     ProfilesDictionary, Resource, Sample, Stack, Value, ValueType,
 };
 use super::{attribute, DEFAULT_SERVICE_NAME, SCOPE_NAME};
-use crate::hash::{SequenceIndex, StringIndex};
+use crate::hash::{StringIndex, ThreadNumbers};
 use crate::model::stacks::{Entry, Locations, StackCounts};
 use crate::model::{FrameTable, SourceInfo, UnixSpan};
 
@@ -82,7 +82,7 @@ pub struct Request<'c> {
     /// distinct thread in the order entries first reach it.
     first_thread_attribute: i32,
     thread_key: i32,
-    thread_ids: Vec<u64>,
+    thread_ids: ThreadNumbers,
     /// Per entry, its thread's number among `thread_ids` (empty without threads).
     entry_thread: Vec<u32>,
     threads: bool,
@@ -177,17 +177,10 @@ impl<'c> Request<'c> {
         let thread_key = id(attribute::THREAD_ID);
 
         // Each distinct thread's attribute, numbered in the order entries first reach it.
-        let (mut thread_ids, mut entry_thread) = (Vec::new(), Vec::new());
+        let (mut thread_ids, mut entry_thread) = (ThreadNumbers::new(), Vec::new());
         if info.threads {
-            let mut seen = SequenceIndex::new();
             entry_thread.reserve_exact(counts.len());
-            for entry in counts.entries() {
-                let number = seen.id(&[entry.thread_id as u32, (entry.thread_id >> 32) as u32]);
-                if number as usize == thread_ids.len() {
-                    thread_ids.push(entry.thread_id);
-                }
-                entry_thread.push(number);
-            }
+            entry_thread.extend(counts.entries().map(|entry| thread_ids.number(0, entry.thread_id).0));
         }
 
         let time_unix_nano = ns(span.start_us);
@@ -355,12 +348,12 @@ impl<'c> Request<'c> {
         // The dictionary: its tables up to its own attributes (tags 1–6), the threads'
         // attributes (6), the stack table (7).
         let threads_len: u64 =
-            self.thread_ids.iter().map(|&t| message::encoded_len(6, &self.thread_attribute(t)) as u64).sum();
+            self.thread_ids.iter().map(|(_, t)| message::encoded_len(6, &self.thread_attribute(t)) as u64).sum();
         buf.clear();
         head(2, self.tables.encoded_len() as u64 + threads_len + self.stacks.encoded_len() as u64, &mut buf);
         self.tables.encode(&mut buf)?;
         out.write_all(&buf)?;
-        for &t in &self.thread_ids {
+        for (_, t) in self.thread_ids.iter() {
             buf.clear();
             message::encode(6, &self.thread_attribute(t), &mut buf);
             out.write_all(&buf)?;
@@ -433,7 +426,7 @@ impl<'c> Request<'c> {
                     })
                 })?;
                 j.list("stringTable", &d.string_table, |j, s| j.quoted(s))?;
-                let threads = self.thread_ids.iter().map(|&t| self.thread_attribute(t));
+                let threads = self.thread_ids.iter().map(|(_, t)| self.thread_attribute(t));
                 j.list("attributeTable", d.attribute_table.iter().cloned().chain(threads), |j, a| {
                     j.object(|j| {
                         j.int32("keyStrindex", a.key_strindex)?;
