@@ -14,9 +14,8 @@
 //! once, end to end with the others ([`SequenceIndex`]), and a line's key is its thread and
 //! its stack's number: threads that share stacks (10,000 threads sampled in the same 1,000
 //! deep stacks) hold each stack once, not once a thread. Texts are made only as the lines
-//! are written. A profile
-//! whose names collide (`basename` drops the directory) or hold `;` is sorted by its texts
-//! instead.
+//! are written. A profile whose names collide (`basename` drops the directory) or hold `;`
+//! is sorted by its texts instead.
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -186,14 +185,24 @@ impl CollapsedCollector {
 
     /// Key `id`'s text; without `threads`, no `tid:T` root.
     fn text(&self, id: u32, ranks: &Ranks, names: &[String], threads: bool) -> String {
-        let mut text = if threads { format!("tid:{}", self.thread(id)) } else { String::new() };
+        let mut text = Vec::new();
+        self.push_text(id, ranks, names, threads, &mut text);
+        // (Every piece is a `str` or ASCII digits.)
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// Appends key `id`'s text to `out`: the one place a line's text is made.
+    fn push_text(&self, id: u32, ranks: &Ranks, names: &[String], threads: bool, out: &mut Vec<u8>) {
+        if threads {
+            out.extend_from_slice(b"tid:");
+            push_decimal(out, self.thread(id));
+        }
         for (i, &word) in self.words(id).iter().enumerate() {
             if threads || i > 0 {
-                text.push(';');
+                out.push(b';');
             }
-            text.push_str(&names[ranks.function[word as usize] as usize]);
+            out.extend_from_slice(names[ranks.function[word as usize] as usize].as_bytes());
         }
-        text
     }
 
     /// The keys' ids in CPython's order. Memory beyond the keys: 4 bytes a key (no key's
@@ -285,16 +294,7 @@ impl CollapsedCollector {
         let mut line = Vec::new();
         for id in self.sorted(&names) {
             line.clear();
-            if self.threads {
-                line.extend_from_slice(b"tid:");
-                push_decimal(&mut line, self.thread(id));
-            }
-            for (i, &word) in self.words(id).iter().enumerate() {
-                if self.threads || i > 0 {
-                    line.push(b';');
-                }
-                line.extend_from_slice(names[ranks.function[word as usize] as usize].as_bytes());
-            }
+            self.push_text(id, ranks, &names, self.threads, &mut line);
             line.push(b' ');
             push_decimal(&mut line, self.samples[id as usize]);
             line.push(b'\n');

@@ -140,9 +140,7 @@ impl Tally {
             self.label_keys.insert(key, ());
         }
     }
-}
 
-impl Tally {
     /// Reads every sample of `message` once, as [`PprofSource::replay`] will: the tally, or
     /// where the message breaks the in-place reading's rules.
     fn in_place(message: &[u8]) -> Result<Tally, Broken> {
