@@ -486,29 +486,39 @@ fn a_197_byte_file_claiming_two_million_threads_gives_its_zstd_error() {
     assert!(stderr.contains("Corrupted zstd frame header (at file offset 191)"), "{stderr}");
 }
 
-/// A valid file of a million threads, one sample each (a server with short-lived threads),
-/// written once for the tests below (18 MB).
-fn million_threads_file() -> &'static Path {
-    use std::sync::OnceLock;
+/// A file written once per test process by `write` (a Tachyon writer over it, `interval_us`
+/// apart, room for any number of threads), named `NAME.PID.pyb`: nextest runs each test in a
+/// process of its own, and two writing one path at once gave a reader the other's
+/// half-written file.
+fn written_once(
+    file: &'static std::sync::OnceLock<std::path::PathBuf>,
+    name: &str,
+    interval_us: u64,
+    write: impl FnOnce(&mut tachyon_core::Writer<'_, tachyon::file::FileSink>),
+) -> &'static Path {
     use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
-    use tachyon_core::{Frame, Writer, WriterConfig};
-    static FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
-    FILE.get_or_init(|| {
-        const THREADS: u64 = 1_000_000;
-        // A file per process: nextest runs each test in a process of its own, and two
-        // writing one path at once gave a reader the other's half-written file.
-        let name = format!("million_threads.{}.pyb", std::process::id());
-        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    use tachyon_core::{Writer, WriterConfig};
+    file.get_or_init(|| {
+        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.{}.pyb", std::process::id()));
         let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
         let mut storage = VecWriterStorage::new(cap).unwrap();
         let sink = tachyon::file::create(&input).unwrap();
-        let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 1000)).unwrap();
-        let work = Frame::new(b"/srv/handler.py", b"handle");
-        for tid in 0..THREADS {
-            w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
-        }
+        let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, interval_us)).unwrap();
+        write(&mut w);
         w.finish().unwrap();
         input
+    })
+}
+
+/// A valid file of a million threads, one sample each (a server with short-lived threads),
+/// written once for the tests below (18 MB).
+fn million_threads_file() -> &'static Path {
+    static FILE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    written_once(&FILE, "million_threads", 1000, |w| {
+        let work = tachyon_core::Frame::new(b"/srv/handler.py", b"handle");
+        for tid in 0..1_000_000u64 {
+            w.write_thread_sample(1_001_000 + tid, 0, tid, 0, [work]).unwrap();
+        }
     })
 }
 
@@ -693,22 +703,13 @@ fn fifty_thousand_mojo_threads_under_a_memory_limit() {
 }
 
 /// Issue 41's second file: 10,000 threads, each with 100 distinct stacks 64 frames deep (a
-/// pool of 1,000 stacks under one 62-frame trunk, so the file and the frame table stay small:
-/// 1,000,004 samples' worth of pairs, 1,000,000 distinct (thread, stack) pairs), the
-/// threads' samples interleaved round by round as a sampler takes them. Written once (about
-/// 10 MB).
+/// pool of 1,000 stacks under one 62-frame trunk, so the frame table stays small), one
+/// sample of each: 1,000,000 samples, each a distinct (thread, stack) pair, interleaved
+/// round by round as a sampler takes them. Written once (21 MB).
 fn deep_threads_file() -> &'static Path {
-    use std::sync::OnceLock;
-    use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
-    use tachyon_core::{Frame, Writer, WriterConfig};
-    static FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
-    FILE.get_or_init(|| {
-        let name = format!("deep_threads.{}.pyb", std::process::id());
-        let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-        let cap = WriterCapacity { threads: usize::MAX, ..WriterCapacity::DESKTOP };
-        let mut storage = VecWriterStorage::new(cap).unwrap();
-        let sink = tachyon::file::create(&input).unwrap();
-        let mut w = Writer::new(sink, storage.storage(), WriterConfig::new(1_000_000, 10)).unwrap();
+    use tachyon_core::Frame;
+    static FILE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    written_once(&FILE, "deep_threads", 10, |w| {
         let names: Vec<String> = (0..DEEP_TRUNK).map(|i| format!("layer_{i:02}")).collect();
         let trunk: Vec<_> =
             names.iter().map(|n| w.intern_frame(Frame::new(b"/srv/app/layers.py", n.as_bytes())).unwrap()).collect();
@@ -731,8 +732,6 @@ fn deep_threads_file() -> &'static Path {
                 w.write_thread_sample_ids(ts, 0, tid as u64 + 1, 0, &stack).unwrap();
             }
         }
-        w.finish().unwrap();
-        input
     })
 }
 
