@@ -464,9 +464,10 @@ fn a_million_threads_are_written_in_memory_that_follows_their_use() {
     };
     let per_thread = storage.thread_bytes() as f64 / THREADS as f64;
     eprintln!("thread table: {} bytes, {per_thread:.0} per thread", storage.thread_bytes());
-    // Entry 32 B, chunk places 32 B, index 8–16 B, a 4-id stack 16 B, a 16-byte run, and at
-    // most doubling slack on the arenas (fixed storage would hold 17,448 B a thread).
-    assert!(per_thread <= 200.0, "{per_thread} bytes per thread");
+    // Entry 44 B (its chunks' places in it), index 8–16 B, a 2-id stack 8 B, a 16-byte run,
+    // and at most doubling slack on the arenas: 80 measured (fixed storage would hold 17,460 B
+    // a thread).
+    assert!(per_thread <= 100.0, "{per_thread} bytes per thread");
     let reader = tachyon_core::storage::ReaderCapacity { threads: usize::MAX, ..SMALL_READER };
     let samples = decode_all(&buf[..size], reader).unwrap();
     assert_eq!(samples.len(), 2 * THREADS as usize);

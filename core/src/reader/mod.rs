@@ -169,6 +169,17 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         self.threads.len()
     }
 
+    /// Ends the stream (as if it had been read to the end: [`Self::next_item`] gives
+    /// `Ok(None)` after it) and gives back what growable storage's thread table grew to — a
+    /// file of a million threads: about 40 MB, which a converter need not hold while it
+    /// writes what it collected. The tables (strings, frames) stay; fixed storage keeps its
+    /// slices.
+    pub fn release_threads(&mut self) {
+        self.stream.done = true;
+        self.stream.run.remaining = 0;
+        self.threads.release();
+    }
+
     /// Gives the source back.
     pub fn into_inner(self) -> R {
         self.stream.input.source
@@ -198,7 +209,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                     count,
                     record,
                     tables: &self.tables,
-                    prev_ts: &mut entry.prev_ts,
+                    entry,
                     stream: &mut self.stream,
                 })))
             }
@@ -221,7 +232,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 let thread = self.stream.run.thread;
                 let (_, entry) = self.threads.stack_and_entry(thread);
                 let mut status = 0;
-                if let Err(e) = self.stream.entries(1, &mut entry.prev_ts, |_, s| status = s) {
+                if let Err(e) = self.stream.entries(1, entry, |_, s| status = s) {
                     return Err(self.stream.fail(e));
                 }
                 return Ok(Some(self.sample(thread, status, Encoding::Repeat)));
@@ -260,7 +271,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             return Ok(());
         }
         let (_, entry) = self.threads.stack_and_entry(self.stream.run.thread);
-        self.stream.entries(u32::MAX, &mut entry.prev_ts, |_, _| {}).map(drop)
+        self.stream.entries(u32::MAX, entry, |_, _| {}).map(drop)
     }
 
     /// Decodes the next record (the pending run is finished): a stack record into its

@@ -261,7 +261,8 @@ pub struct Run<'r, 's, R: Read + Seek> {
     /// Ordinal of the record in the sample region (0-based).
     pub record: u64,
     pub(super) tables: &'r Tables<'r>,
-    pub(super) prev_ts: &'r mut u64,
+    /// The run's thread, whose `prev_ts` each entry advances.
+    pub(super) entry: &'r mut crate::storage::ReaderThread,
     pub(super) stream: &'r mut Stream<'s, R>,
 }
 
@@ -285,9 +286,7 @@ impl<'r, R: Read + Seek> Run<'r, '_, R> {
     #[inline]
     pub fn next_entry(&mut self) -> Res<Option<RunEntry>, R::Error> {
         let mut next = None;
-        match self
-            .stream
-            .entries(1, self.prev_ts, |timestamp_us, status| next = Some(RunEntry { timestamp_us, status }))
+        match self.stream.entries(1, self.entry, |timestamp_us, status| next = Some(RunEntry { timestamp_us, status }))
         {
             Ok(_) => Ok(next),
             Err(e) => Err(self.stream.fail(e)),
@@ -299,7 +298,7 @@ impl<'r, R: Read + Seek> Run<'r, '_, R> {
     pub fn read_entries(&mut self, out: &mut [RunEntry]) -> Res<usize, R::Error> {
         let max = u32::try_from(out.len()).unwrap_or(u32::MAX);
         let mut slots = out.iter_mut();
-        let filled = self.stream.entries(max, self.prev_ts, |timestamp_us, status| {
+        let filled = self.stream.entries(max, self.entry, |timestamp_us, status| {
             if let Some(slot) = slots.next() {
                 *slot = RunEntry { timestamp_us, status };
             }
@@ -309,7 +308,7 @@ impl<'r, R: Read + Seek> Run<'r, '_, R> {
 
     /// Decodes and checks the entries left; returns how many there were.
     pub fn skip(&mut self) -> Res<u32, R::Error> {
-        self.stream.entries(u32::MAX, self.prev_ts, |_, _| {}).map_err(|e| self.stream.fail(e))
+        self.stream.entries(u32::MAX, self.entry, |_, _| {}).map_err(|e| self.stream.fail(e))
     }
 
     /// The stack resolved to names and locations, innermost first.
@@ -393,15 +392,20 @@ impl<R: Read + Seek> Stream<'_, R> {
     }
 
     /// Decodes up to `max` entries of the pending run (fewer if it has fewer left), adding
-    /// each delta to `prev_ts` and handing each timestamp and status to `each`; returns how
+    /// each delta to the thread's `prev_ts` and handing each timestamp and status to `each`; returns how
     /// many. Entries are decoded straight from the window in a tight loop while it holds at
     /// least the longest entry (11 bytes), so there is one length check per entry and a
     /// refill only per window.
     #[inline]
-    pub(super) fn entries(&mut self, max: u32, prev_ts: &mut u64, mut each: impl FnMut(u64, u8)) -> Res<u32, R::Error> {
+    pub(super) fn entries(
+        &mut self,
+        max: u32,
+        thread: &mut crate::storage::ReaderThread,
+        mut each: impl FnMut(u64, u8),
+    ) -> Res<u32, R::Error> {
         let want = max.min(self.run.remaining);
         let mut done = 0;
-        let mut ts = *prev_ts;
+        let mut ts = thread.prev_ts;
         let result = loop {
             if done == want {
                 break Ok(());
@@ -464,7 +468,7 @@ impl<R: Read + Seek> Stream<'_, R> {
                 break Err(e);
             }
         };
-        *prev_ts = ts;
+        thread.prev_ts = ts;
         self.run.remaining -= done;
         self.decoded += u64::from(done);
         result.map(|()| done)

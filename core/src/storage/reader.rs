@@ -8,7 +8,10 @@ use super::*;
 /// One reader thread: its pair, its timestamp and its current stack, which lives end-aligned
 /// in the thread's chunk of the stack arena (innermost first, so pops and pushes touch only
 /// the front and the frames a record keeps never move).
+// Packed to 4-byte alignment: 28 bytes where the `u64`s would pad it to 32 (a million
+// threads, 4 MB). Fields are only ever copied, never borrowed, so no reference is unaligned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct ReaderThread {
     pub(crate) thread_id: u64,
     pub(crate) prev_ts: u64,
@@ -40,10 +43,10 @@ pub(crate) enum Keep {
 ///
 /// On fixed storage every thread gets a whole 256-slot chunk when it appears, as many
 /// threads as the slices allow. On growable storage a thread's chunk is the smallest power
-/// of two (at least 4) that holds its deepest stack so far: a deeper stack moves it to a new
+/// of two that holds its deepest stack so far: a deeper stack moves it to a new
 /// chunk twice the size at the end of the arena, leaving the old one unused, which at most
 /// doubles the arena (the old chunks of one thread sum to less than its current one). So
-/// memory follows what the threads hold — about 60 bytes for a thread with a shallow stack —
+/// memory follows what the threads hold — about 44 bytes for a thread with a one-frame stack —
 /// never the count a header declares.
 pub(crate) struct ReaderThreads<'a> {
     pub(super) entries: Table<'a, ReaderThread>,
@@ -58,8 +61,10 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) seed: u64,
 }
 
-/// Smallest chunk on growable storage.
-pub(super) const MIN_CHUNK: usize = 4;
+/// Smallest chunk on growable storage: one frame, so a thread seen with a one-frame stack
+/// holds one slot (a million such threads: 4 MB, where a 4-slot start took 16 MB). A deeper
+/// stack moves the chunk to the next power of two, which wastes at most its own size.
+pub(super) const MIN_CHUNK: usize = 1;
 
 impl<'a> ReaderThreads<'a> {
     pub(super) fn fixed(entries: &'a mut [ReaderThread], slots: &'a mut [u32], stacks: &'a mut [u32]) -> Self {
@@ -99,6 +104,15 @@ impl<'a> ReaderThreads<'a> {
 
     pub(crate) fn len(&self) -> usize {
         self.count
+    }
+
+    /// Gives the growable tables' memory back once the reader has read its last record: no
+    /// thread is looked up after it, and [`Self::len`] still tells how many there were.
+    pub(crate) fn release(&mut self) {
+        self.entries.release();
+        self.slots.release();
+        self.arena.release();
+        self.arena_used = 0;
     }
 
     /// Most threads this table can hold.

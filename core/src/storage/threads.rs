@@ -8,14 +8,18 @@ use super::*;
 /// previous stack and its pending REPEAT run, and where in the two arenas those are kept.
 /// The places are in the entry itself, so the per-sample path reads one entry whether the
 /// storage is fixed or grown by use.
+// Packed to 4-byte alignment and the arenas' places in `u32`s (the storage keeps both arenas
+// below 4 Gi entries): 44 bytes where `usize` places and 8-byte alignment took 56 (a million
+// threads, 12 MB). Fields are only ever copied, never borrowed, so no reference is unaligned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct WriterThread {
     pub(crate) thread_id: u64,
     pub(crate) prev_ts: u64,
     /// Where the previous stack starts in the stack arena.
-    pub(super) stack_start: usize,
+    pub(super) stack_start: u32,
     /// Where the REPEAT bytes start in the REPEAT arena.
-    pub(super) rle_start: usize,
+    pub(super) rle_start: u32,
     pub(crate) interpreter_id: u32,
     pub(crate) rle_len: u32,
     pub(crate) rle_count: u32,
@@ -44,6 +48,9 @@ impl WriterThread {
 
 /// Smallest REPEAT chunk on growable storage: a run of one short entry.
 pub(super) const MIN_RLE_CHUNK: usize = 16;
+
+/// Most entries in either arena: a thread's places in them are `u32`s.
+const ARENA_LIMIT: usize = u32::MAX as usize;
 
 /// The writer's thread table in creation order, with each thread's previous stack and its
 /// pending REPEAT bytes.
@@ -85,8 +92,8 @@ impl<'a> WriterThreads<'a> {
             .len()
             .min(slots.len() - 1)
             .min(u32::MAX as usize - 1)
-            .min(stacks.len() / MAX_STACK_DEPTH)
-            .min(rle.len() / rle_budget);
+            .min(stacks.len().min(ARENA_LIMIT) / MAX_STACK_DEPTH)
+            .min(rle.len().min(ARENA_LIMIT) / rle_budget);
         WriterThreads {
             entries: Table::Fixed(entries),
             count: 0,
@@ -179,10 +186,11 @@ impl<'a> WriterThreads<'a> {
         let (stack_start, stack_room, rle_start, rle_room) = if self.stacks.is_growable() {
             (0, 0, 0, 0)
         } else {
+            // The capacity keeps both products within ARENA_LIMIT.
             (
-                i * MAX_STACK_DEPTH,
+                (i * MAX_STACK_DEPTH) as u32,
                 MAX_STACK_DEPTH as u16,
-                i * self.rle_budget,
+                (i * self.rle_budget) as u32,
                 u32::try_from(self.rle_budget).unwrap_or(u32::MAX),
             )
         };
@@ -212,7 +220,8 @@ impl<'a> WriterThreads<'a> {
     /// The thread's previous stack, innermost first.
     pub(crate) fn prev_stack(&self, i: usize) -> &[u32] {
         let t = &self.entries.as_slice()[i];
-        &self.stacks.as_slice()[t.stack_start..t.stack_start + usize::from(t.depth)]
+        let start = t.stack_start as usize;
+        &self.stacks.as_slice()[start..start + usize::from(t.depth)]
     }
 
     /// Makes room for a previous stack of `depth` ids (at most 256), keeping the current one.
@@ -234,15 +243,16 @@ impl<'a> WriterThreads<'a> {
         }
         let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
         let start = self.stacks_used;
-        let end = start.checked_add(len).ok_or(Resource::Stacks)?;
+        let end = start.checked_add(len).filter(|&e| e <= ARENA_LIMIT).ok_or(Resource::Stacks)?;
         if !self.stacks.grow(end, 0) {
             return Err(Resource::Stacks);
         }
         let kept = usize::from(t.depth);
-        self.stacks.as_mut_slice().copy_within(t.stack_start..t.stack_start + kept, start);
+        let old = t.stack_start as usize;
+        self.stacks.as_mut_slice().copy_within(old..old + kept, start);
         self.stacks_used = end;
         let e = &mut self.entries.as_mut_slice()[i];
-        e.stack_start = start;
+        e.stack_start = start as u32;
         // `len` is at most MAX_STACK_DEPTH (256).
         e.stack_room = len as u16;
         Ok(())
@@ -252,14 +262,15 @@ impl<'a> WriterThreads<'a> {
     pub(crate) fn set_prev_stack(&mut self, i: usize, stack: &[u32]) {
         let t = &mut self.entries.as_mut_slice()[i];
         t.depth = stack.len() as u16;
-        let start = t.stack_start;
+        let start = t.stack_start as usize;
         self.stacks.as_mut_slice()[start..start + stack.len()].copy_from_slice(stack);
     }
 
     /// The thread's pending run bytes.
     pub(crate) fn rle(&self, i: usize) -> &[u8] {
         let t = &self.entries.as_slice()[i];
-        &self.rle.as_slice()[t.rle_start..t.rle_start + t.rle_len as usize]
+        let start = t.rle_start as usize;
+        &self.rle.as_slice()[start..start + t.rle_len as usize]
     }
 
     /// Makes room for `extra` more run bytes, keeping the pending ones; the caller checked
@@ -284,14 +295,15 @@ impl<'a> WriterThreads<'a> {
         // The budget bounds a REPEAT record, whose lengths are u32.
         let room = u32::try_from(len).map_err(|_| Resource::Threads)?;
         let start = self.rle_used;
-        let end = start.checked_add(len).ok_or(Resource::Threads)?;
+        let end = start.checked_add(len).filter(|&e| e <= ARENA_LIMIT).ok_or(Resource::Threads)?;
         if !self.rle.grow(end, 0) {
             return Err(Resource::Threads);
         }
-        self.rle.as_mut_slice().copy_within(t.rle_start..t.rle_start + kept, start);
+        let old = t.rle_start as usize;
+        self.rle.as_mut_slice().copy_within(old..old + kept, start);
         self.rle_used = end;
         let e = &mut self.entries.as_mut_slice()[i];
-        e.rle_start = start;
+        e.rle_start = start as u32;
         e.rle_room = room;
         Ok(())
     }
@@ -301,7 +313,7 @@ impl<'a> WriterThreads<'a> {
     #[inline]
     pub(crate) fn push_rle(&mut self, i: usize, delta: &[u8], status: u8) {
         let t = &mut self.entries.as_mut_slice()[i];
-        let start = t.rle_start + t.rle_len as usize;
+        let start = t.rle_start as usize + t.rle_len as usize;
         t.rle_len += delta.len() as u32 + 1;
         t.rle_count += 1;
         let end = start + delta.len();

@@ -141,8 +141,14 @@ impl<R: Read + Seek> Source for TachyonSource<'_, '_, R> {
         &self.frames
     }
 
+    /// Replays what the reader has left; then the reader's thread table is given back
+    /// ([`Reader::release_threads`]): the collector is written after this, and a file of many
+    /// threads need not hold both at once.
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
-        replay(self.reader.get(), &self.frames, collector, progress)
+        let reader = self.reader.get();
+        let replayed = replay(reader, &self.frames, collector, progress);
+        reader.release_threads();
+        replayed
     }
 
     /// `--to tachyon` re-encodes record for record ([`reencode`]), so that CPython's files
