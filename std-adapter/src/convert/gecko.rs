@@ -81,17 +81,35 @@ struct Marker {
 
 /// What a thread holds while the samples are read: its open states (CPython keeps them in
 /// one dict per state, keyed by thread), and where its samples and markers are in the
-/// collector's vectors. Its tables are made when it is written.
+/// collector's vectors. Its tables are made when it is written. 40 bytes: a file of a
+/// million threads holds a million of these while it is read.
 #[derive(Debug, Clone)]
 struct ThreadState {
-    is_main: bool,
-    initialized: bool,
+    /// [`IS_MAIN`] and [`INITIALIZED`].
+    flags: u8,
     /// Per slot, the open state, or [`CLOSED`].
     open: [u8; SLOTS],
-    start: [f64; SLOTS],
-    /// First and last of its samples, its markers ([`END`] when none).
-    samples: [u32; 2],
-    markers: [u32; 2],
+    /// Per slot, when its open state started, as a [`Start`].
+    start: [u32; SLOTS],
+    /// Its latest sample and marker ([`END`] when none), each linked to the one before.
+    last_sample: u32,
+    last_marker: u32,
+}
+
+/// [`ThreadState::flags`]: the thread is the main thread.
+const IS_MAIN: u8 = 1;
+/// [`ThreadState::flags`]: CPython's collector has seen the thread (states then close as
+/// well as open).
+const INITIALIZED: u8 = 2;
+
+/// A state's start time, kept in 4 bytes: a state starts at the first sample of a call, so
+/// its time is that sample's, by index; a call without a stack records no sample, and its
+/// time is kept apart (the top bit set).
+#[derive(Debug, Clone, Copy)]
+struct Start(u32);
+
+impl Start {
+    const APART: u32 = 1 << 31;
 }
 
 /// A thread's tables, made as it is written: the stack, frame, function and resource tables
@@ -123,7 +141,7 @@ struct Thread {
     resource_cache: HashMap<String, u32>,
 }
 
-/// Builds the profile. Memory follows the threads (about 100 bytes each), the samples (16
+/// Builds the profile. Memory follows the threads (about 60 bytes each: a state and a number), the samples (16
 /// bytes each), the markers and the distinct stacks; each thread's tables exist only while
 /// it is written (a million threads of a sample each: their tables took 2 GB held together).
 #[derive(Debug)]
@@ -134,13 +152,17 @@ pub struct GeckoCollector {
     threads: Vec<ThreadState>,
     /// Distinct stacks of frame ids (innermost first, as calls give them).
     stacks: SequenceIndex,
-    /// Samples in file order: stack id, time, the next sample of the same thread.
+    /// Samples in file order: stack id, time, the sample of the same thread before it.
     sample_stack: Vec<u32>,
     sample_time: Vec<f64>,
-    sample_next: Vec<u32>,
-    /// Markers made while reading, each with the next of the same thread.
+    sample_before: Vec<u32>,
+    /// Markers made while reading, each with the one of the same thread before it.
     markers: Vec<Marker>,
-    marker_next: Vec<u32>,
+    marker_before: Vec<u32>,
+    /// The start times of states opened by calls without a stack (see [`Start`]).
+    starts_apart: Vec<f64>,
+    /// The call in progress's start, once a state has taken it.
+    call_start: Option<Start>,
     /// Per table frame id, whether its names have been given to `strings`.
     named: Vec<bool>,
     base_us: Option<u64>,
@@ -164,9 +186,11 @@ impl Default for GeckoCollector {
             stacks: SequenceIndex::new(),
             sample_stack: Vec::new(),
             sample_time: Vec::new(),
-            sample_next: Vec::new(),
+            sample_before: Vec::new(),
             markers: Vec::new(),
-            marker_next: Vec::new(),
+            marker_before: Vec::new(),
+            starts_apart: Vec::new(),
+            call_start: None,
             named: Vec::new(),
             base_us: None,
             interval: 1.0,
@@ -178,21 +202,19 @@ impl Default for GeckoCollector {
     }
 }
 
-/// Appends item `at` to the chain `ends` (first, last) whose links are `next`.
-fn chain(ends: &mut [u32; 2], next: &mut [u32], at: u32) {
-    match ends[1] {
-        END => ends[0] = at,
-        last => next[last as usize] = at,
-    }
-    ends[1] = at;
+/// Makes item `at` (the last of `before`, about to be pushed) the latest of the chain whose
+/// latest was `last`.
+fn link(last: &mut u32, before: &mut Vec<u32>, at: u32) {
+    before.push(*last);
+    *last = at;
 }
 
-/// The items of the chain starting at `first`.
-fn walk(first: u32, next: &[u32]) -> impl Iterator<Item = usize> + '_ {
-    let mut at = first;
+/// The items of the chain whose latest is `last`, latest first.
+fn walk_back(last: u32, before: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = last;
     std::iter::from_fn(move || {
         let i = at as usize;
-        at = *next.get(i)?;
+        at = *before.get(i)?;
         Some(i)
     })
 }
@@ -233,17 +255,42 @@ impl GeckoCollector {
         let name = self.strings.id(STATES[state].1);
         let at = self.markers.len() as u32;
         self.markers.push(Marker { name, state, start, end });
-        self.marker_next.push(END);
-        chain(&mut self.threads[thread].markers, &mut self.marker_next, at);
+        link(&mut self.threads[thread].last_marker, &mut self.marker_before, at);
+    }
+
+    /// The time of a state's start.
+    fn time(&self, start: Start) -> f64 {
+        if start.0 & Start::APART != 0 {
+            self.starts_apart[(start.0 & !Start::APART) as usize]
+        } else {
+            self.sample_time[start.0 as usize]
+        }
+    }
+
+    /// The start of the call in progress, at `t`, for a state it opens: its first sample
+    /// (pushed after the states are set), or a time kept apart when it records no sample.
+    fn call_start(&mut self, has_stack: bool, t: f64) -> Start {
+        if let Some(start) = self.call_start {
+            return start;
+        }
+        let start = if has_stack {
+            Start(self.sample_time.len() as u32)
+        } else {
+            self.starts_apart.push(t);
+            Start((self.starts_apart.len() - 1) as u32 | Start::APART)
+        };
+        self.call_start = Some(start);
+        start
     }
 
     /// CPython's `dict.setdefault(tid, t)` on the dict of `state`.
-    fn set_default(&mut self, thread: usize, state: State, t: f64) {
-        let th = &mut self.threads[thread];
+    fn set_default(&mut self, thread: usize, state: State, has_stack: bool, t: f64) {
         let slot = SLOT[state as usize];
-        if th.open[slot] == CLOSED {
+        if self.threads[thread].open[slot] == CLOSED {
+            let start = self.call_start(has_stack, t);
+            let th = &mut self.threads[thread];
             th.open[slot] = state as u8;
-            th.start[slot] = t;
+            th.start[slot] = start.0;
         }
     }
 
@@ -253,22 +300,23 @@ impl GeckoCollector {
         let slot = SLOT[state as usize];
         if th.open[slot] == state as u8 {
             th.open[slot] = CLOSED;
-            let start = th.start[slot];
+            let start = Start(th.start[slot]);
+            let start = self.time(start);
             self.marker(thread, state as usize, start, t);
         }
     }
 
     /// CPython's `_track_state_transition`.
-    fn transition(&mut self, thread: usize, condition: bool, active: State, inactive: State, t: f64) {
+    fn transition(&mut self, thread: usize, condition: bool, active: State, inactive: State, has_stack: bool, t: f64) {
         let (on, off) = if condition { (active, inactive) } else { (inactive, active) };
-        if !self.threads[thread].initialized {
-            self.set_default(thread, on, t);
+        if self.threads[thread].flags & INITIALIZED == 0 {
+            self.set_default(thread, on, has_stack, t);
             return;
         }
         // (`off` closes after `on` opens in CPython; they share a slot here, so the other
         // way round.)
         self.close(thread, off, t);
-        self.set_default(thread, on, t);
+        self.set_default(thread, on, has_stack, t);
     }
 
     /// Ends the call in progress: CPython's interval bookkeeping at the end of `collect`.
@@ -286,43 +334,45 @@ impl GeckoCollector {
         self.end_call();
         self.call = Some((t, 0));
         self.call_stack = None;
+        self.call_start = None;
         let tid = s.thread_id;
         let thread = self.thread_ids.number(0, tid).0 as usize;
         if thread == self.threads.len() {
             self.threads.push(ThreadState {
-                is_main: s.status & MAIN_THREAD != 0,
-                initialized: false,
+                flags: if s.status & MAIN_THREAD != 0 { IS_MAIN } else { 0 },
                 open: [CLOSED; SLOTS],
-                start: [0.0; SLOTS],
-                samples: [END; 2],
-                markers: [END; 2],
+                start: [0; SLOTS],
+                last_sample: END,
+                last_marker: END,
             });
         }
+        let has_stack = !s.stack.is_empty();
         let has_gil = s.status & HAS_GIL != 0;
         let on_cpu = s.status & ON_CPU != 0;
-        self.transition(thread, has_gil, State::HasGil, State::NoGil, t);
-        self.transition(thread, on_cpu, State::OnCpu, State::OffCpu, t);
+        self.transition(thread, has_gil, State::HasGil, State::NoGil, has_stack, t);
+        self.transition(thread, on_cpu, State::OnCpu, State::OffCpu, has_stack, t);
         if has_gil {
-            self.transition(thread, true, State::PythonCode, State::NativeCode, t);
+            self.transition(thread, true, State::PythonCode, State::NativeCode, has_stack, t);
         } else if on_cpu {
-            self.transition(thread, true, State::NativeCode, State::PythonCode, t);
-        } else if self.threads[thread].initialized {
+            self.transition(thread, true, State::NativeCode, State::PythonCode, has_stack, t);
+        } else if self.threads[thread].flags & INITIALIZED != 0 {
             self.close(thread, State::PythonCode, t);
             self.close(thread, State::NativeCode, t);
         }
         if s.status & GIL_REQUESTED != 0 {
-            self.set_default(thread, State::GilWait, t);
+            self.set_default(thread, State::GilWait, has_stack, t);
         } else {
             self.close(thread, State::GilWait, t);
         }
-        self.transition(thread, s.status & HAS_EXCEPTION != 0, State::HasException, State::NoException, t);
+        let exception = s.status & HAS_EXCEPTION != 0;
+        self.transition(thread, exception, State::HasException, State::NoException, has_stack, t);
         let in_gc = s.stack.iter().any(|&id| frames.frame(id).funcname == "<GC>");
         if in_gc {
-            self.set_default(thread, State::Gc, t);
+            self.set_default(thread, State::Gc, has_stack, t);
         } else {
             self.close(thread, State::Gc, t);
         }
-        self.threads[thread].initialized = true;
+        self.threads[thread].flags |= INITIALIZED;
         if !s.stack.is_empty() {
             self.name_frames(frames, s.stack);
             self.call_stack = Some((thread, self.stacks.id(s.stack)));
@@ -453,8 +503,7 @@ impl Collector for GeckoCollector {
                 let at = self.sample_stack.len() as u32;
                 self.sample_stack.push(stack);
                 self.sample_time.push(t);
-                self.sample_next.push(END);
-                chain(&mut self.threads[thread].samples, &mut self.sample_next, at);
+                link(&mut self.threads[thread].last_sample, &mut self.sample_before, at);
             }
         }
     }
@@ -528,6 +577,7 @@ impl GeckoCollector {
         )?;
         let end = self.last_sample_time;
         let mut samples = Vec::new();
+        let mut order = Vec::new();
         let mut markers = Vec::new();
         // Each stack's index in the thread's table: most samples repeat the one before.
         let mut stack_of: IdMap<u32, u32> = IdMap::default();
@@ -539,8 +589,11 @@ impl GeckoCollector {
             let mut tables = Thread::default();
             stack_of.clear();
             let mut last: Option<(u32, u32)> = None;
+            // The thread's samples in file order (its chain runs from the latest).
+            order.clear();
+            order.extend(walk_back(th.last_sample, &self.sample_before));
             samples.clear();
-            for at in walk(th.samples[0], &self.sample_next) {
+            for &at in order.iter().rev() {
                 let id = self.sample_stack[at];
                 let stack = match last {
                     Some((was, stack)) if was == id => stack,
@@ -552,14 +605,16 @@ impl GeckoCollector {
                 samples.push((stack, self.sample_time[at]));
             }
             markers.clear();
-            markers.extend(walk(th.markers[0], &self.marker_next).map(|at| self.markers[at]));
+            markers.extend(walk_back(th.last_marker, &self.marker_before).map(|at| self.markers[at]));
+            markers.reverse();
             for (slot, &state) in th.open.iter().enumerate() {
                 if state != CLOSED {
                     let name = self.strings.id(STATES[state as usize].1);
-                    markers.push(Marker { name, state: state as usize, start: th.start[slot], end });
+                    let start = self.time(Start(th.start[slot]));
+                    markers.push(Marker { name, state: state as usize, start, end });
                 }
             }
-            write_thread(tid, th.is_main, &tables, &samples, &markers, out)?;
+            write_thread(tid, th.flags & IS_MAIN != 0, &tables, &samples, &markers, out)?;
         }
         out.write_all(b"],\"pages\":[],\"shared\":{\"stringArray\":[")?;
         for (i, s) in self.strings.strings().iter().enumerate() {
