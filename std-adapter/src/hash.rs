@@ -277,12 +277,15 @@ impl SequenceIndex {
 }
 
 /// Threads, `(interpreter id, thread id)` pairs, numbered in the order first met, each held
-/// once (12 bytes) and found through [`IdSlots`]: 16 to 28 bytes a thread, where a
-/// `HashMap<(u32, u64), u64>` of their last times took about 50 (and 75 while it doubled).
-/// For what an output keeps per thread of a file that may name millions of them.
+/// once (8 bytes, 12 once a second interpreter appears) and found through [`IdSlots`]: 12 to
+/// 28 bytes a thread, where a `HashMap<(u32, u64), u64>` of their last times took about 50
+/// (and 75 while it doubled). For what an output keeps per thread of a file that may name
+/// millions of them.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadNumbers {
     thread_ids: Vec<u64>,
+    /// Interpreter ids by number; empty while every one is 0 (most profiles have one
+    /// interpreter, or none).
     interpreter_ids: Vec<u32>,
     slots: IdSlots,
     hash: IdHash,
@@ -311,29 +314,39 @@ impl ThreadNumbers {
     /// Past 2^32 − 1 threads (numbers are `u32`s), which would take more than 64 GiB.
     pub fn number(&mut self, interpreter_id: u32, thread_id: u64) -> (u32, bool) {
         let (hash, tids, iids) = (self.hash, &self.thread_ids, &self.interpreter_ids);
-        self.slots.reserve_one(|n| pair_hash(hash, iids[n as usize], tids[n as usize]));
+        self.slots.reserve_one(|n| pair_hash(hash, iids.get(n as usize).copied().unwrap_or(0), tids[n as usize]));
         let found = self.slots.find(pair_hash(hash, interpreter_id, thread_id), |n| {
-            self.thread_ids[n as usize] == thread_id && self.interpreter_ids[n as usize] == interpreter_id
+            self.thread_ids[n as usize] == thread_id && self.interpreter_id(n as usize) == interpreter_id
         });
         let free = match found {
             Found::Id(n) => return (n, false),
             Found::Free(free) => free,
         };
         let n = u32::try_from(self.len()).ok().filter(|&n| n < u32::MAX).expect("2^32 - 1 threads");
+        if interpreter_id != 0 && self.interpreter_ids.is_empty() {
+            self.interpreter_ids.resize(self.thread_ids.len(), 0);
+        }
         self.thread_ids.push(thread_id);
-        self.interpreter_ids.push(interpreter_id);
+        if !self.interpreter_ids.is_empty() {
+            self.interpreter_ids.push(interpreter_id);
+        }
         self.slots.insert(free, n);
         (n, true)
     }
 
+    fn interpreter_id(&self, n: usize) -> u32 {
+        self.interpreter_ids.get(n).copied().unwrap_or(0)
+    }
+
     /// The thread numbered `n`: `(interpreter id, thread id)`.
     pub fn get(&self, n: u32) -> Option<(u32, u64)> {
-        Some((*self.interpreter_ids.get(n as usize)?, self.thread_ids[n as usize]))
+        let n = n as usize;
+        Some((self.interpreter_id(n), *self.thread_ids.get(n)?))
     }
 
     /// The threads `(interpreter id, thread id)` by number.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u64)> + '_ {
-        self.interpreter_ids.iter().copied().zip(self.thread_ids.iter().copied())
+        (0..self.thread_ids.len()).map(|n| (self.interpreter_id(n), self.thread_ids[n]))
     }
 
     /// Bytes held.
@@ -388,6 +401,26 @@ mod tests {
         assert!(threads.iter().eq((0..100_000).map(pair)), "by number, in the order first met");
         // Four bytes a slot at most half full, 12 a thread: 100,000 threads in 262,144 slots.
         assert!(threads.heap_bytes() <= 131_072 * 12 + 262_144 * 4, "{}", threads.heap_bytes());
+    }
+
+    #[test]
+    fn interpreter_ids_are_held_once_one_is_not_zero() {
+        let mut threads = ThreadNumbers::new();
+        for tid in 0..1000u64 {
+            assert_eq!(threads.number(0, tid), (tid as u32, true));
+        }
+        // One interpreter: 8 bytes a thread (1,024 ids), 4 a slot (2,048 slots).
+        assert_eq!(threads.heap_bytes(), 1024 * 8 + 2048 * 4);
+        // A second interpreter's thread 7 is another thread; the first 1,000 keep theirs.
+        assert_eq!(threads.number(5, 7), (1000, true));
+        assert_eq!(threads.number(0, 7), (7, false));
+        assert_eq!(threads.number(5, 7), (1000, false));
+        assert_eq!(threads.number(0, 1000), (1001, true));
+        assert_eq!(
+            (threads.get(7), threads.get(1000), threads.get(1001)),
+            (Some((0, 7)), Some((5, 7)), Some((0, 1000)))
+        );
+        assert!(threads.iter().eq((0..1000).map(|t| (0, t)).chain([(5, 7), (0, 1000)])));
     }
 
     #[test]
