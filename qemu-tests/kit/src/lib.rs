@@ -34,8 +34,22 @@ const CHILD: &str = "TACHYON_TEST_KIT_LIMITED";
 /// child it sets the limit and returns false, so the body runs under it. An allocation the
 /// limit refuses aborts the child, which fails the test with the child's output.
 pub fn under_memory_limit(name: &str, bytes: u64) -> bool {
+    in_child(name, Some(bytes))
+}
+
+/// Runs test `name` alone in a fresh child of this test binary, as [`under_memory_limit`]
+/// does without a limit: for a test whose measurements the harness's other tests must not
+/// share a process with (a command's peak resident set counts the process it was forked
+/// from, whatever else that holds).
+pub fn in_a_process_of_its_own(name: &str) -> bool {
+    in_child(name, None)
+}
+
+fn in_child(name: &str, limit: Option<u64>) -> bool {
     if std::env::var(CHILD).is_ok_and(|n| n == name) {
-        set_address_space_limit(bytes);
+        if let Some(bytes) = limit {
+            set_address_space_limit(bytes);
+        }
         return false;
     }
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -45,14 +59,12 @@ pub fn under_memory_limit(name: &str, bytes: u64) -> bool {
         .output()
         .expect("the test binary runs again");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(
-        out.status.success(),
-        "{name} under a {} MB address-space limit: {}\n{stdout}\n{stderr}",
-        bytes >> 20,
-        out.status
-    );
+    let limited = limit.map_or_else(String::new, |bytes| format!(" under a {} MB address-space limit", bytes >> 20));
+    assert!(out.status.success(), "{name}{limited}: {}\n{stdout}\n{stderr}", out.status);
     // The child ran exactly this test (a name that matched nothing would pass as well).
     assert!(stdout.contains("1 passed"), "{name} did not run in the child:\n{stdout}\n{stderr}");
+    // What the child printed (its measurements), for the log.
+    eprint!("{stderr}");
     true
 }
 
@@ -80,6 +92,32 @@ impl embedded_io::Error for Broken {
     fn kind(&self) -> embedded_io::ErrorKind {
         embedded_io::ErrorKind::Other
     }
+}
+
+/// Waits for `child` to end, as `Child::wait` does, and gives the most memory it held at
+/// once: its peak resident set in bytes (the kernel's `ru_maxrss`, from `wait4`), for tests
+/// that bound what a whole command holds. Read its pipes first; the child is reaped here, so
+/// it is not waited for again.
+pub fn wait_with_peak_rss(child: std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes only the two values it is given pointers to; `pid` is this
+        // process's child, not reaped yet (std reaps only in its own wait functions).
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            break;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    // Linux gives `ru_maxrss` in KiB.
+    Ok((std::process::ExitStatus::from_raw(status), usage.ru_maxrss as u64 * 1024))
 }
 
 /// Makes `command` run with its address space limited to `bytes`.
