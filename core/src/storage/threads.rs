@@ -49,8 +49,11 @@ impl WriterThread {
 /// Smallest REPEAT chunk on growable storage: a run of one short entry.
 pub(super) const MIN_RLE_CHUNK: usize = 16;
 
-/// Most entries in either arena: a thread's places in them are `u32`s.
-const ARENA_LIMIT: usize = u32::MAX as usize;
+/// `n` entries, or as many as either arena may have if that is fewer: a thread's places in
+/// them are `u32`s (on a 32-bit target, no fewer than `n`).
+fn within_arena(n: usize) -> usize {
+    u32::try_from(n).unwrap_or(u32::MAX) as usize
+}
 
 /// The writer's thread table in creation order, with each thread's previous stack and its
 /// pending REPEAT bytes.
@@ -92,8 +95,8 @@ impl<'a> WriterThreads<'a> {
             .len()
             .min(slots.len() - 1)
             .min(u32::MAX as usize - 1)
-            .min(stacks.len().min(ARENA_LIMIT) / MAX_STACK_DEPTH)
-            .min(rle.len().min(ARENA_LIMIT) / rle_budget);
+            .min(within_arena(stacks.len()) / MAX_STACK_DEPTH)
+            .min(within_arena(rle.len()) / rle_budget);
         WriterThreads {
             entries: Table::Fixed(entries),
             count: 0,
@@ -186,7 +189,7 @@ impl<'a> WriterThreads<'a> {
         let (stack_start, stack_room, rle_start, rle_room) = if self.stacks.is_growable() {
             (0, 0, 0, 0)
         } else {
-            // The capacity keeps both products within ARENA_LIMIT.
+            // The capacity keeps both products within the arenas' `u32` places.
             (
                 (i * MAX_STACK_DEPTH) as u32,
                 MAX_STACK_DEPTH as u16,
@@ -243,7 +246,7 @@ impl<'a> WriterThreads<'a> {
         }
         let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
         let start = self.stacks_used;
-        let end = start.checked_add(len).filter(|&e| e <= ARENA_LIMIT).ok_or(Resource::Stacks)?;
+        let end = start.checked_add(len).filter(|&e| within_arena(e) == e).ok_or(Resource::Stacks)?;
         if !self.stacks.grow(end, 0) {
             return Err(Resource::Stacks);
         }
@@ -295,7 +298,7 @@ impl<'a> WriterThreads<'a> {
         // The budget bounds a REPEAT record, whose lengths are u32.
         let room = u32::try_from(len).map_err(|_| Resource::Threads)?;
         let start = self.rle_used;
-        let end = start.checked_add(len).filter(|&e| e <= ARENA_LIMIT).ok_or(Resource::Threads)?;
+        let end = start.checked_add(len).filter(|&e| within_arena(e) == e).ok_or(Resource::Threads)?;
         if !self.rle.grow(end, 0) {
             return Err(Resource::Threads);
         }
