@@ -323,13 +323,13 @@ impl ThreadNumbers {
             Found::Free(free) => free,
         };
         let n = u32::try_from(self.len()).ok().filter(|&n| n < u32::MAX).expect("2^32 - 1 threads");
-        if interpreter_id != 0 && self.interpreter_ids.is_empty() {
+        // Kept from the first id that is not 0 on, with a 0 for each thread before it (the
+        // first thread may be that one).
+        if interpreter_id != 0 || !self.interpreter_ids.is_empty() {
             self.interpreter_ids.resize(self.thread_ids.len(), 0);
-        }
-        self.thread_ids.push(thread_id);
-        if !self.interpreter_ids.is_empty() {
             self.interpreter_ids.push(interpreter_id);
         }
+        self.thread_ids.push(thread_id);
         self.slots.insert(free, n);
         (n, true)
     }
@@ -421,6 +421,13 @@ mod tests {
             (Some((0, 7)), Some((5, 7)), Some((0, 1000)))
         );
         assert!(threads.iter().eq((0..1000).map(|t| (0, t)).chain([(5, 7), (0, 1000)])));
+        // The very first thread of another interpreter than 0.
+        let mut threads = ThreadNumbers::new();
+        assert_eq!(
+            (threads.number(1, 30003), threads.number(0, 30003), threads.number(1, 30003)),
+            ((0, true), (1, true), (0, false))
+        );
+        assert_eq!((threads.get(0), threads.get(1)), (Some((1, 30003)), Some((0, 30003))));
     }
 
     #[test]
