@@ -393,11 +393,9 @@ impl MergeRequest {
         input.source_options(PstatsOptions::default())
     }
 
-    /// Folds `files` into `fold`, each read into a part of its own and dropped before it is
-    /// combined, in file order; `each` is told every file done (for progress). Without
-    /// `keep_going` the first file that cannot join stops the merge. With more than one core,
-    /// files are read on as many threads at once (at most a few parts wait to be combined):
-    /// the result, the warnings, the files skipped and their order are those of one thread.
+    /// Folds `files` into `fold`, one at a time, each dropped before the next; `each` is told
+    /// every file done (for progress). Without `keep_going` the first file that cannot join
+    /// stops the merge.
     pub fn fold_files(
         &self,
         files: &[PathBuf],
@@ -406,157 +404,32 @@ impl MergeRequest {
         warn: &mut dyn FnMut(&str),
         each: &mut dyn FnMut(&Path),
     ) -> Result<Merged, RequestError> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.fold_files_on(threads, files, output, fold, warn, each)
-    }
-
-    /// [`Self::fold_files`] on at most `threads` threads.
-    fn fold_files_on(
-        &self,
-        threads: usize,
-        files: &[PathBuf],
-        output: &Output,
-        fold: &mut Fold,
-        warn: &mut dyn FnMut(&str),
-        each: &mut dyn FnMut(&Path),
-    ) -> Result<Merged, RequestError> {
         let options = self.source_options();
         let mut merged = Merged::default();
-        let threads = threads.min(files.len());
-        if threads <= 1 {
-            for file in files {
-                let part = self.fold_file(file, &options, output, fold.part(), warn);
-                self.join(fold, part, file, &mut merged)?;
-                each(file);
+        for file in files {
+            let added = with_source(
+                file,
+                &options,
+                Teardown::Free,
+                warn,
+                |_| Box::new(|_| {}),
+                |source, progress| Ok(fold.add(source, output, progress)),
+            )
+            .and_then(|r| {
+                r.map_err(|e| match e {
+                    FoldError::Read(e) => RequestError::Profile(e),
+                    FoldError::Mismatch(why) => RequestError::Mismatch { file: file.clone(), why },
+                })
+            });
+            match added {
+                Ok(samples) => merged.samples = merged.samples.saturating_add(samples),
+                Err(e) if self.keep_going => merged.skipped.push(e),
+                Err(e) => return Err(e),
             }
-        } else {
-            self.fold_side_by_side(files, &options, output, fold, threads, &mut merged, warn, each)?;
+            each(file);
         }
         merged.profiles = fold.profiles();
         Ok(merged)
-    }
-
-    /// [`Self::fold_files`] on `threads` threads, this one among them: each takes the next
-    /// file not taken; this one also combines the parts in file order as they become ready.
-    #[allow(clippy::too_many_arguments)]
-    fn fold_side_by_side(
-        &self,
-        files: &[PathBuf],
-        options: &SourceOptions,
-        output: &Output,
-        fold: &mut Fold,
-        threads: usize,
-        merged: &mut Merged,
-        warn: &mut dyn FnMut(&str),
-        each: &mut dyn FnMut(&Path),
-    ) -> Result<(), RequestError> {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        // A part read on a thread, with the warnings its file gave (told in file order).
-        type Read = (usize, Vec<String>, Result<(Fold, u64), RequestError>);
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        // Each part is checked against the fold's facts as they were before this merge (the
-        // parts of a merge are checked against each other when combined).
-        let reference = fold.part();
-        let take = || Some(next.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < files.len());
-        let read = |i: usize| -> Read {
-            let mut warnings = Vec::new();
-            let part =
-                self.fold_file(&files[i], options, output, reference.clone(), &mut |w| warnings.push(w.to_owned()));
-            (i, warnings, part)
-        };
-        std::thread::scope(|scope| {
-            // Two parts at most wait in the channel: memory stays that of a few files.
-            let (sender, ready) = std::sync::mpsc::sync_channel::<Read>(2);
-            for _ in 1..threads {
-                let sender = sender.clone();
-                let (take, read, stop) = (&take, &read, &stop);
-                scope.spawn(move || {
-                    while let Some(i) = take().filter(|_| !stop.load(Ordering::Relaxed)) {
-                        // The receiver is gone once the merge has stopped.
-                        if sender.send(read(i)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(sender);
-            let mut waiting: std::collections::BTreeMap<usize, (Vec<String>, _)> = std::collections::BTreeMap::new();
-            let mut done = 0;
-            let result = (|| {
-                while done < files.len() {
-                    if let Some((warnings, part)) = waiting.remove(&done) {
-                        for w in &warnings {
-                            warn(w.as_str());
-                        }
-                        self.join(fold, part, &files[done], merged)?;
-                        each(&files[done]);
-                        done += 1;
-                        continue;
-                    }
-                    let (i, warnings, part) = match take() {
-                        Some(i) => read(i),
-                        // Every file is taken: the next in order is being read elsewhere.
-                        None => ready.recv().expect("a thread reading a file ended without its part"),
-                    };
-                    waiting.insert(i, (warnings, part));
-                    while let Ok((i, warnings, part)) = ready.try_recv() {
-                        waiting.insert(i, (warnings, part));
-                    }
-                }
-                Ok(())
-            })();
-            stop.store(true, Ordering::Relaxed);
-            result
-        })
-    }
-
-    /// Reads `file` into `part` (a [`Fold::part`]); its samples, or why it cannot join.
-    fn fold_file(
-        &self,
-        file: &Path,
-        options: &SourceOptions,
-        output: &Output,
-        mut part: Fold,
-        warn: &mut dyn FnMut(&str),
-    ) -> Result<(Fold, u64), RequestError> {
-        let samples = with_source(
-            file,
-            options,
-            Teardown::Free,
-            warn,
-            |_| Box::new(|_| {}),
-            |source, progress| Ok(part.add_alone(source, output, progress)),
-        )
-        .and_then(|r| r.map_err(|e| mismatch_or_read(file, e)))?;
-        Ok((part, samples))
-    }
-
-    /// Combines a file's part into `fold`, or skips the file (`keep_going`), or stops.
-    fn join(
-        &self,
-        fold: &mut Fold,
-        part: Result<(Fold, u64), RequestError>,
-        file: &Path,
-        merged: &mut Merged,
-    ) -> Result<(), RequestError> {
-        let added = part.and_then(|(part, samples)| {
-            fold.combine(part).map(|()| samples).map_err(|why| mismatch_or_read(file, FoldError::Mismatch(why)))
-        });
-        match added {
-            Ok(samples) => merged.samples = merged.samples.saturating_add(samples),
-            Err(e) if self.keep_going => merged.skipped.push(e),
-            Err(e) => return Err(e),
-        }
-        Ok(())
-    }
-}
-
-/// A fold's refusal of `file` as the request says it.
-fn mismatch_or_read(file: &Path, e: FoldError<ProfileError>) -> RequestError {
-    match e {
-        FoldError::Read(e) => RequestError::Profile(e),
-        FoldError::Mismatch(why) => RequestError::Mismatch { file: file.to_owned(), why },
     }
 }
 
@@ -613,67 +486,4 @@ pub fn with_source<T>(
         std::mem::forget(profile);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What a merge did, as a user sees it: its numbers, what it skipped and said, the files
-    /// it told done, and the merged profile's bytes.
-    type Seen = (u64, u64, Vec<String>, Vec<String>, Vec<PathBuf>, Vec<u8>);
-
-    fn merge_on(threads: usize, files: &[PathBuf], keep_going: bool) -> Result<Seen, String> {
-        let request = MergeRequest { convert: ConvertRequest::new(OutputKind::Collapsed), threads: false, keep_going };
-        let output = request.output(Path::new("merged")).unwrap();
-        let mut fold = Fold::new(FoldOptions::default());
-        let (mut warnings, mut told) = (Vec::new(), Vec::new());
-        let merged = request
-            .fold_files_on(threads, files, &output, &mut fold, &mut |w| warnings.push(w.to_owned()), &mut |f| {
-                told.push(f.to_owned())
-            })
-            .map_err(|e| e.to_string())?;
-        let mut folded = fold.finish().ok_or("nothing folded")?;
-        let mut bytes = Vec::new();
-        write_folded(&mut folded, &output, Destination::Stream(&mut bytes), Path::new("merged")).unwrap();
-        let skipped = merged.skipped.iter().map(ToString::to_string).collect();
-        Ok((merged.profiles, merged.samples, skipped, warnings, told, bytes))
-    }
-
-    /// Files read side by side merge as on one thread: the same profile byte for byte, the
-    /// same files skipped for the same reasons in the same order, the same progress; and
-    /// without `keep_going`, the same first refusal.
-    #[test]
-    fn files_read_on_several_threads_merge_as_on_one() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let real = |name: &str| root.join("qemu-tests/fixtures/real-3.15.2").join(name);
-        let scratch = std::env::temp_dir().join(format!("tachyon-merge-threads-{}", std::process::id()));
-        std::fs::create_dir_all(&scratch).unwrap();
-        let cut = scratch.join("cut.pyb");
-        let whole = std::fs::read(root.join("examples/stdlib_work.pyb")).unwrap();
-        std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
-        let files = vec![
-            root.join("examples/stdlib_work.pyb"),
-            real("threads_wall_zstd.pyb"),
-            real("threads_cpu_raw.pyb"),
-            real("recursion_deep_raw.pyb"),
-            cut.clone(),
-            real("mixed_wall_blocking_raw.pyb"),
-            scratch.join("missing.pyb"),
-            real("opcodes_native_zstd.pyb"),
-            real("mixed_gil_raw.pyb"),
-            root.join("examples/stdlib_work.pyb"),
-        ];
-        let alone = merge_on(1, &files, true).unwrap();
-        assert_eq!((alone.0, alone.2.len(), alone.4.len()), (6, 4, files.len()), "{:?}", alone.2);
-        for threads in [2, 3, 4, 16] {
-            assert!(merge_on(threads, &files, true).unwrap() == alone, "{threads} threads, keep going");
-        }
-        let first_refusal = merge_on(1, &files, false).unwrap_err();
-        assert!(first_refusal.contains("threads_cpu_raw.pyb"), "{first_refusal}");
-        for threads in [2, 3, 4, 16] {
-            assert_eq!(merge_on(threads, &files, false).unwrap_err(), first_refusal, "{threads} threads");
-        }
-        std::fs::remove_dir_all(&scratch).unwrap();
-    }
 }
