@@ -314,9 +314,10 @@ impl ThreadNumbers {
     /// Past 2^32 − 1 threads (numbers are `u32`s), which would take more than 64 GiB.
     pub fn number(&mut self, interpreter_id: u32, thread_id: u64) -> (u32, bool) {
         let (hash, tids, iids) = (self.hash, &self.thread_ids, &self.interpreter_ids);
-        self.slots.reserve_one(|n| pair_hash(hash, iids.get(n as usize).copied().unwrap_or(0), tids[n as usize]));
+        self.slots.reserve_one(|n| pair_hash(hash, interpreter_of(iids, n as usize), tids[n as usize]));
         let found = self.slots.find(pair_hash(hash, interpreter_id, thread_id), |n| {
-            self.thread_ids[n as usize] == thread_id && self.interpreter_id(n as usize) == interpreter_id
+            self.thread_ids[n as usize] == thread_id
+                && interpreter_of(&self.interpreter_ids, n as usize) == interpreter_id
         });
         let free = match found {
             Found::Id(n) => return (n, false),
@@ -334,25 +335,26 @@ impl ThreadNumbers {
         (n, true)
     }
 
-    fn interpreter_id(&self, n: usize) -> u32 {
-        self.interpreter_ids.get(n).copied().unwrap_or(0)
-    }
-
     /// The thread numbered `n`: `(interpreter id, thread id)`.
     pub fn get(&self, n: u32) -> Option<(u32, u64)> {
         let n = n as usize;
-        Some((self.interpreter_id(n), *self.thread_ids.get(n)?))
+        Some((interpreter_of(&self.interpreter_ids, n), *self.thread_ids.get(n)?))
     }
 
     /// The threads `(interpreter id, thread id)` by number.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u64)> + '_ {
-        (0..self.thread_ids.len()).map(|n| (self.interpreter_id(n), self.thread_ids[n]))
+        (0..self.thread_ids.len()).map(|n| (interpreter_of(&self.interpreter_ids, n), self.thread_ids[n]))
     }
 
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.thread_ids.capacity() * 8 + self.interpreter_ids.capacity() * 4 + self.slots.heap_bytes()
     }
+}
+
+/// Thread `n`'s interpreter id in [`ThreadNumbers::interpreter_ids`] (empty while all are 0).
+fn interpreter_of(ids: &[u32], n: usize) -> u32 {
+    ids.get(n).copied().unwrap_or(0)
 }
 
 fn pair_hash(hash: IdHash, interpreter_id: u32, thread_id: u64) -> u64 {

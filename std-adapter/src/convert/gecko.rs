@@ -161,8 +161,9 @@ pub struct GeckoCollector {
     marker_before: Vec<u32>,
     /// The start times of states opened by calls without a stack (see [`Start`]).
     starts_apart: Vec<f64>,
-    /// The call in progress's start, once a state has taken it.
-    call_start: Option<Start>,
+    /// The call in progress's start for the states it opens: its first sample's (`Ok`), or,
+    /// for a call without a stack, its time until a state takes it (`Err`).
+    call_start: Result<Start, f64>,
     /// Per table frame id, whether its names have been given to `strings`.
     named: Vec<bool>,
     base_us: Option<u64>,
@@ -190,7 +191,7 @@ impl Default for GeckoCollector {
             markers: Vec::new(),
             marker_before: Vec::new(),
             starts_apart: Vec::new(),
-            call_start: None,
+            call_start: Err(0.0),
             named: Vec::new(),
             base_us: None,
             interval: 1.0,
@@ -267,27 +268,22 @@ impl GeckoCollector {
         }
     }
 
-    /// The start of the call in progress, at `t`, for a state it opens: its first sample
-    /// (pushed after the states are set), or a time kept apart when it records no sample.
-    fn call_start(&mut self, has_stack: bool, t: f64) -> Start {
-        if let Some(start) = self.call_start {
-            return start;
-        }
-        let start = if has_stack {
-            Start(self.sample_time.len() as u32)
-        } else {
+    /// The start of the call in progress, for a state it opens: a call without a stack
+    /// keeps its time apart the first time a state takes it.
+    fn call_start(&mut self) -> Start {
+        let start = self.call_start.unwrap_or_else(|t| {
             self.starts_apart.push(t);
             Start((self.starts_apart.len() - 1) as u32 | Start::APART)
-        };
-        self.call_start = Some(start);
+        });
+        self.call_start = Ok(start);
         start
     }
 
-    /// CPython's `dict.setdefault(tid, t)` on the dict of `state`.
-    fn set_default(&mut self, thread: usize, state: State, has_stack: bool, t: f64) {
+    /// CPython's `dict.setdefault(tid, t)` on the dict of `state`, `t` being the call's start.
+    fn set_default(&mut self, thread: usize, state: State) {
         let slot = SLOT[state as usize];
         if self.threads[thread].open[slot] == CLOSED {
-            let start = self.call_start(has_stack, t);
+            let start = self.call_start();
             let th = &mut self.threads[thread];
             th.open[slot] = state as u8;
             th.start[slot] = start.0;
@@ -307,16 +303,16 @@ impl GeckoCollector {
     }
 
     /// CPython's `_track_state_transition`.
-    fn transition(&mut self, thread: usize, condition: bool, active: State, inactive: State, has_stack: bool, t: f64) {
+    fn transition(&mut self, thread: usize, condition: bool, active: State, inactive: State, t: f64) {
         let (on, off) = if condition { (active, inactive) } else { (inactive, active) };
         if self.threads[thread].flags & INITIALIZED == 0 {
-            self.set_default(thread, on, has_stack, t);
+            self.set_default(thread, on);
             return;
         }
         // (`off` closes after `on` opens in CPython; they share a slot here, so the other
         // way round.)
         self.close(thread, off, t);
-        self.set_default(thread, on, has_stack, t);
+        self.set_default(thread, on);
     }
 
     /// Ends the call in progress: CPython's interval bookkeeping at the end of `collect`.
@@ -334,7 +330,8 @@ impl GeckoCollector {
         self.end_call();
         self.call = Some((t, 0));
         self.call_stack = None;
-        self.call_start = None;
+        // A call with a stack records its first sample after the states are set.
+        self.call_start = if s.stack.is_empty() { Err(t) } else { Ok(Start(self.sample_time.len() as u32)) };
         let tid = s.thread_id;
         let thread = self.thread_ids.number(0, tid).0 as usize;
         if thread == self.threads.len() {
@@ -346,29 +343,27 @@ impl GeckoCollector {
                 last_marker: END,
             });
         }
-        let has_stack = !s.stack.is_empty();
         let has_gil = s.status & HAS_GIL != 0;
         let on_cpu = s.status & ON_CPU != 0;
-        self.transition(thread, has_gil, State::HasGil, State::NoGil, has_stack, t);
-        self.transition(thread, on_cpu, State::OnCpu, State::OffCpu, has_stack, t);
+        self.transition(thread, has_gil, State::HasGil, State::NoGil, t);
+        self.transition(thread, on_cpu, State::OnCpu, State::OffCpu, t);
         if has_gil {
-            self.transition(thread, true, State::PythonCode, State::NativeCode, has_stack, t);
+            self.transition(thread, true, State::PythonCode, State::NativeCode, t);
         } else if on_cpu {
-            self.transition(thread, true, State::NativeCode, State::PythonCode, has_stack, t);
+            self.transition(thread, true, State::NativeCode, State::PythonCode, t);
         } else if self.threads[thread].flags & INITIALIZED != 0 {
             self.close(thread, State::PythonCode, t);
             self.close(thread, State::NativeCode, t);
         }
         if s.status & GIL_REQUESTED != 0 {
-            self.set_default(thread, State::GilWait, has_stack, t);
+            self.set_default(thread, State::GilWait);
         } else {
             self.close(thread, State::GilWait, t);
         }
-        let exception = s.status & HAS_EXCEPTION != 0;
-        self.transition(thread, exception, State::HasException, State::NoException, has_stack, t);
+        self.transition(thread, s.status & HAS_EXCEPTION != 0, State::HasException, State::NoException, t);
         let in_gc = s.stack.iter().any(|&id| frames.frame(id).funcname == "<GC>");
         if in_gc {
-            self.set_default(thread, State::Gc, has_stack, t);
+            self.set_default(thread, State::Gc);
         } else {
             self.close(thread, State::Gc, t);
         }
