@@ -37,10 +37,11 @@ fn merge_request(
     to: &str,
     threads: bool,
     keep_going: bool,
+    jobs: usize,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<MergeRequest> {
     let kind = value_enum::<OutputKind>("to", to)?;
-    Ok(MergeRequest { convert: request(kind, options)?, threads, keep_going })
+    Ok(MergeRequest { convert: request(kind, options)?, threads, keep_going, jobs })
 }
 
 fn collect_paths(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
@@ -89,17 +90,19 @@ impl Fold {
     /// Folds the profiles at `paths` (a path, or paths; folders stand for their files) in,
     /// read as `to` will write them (gperftools stacks are cleaned as that output's tools
     /// clean them); input options as `convert()` takes them. Returns the samples added.
-    #[pyo3(signature = (paths, to="pprof", *, keep_going=false, **options))]
+    /// `jobs` files are read at once (0: one per core).
+    #[pyo3(signature = (paths, to="pprof", *, keep_going=false, jobs=0, **options))]
     fn add(
         &mut self,
         py: Python<'_>,
         paths: &Bound<'_, PyAny>,
         to: &str,
         keep_going: bool,
+        jobs: usize,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
         let files = collect_paths(paths)?;
-        let merge = merge_request(to, false, keep_going, options)?;
+        let merge = merge_request(to, false, keep_going, jobs, options)?;
         // `&mut self`: PyO3's borrow flag keeps every other method of this object out while the
         // GIL is released below, so holding the lock across it cannot deadlock.
         let mut inner = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -173,7 +176,7 @@ impl Fold {
         output: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let merge = merge_request(to, false, false, options)?;
+        let merge = merge_request(to, false, false, 1, options)?;
         let output_path = output.map(path_of).transpose()?;
         let name = output_path.clone().unwrap_or_else(|| PathBuf::from("merged"));
         let out = merge.output(&name).map_err(|e| request_error(py, e))?;
@@ -210,28 +213,32 @@ impl Fold {
 /// The profiles at `paths` folded into one `Fold`, read as `to` will write them: what each
 /// worker of a distributed merge runs on its share of the files. With `keep_going` a file
 /// that cannot be read or does not share the others' mode is skipped (`Fold.skipped` says
-/// why) instead of raising.
+/// why) instead of raising. `jobs` files are read at once (0: one per core; a worker of a
+/// pool with a process per core wants 1).
 #[pyfunction]
-#[pyo3(signature = (paths, to="pprof", *, threads=false, keep_going=false, **options))]
+#[pyo3(signature = (paths, to="pprof", *, threads=false, keep_going=false, jobs=0, **options))]
 pub fn fold_files(
     py: Python<'_>,
     paths: &Bound<'_, PyAny>,
     to: &str,
     threads: bool,
     keep_going: bool,
+    jobs: usize,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Fold> {
     let files = collect_paths(paths)?;
-    let merge = merge_request(to, threads, keep_going, options)?;
+    let merge = merge_request(to, threads, keep_going, jobs, options)?;
     let mut inner = Folding::new(FoldOptions { threads });
     let skipped = fold_into(py, &mut inner, &files, &merge)?;
     Ok(Fold { inner: Mutex::new(inner), skipped })
 }
 
 /// `tachyon merge PATHS --to TO`: every profile folded and written as `to` to `output` (the
-/// sample count returned), or returned (`bytes`, or `str` for text).
+/// sample count returned), or returned (`bytes`, or `str` for text). `jobs` files are read
+/// at once (0: one per core).
 #[pyfunction]
-#[pyo3(signature = (paths, to, output=None, *, threads=false, keep_going=false, **options))]
+#[pyo3(signature = (paths, to, output=None, *, threads=false, keep_going=false, jobs=0, **options))]
+#[allow(clippy::too_many_arguments)]
 pub fn merge<'py>(
     py: Python<'py>,
     paths: &Bound<'py, PyAny>,
@@ -239,8 +246,9 @@ pub fn merge<'py>(
     output: Option<&Bound<'py, PyAny>>,
     threads: bool,
     keep_going: bool,
+    jobs: usize,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let fold = fold_files(py, paths, to, threads, keep_going, options)?;
+    let fold = fold_files(py, paths, to, threads, keep_going, jobs, options)?;
     fold.write(py, to, output, options)
 }

@@ -161,6 +161,10 @@ enum Command {
         /// With --to: keep thread ids (stacks of different threads, and processes, apart).
         #[arg(long)]
         threads: bool,
+        /// With --to: files read at once, each on a thread (memory grows by about a file's
+        /// worth each). Default: one per core.
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
         /// With --to otlp or otlp-json: the resource's `service.name`.
         #[arg(long)]
         service_name: Option<String>,
@@ -989,6 +993,7 @@ fn main() -> ExitCode {
             to: Some(to),
             keep_going,
             threads,
+            jobs,
             service_name,
             keep_sampled_marker,
             inputs,
@@ -1000,11 +1005,22 @@ fn main() -> ExitCode {
             let mut convert = ConvertRequest::new(to);
             convert.service_name = service_name;
             convert.input = input_options(&inputs);
-            fold(&files, &output, &MergeRequest { convert, threads, keep_going }, quiet)
+            let jobs = jobs.map_or(0, usize::from);
+            fold(&files, &output, &MergeRequest { convert, threads, keep_going, jobs }, quiet)
         }
-        Command::Merge { files, output, to: None, keep_going, threads, service_name, keep_sampled_marker, .. } => {
-            if keep_going || threads || service_name.is_some() {
-                eprintln!("tachyon: --keep-going, --threads and --service-name apply to merge --to");
+        Command::Merge {
+            files,
+            output,
+            to: None,
+            keep_going,
+            threads,
+            jobs,
+            service_name,
+            keep_sampled_marker,
+            ..
+        } => {
+            if keep_going || threads || jobs.is_some() || service_name.is_some() {
+                eprintln!("tachyon: --keep-going, --threads, --jobs and --service-name apply to merge --to");
                 return ExitCode::from(2);
             }
             if files.len() < 2 {

@@ -351,6 +351,9 @@ pub struct MergeRequest {
     /// Name and skip a file that cannot be read or does not share the others' sample
     /// meaning, instead of stopping.
     pub keep_going: bool,
+    /// Threads reading files at once, this one among them; 0: one per core. Memory grows
+    /// by about one file's fold per thread.
+    pub jobs: usize,
 }
 
 /// What a merge did.
@@ -393,9 +396,11 @@ impl MergeRequest {
         input.source_options(PstatsOptions::default())
     }
 
-    /// Folds `files` into `fold`, one at a time, each dropped before the next; `each` is told
-    /// every file done (for progress). Without `keep_going` the first file that cannot join
-    /// stops the merge.
+    /// Folds `files` into `fold`, each read into a part of its own and dropped before it is
+    /// combined, in file order; `each` is told every file done (for progress). Without
+    /// `keep_going` the first file that cannot join stops the merge. Files are read on
+    /// [`jobs`](Self::jobs) threads at once (a part a thread waits to be combined at most):
+    /// the result, the warnings, the files skipped and their order are those of one thread.
     pub fn fold_files(
         &self,
         files: &[PathBuf],
@@ -404,32 +409,201 @@ impl MergeRequest {
         warn: &mut dyn FnMut(&str),
         each: &mut dyn FnMut(&Path),
     ) -> Result<Merged, RequestError> {
+        let threads = match self.jobs {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            jobs => jobs,
+        };
+        self.fold_files_on(threads, files, output, fold, warn, each)
+    }
+
+    /// [`Self::fold_files`] on at most `threads` threads.
+    fn fold_files_on(
+        &self,
+        threads: usize,
+        files: &[PathBuf],
+        output: &Output,
+        fold: &mut Fold,
+        warn: &mut dyn FnMut(&str),
+        each: &mut dyn FnMut(&Path),
+    ) -> Result<Merged, RequestError> {
         let options = self.source_options();
         let mut merged = Merged::default();
-        for file in files {
-            let added = with_source(
-                file,
-                &options,
-                Teardown::Free,
-                warn,
-                |_| Box::new(|_| {}),
-                |source, progress| Ok(fold.add(source, output, progress)),
-            )
-            .and_then(|r| {
-                r.map_err(|e| match e {
-                    FoldError::Read(e) => RequestError::Profile(e),
-                    FoldError::Mismatch(why) => RequestError::Mismatch { file: file.clone(), why },
-                })
-            });
-            match added {
-                Ok(samples) => merged.samples = merged.samples.saturating_add(samples),
-                Err(e) if self.keep_going => merged.skipped.push(e),
-                Err(e) => return Err(e),
+        let threads = threads.min(files.len());
+        if threads <= 1 {
+            for file in files {
+                let part = self.fold_file(file, &options, output, fold.part(), warn);
+                self.join(fold, part, file, &mut merged)?;
+                each(file);
             }
-            each(file);
+        } else {
+            self.fold_side_by_side(files, &options, output, fold, threads, &mut merged, warn, each)?;
         }
         merged.profiles = fold.profiles();
         Ok(merged)
+    }
+
+    /// [`Self::fold_files`] on `threads` threads, this one among them: each takes the next
+    /// file not taken; this one also combines the parts in file order as they become ready.
+    /// At most `threads` files are taken and not yet combined, so memory holds that many
+    /// parts however many files there are and however far a thread falls behind (a window
+    /// of one or two more was no faster on 300 and 270 real profiles and held a part more
+    /// at its peak, about 1.5 MB on deep stacks; measured).
+    #[allow(clippy::too_many_arguments)]
+    fn fold_side_by_side(
+        &self,
+        files: &[PathBuf],
+        options: &SourceOptions,
+        output: &Output,
+        fold: &mut Fold,
+        threads: usize,
+        merged: &mut Merged,
+        warn: &mut dyn FnMut(&str),
+        each: &mut dyn FnMut(&Path),
+    ) -> Result<(), RequestError> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        // A part read on a thread, with the warnings its file gave (told in file order), or
+        // the panic that stopped its reading (raised again here rather than waited for).
+        type Read = (usize, Vec<String>, Result<(Fold, u64), RequestError>);
+        type Sent = Result<Read, Box<dyn std::any::Any + Send>>;
+        let window = threads;
+        let next = AtomicUsize::new(0);
+        let combined = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        // Each part is checked against the fold's facts as they were before this merge (the
+        // parts of a merge are checked against each other when combined).
+        let reference = fold.part();
+        let take = || loop {
+            let i = next.load(Ordering::Acquire);
+            if i >= files.len() || stop.load(Ordering::Acquire) {
+                return Take::Nothing;
+            }
+            if i >= combined.load(Ordering::Acquire) + window {
+                return Take::Wait;
+            }
+            if next.compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                return Take::File(i);
+            }
+        };
+        let read = |i: usize| -> Read {
+            let mut warnings = Vec::new();
+            let part =
+                self.fold_file(&files[i], options, output, reference.clone(), &mut |w| warnings.push(w.to_owned()));
+            (i, warnings, part)
+        };
+        std::thread::scope(|scope| {
+            // Never full: no more parts than the window exist at once.
+            let (sender, ready) = std::sync::mpsc::channel::<Sent>();
+            let workers: Vec<_> = (1..threads)
+                .map(|_| {
+                    let sender = sender.clone();
+                    let (take, read) = (&take, &read);
+                    scope.spawn(move || loop {
+                        match take() {
+                            Take::File(i) => {
+                                let part = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(i)));
+                                // The receiver is gone once the merge has stopped.
+                                if sender.send(part).is_err() {
+                                    break;
+                                }
+                            }
+                            // Woken when a part is combined or the merge stops.
+                            Take::Wait => std::thread::park(),
+                            Take::Nothing => break,
+                        }
+                    })
+                })
+                .collect();
+            drop(sender);
+            let wake = || workers.iter().for_each(|w| w.thread().unpark());
+            let mut waiting: std::collections::BTreeMap<usize, (Vec<String>, _)> = std::collections::BTreeMap::new();
+            let mut done = 0;
+            let result = (|| {
+                while done < files.len() {
+                    if let Some((warnings, part)) = waiting.remove(&done) {
+                        for w in &warnings {
+                            warn(w.as_str());
+                        }
+                        self.join(fold, part, &files[done], merged)?;
+                        each(&files[done]);
+                        done += 1;
+                        combined.store(done, Ordering::Release);
+                        wake();
+                        continue;
+                    }
+                    let (i, warnings, part) = match take() {
+                        Take::File(i) => read(i),
+                        // The next in order is being read elsewhere.
+                        Take::Wait | Take::Nothing => match ready.recv() {
+                            Ok(sent) => sent.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                            Err(_) => unreachable!("every reading thread ended with a file still to combine"),
+                        },
+                    };
+                    waiting.insert(i, (warnings, part));
+                }
+                Ok(())
+            })();
+            stop.store(true, Ordering::Release);
+            wake();
+            result
+        })
+    }
+
+    /// Reads `file` into `part` (a [`Fold::part`]); its samples, or why it cannot join.
+    fn fold_file(
+        &self,
+        file: &Path,
+        options: &SourceOptions,
+        output: &Output,
+        mut part: Fold,
+        warn: &mut dyn FnMut(&str),
+    ) -> Result<(Fold, u64), RequestError> {
+        let samples = with_source(
+            file,
+            options,
+            Teardown::Free,
+            warn,
+            |_| Box::new(|_| {}),
+            |source, progress| Ok(part.add_alone(source, output, progress)),
+        )
+        .and_then(|r| r.map_err(|e| mismatch_or_read(file, e)))?;
+        Ok((part, samples))
+    }
+
+    /// Combines a file's part into `fold`, or skips the file (`keep_going`), or stops.
+    fn join(
+        &self,
+        fold: &mut Fold,
+        part: Result<(Fold, u64), RequestError>,
+        file: &Path,
+        merged: &mut Merged,
+    ) -> Result<(), RequestError> {
+        let added = part.and_then(|(part, samples)| {
+            fold.combine(part).map(|()| samples).map_err(|why| mismatch_or_read(file, FoldError::Mismatch(why)))
+        });
+        match added {
+            Ok(samples) => merged.samples = merged.samples.saturating_add(samples),
+            Err(e) if self.keep_going => merged.skipped.push(e),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// What a thread merging side by side does next.
+enum Take {
+    /// Read this file.
+    File(usize),
+    /// Wait: as many files as the window holds are read and not yet combined.
+    Wait,
+    /// Stop: every file is taken, or the merge has stopped.
+    Nothing,
+}
+
+/// A fold's refusal of `file` as the request says it.
+fn mismatch_or_read(file: &Path, e: FoldError<ProfileError>) -> RequestError {
+    match e {
+        FoldError::Read(e) => RequestError::Profile(e),
+        FoldError::Mismatch(why) => RequestError::Mismatch { file: file.to_owned(), why },
     }
 }
 
@@ -486,4 +660,68 @@ pub fn with_source<T>(
         std::mem::forget(profile);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a merge did, as a user sees it: its numbers, what it skipped and said, the files
+    /// it told done, and the merged profile's bytes.
+    type Seen = (u64, u64, Vec<String>, Vec<String>, Vec<PathBuf>, Vec<u8>);
+
+    fn merge_on(threads: usize, files: &[PathBuf], keep_going: bool) -> Result<Seen, String> {
+        let request =
+            MergeRequest { convert: ConvertRequest::new(OutputKind::Collapsed), threads: false, keep_going, jobs: 0 };
+        let output = request.output(Path::new("merged")).unwrap();
+        let mut fold = Fold::new(FoldOptions::default());
+        let (mut warnings, mut told) = (Vec::new(), Vec::new());
+        let merged = request
+            .fold_files_on(threads, files, &output, &mut fold, &mut |w| warnings.push(w.to_owned()), &mut |f| {
+                told.push(f.to_owned())
+            })
+            .map_err(|e| e.to_string())?;
+        let mut folded = fold.finish().ok_or("nothing folded")?;
+        let mut bytes = Vec::new();
+        write_folded(&mut folded, &output, Destination::Stream(&mut bytes), Path::new("merged")).unwrap();
+        let skipped = merged.skipped.iter().map(ToString::to_string).collect();
+        Ok((merged.profiles, merged.samples, skipped, warnings, told, bytes))
+    }
+
+    /// Files read side by side merge as on one thread: the same profile byte for byte, the
+    /// same files skipped for the same reasons in the same order, the same progress; and
+    /// without `keep_going`, the same first refusal.
+    #[test]
+    fn files_read_on_several_threads_merge_as_on_one() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let real = |name: &str| root.join("qemu-tests/fixtures/real-3.15.2").join(name);
+        let scratch = std::env::temp_dir().join(format!("tachyon-merge-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let cut = scratch.join("cut.pyb");
+        let whole = std::fs::read(root.join("examples/stdlib_work.pyb")).unwrap();
+        std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+        let files = vec![
+            root.join("examples/stdlib_work.pyb"),
+            real("threads_wall_zstd.pyb"),
+            real("threads_cpu_raw.pyb"),
+            real("recursion_deep_raw.pyb"),
+            cut.clone(),
+            real("mixed_wall_blocking_raw.pyb"),
+            scratch.join("missing.pyb"),
+            real("opcodes_native_zstd.pyb"),
+            real("mixed_gil_raw.pyb"),
+            root.join("examples/stdlib_work.pyb"),
+        ];
+        let alone = merge_on(1, &files, true).unwrap();
+        assert_eq!((alone.0, alone.2.len(), alone.4.len()), (6, 4, files.len()), "{:?}", alone.2);
+        for threads in [2, 3, 4, 16] {
+            assert!(merge_on(threads, &files, true).unwrap() == alone, "{threads} threads, keep going");
+        }
+        let first_refusal = merge_on(1, &files, false).unwrap_err();
+        assert!(first_refusal.contains("threads_cpu_raw.pyb"), "{first_refusal}");
+        for threads in [2, 3, 4, 16] {
+            assert_eq!(merge_on(threads, &files, false).unwrap_err(), first_refusal, "{threads} threads");
+        }
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
 }

@@ -82,3 +82,33 @@ fn mixed_formats_are_refused() {
         .failure();
     assert!(String::from_utf8_lossy(&failed.get_output().stderr).contains("one format"));
 }
+
+/// `--jobs N` reads N files at once; the merged file is the same byte for byte however many,
+/// and a count of 0, or `--jobs` without `--to`, is refused as a usage error.
+#[test]
+fn merge_jobs_change_nothing_but_the_threads_used() {
+    let v = vectors();
+    let inputs = [
+        fixtures::root().join("examples/stdlib_work.pyb"),
+        v.join("cpython-3.15.2/05_two_threads.x86_64.bin"),
+        v.join("cpython-3.15.2/09_zstd.s390x.bin"),
+        v.join("cpython-3.15.2/05_two_threads.x86_64.bin"),
+        fixtures::root().join("examples/stdlib_work.pyb"),
+    ];
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-jobs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let merged = |jobs: &[&str]| {
+        let out = dir.join(format!("merged{}.pb.gz", jobs.join("")));
+        tachyon().arg("merge").args(&inputs).args(["--to", "pprof"]).args(jobs).arg("-o").arg(&out).assert().success();
+        std::fs::read(out).unwrap()
+    };
+    let one = merged(&["--jobs", "1"]);
+    assert!(!one.is_empty());
+    for jobs in [&["--jobs", "2"][..], &["-j", "4"], &["--jobs", "9"], &[]] {
+        assert!(merged(jobs) == one, "{jobs:?} merged other bytes than --jobs 1");
+    }
+    let out = dir.join("refused");
+    for args in [&["--to", "pprof", "--jobs", "0"][..], &["--jobs", "2"]] {
+        tachyon().arg("merge").args(&inputs).args(args).arg("-o").arg(&out).assert().code(2);
+    }
+}

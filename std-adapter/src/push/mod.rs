@@ -347,7 +347,7 @@ pub fn request_for(
     };
     let mut convert = ConvertRequest::new(to);
     convert.input = request.input.clone();
-    let merge = MergeRequest { convert, threads: false, keep_going: false };
+    let merge = MergeRequest { convert, threads: false, keep_going: false, jobs: 1 };
     let output = merge.output(file)?;
     let mut fold = Fold::new(FoldOptions::default());
     merge.fold_files(&[file.to_owned()], &output, &mut fold, warn, &mut |_| {})?;

@@ -169,17 +169,23 @@ impl Fold {
         output: &Output,
         progress: &mut dyn FnMut(u64),
     ) -> Result<u64, FoldError<S::Error>> {
-        let mut part = Fold::new(self.options);
-        part.check_against = self.facts.clone();
-        part.log = Some(Log::default());
+        let mut part = self.part();
         let samples = part.add_alone(source, output, progress)?;
         self.combine(part).map_err(FoldError::Mismatch)?;
         Ok(samples)
     }
 
-    /// Replays `source` into this fold, a new one made by [`Fold::add`] (so its unit is the
-    /// source's, and only the fold it is for has facts to check against).
-    fn add_alone<S: Source>(
+    /// An empty fold for one source, to be given it by [`Fold::add_alone`] and then
+    /// [`combined`](Fold::combine) into this one — on another thread meanwhile, if need be:
+    /// [`Fold::add`] in two steps. A source whose samples mean something else than this
+    /// fold's so far is refused before it is read.
+    pub fn part(&self) -> Fold {
+        Fold { check_against: self.facts.clone(), log: Some(Log::default()), ..Fold::new(self.options) }
+    }
+
+    /// Replays `source` into this fold, a [`Fold::part`] (so its unit is the source's, and
+    /// only the fold it is for has facts to check against); returns its samples.
+    pub fn add_alone<S: Source>(
         &mut self,
         source: &mut S,
         output: &Output,
