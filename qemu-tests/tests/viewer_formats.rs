@@ -311,3 +311,49 @@ fn mojo_inputs_reach_the_viewers() {
     assert!(files.len() >= 20, "{} files", files.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `--to callgrind` of every file, read by valgrind's `callgrind_annotate`: each function's
+/// self samples are its direct samples in Python's `pstats` (of our `--to pstats` file,
+/// byte-identical to CPython's), its inclusive samples those of the collapsed stacks holding
+/// it (`qemu-tests/oracle/callgrind_check.py`).
+#[test]
+fn callgrind_annotate_reads_our_callgrind() {
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-callgrind");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = inputs(&work, SEED);
+    let mut manifest = String::new();
+    for (i, file) in files.iter().enumerate() {
+        let Ok(collapsed) = convert_file(file, &Output::Collapsed) else { continue };
+        if collapsed.is_empty() {
+            continue;
+        }
+        let mut paths = Vec::new();
+        for (ext, output) in [
+            ("callgrind", Output::Callgrind),
+            ("pstats", Output::Pstats { compat: true }),
+            ("collapsed", Output::Collapsed),
+        ] {
+            let path = work.join(format!("{i}.{ext}"));
+            std::fs::write(&path, convert_file(file, &output).unwrap()).unwrap();
+            paths.push(path.display().to_string());
+        }
+        manifest += &format!("{}\t{}\n", file.display(), paths.join("\t"));
+    }
+    let manifest_path = work.join("callgrind.tsv");
+    std::fs::write(&manifest_path, &manifest).unwrap();
+    let out = Command::new(tools.join("venv/bin/python"))
+        .arg(root().join("qemu-tests/oracle/callgrind_check.py"))
+        .arg(&manifest_path)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("callgrind: {} files; {}", manifest.lines().count(), report.lines().last().unwrap_or(""));
+    assert!(
+        out.status.success(),
+        "callgrind_annotate or pstats disagree:\n{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
+}

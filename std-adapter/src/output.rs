@@ -108,6 +108,9 @@ crate::choices! {
         /// Graphviz DOT: the call graph gprof2dot draws with `-f pstats` (of a pstats input, or
         /// of the pstats file `--to pstats` makes).
         Dot = "dot",
+        /// Callgrind's format (KCachegrind, `callgrind_annotate`): samples per function and
+        /// source line, calls with their inclusive samples.
+        Callgrind = "callgrind",
     }
 }
 
@@ -200,6 +203,8 @@ pub enum Output {
     },
     /// The call graph gprof2dot draws of the profile's pstats file.
     Dot,
+    /// Callgrind's format.
+    Callgrind,
 }
 
 impl Output {
@@ -221,6 +226,7 @@ impl Output {
             Output::Austin => OutputKind::Austin,
             Output::Mojo { .. } => OutputKind::Mojo,
             Output::Dot => OutputKind::Dot,
+            Output::Callgrind => OutputKind::Callgrind,
         }
     }
 }

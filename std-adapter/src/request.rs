@@ -244,6 +244,7 @@ impl ConvertRequest {
             OutputKind::Austin => Output::Austin,
             OutputKind::Mojo => Output::Mojo { version: self.mojo_version },
             OutputKind::Dot => Output::Dot,
+            OutputKind::Callgrind => Output::Callgrind,
         })
     }
 

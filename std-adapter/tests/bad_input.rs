@@ -37,6 +37,7 @@ fn formats() -> Vec<Output> {
         Output::Jsonl { run_id: Some("0".repeat(32)) },
         Output::Mojo { version: None },
         Output::Austin,
+        Output::Callgrind,
     ]
 }
 
@@ -570,6 +571,7 @@ fn a_million_real_threads_convert_to_every_output_under_a_memory_limit() {
         "otlp",
         "flamegraph",
         "tachyon",
+        "callgrind",
     ];
     let out = |to: &str| dir.join(format!("million_threads.{to}"));
     for to in outputs {
@@ -632,6 +634,11 @@ fn a_million_real_threads_convert_to_every_output_under_a_memory_limit() {
                 let svg = String::from_utf8(bytes).unwrap();
                 assert!(svg.contains("all (1,000,000 samples, 100%)"), "{}", &svg[..svg.len().min(3000)]);
                 assert!(!svg.contains("tid:"));
+            }
+            // Threads are not apart in callgrind: every sample is the same stack.
+            "callgrind" => {
+                let text = String::from_utf8(bytes).unwrap();
+                assert!(text.contains("summary: 1000000\n"), "{}", &text[..text.len().min(3000)]);
             }
             // Samples in file order through one writer: the same file again.
             "tachyon" => assert!(bytes == std::fs::read(input).unwrap(), "the re-encoded file differs"),

@@ -7,6 +7,7 @@
 //! (Tachyon re-encoding, which keeps CPython's records byte for byte). A conversion as a
 //! user asks for it, options and all, is a [`crate::request::ConvertRequest`].
 
+pub mod callgrind;
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;
@@ -136,6 +137,12 @@ fn write_streamed<S: Source>(
                 io::Error::other("no samples: pstats cannot load an empty profile, nor gprof2dot draw it")
             })?;
             io::Write::write_all(&mut out, crate::pstats::dot::dot(&stats).map_err(io::Error::other)?.as_bytes())?;
+            n
+        }
+        Output::Callgrind => {
+            let mut c = callgrind::CallgrindCollector::default();
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.write(&mut out)?;
             n
         }
         Output::PstatsText { sort, limit, summary } => {

@@ -1,0 +1,208 @@
+//! Callgrind's profile format, as KCachegrind and valgrind's `callgrind_annotate` read it:
+//! one event, `Samples`; a function is a function name in a file, its costs at source lines
+//! (`positions: line`).
+//!
+//! ```text
+//! # callgrind format
+//! version: 1
+//! creator: tachyon 0.1.0
+//! positions: line
+//! events: Samples
+//! summary: 12
+//!
+//! fl=(1) app.py           a file, named once, then by its number
+//! fn=(1) main             a function of that file
+//! 20 3                    3 samples with `main` innermost, at line 20
+//! cfn=(2) work            `main` calls `work` (of the same file; `cfl=` names another)
+//! calls=9 31              9 samples through that call; `work`'s first line seen: 31
+//! 21 9                    ... made at line 21, and their 9 samples
+//! ```
+//!
+//! Self costs are the samples with the function innermost, at the innermost frame's line, as
+//! pstats' direct samples. A call's cost is the samples in which the callee runs below that
+//! call — once a sample, charged to the call of the callee's outermost frame, as pstats counts
+//! a function's cumulative samples once a sample: so a function's incoming calls add up to
+//! its cumulative samples however it recurses, which is what `callgrind_annotate
+//! --inclusive=yes` prints for a called function. Every stack's outermost function is called
+//! by a function `(root)` (file `???`, as valgrind names what it cannot place), so that this
+//! holds for the outermost functions too (a thread's entry, a stack cut short) and `(root)`'s
+//! inclusive cost is the profile's samples. A call's count is its samples. An empty file or
+//! function name is written `???` too.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use crate::model::{Call, Collector, FrameTable};
+
+/// The caller of every stack's outermost function.
+const ROOT: u32 = 0;
+/// The file of `(root)`, and the file or name of a frame without one (an empty name would
+/// end the line where the reader wants one).
+const UNKNOWN: &str = "???";
+
+/// Samples per function, line and call, on the hub's frames.
+#[derive(Debug)]
+pub struct CallgrindCollector {
+    /// Per function key of the frame table: its function here (`u32::MAX`: not met yet).
+    function_of_key: Vec<u32>,
+    /// Functions here: (file, name); `ROOT` first.
+    functions: Vec<(String, String)>,
+    index: HashMap<(String, String), u32>,
+    /// (function, line) → samples with the function innermost there.
+    own: HashMap<(u32, i32), u64>,
+    /// (caller, line, callee) → samples below that call.
+    calls: HashMap<(u32, i32, u32), u64>,
+    /// Per function: the sample that last met it (each is charged once a sample).
+    seen: Vec<u64>,
+    sample: u64,
+    total: u64,
+}
+
+impl Default for CallgrindCollector {
+    fn default() -> Self {
+        let root = (UNKNOWN.to_owned(), "(root)".to_owned());
+        CallgrindCollector {
+            function_of_key: Vec::new(),
+            index: HashMap::from([(root.clone(), ROOT)]),
+            functions: vec![root],
+            own: HashMap::new(),
+            calls: HashMap::new(),
+            seen: vec![0],
+            sample: 0,
+            total: 0,
+        }
+    }
+}
+
+impl CallgrindCollector {
+    /// The function here of frame `id`, and the frame's line.
+    fn place(&mut self, frames: &FrameTable, id: u32) -> (u32, i32) {
+        let k = frames.function(id) as usize;
+        if self.function_of_key.len() <= k {
+            self.function_of_key.resize(frames.functions.len().max(k + 1), u32::MAX);
+        }
+        let key = &frames.functions[k];
+        if self.function_of_key[k] == u32::MAX {
+            let or_unknown = |s: &str| if s.is_empty() { UNKNOWN.to_owned() } else { s.to_owned() };
+            let name = (or_unknown(&key.filename), or_unknown(&key.funcname));
+            let next = self.functions.len() as u32;
+            let f = *self.index.entry(name).or_insert_with_key(|name| {
+                self.functions.push(name.clone());
+                next
+            });
+            self.seen.resize(self.functions.len(), 0);
+            self.function_of_key[k] = f;
+        }
+        (self.function_of_key[k], key.lineno)
+    }
+}
+
+impl Collector for CallgrindCollector {
+    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
+        let Some(&leaf) = s.stack.first() else { return };
+        let n = s.samples();
+        self.total += n;
+        self.sample += 1;
+        let (f, line) = self.place(frames, leaf);
+        *self.own.entry((f, line)).or_insert(0) += n;
+        // Outermost first: each function is charged to the call of its outermost frame.
+        let mut caller = (ROOT, 0);
+        for &id in s.stack.iter().rev() {
+            let (f, line) = self.place(frames, id);
+            if self.seen[f as usize] != self.sample {
+                self.seen[f as usize] = self.sample;
+                *self.calls.entry((caller.0, caller.1, f)).or_insert(0) += n;
+            }
+            caller = (f, line);
+        }
+    }
+}
+
+/// Numbers for names written once (callgrind's name compression): `(n) name` the first time,
+/// `(n)` after.
+struct Names {
+    numbers: Vec<u32>,
+    next: u32,
+}
+
+impl Names {
+    fn new(count: usize) -> Self {
+        Names { numbers: vec![0; count], next: 1 }
+    }
+
+    fn write(&mut self, out: &mut impl Write, tag: &str, index: usize, name: &str) -> io::Result<()> {
+        match self.numbers[index] {
+            0 => {
+                self.numbers[index] = self.next;
+                self.next += 1;
+                writeln!(out, "{tag}=({}) {}", self.numbers[index], one_line(name))
+            }
+            n => writeln!(out, "{tag}=({n})"),
+        }
+    }
+}
+
+/// A name as one line of the file (a line break would end it).
+fn one_line(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.contains(['\n', '\r']) {
+        name.replace(['\n', '\r'], " ").into()
+    } else {
+        name.into()
+    }
+}
+
+impl CallgrindCollector {
+    /// Writes the file: functions in the order first met (`(root)` first), each with its
+    /// own costs by line, then its calls by line and callee.
+    pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(out, "# callgrind format")?;
+        writeln!(out, "version: 1")?;
+        writeln!(out, "creator: tachyon {}", env!("CARGO_PKG_VERSION"))?;
+        writeln!(out, "positions: line")?;
+        writeln!(out, "events: Samples")?;
+        writeln!(out, "summary: {}", self.total)?;
+        let count = self.functions.len();
+        // A function's first line seen, the target position of the calls to it.
+        let mut first_line = vec![i32::MAX; count];
+        let mut own: Vec<Vec<(i32, u64)>> = vec![Vec::new(); count];
+        for (&(f, line), &n) in &self.own {
+            own[f as usize].push((line, n));
+            first_line[f as usize] = first_line[f as usize].min(line);
+        }
+        let mut calls: Vec<Vec<(i32, u32, u64)>> = vec![Vec::new(); count];
+        for (&(caller, line, callee), &n) in &self.calls {
+            calls[caller as usize].push((line, callee, n));
+            first_line[caller as usize] = first_line[caller as usize].min(line);
+        }
+        let (mut files, mut names) = (Names::new(count), Names::new(count));
+        // Files are numbered by their first function.
+        let file_of: Vec<usize> = {
+            let mut first: HashMap<&str, usize> = HashMap::new();
+            self.functions.iter().enumerate().map(|(i, (file, _))| *first.entry(file.as_str()).or_insert(i)).collect()
+        };
+        for f in 0..count {
+            if own[f].is_empty() && calls[f].is_empty() {
+                continue;
+            }
+            own[f].sort_unstable();
+            calls[f].sort_unstable();
+            writeln!(out)?;
+            files.write(out, "fl", file_of[f], &self.functions[f].0)?;
+            names.write(out, "fn", f, &self.functions[f].1)?;
+            for &(line, n) in &own[f] {
+                writeln!(out, "{} {n}", line.max(0))?;
+            }
+            for &(line, callee, n) in &calls[f] {
+                let c = callee as usize;
+                if file_of[c] != file_of[f] {
+                    files.write(out, "cfl", file_of[c], &self.functions[c].0)?;
+                }
+                names.write(out, "cfn", c, &self.functions[c].1)?;
+                let target = if first_line[c] == i32::MAX { 0 } else { first_line[c].max(0) };
+                writeln!(out, "calls={n} {target}")?;
+                writeln!(out, "{} {n}", line.max(0))?;
+            }
+        }
+        Ok(())
+    }
+}
