@@ -2,13 +2,16 @@
 # Installs what the conversion tests check our outputs with, into ~/.cache/tachyon-tools
 # (or $TACHYON_TOOLS_DIR): Debian's golang-go (go tool pprof) and librsvg2-bin (rsvg-convert),
 # Python 3.11 (pstats of older Pythons), a venv with jsonschema and gprof2dot (PyPI
-# 2025.4.14, the call graphs `--to dot` is compared with), Graphviz (dot, to render them), and
+# 2025.4.14, the call graphs `--to dot` is compared with; perfetto 0.59.1, whose trace protos
+# decode `--to perfetto`), Graphviz (dot, to render them), and
 # speedscope's published file-format schema from its npm package. Idempotent; each failure
 # names its step.
 set -euo pipefail
 T=${TACHYON_TOOLS_DIR:-$HOME/.cache/tachyon-tools}
 SPEEDSCOPE_VERSION=1.25.0
 GPROF2DOT_VERSION=2025.4.14
+# The trace protos compiled for Python: what `--to perfetto` is decoded with.
+PERFETTO_VERSION=0.59.1
 step() { echo "viewer-tools: $*" >&2; }
 fail() { echo "viewer-tools: FAILED: $*" >&2; exit 1; }
 mkdir -p "$T"
@@ -39,6 +42,11 @@ if [ "$("$T/venv/bin/python" -c 'import importlib.metadata as m; print(m.version
   step "gprof2dot $GPROF2DOT_VERSION into the venv"
   "$T/venv/bin/pip" install -q "gprof2dot==$GPROF2DOT_VERSION" >>"$T/pip.log" 2>&1 \
     || fail "pip install gprof2dot==$GPROF2DOT_VERSION (log: $T/pip.log)"
+fi
+if [ "$("$T/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("perfetto"))' 2>/dev/null)" != "$PERFETTO_VERSION" ]; then
+  step "perfetto $PERFETTO_VERSION (its trace protos) into the venv"
+  "$T/venv/bin/pip" install -q "perfetto==$PERFETTO_VERSION" >>"$T/pip.log" 2>&1 \
+    || fail "pip install perfetto==$PERFETTO_VERSION (log: $T/pip.log)"
 fi
 # The module itself, so that CPython 3.15 can run it on files only 3.15 loads.
 GPROF2DOT=$("$T/venv/bin/python" -c 'import gprof2dot; print(gprof2dot.__file__)') || fail "gprof2dot not importable"

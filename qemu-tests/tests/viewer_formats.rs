@@ -5,7 +5,9 @@
 //!   stacks (one per thread and stack, same counts), and `-top` runs;
 //! - speedscope: valid against speedscope's published schema, indices and weights consistent;
 //! - Firefox profiler: the processed format's tables consistent (it has no published schema);
-//! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack.
+//! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack;
+//! - callgrind: valgrind's `callgrind_annotate` reads it, its totals pstats' and the stacks';
+//! - Perfetto: the `perfetto` package's trace protos decode it to the samples `dump` gives.
 
 use std::path::Path;
 use std::process::Command;
@@ -355,5 +357,39 @@ fn callgrind_annotate_reads_our_callgrind() {
         "callgrind_annotate or pstats disagree:\n{report}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
+}
+
+/// `--to perfetto` of every file, decoded with the trace protos of the `perfetto` package:
+/// interned ids defined before use, and every sample's time, thread and call stack those
+/// `tachyon dump` gives (`qemu-tests/oracle/perfetto_check.py`).
+#[test]
+fn perfetto_protos_read_our_traces_as_dump_reads_the_files() {
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-perfetto");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = inputs(&work, SEED);
+    let mut manifest = String::new();
+    for (i, file) in files.iter().enumerate() {
+        let Ok(trace) = convert_file(file, &Output::Perfetto) else { continue };
+        let trace_path = work.join(format!("{i}.perfetto-trace"));
+        std::fs::write(&trace_path, trace).unwrap();
+        let mut dump = Vec::new();
+        tachyon::profile::Profile::open(file).unwrap().dump(&mut dump, &mut |_| {}).unwrap();
+        let dump_path = work.join(format!("{i}.dump.jsonl"));
+        std::fs::write(&dump_path, dump).unwrap();
+        manifest += &format!("{}\t{}\t{}\n", file.display(), trace_path.display(), dump_path.display());
+    }
+    let manifest_path = work.join("perfetto.tsv");
+    std::fs::write(&manifest_path, &manifest).unwrap();
+    let out = Command::new(tools.join("venv/bin/python"))
+        .arg(root().join("qemu-tests/oracle/perfetto_check.py"))
+        .arg(&manifest_path)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("perfetto: {} files; {}", manifest.lines().count(), report.lines().last().unwrap_or(""));
+    assert!(out.status.success(), "the perfetto protos disagree:\n{report}{}", String::from_utf8_lossy(&out.stderr));
     assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
 }

@@ -46,6 +46,7 @@ pub mod model;
 pub mod mojo;
 pub mod otlp;
 pub mod output;
+pub mod perfetto;
 pub mod pprof;
 pub mod profile;
 pub mod pstats;

@@ -71,8 +71,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Header, counts, mode, features and stats (CPython's get_info() and more); reads no
-    /// sample data unless --records is given.
+    /// Header, counts, mode, features and stats of a profile.
+    ///
+    /// What CPython's get_info() says, and more; reads no sample data unless --records is
+    /// given.
     Info {
         /// The profile.
         file: PathBuf,
@@ -88,14 +90,18 @@ enum Command {
         /// The profile.
         file: PathBuf,
     },
-    /// One JSON line per thread sample in file order, as CPython's reader returns them (MOJO:
-    /// per metadata item and sample, as austin-python 2.4.0's reader yields them).
+    /// One JSON line per sample, as the format's own reader returns it.
+    ///
+    /// Tachyon: a line per thread sample in file order, as CPython's reader returns them;
+    /// MOJO: per metadata item and sample, as austin-python 2.4.0's reader yields them.
     Dump {
         /// The profile.
         file: PathBuf,
     },
-    /// Writes a profile from CPython writer input: a JSON document (`samples` inside) or JSON
-    /// lines (writer parameters on the first line, then one write_sample call per line).
+    /// Writes a Tachyon profile from CPython writer input in JSON.
+    ///
+    /// The input is a JSON document (`samples` inside) or JSON lines (writer parameters on
+    /// the first line, then one write_sample call per line).
     Encode {
         /// The writer input.
         input: PathBuf,
@@ -109,8 +115,10 @@ enum Command {
         #[arg(long, value_enum)]
         compression: Option<Zstd>,
     },
-    /// A differential flame graph: NEW's stacks (threads merged), coloured by how each
-    /// frame's share changed from BASE (red grew, blue shrank).
+    /// A differential flame graph of two profiles.
+    ///
+    /// NEW's stacks (threads merged), coloured by how each frame's share changed from BASE
+    /// (red grew, blue shrank).
     Diff {
         /// The baseline profile.
         base: PathBuf,
@@ -125,8 +133,10 @@ enum Command {
         #[command(flatten)]
         inputs: InputArgs,
     },
-    /// Puts a profile back together from a capture of the framed stream a device sent over a
-    /// link that cannot seek (a UART), or a journaled writer wrote to a file; rebuilds a
+    /// Puts a profile back together from a device's stream or a journal.
+    ///
+    /// From a capture of the framed stream a device sent over a link that cannot seek (a
+    /// UART), or that a journaled writer wrote to a file; rebuilds a
     /// journaled stream cut at its tail (a killed process's) from the samples that arrived
     /// whole, saying what was cut; refuses a capture with a frame lost or damaged elsewhere,
     /// and then writes no file. A Tachyon file (what a journaled run that finished leaves)
@@ -138,6 +148,8 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Folds many profiles into one (or adds pstats files together).
+    ///
     /// With --to: folds any number of sample profiles of any formats (Tachyon, gperftools,
     /// pprof, MOJO; folders stand for the files in them) into one profile of stacks and
     /// counts, a file at a time, in memory that grows with distinct stacks and frames only.
@@ -174,8 +186,9 @@ enum Command {
         #[command(flatten)]
         inputs: InputArgs,
     },
-    /// Sends profiles (or folders of them) to a server, one request per file: an OTLP/HTTP
-    /// receiver (POST <endpoint>/v1development/profiles, protobuf, gzip) or Pyroscope's
+    /// Sends profiles to an OTLP or Pyroscope server.
+    ///
+    /// Profiles (or folders of them) go one request per file: to an OTLP/HTTP receiver (POST <endpoint>/v1development/profiles, protobuf, gzip) or Pyroscope's
     /// /ingest (pprof or folded stacks). Retries with backoff on 429, 5xx and lost
     /// connections; stops at any other 4xx, or a certificate TLS refuses, with why.
     Push {

@@ -111,6 +111,8 @@ crate::choices! {
         /// Callgrind's format (KCachegrind, `callgrind_annotate`): samples per function and
         /// source line, calls with their inclusive samples.
         Callgrind = "callgrind",
+        /// A Perfetto trace: a `stack_sample` packet per sample, frames and stacks interned.
+        Perfetto = "perfetto",
     }
 }
 
@@ -205,6 +207,8 @@ pub enum Output {
     Dot,
     /// Callgrind's format.
     Callgrind,
+    /// A Perfetto trace.
+    Perfetto,
 }
 
 impl Output {
@@ -227,6 +231,7 @@ impl Output {
             Output::Mojo { .. } => OutputKind::Mojo,
             Output::Dot => OutputKind::Dot,
             Output::Callgrind => OutputKind::Callgrind,
+            Output::Perfetto => OutputKind::Perfetto,
         }
     }
 }

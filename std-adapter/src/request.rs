@@ -245,6 +245,7 @@ impl ConvertRequest {
             OutputKind::Mojo => Output::Mojo { version: self.mojo_version },
             OutputKind::Dot => Output::Dot,
             OutputKind::Callgrind => Output::Callgrind,
+            OutputKind::Perfetto => Output::Perfetto,
         })
     }
 

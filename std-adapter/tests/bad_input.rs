@@ -38,6 +38,7 @@ fn formats() -> Vec<Output> {
         Output::Mojo { version: None },
         Output::Austin,
         Output::Callgrind,
+        Output::Perfetto,
     ]
 }
 
@@ -572,6 +573,7 @@ fn a_million_real_threads_convert_to_every_output_under_a_memory_limit() {
         "flamegraph",
         "tachyon",
         "callgrind",
+        "perfetto",
     ];
     let out = |to: &str| dir.join(format!("million_threads.{to}"));
     for to in outputs {

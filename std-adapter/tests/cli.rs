@@ -635,3 +635,22 @@ fn pprof_of_a_tachyon_file_is_dated_by_its_write_time() {
     assert!(profile.duration_nanos > 0, "{}", profile.duration_nanos);
     assert!((end_ns - 1_767_323_045_000_000_000).abs() < 1_000, "ends at {end_ns} ns, not at the file's write time");
 }
+
+/// `tachyon --help` lists each command in one short line (each fits an 100-column terminal
+/// with its name); the long text is in `tachyon help COMMAND`.
+#[test]
+fn help_lists_each_command_in_one_short_line() {
+    let out = tachyon().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let commands: Vec<&str> =
+        text.split("Commands:\n").nth(1).unwrap().lines().take_while(|l| l.starts_with("  ")).collect();
+    assert!(commands.len() >= 10, "{text}");
+    for line in &commands {
+        assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+    }
+    for (command, long) in [("merge", "in memory that grows with distinct stacks"), ("push", "Retries with backoff")] {
+        let out = tachyon().args(["help", command]).output().unwrap();
+        assert!(String::from_utf8(out.stdout).unwrap().replace('\n', " ").contains(long), "tachyon help {command}");
+    }
+}

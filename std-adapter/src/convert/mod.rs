@@ -72,6 +72,11 @@ pub fn convert<S: Source>(
                 "the Firefox profiler needs a time for every sample, and this input counts samples without times",
             ))
         }
+        Output::Perfetto if !info.timestamps => {
+            return Err(unsupported(
+                "a Perfetto trace puts every sample on a timeline, and this input counts samples without times",
+            ))
+        }
         Output::Tachyon { big_endian, compression } => {
             let (big, compression) =
                 (big_endian.unwrap_or(cfg!(target_endian = "big")), compression.unwrap_or(Compression::None));
@@ -137,6 +142,12 @@ fn write_streamed<S: Source>(
                 io::Error::other("no samples: pstats cannot load an empty profile, nor gprof2dot draw it")
             })?;
             io::Write::write_all(&mut out, crate::pstats::dot::dot(&stats).map_err(io::Error::other)?.as_bytes())?;
+            n
+        }
+        Output::Perfetto => {
+            let mut c = crate::perfetto::write::PerfettoWriter::new(&mut out, info);
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.finish()?;
             n
         }
         Output::Callgrind => {

@@ -322,7 +322,10 @@ impl<R: Read + Seek> Source for MojoSource<R> {
     }
 
     fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
-        self.shape(matches!(output.kind(), OutputKind::Gecko | OutputKind::Tachyon | OutputKind::Jsonl));
+        self.shape(matches!(
+            output.kind(),
+            OutputKind::Gecko | OutputKind::Perfetto | OutputKind::Tachyon | OutputKind::Jsonl
+        ));
         self.scan()
     }
 
