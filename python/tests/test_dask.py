@@ -7,7 +7,7 @@ A local Dask cluster of two worker processes on the loopback folds FLEET_DIR's 2
 in tasks of 100, combining the partial folds in a tree; its pprof, OTLP and collapsed
 outputs must be the bytes `tachyon merge FLEET_DIR --to …` writes. Also: the partial folds
 really were made in the worker processes, a Fold pickles to its bytes and back, and the
-package's own merge() and fold_files() agree with the command.
+package's own merge(), fold_files() and Fold.add() agree with the command, with any `jobs`.
 """
 import glob
 import os
@@ -86,6 +86,16 @@ class DaskTest(unittest.TestCase):
         self.assertGreater(fold.add(self.files[1500:], "pprof"), 0)
         fold.add(self.files[:1500], "pprof")
         self.assertEqual((fold.profiles, fold.write("pprof")), (2000, want))
+        # However many files are read at once (jobs=0: one per core), the same bytes.
+        for jobs in (1, 3):
+            with self.subTest(jobs=jobs):
+                self.assertEqual(tp.merge(FLEET, "pprof", jobs=jobs), want)
+                self.assertEqual(tp.fold_files(self.files, "pprof", jobs=jobs).write("pprof"), want)
+                fold = tp.Fold()
+                fold.add(self.files, "pprof", jobs=jobs)
+                self.assertEqual(fold.write("pprof"), want)
+        with self.assertRaises((TypeError, OverflowError)):
+            tp.merge(FLEET, "pprof", jobs=-1)
 
 
 if __name__ == "__main__":
