@@ -22,15 +22,7 @@ use crate::types::{int_list, path_of, FrameObjects};
 
 /// Outputs that are text (returned as `str` without an output path); the rest are bytes.
 pub(crate) fn is_text(kind: OutputKind) -> bool {
-    !matches!(
-        kind,
-        OutputKind::Pstats
-            | OutputKind::Pprof
-            | OutputKind::Otlp
-            | OutputKind::Tachyon
-            | OutputKind::Gperftools
-            | OutputKind::Mojo
-    )
+    !kind.is_binary()
 }
 
 pub(crate) fn value_enum<T: Choice>(what: &str, v: &str) -> PyResult<T> {

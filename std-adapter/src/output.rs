@@ -131,6 +131,30 @@ impl OutputKind {
         }
     }
 
+    /// Whether the output is bytes rather than UTF-8 text (an API returning it in memory
+    /// gives bytes or a string by this). Every kind is listed, so a new one must say.
+    pub fn is_binary(self) -> bool {
+        match self {
+            OutputKind::Pstats
+            | OutputKind::Pprof
+            | OutputKind::Otlp
+            | OutputKind::Tachyon
+            | OutputKind::Gperftools
+            | OutputKind::Mojo
+            | OutputKind::Perfetto => true,
+            OutputKind::Collapsed
+            | OutputKind::PstatsText
+            | OutputKind::Flamegraph
+            | OutputKind::Gecko
+            | OutputKind::Speedscope
+            | OutputKind::OtlpJson
+            | OutputKind::Jsonl
+            | OutputKind::Austin
+            | OutputKind::Dot
+            | OutputKind::Callgrind => false,
+        }
+    }
+
     /// The outputs an option belongs to.
     pub fn owning(option: &str) -> impl Iterator<Item = OutputKind> + '_ {
         OutputKind::ALL.iter().map(|(k, _, _)| *k).filter(move |k| k.options().contains(&option))
