@@ -1,7 +1,6 @@
 //! The trace made of the hub, packet by packet as the samples arrive (see the module's docs
 //! for what it holds).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use prost::Message;
@@ -11,6 +10,7 @@ use super::proto::{
     StackSampleDefaults, TaskContext, TracePacket, TracePacketDefaults, SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE, TRACE_PACKET_FIELD, UNIT_NANOSECONDS,
 };
+use crate::hash::{SequenceIndex, StringIndex};
 use crate::model::{Call, Collector, FrameTable, SourceInfo};
 
 /// The one sequence every packet is on.
@@ -18,33 +18,11 @@ const SEQUENCE: u32 = 1;
 /// `StackSampleDefaults.source`.
 const SOURCE: &str = "tachyon";
 
-/// Interned ids of one kind: 1, 2, … in the order first met (0 is "none" in Perfetto's
-/// messages).
-#[derive(Debug, Default)]
-struct Ids<K: std::hash::Hash + Eq> {
-    ids: HashMap<K, u64>,
-}
-
-impl<K: std::hash::Hash + Eq> Ids<K> {
-    /// `key`'s id, and whether it is new (to be defined in the packet that first uses it).
-    fn get(&mut self, key: K) -> (u64, bool) {
-        let next = self.ids.len() as u64 + 1;
-        let mut new = false;
-        let id = *self.ids.entry(key).or_insert_with(|| {
-            new = true;
-            next
-        });
-        (id, new)
-    }
-}
-
 /// Writes a Perfetto trace of the samples a source replays into it; [`PerfettoWriter::finish`]
 /// ends it (an I/O error stops the writing and comes back there).
 pub struct PerfettoWriter<W: Write> {
     out: W,
     error: Option<io::Error>,
-    started: bool,
-    counter: String,
     /// Each sample's weight: the sampling interval, ns.
     weight_ns: u64,
     /// Per frame of the hub's table: its interned frame (0: not yet).
@@ -53,67 +31,59 @@ pub struct PerfettoWriter<W: Write> {
     /// Per mapping of the hub's table: its interned mapping (0: not yet).
     mappings: Vec<u64>,
     mapping_count: u64,
-    function_names: Ids<String>,
-    source_paths: Ids<String>,
-    mapping_paths: Ids<String>,
+    // Interned ids are these indexes' numbers + 1 (0 is "none" in Perfetto's messages).
+    function_names: StringIndex,
+    source_paths: StringIndex,
+    mapping_paths: StringIndex,
     /// Call stacks by the hub's frame ids, innermost first.
-    callstacks: Ids<Vec<u32>>,
+    callstacks: SequenceIndex,
     /// What the next packet defines.
     pending: InternedData,
     packet: Vec<u8>,
 }
 
 impl<W: Write> PerfettoWriter<W> {
-    /// A trace of `info`'s samples into `out`.
+    /// A trace of `info`'s samples into `out`, its first packet written: a clean sequence,
+    /// and the samples' defaults.
     pub fn new(out: W, info: &SourceInfo) -> Self {
-        PerfettoWriter {
+        let mut writer = PerfettoWriter {
             out,
             error: None,
-            started: false,
-            counter: format!("{} time", info.mode),
             weight_ns: info.sample_interval_us.saturating_mul(1000),
             frames: Vec::new(),
             frame_count: 0,
             mappings: Vec::new(),
             mapping_count: 0,
-            function_names: Ids::default(),
-            source_paths: Ids::default(),
-            mapping_paths: Ids::default(),
-            callstacks: Ids::default(),
+            function_names: StringIndex::default(),
+            source_paths: StringIndex::default(),
+            mapping_paths: StringIndex::default(),
+            callstacks: SequenceIndex::new(),
             pending: InternedData::default(),
             packet: Vec::new(),
-        }
-    }
-
-    /// Writes what is left (the first packet, for a trace without samples) and flushes.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.start();
-        match self.error.take() {
-            Some(e) => Err(e),
-            None => self.out.flush(),
-        }
-    }
-
-    /// The first packet: a clean sequence, and the samples' defaults.
-    fn start(&mut self) {
-        if self.started {
-            return;
-        }
-        self.started = true;
+        };
         let defaults = StackSampleDefaults {
             source: Some(SOURCE.to_owned()),
             primary_descriptor: Some(CounterDescriptor {
-                name: Some(self.counter.clone()),
+                name: Some(format!("{} time", info.mode)),
                 unit: Some(UNIT_NANOSECONDS),
             }),
         };
-        self.write(&TracePacket {
+        writer.write(&TracePacket {
             trusted_packet_sequence_id: Some(SEQUENCE),
             sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
             first_packet_on_sequence: Some(true),
             trace_packet_defaults: Some(TracePacketDefaults { stack_sample_defaults: Some(defaults) }),
             ..TracePacket::default()
         });
+        writer
+    }
+
+    /// Flushes; the first I/O error met, if any.
+    pub fn finish(mut self) -> io::Result<()> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        }
     }
 
     /// Writes `packet` as the `Trace` message's next `packet` field.
@@ -130,13 +100,15 @@ impl<W: Write> PerfettoWriter<W> {
         }
     }
 
-    /// A string's id in `table`, defined in the next packet if new.
-    fn string(table: &mut Ids<String>, pending: &mut Vec<InternedString>, s: &str) -> u64 {
-        let (id, new) = table.get(s.to_owned());
-        if new {
-            pending.push(InternedString { iid: Some(id), str: Some(s.as_bytes().to_vec()) });
+    /// A string's interned id in `table`, defined in the next packet if new.
+    fn string(table: &mut StringIndex, pending: &mut Vec<InternedString>, s: &str) -> u64 {
+        let known = table.strings().len();
+        let id = table.id(s);
+        let iid = u64::from(id) + 1;
+        if id as usize == known {
+            pending.push(InternedString { iid: Some(iid), str: Some(s.as_bytes().to_vec()) });
         }
-        id
+        iid
     }
 
     /// Frame `id`'s interned frame.
@@ -213,24 +185,21 @@ impl<W: Write> Collector for PerfettoWriter<W> {
         if call.stack.is_empty() || self.error.is_some() {
             return;
         }
-        self.start();
-        let stack = match self.callstacks.ids.get(call.stack) {
-            Some(&known) => known,
-            None => {
-                let (stack, _) = self.callstacks.get(call.stack.to_vec());
-                let frame_ids = call.stack.iter().rev().map(|&id| self.frame(frames, id)).collect();
-                self.pending.callstacks.push(Callstack { iid: Some(stack), frame_ids });
-                stack
-            }
-        };
+        let known = self.callstacks.len();
+        let id = self.callstacks.id(call.stack);
+        let stack = u64::from(id) + 1;
+        if id as usize == known {
+            let frame_ids = call.stack.iter().rev().map(|&id| self.frame(frames, id)).collect();
+            self.pending.callstacks.push(Callstack { iid: Some(stack), frame_ids });
+        }
+        // What this call is the first to use rides in its first sample's packet.
+        let mut interned = Some(std::mem::take(&mut self.pending)).filter(|d| *d != InternedData::default());
         for &t in call.timestamps_us() {
-            let interned = std::mem::take(&mut self.pending);
-            let defines = interned != InternedData::default();
             self.write(&TracePacket {
                 timestamp: Some(t.saturating_mul(1000)),
                 trusted_packet_sequence_id: Some(SEQUENCE),
                 sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-                interned_data: defines.then_some(interned),
+                interned_data: interned.take(),
                 stack_sample: Some(StackSample {
                     task_context: Some(TaskContext { pid: None, tid: Some(call.thread_id as u32) }),
                     callstack_iid: Some(stack),
@@ -238,6 +207,10 @@ impl<W: Write> Collector for PerfettoWriter<W> {
                 }),
                 ..TracePacket::default()
             });
+        }
+        // (A call without times writes no packet: its definitions wait for the next.)
+        if let Some(unused) = interned {
+            self.pending = unused;
         }
     }
 }
