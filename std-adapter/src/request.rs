@@ -467,7 +467,6 @@ impl MergeRequest {
         // the panic that stopped its reading (raised again here rather than waited for).
         type Read = (usize, Vec<String>, Result<(Fold, u64), RequestError>);
         type Sent = Result<Read, Box<dyn std::any::Any + Send>>;
-        let window = threads;
         let next = AtomicUsize::new(0);
         let combined = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
@@ -479,7 +478,8 @@ impl MergeRequest {
             if i >= files.len() || stop.load(Ordering::Acquire) {
                 return Take::Nothing;
             }
-            if i >= combined.load(Ordering::Acquire) + window {
+            // The window: `threads` files taken and not yet combined.
+            if i >= combined.load(Ordering::Acquire) + threads {
                 return Take::Wait;
             }
             if next.compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -493,7 +493,7 @@ impl MergeRequest {
             (i, warnings, part)
         };
         std::thread::scope(|scope| {
-            // Never full: no more parts than the window exist at once.
+            // Never full: no more parts than the window (`threads`) exist at once.
             let (sender, ready) = std::sync::mpsc::channel::<Sent>();
             let workers: Vec<_> = (1..threads)
                 .map(|_| {

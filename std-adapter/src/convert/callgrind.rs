@@ -32,6 +32,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameTable};
 
 /// The caller of every stack's outermost function.
@@ -49,9 +50,9 @@ pub struct CallgrindCollector {
     functions: Vec<(String, String)>,
     index: HashMap<(String, String), u32>,
     /// (function, line) → samples with the function innermost there.
-    own: HashMap<(u32, i32), u64>,
+    own: IdMap<(u32, i32), u64>,
     /// (caller, line, callee) → samples below that call.
-    calls: HashMap<(u32, i32, u32), u64>,
+    calls: IdMap<(u32, i32, u32), u64>,
     /// Per function: the sample that last met it (each is charged once a sample).
     seen: Vec<u64>,
     sample: u64,
@@ -65,8 +66,8 @@ impl Default for CallgrindCollector {
             function_of_key: Vec::new(),
             index: HashMap::from([(root.clone(), ROOT)]),
             functions: vec![root],
-            own: HashMap::new(),
-            calls: HashMap::new(),
+            own: IdMap::default(),
+            calls: IdMap::default(),
             seen: vec![0],
             sample: 0,
             total: 0,
@@ -103,6 +104,7 @@ impl Collector for CallgrindCollector {
         let n = s.samples();
         self.total += n;
         self.sample += 1;
+        // The innermost frame first: functions are numbered, and written, in the order met.
         let (f, line) = self.place(frames, leaf);
         *self.own.entry((f, line)).or_insert(0) += n;
         // Outermost first: each function is charged to the call of its outermost frame.
