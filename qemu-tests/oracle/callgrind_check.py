@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+import manifest_checks
+
 
 def annotate(path, inclusive):
     """{"file:function": samples} as callgrind_annotate prints them."""
@@ -118,13 +120,7 @@ def files_of(label, direct):
 
 def main():
     os.makedirs(tempfile.gettempdir() + "/callgrind-check-cwd", exist_ok=True)
-    problems = []
-    with open(sys.argv[1], encoding="utf-8") as manifest:
-        for line in manifest:
-            problems += check(*line.rstrip("\n").split("\t"))
-    for p in problems:
-        print("FAIL", p)
-    return 1 if problems else 0
+    return manifest_checks.run(sys.argv[1], check)
 
 
 if __name__ == "__main__":

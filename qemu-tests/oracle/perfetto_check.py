@@ -18,6 +18,8 @@ import sys
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+import manifest_checks
+
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 HIDDEN_SUFFIX = "_sync_coordinator.py"
@@ -117,13 +119,7 @@ def check(name, trace_path, dump_path):
 
 
 def main():
-    problems = []
-    with open(sys.argv[1], encoding="utf-8") as manifest:
-        for line in manifest:
-            problems += check(*line.rstrip("\n").split("\t"))
-    for p in problems:
-        print("FAIL", p)
-    return 1 if problems else 0
+    return manifest_checks.run(sys.argv[1], check)
 
 
 if __name__ == "__main__":

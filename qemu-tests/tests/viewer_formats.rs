@@ -116,18 +116,32 @@ fn flamegraph_failure(name: &str, svg: &Path, bytes: &[u8], total: u64) -> Optio
 /// Runs `qemu-tests/oracle/viewer_formats.py` over the `speedscope`/`gecko` manifest lines:
 /// its summary line, and its report if it failed.
 fn viewer_checks(tools: &Path, work: &Path, manifest: &str) -> (String, Option<String>) {
-    let manifest_path = work.join("viewers.tsv");
+    let schema = tools.join("speedscope-schema.json");
+    oracle_check(tools, work, "viewer_formats.py", &[&schema], "viewers", manifest, "speedscope/gecko checks")
+}
+
+/// Runs `qemu-tests/oracle/SCRIPT` in the viewer tools' venv, `args` first, then `manifest`
+/// (written to `work/NAME.tsv`): its last line, and, if it failed, `what` and its report.
+fn oracle_check(
+    tools: &Path,
+    work: &Path,
+    script: &str,
+    args: &[&Path],
+    name: &str,
+    manifest: &str,
+    what: &str,
+) -> (String, Option<String>) {
+    let manifest_path = work.join(format!("{name}.tsv"));
     std::fs::write(&manifest_path, manifest).unwrap();
     let out = Command::new(tools.join("venv/bin/python"))
-        .arg(root().join("qemu-tests/oracle/viewer_formats.py"))
-        .arg(tools.join("speedscope-schema.json"))
+        .arg(root().join("qemu-tests/oracle").join(script))
+        .args(args)
         .arg(&manifest_path)
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     let last = report.lines().last().unwrap_or("").to_owned();
-    let failed = (!out.status.success())
-        .then(|| format!("speedscope/gecko checks:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
+    let failed = (!out.status.success()).then(|| format!("{what}:\n{report}{}", String::from_utf8_lossy(&out.stderr)));
     (last, failed)
 }
 
@@ -331,32 +345,27 @@ fn callgrind_annotate_reads_our_callgrind() {
         if collapsed.is_empty() {
             continue;
         }
-        let mut paths = Vec::new();
-        for (ext, output) in [
-            ("callgrind", Output::Callgrind),
-            ("pstats", Output::Pstats { compat: true }),
-            ("collapsed", Output::Collapsed),
-        ] {
+        let write = |ext: &str, bytes: Vec<u8>| {
             let path = work.join(format!("{i}.{ext}"));
-            std::fs::write(&path, convert_file(file, &output).unwrap()).unwrap();
-            paths.push(path.display().to_string());
-        }
-        manifest += &format!("{}\t{}\n", file.display(), paths.join("\t"));
+            std::fs::write(&path, bytes).unwrap();
+            path.display().to_string()
+        };
+        let callgrind = write("callgrind", convert_file(file, &Output::Callgrind).unwrap());
+        let pstats = write("pstats", convert_file(file, &Output::Pstats { compat: true }).unwrap());
+        let collapsed = write("collapsed", collapsed);
+        manifest += &format!("{}\t{callgrind}\t{pstats}\t{collapsed}\n", file.display());
     }
-    let manifest_path = work.join("callgrind.tsv");
-    std::fs::write(&manifest_path, &manifest).unwrap();
-    let out = Command::new(tools.join("venv/bin/python"))
-        .arg(root().join("qemu-tests/oracle/callgrind_check.py"))
-        .arg(&manifest_path)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    eprintln!("callgrind: {} files; {}", manifest.lines().count(), report.lines().last().unwrap_or(""));
-    assert!(
-        out.status.success(),
-        "callgrind_annotate or pstats disagree:\n{report}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (last, failed) = oracle_check(
+        &tools,
+        &work,
+        "callgrind_check.py",
+        &[],
+        "callgrind",
+        &manifest,
+        "callgrind_annotate or pstats disagree",
     );
+    eprintln!("callgrind: {} files; {last}", manifest.lines().count());
+    assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
 }
 
@@ -381,15 +390,9 @@ fn perfetto_protos_read_our_traces_as_dump_reads_the_files() {
         std::fs::write(&dump_path, dump).unwrap();
         manifest += &format!("{}\t{}\t{}\n", file.display(), trace_path.display(), dump_path.display());
     }
-    let manifest_path = work.join("perfetto.tsv");
-    std::fs::write(&manifest_path, &manifest).unwrap();
-    let out = Command::new(tools.join("venv/bin/python"))
-        .arg(root().join("qemu-tests/oracle/perfetto_check.py"))
-        .arg(&manifest_path)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    eprintln!("perfetto: {} files; {}", manifest.lines().count(), report.lines().last().unwrap_or(""));
-    assert!(out.status.success(), "the perfetto protos disagree:\n{report}{}", String::from_utf8_lossy(&out.stderr));
+    let (last, failed) =
+        oracle_check(&tools, &work, "perfetto_check.py", &[], "perfetto", &manifest, "the perfetto protos disagree");
+    eprintln!("perfetto: {} files; {last}", manifest.lines().count());
+    assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
 }
