@@ -5,10 +5,12 @@
 //! ## Module map
 //! * [`gen`]: seeded writer-input documents; [`model`]: what a reader must return for one.
 //! * [`gperftools_oracle`]: what the real gperftools readers printed, parsed.
+//! * [`flame`]: our flame graph pages' trees against CPython's.
 //! * `inputs` (feature `oracle`): the files the conversion tests run over.
 //! * The test kit every crate's tests share (a memory limit for a test or a command, the
 //!   fixtures, the round-trip model) is the `tachyon-test-kit` crate in `qemu-tests/kit/`.
 
+pub mod flame;
 pub mod gen;
 pub mod gperftools_oracle;
 #[cfg(feature = "oracle")]

@@ -8,6 +8,8 @@
 //! - collapsed stacks byte for byte;
 //! - the pstats table `replay` prints, for every sort order, with limits and without summary;
 //! - `--jsonl` byte for byte (given CPython's run id);
+//! - `--flamegraph`: our page's tree has CPython's page's nodes with the same numbers, per
+//!   thread too (`qemu_tests::flame`);
 //! - `--gecko` with the same JSON content, number types included (`1` is not `1.0`), except the
 //!   fields describing the converting process;
 //! - pstats files: same dictionary as CPython's, and `pstats.Stats` loads and prints them like
@@ -82,6 +84,7 @@ fn conversions_match_cpython_replay() {
     let mut checked = 0;
     let mut reencoded_identical = 0;
     let mut pstats_rows = String::new();
+    let mut flame_nodes = 0;
     for (i, file) in files.iter().enumerate() {
         let dir = outdir(i);
         let name = file.display();
@@ -141,6 +144,24 @@ fn conversions_match_cpython_replay() {
             )),
         }
 
+        checked += 1;
+        let page = ours(file, &Output::FlamegraphHtml { title: "flame graph".into() });
+        match (page, cpython_failed("flamegraph")) {
+            (Ok(page), false) => {
+                let theirs = std::fs::read_to_string(dir.join("flamegraph-tree.jsonl")).unwrap();
+                match qemu_tests::flame::compare(&String::from_utf8(page).unwrap(), &theirs) {
+                    Ok(n) => flame_nodes += n,
+                    Err(e) => failures.push(format!("{name} flamegraph-html: {e}")),
+                }
+            }
+            (Err(_), true) => {}
+            (got, _) => failures.push(format!(
+                "{name} flamegraph-html: ours {:?}, CPython failed: {}",
+                got.err(),
+                cpython_failed("flamegraph")
+            )),
+        }
+
         let got = ours(file, &Output::Pstats { compat: false });
         let compat = ours(file, &Output::Pstats { compat: true });
         if let (Ok(got), Ok(compat), false) = (&got, &compat, cpython_failed("pstats")) {
@@ -166,13 +187,15 @@ fn conversions_match_cpython_replay() {
     }
     eprintln!("{} files, {checked} conversions compared with CPython's replay", files.len());
     eprintln!("{reencoded_identical} files re-encoded byte for byte");
+    eprintln!("{flame_nodes} flame graph nodes equal to CPython's");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// The long real profiles the test command records for the benchmark
 /// (`make_real_profiles.sh --long`, `TACHYON_LONG_PROFILES`: 300k+ samples each, RLE-heavy and
 /// deep, raw and zstd): collapsed stacks byte for byte as CPython's `replay --collapsed`
-/// (through the reading the command does, zstd decompressed in a second thread), and
+/// (through the reading the command does, zstd decompressed in a second thread), the flame
+/// graph page's tree node for node as CPython's `replay --flamegraph` page's, and
 /// re-encoding gives the files back byte for byte (zstd compressed in a second thread).
 #[test]
 fn long_real_profiles_match_cpython() {
@@ -186,8 +209,32 @@ fn long_real_profiles_match_cpython() {
     std::fs::create_dir_all(&work).unwrap();
     let mut failures = Vec::new();
     let mut identical = 0;
+    // CPython's flame graphs, in one process (flame_tree.py keeps them in the oracle memo).
+    let flame_manifest = work.join("flame.tsv");
+    let tree_of = |i: usize| work.join(format!("{i}.flame.jsonl"));
+    let lines: String =
+        files.iter().enumerate().map(|(i, f)| format!("{}\t{}\n", f.display(), tree_of(i).display())).collect();
+    std::fs::write(&flame_manifest, lines).unwrap();
+    let status = Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/flame_tree.py"))
+        .arg(&flame_manifest)
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython replay --flamegraph (flame_tree.py)");
+    let mut flame_nodes = 0;
     for (i, file) in files.iter().enumerate() {
         let name = file.display();
+        match ours(file, &Output::FlamegraphHtml { title: "flame graph".into() }) {
+            Ok(page) => {
+                let theirs = std::fs::read_to_string(tree_of(i)).unwrap();
+                match qemu_tests::flame::compare(&String::from_utf8(page).unwrap(), &theirs) {
+                    Ok(n) => flame_nodes += n,
+                    Err(e) => failures.push(format!("{name} flamegraph-html: {e}")),
+                }
+            }
+            Err(e) => failures.push(format!("{name}: flamegraph-html failed: {e}")),
+        }
         let theirs = work.join(format!("{i}.collapsed.txt"));
         let status = Command::new(root().join("scripts/oracle-python.sh"))
             .args(["amd64", "-m", "profiling.sampling", "replay", "--collapsed", "-o"])
@@ -219,7 +266,10 @@ fn long_real_profiles_match_cpython() {
             Err(e) => failures.push(format!("{name}: re-encoding failed: {e}")),
         }
     }
-    eprintln!("{} long profiles compared, {identical} re-encoded byte for byte", files.len());
+    eprintln!(
+        "{} long profiles compared, {identical} re-encoded byte for byte, {flame_nodes} flame graph nodes equal",
+        files.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -14,7 +14,8 @@
 //!   for files of one format in a row, [`model::fold`] for folding many of any format,
 //!   [`model::stacks`] for the stack aggregate pprof and OTLP share); [`output`] (the outputs' registry, options, destinations, errors);
 //!   [`convert`] (the dispatch, and the outputs no input format shares: collapsed stacks,
-//!   flame graph, Firefox profiler, speedscope, jsonl).
+//!   flame graph, Firefox profiler, speedscope, jsonl, callgrind); [`html`] (the pages people
+//!   look at: the interactive flame graph and its call tree) and [`perfetto`] (traces).
 //! * One folder per format, each with its input (`source`) and what writes it (`write`, or
 //!   `replay` for pstats): [`tachyon`] (also CPython's views and writer input, storage, zstd
 //!   threads, the framed stream), [`gperftools`], [`pprof`] (also the protobuf schema),
@@ -41,6 +42,7 @@ pub mod convert;
 pub mod file;
 pub mod gperftools;
 pub mod hash;
+pub mod html;
 pub mod memory;
 pub mod model;
 pub mod mojo;

@@ -82,6 +82,9 @@ crate::choices! {
         PstatsText = "pstats-text",
         /// An SVG flame graph.
         Flamegraph = "flamegraph",
+        /// An interactive flame graph: one offline HTML page (zoom, search, threads) with the
+        /// numbers of CPython's `replay --flamegraph`.
+        FlamegraphHtml = "flamegraph-html",
         /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
         Gecko = "gecko",
         /// speedscope JSON, one sampled profile per thread.
@@ -122,7 +125,7 @@ impl OutputKind {
         match self {
             OutputKind::Pstats => &["pstats-compat", "keep-sampled-marker"],
             OutputKind::PstatsText => &["sort", "limit", "no-summary", "strip-dirs", "callers", "callees"],
-            OutputKind::Flamegraph => &["title"],
+            OutputKind::Flamegraph | OutputKind::FlamegraphHtml => &["title"],
             OutputKind::Tachyon => &["byte-order", "compression"],
             OutputKind::Gperftools => &["byte-order", "word-size"],
             OutputKind::Mojo => &["mojo-version"],
@@ -145,6 +148,7 @@ impl OutputKind {
             OutputKind::Collapsed
             | OutputKind::PstatsText
             | OutputKind::Flamegraph
+            | OutputKind::FlamegraphHtml
             | OutputKind::Gecko
             | OutputKind::Speedscope
             | OutputKind::OtlpJson
@@ -182,6 +186,11 @@ pub enum Output {
     },
     /// An SVG flame graph titled `title`.
     Flamegraph {
+        /// Title.
+        title: String,
+    },
+    /// The interactive flame graph page titled `title` ([`crate::html::flame`]).
+    FlamegraphHtml {
         /// Title.
         title: String,
     },
@@ -243,6 +252,7 @@ impl Output {
             Output::Pstats { .. } => OutputKind::Pstats,
             Output::PstatsText { .. } => OutputKind::PstatsText,
             Output::Flamegraph { .. } => OutputKind::Flamegraph,
+            Output::FlamegraphHtml { .. } => OutputKind::FlamegraphHtml,
             Output::Gecko => OutputKind::Gecko,
             Output::Speedscope { .. } => OutputKind::Speedscope,
             Output::Pprof => OutputKind::Pprof,

@@ -228,6 +228,9 @@ impl ConvertRequest {
             },
             OutputKind::Jsonl => Output::Jsonl { run_id: None },
             OutputKind::Flamegraph => Output::Flamegraph { title: self.title.clone().unwrap_or_else(file_name) },
+            OutputKind::FlamegraphHtml => {
+                Output::FlamegraphHtml { title: self.title.clone().unwrap_or_else(file_name) }
+            }
             OutputKind::Gecko => Output::Gecko,
             OutputKind::Speedscope => Output::Speedscope { name: file_name() },
             OutputKind::Pprof => Output::Pprof,

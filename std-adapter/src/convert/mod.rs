@@ -169,6 +169,13 @@ fn write_streamed<S: Source>(
             flamegraph::write_threads(&c, source.frames(), title, &mut out)?;
             n
         }
+        Output::FlamegraphHtml { title } => {
+            let mut c = crate::html::tree::CallTree::new(info.naming);
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.finish();
+            crate::html::flame::write_flamegraph(&c, source.frames(), info, title, &mut out)?;
+            n
+        }
         Output::Gecko => {
             let mut c = gecko::GeckoCollector::default();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;

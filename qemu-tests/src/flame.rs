@@ -1,0 +1,158 @@
+//! Our flame graph pages against CPython's: the tree a `--to flamegraph-html` page embeds
+//! compared node for node with the tree of CPython's `replay --flamegraph` page, as
+//! `qemu-tests/oracle/flame_tree.py` flattens it. Nodes are matched by their path of
+//! `(filename, lineno, funcname)` from the root; each must have the same samples, own samples,
+//! and per-thread samples and own samples, and neither tree may have a node the other lacks.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+/// Per thread id (as text): samples at or below, own samples.
+type PerThread = BTreeMap<String, (u64, u64)>;
+
+/// A node's numbers: samples at or below, own samples, per thread.
+type Numbers = (u64, u64, PerThread);
+
+/// Tree nodes keyed by path: each node's key is its parent's key and its function.
+#[derive(Default)]
+struct Paths {
+    ids: HashMap<(u32, String, i64, String), u32>,
+    names: Vec<String>,
+}
+
+impl Paths {
+    fn id(&mut self, parent: u32, file: &str, line: i64, func: &str) -> u32 {
+        let next = self.ids.len() as u32 + 1;
+        let id = *self.ids.entry((parent, file.to_owned(), line, func.to_owned())).or_insert(next);
+        if id == next {
+            let above = if parent == 0 { String::new() } else { format!("{};", self.names[parent as usize - 1]) };
+            self.names.push(format!("{above}{func} ({file}:{line})"));
+        }
+        id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        if id == 0 {
+            "(root)"
+        } else {
+            &self.names[id as usize - 1]
+        }
+    }
+}
+
+/// The JSON a page of ours embeds (`<script id="profile-data" type="application/json">`).
+pub fn page_data(html: &str) -> Result<Value, String> {
+    const OPEN: &str = "<script id=\"profile-data\" type=\"application/json\">";
+    let start = html.find(OPEN).ok_or("no profile-data element")? + OPEN.len();
+    let end = start + html[start..].find("</script>").ok_or("profile-data not closed")?;
+    serde_json::from_str(&html[start..end]).map_err(|e| format!("profile-data: {e}"))
+}
+
+fn num(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Our page's tree, by path.
+fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
+    let s = data["strings"].as_array().expect("strings");
+    let text = |i: &Value| s[num(i) as usize].as_str().expect("string").to_owned();
+    let funcs = &data["funcs"];
+    let nodes = &data["nodes"];
+    let parent = nodes["parent"].as_array().expect("parent");
+    let threads: Vec<String> =
+        data["threads"].as_array().expect("threads").iter().map(|t| t.as_str().expect("tid").to_owned()).collect();
+    let mut ids = Vec::with_capacity(parent.len());
+    let mut tree = HashMap::new();
+    for (i, p) in parent.iter().enumerate() {
+        let value = num(&nodes["value"][i]);
+        let own = num(&nodes["self"][i]);
+        let id = match p.as_i64().expect("parent") {
+            -1 => 0,
+            p => {
+                let f = num(&nodes["func"][i]) as usize;
+                let line = funcs["line"][f].as_i64().expect("line");
+                paths.id(ids[p as usize], &text(&funcs["file"][f]), line, &text(&funcs["name"][f]))
+            }
+        };
+        ids.push(id);
+        let per_thread: PerThread = match data.get("thread_values") {
+            Some(tv) => tv[i]
+                .as_array()
+                .expect("thread values")
+                .chunks(3)
+                .map(|c| (threads[num(&c[0]) as usize].clone(), (num(&c[1]), num(&c[2]))))
+                .collect(),
+            None if value > 0 => threads.iter().map(|t| (t.clone(), (value, own))).collect(),
+            None => PerThread::new(),
+        };
+        tree.insert(id, (value, own, per_thread));
+    }
+    (tree, ids)
+}
+
+/// CPython's tree (flame_tree.py's lines), by path; `None` when CPython wrote no page.
+fn cpython(lines: &str, paths: &mut Paths) -> Option<HashMap<u32, Numbers>> {
+    let mut ids: Vec<u32> = Vec::new();
+    let mut tree = HashMap::new();
+    for line in lines.lines() {
+        let row: Value = serde_json::from_str(line).expect("flame_tree line");
+        if row.is_null() {
+            return None;
+        }
+        let id = match row[0].as_i64().expect("parent") {
+            -1 => 0,
+            p => paths.id(
+                ids[p as usize],
+                row[1].as_str().expect("file"),
+                row[2].as_i64().expect("line"),
+                row[3].as_str().expect("func"),
+            ),
+        };
+        ids.push(id);
+        let per_thread = row[6]
+            .as_object()
+            .expect("thread values")
+            .iter()
+            .map(|(t, v)| (t.clone(), (num(&v[0]), num(&v[1]))))
+            .collect();
+        tree.insert(id, (num(&row[4]), num(&row[5]), per_thread));
+    }
+    Some(tree)
+}
+
+/// Compares our page `html` with CPython's flattened tree `cpython_lines`; the number of nodes
+/// compared, or what differs (the first few differences).
+pub fn compare(html: &str, cpython_lines: &str) -> Result<usize, String> {
+    let data = page_data(html)?;
+    let mut paths = Paths::default();
+    let (mine, ids) = ours(&data, &mut paths);
+    let Some(theirs) = cpython(cpython_lines, &mut paths) else {
+        // CPython writes no page when it has no function to draw below its root (after making
+        // a sole outermost function the root): ours then has no more than that.
+        let parents = data["nodes"]["parent"].as_array().expect("parent");
+        let children_of = |p: usize| parents.iter().filter(|q| q.as_i64() == Some(p as i64)).count();
+        return if children_of(0) == 0 || (children_of(0) == 1 && children_of(1) == 0) {
+            Ok(0)
+        } else {
+            Err(format!("CPython drew no page; ours has {} nodes", ids.len()))
+        };
+    };
+    let mut differences = Vec::new();
+    let mut all: Vec<u32> = mine.keys().chain(theirs.keys()).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    for id in &all {
+        match (mine.get(id), theirs.get(id)) {
+            (Some(a), Some(b)) if a == b => {}
+            (a, b) => differences.push(format!("{}: ours {a:?}, CPython's {b:?}", paths.name(*id))),
+        }
+    }
+    if differences.is_empty() {
+        Ok(all.len())
+    } else {
+        let n = differences.len();
+        differences.truncate(5);
+        Err(format!("{n} of {} nodes differ, e.g.\n  {}", all.len(), differences.join("\n  ")))
+    }
+}

@@ -1,0 +1,193 @@
+//! `--to flamegraph-html`: the interactive flame graph, one offline HTML file.
+//!
+//! The page embeds the [`CallTree`] with the nodes CPython's flame graph keeps
+//! ([`CallTree::kept`]), in preorder, each node's children by samples (most first), as
+//! columns:
+//!
+//! ```text
+//! {"format": "tachyon-flamegraph", "version": 1,
+//!  "title": "…", "input": "Tachyon", "mode": "wall", "interval_us": 100,
+//!  "strings": ["main", "app.py", …],
+//!  "funcs": {"name": [0, …], "file": [1, …], "line": [12, …]},      indexes into strings
+//!  "threads": ["31601", "31613"],                                    thread ids, as text
+//!  "nodes": {"parent": [-1, 0, 1, …], "func": [-1, 0, …],            the root first
+//!            "value": [272374, …], "self": [0, …]},
+//!  "thread_values": [[0, 135413, 0, 1, 136961, 0], …]}               per node: thread index,
+//!                                                                    value, self; repeated
+//! ```
+//!
+//! `thread_values` is left out when the profile has one thread. Thread ids are text because
+//! JavaScript's numbers hold integers exactly only to 2^53. A native profile's functions have
+//! line 0 (a node is a function name; see [`super::tree`]).
+
+use std::io::{self, Write};
+
+use super::tree::{CallTree, NO_FUNCTION, ROOT};
+use crate::hash::StringIndex;
+use crate::model::{FrameTable, Naming, SourceInfo};
+
+const SCRIPT: &str = include_str!("assets/flame.js");
+
+/// The page's markup around the canvas.
+fn body(title: &str, info: &SourceInfo) -> String {
+    let mode = if info.mode.is_empty() { String::new() } else { format!(" · {} time", super::escape(&info.mode)) };
+    let interval =
+        if info.sample_interval_us > 0 { format!(" · every {} µs", info.sample_interval_us) } else { String::new() };
+    format!(
+        "<header><h1>{}</h1><span class=\"facts\">{} profile{mode}{interval} · <span id=\"total\"></span> samples</span></header>\n\
+         <div class=\"controls\"><input type=\"search\" id=\"search\" placeholder=\"Search functions and files\" aria-label=\"Search\">\
+         <span id=\"match-info\" class=\"match-info\"></span>\
+         <label>Thread <select id=\"thread\"><option value=\"-1\">all threads</option></select></label>\
+         <button id=\"reset\" type=\"button\">Reset zoom</button></div>\n\
+         <div id=\"crumbs\"></div>\n<div id=\"chart\"><canvas id=\"flame\"></canvas></div>\n<div id=\"tip\"></div>",
+        super::escape(title),
+        super::escape(info.kind.title()),
+    )
+}
+
+/// The kept nodes in preorder: their numbers in the tree.
+fn preorder(tree: &CallTree, frames: &FrameTable, naming: Naming) -> Vec<u32> {
+    let floors = tree.thread_floors();
+    let n = tree.len();
+    // Children of each kept node, as a table of ranges (parents come before children).
+    let mut kept = vec![false; n];
+    let mut count = vec![0u32; n + 1];
+    kept[ROOT as usize] = true;
+    for node in 1..n as u32 {
+        let p = tree.parent(node);
+        if kept[p as usize] && tree.kept(node, &floors) {
+            kept[node as usize] = true;
+            count[p as usize + 1] += 1;
+        }
+    }
+    for i in 1..=n {
+        count[i] += count[i - 1];
+    }
+    let mut children = vec![0u32; count[n] as usize];
+    let mut fill = count.clone();
+    for node in 1..n as u32 {
+        if kept[node as usize] {
+            let p = tree.parent(node) as usize;
+            children[fill[p] as usize] = node;
+            fill[p] += 1;
+        }
+    }
+    let key = |node: u32| {
+        let f = &frames.functions[tree.function(node) as usize];
+        let line = if naming == Naming::Python { f.lineno } else { 0 };
+        (std::cmp::Reverse(tree.value(node)), f.funcname.as_str(), f.filename.as_str(), line)
+    };
+    for p in 0..n {
+        children[count[p] as usize..count[p + 1] as usize].sort_by(|&a, &b| key(a).cmp(&key(b)));
+    }
+    let mut order = Vec::with_capacity(count[n] as usize + 1);
+    let mut stack = vec![ROOT];
+    while let Some(node) = stack.pop() {
+        order.push(node);
+        let range = count[node as usize] as usize..count[node as usize + 1] as usize;
+        stack.extend(children[range].iter().rev());
+    }
+    order
+}
+
+/// Writes `items` as a JSON array of numbers.
+fn write_numbers<T: std::fmt::Display>(out: &mut dyn Write, items: impl Iterator<Item = T>) -> io::Result<()> {
+    out.write_all(b"[")?;
+    for (k, v) in items.enumerate() {
+        if k > 0 {
+            out.write_all(b",")?;
+        }
+        write!(out, "{v}")?;
+    }
+    out.write_all(b"]")
+}
+
+/// Writes the flame graph page of `tree` (finished) titled `title`.
+pub fn write_flamegraph(
+    tree: &CallTree,
+    frames: &FrameTable,
+    info: &SourceInfo,
+    title: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let order = preorder(tree, frames, info.naming);
+    // Preorder numbers of tree nodes; functions and strings numbered by first use.
+    let mut position = vec![u32::MAX; tree.len()];
+    for (k, &node) in order.iter().enumerate() {
+        position[node as usize] = k as u32;
+    }
+    let mut strings = StringIndex::default();
+    let mut func_of_key: crate::hash::IdMap<u32, u32> = Default::default();
+    let (mut names, mut files, mut lines) = (Vec::new(), Vec::new(), Vec::new());
+    let funcs: Vec<i64> = order
+        .iter()
+        .map(|&node| {
+            let k = tree.function(node);
+            if k == NO_FUNCTION {
+                return -1;
+            }
+            let next = names.len() as u32;
+            let f = *func_of_key.entry(k).or_insert(next);
+            if f == next {
+                let key = &frames.functions[k as usize];
+                names.push(strings.id(&key.funcname));
+                files.push(strings.id(&key.filename));
+                lines.push(if info.naming == Naming::Python { key.lineno } else { 0 });
+            }
+            i64::from(f)
+        })
+        .collect();
+    let threads = tree.threads();
+    let mut write_data = |out: &mut dyn Write| -> io::Result<()> {
+        out.write_all(b"{\"format\":\"tachyon-flamegraph\",\"version\":1,\"title\":")?;
+        super::write_json_str(out, title)?;
+        out.write_all(b",\"input\":")?;
+        super::write_json_str(out, info.kind.title())?;
+        out.write_all(b",\"mode\":")?;
+        super::write_json_str(out, &info.mode)?;
+        write!(out, ",\"interval_us\":{},\"strings\":[", info.sample_interval_us)?;
+        for (k, s) in strings.strings().iter().enumerate() {
+            if k > 0 {
+                out.write_all(b",")?;
+            }
+            super::write_json_str(out, s)?;
+        }
+        out.write_all(b"],\"funcs\":{\"name\":")?;
+        write_numbers(out, names.iter())?;
+        out.write_all(b",\"file\":")?;
+        write_numbers(out, files.iter())?;
+        out.write_all(b",\"line\":")?;
+        write_numbers(out, lines.iter())?;
+        out.write_all(b"},\"threads\":")?;
+        out.write_all(b"[")?;
+        for (k, t) in threads.iter().enumerate() {
+            write!(out, "{}\"{t}\"", if k > 0 { "," } else { "" })?;
+        }
+        out.write_all(b"],\"nodes\":{\"parent\":")?;
+        write_numbers(
+            out,
+            order.iter().map(|&n| if n == ROOT { -1 } else { i64::from(position[tree.parent(n) as usize]) }),
+        )?;
+        out.write_all(b",\"func\":")?;
+        write_numbers(out, funcs.iter())?;
+        out.write_all(b",\"value\":")?;
+        write_numbers(out, order.iter().map(|&n| tree.value(n)))?;
+        out.write_all(b",\"self\":")?;
+        write_numbers(out, order.iter().map(|&n| tree.own(n)))?;
+        out.write_all(b"}")?;
+        if threads.len() > 1 {
+            out.write_all(b",\"thread_values\":[")?;
+            for (k, &n) in order.iter().enumerate() {
+                if k > 0 {
+                    out.write_all(b",")?;
+                }
+                let mut row: Vec<(u32, u64, u64)> = tree.thread_values(n).collect();
+                row.sort_unstable();
+                write_numbers(out, row.iter().flat_map(|&(t, v, s)| [u64::from(t), v, s]))?;
+            }
+            out.write_all(b"]")?;
+        }
+        out.write_all(b"}")
+    };
+    super::write_page(out, title, &body(title, info), &mut write_data, SCRIPT)
+}
