@@ -4,8 +4,9 @@
 # Python 3.11 (pstats of older Pythons), a venv with jsonschema and gprof2dot (PyPI
 # 2025.4.14, the call graphs `--to dot` is compared with; perfetto 0.59.1, whose trace protos
 # decode `--to perfetto`), Graphviz (dot, to render them), and
-# speedscope's published file-format schema from its npm package. Idempotent; each failure
-# names its step.
+# speedscope's published file-format schema from its npm package; Debian's Chromium and the
+# playwright-core that qemu-tests/browser/package-lock.json pins (into $T/browser), which drive
+# the pages we write. Idempotent; each failure names its step.
 set -euo pipefail
 T=${TACHYON_TOOLS_DIR:-$HOME/.cache/tachyon-tools}
 SPEEDSCOPE_VERSION=1.25.0
@@ -23,6 +24,20 @@ command -v python3.11 >/dev/null || need_apt+=(python3.11 python3.11-venv)
 python3.11 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3.11-venv)
 command -v npm >/dev/null || need_apt+=(npm)
 command -v dot >/dev/null || need_apt+=(graphviz)
+# The browser alone, without what it recommends (a print server, avahi, ...): the pages need
+# only it and a font.
+need_bare=()
+command -v chromium >/dev/null || need_bare+=(chromium)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_bare+=(fonts-dejavu-core)
+if [ ${#need_bare[@]} -gt 0 ]; then
+  step "apt-get install --no-install-recommends ${need_bare[*]}"
+  if [ "$(id -u)" != 0 ]; then fail "need root to install ${need_bare[*]}"; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_bare[@]}" >"$T/apt-bare.log" 2>&1 \
+    || { apt-get update -q >>"$T/apt-bare.log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+      --no-install-recommends "${need_bare[@]}" >>"$T/apt-bare.log" 2>&1; } \
+    || fail "apt-get install ${need_bare[*]} (log: $T/apt-bare.log)"
+fi
+chromium --headless --no-sandbox --disable-gpu --dump-dom about:blank >/dev/null 2>&1 || fail "chromium does not start headless"
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "apt-get install ${need_apt[*]}"
   if [ "$(id -u)" != 0 ]; then fail "need root to install ${need_apt[*]}"; fi
@@ -61,5 +76,15 @@ if [ ! -f "$SCHEMA" ]; then
   [ -f "$SCHEMA" ] || fail "speedscope package has no dist/release/file-format-schema.json"
 fi
 ln -sf "$SCHEMA" "$T/speedscope-schema.json"
+
+# playwright-core as the lock file pins it (the browser itself is Debian's).
+LOCK=$(dirname "$0")/../qemu-tests/browser/package-lock.json
+if ! cmp -s "$LOCK" "$T/browser/package-lock.json" || [ ! -d "$T/browser/node_modules/playwright-core" ]; then
+  step "playwright-core from npm, as qemu-tests/browser/package-lock.json pins it"
+  rm -rf "$T/browser" && mkdir -p "$T/browser"
+  cp "$LOCK" "$(dirname "$LOCK")/package.json" "$T/browser/"
+  (cd "$T/browser" && npm ci -q --no-audit --no-fund >"$T/npm-browser.log" 2>&1) \
+    || fail "npm ci playwright-core (log: $T/npm-browser.log)"
+fi
 touch "$T/ready"
 step "ready in $T"

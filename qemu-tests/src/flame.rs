@@ -63,7 +63,7 @@ fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
     let threads: Vec<String> =
         data["threads"].as_array().expect("threads").iter().map(|t| t.as_str().expect("tid").to_owned()).collect();
     let mut ids = Vec::with_capacity(parent.len());
-    let mut tree = HashMap::new();
+    let mut numbers: Vec<Numbers> = Vec::with_capacity(parent.len());
     for (i, p) in parent.iter().enumerate() {
         let value = num(&nodes["value"][i]);
         let own = num(&nodes["self"][i]);
@@ -76,18 +76,31 @@ fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
             }
         };
         ids.push(id);
-        let per_thread: PerThread = match data.get("thread_values") {
-            Some(tv) => tv[i]
+        // A node's rows: per thread, its samples and those of the nodes below it the page
+        // leaves out; its children's are added below.
+        let per_thread: PerThread = match data.get("thread_rows") {
+            Some(rows) => rows[i]
                 .as_array()
-                .expect("thread values")
+                .expect("thread rows")
                 .chunks(3)
                 .map(|c| (threads[num(&c[0]) as usize].clone(), (num(&c[1]), num(&c[2]))))
                 .collect(),
             None if value > 0 => threads.iter().map(|t| (t.clone(), (value, own))).collect(),
             None => PerThread::new(),
         };
-        tree.insert(id, (value, own, per_thread));
+        numbers.push((value, own, per_thread));
     }
+    // Children come after their parents: add each node's per-thread samples to its parent's.
+    if data.get("thread_rows").is_some() {
+        for i in (1..parent.len()).rev() {
+            let p = parent[i].as_i64().expect("parent") as usize;
+            let child: Vec<(String, u64)> = numbers[i].2.iter().map(|(t, v)| (t.clone(), v.0)).collect();
+            for (t, v) in child {
+                numbers[p].2.entry(t).or_insert((0, 0)).0 += v;
+            }
+        }
+    }
+    let tree = ids.iter().copied().zip(numbers).collect();
     (tree, ids)
 }
 

@@ -4,6 +4,7 @@
 //! Run one file's tests with a filter: `cargo test -p qemu-tests --features oracle --test
 //! oracle cpython_replay::`.
 
+mod browser_pages;
 mod cpython_oracle;
 mod cpython_replay;
 mod mojo_tachyon;

@@ -572,6 +572,7 @@ fn a_million_real_threads_convert_to_every_output_under_a_memory_limit() {
         "dot",
         "otlp",
         "flamegraph",
+        "flamegraph-html",
         "tachyon",
         "callgrind",
         "perfetto",
@@ -637,6 +638,13 @@ fn a_million_real_threads_convert_to_every_output_under_a_memory_limit() {
                 let svg = String::from_utf8(bytes).unwrap();
                 assert!(svg.contains("all (1,000,000 samples, 100%)"), "{}", &svg[..svg.len().min(3000)]);
                 assert!(!svg.contains("tid:"));
+            }
+            // One path, a million threads: each thread's one row where its sample ends.
+            "flamegraph-html" => {
+                let page = String::from_utf8(bytes).unwrap();
+                assert!(page.contains("\"value\":[1000000,1000000]"), "{}", &page[..page.len().min(3000)]);
+                let rows = page.split("\"thread_rows\":[").nth(1).expect("per-thread rows");
+                assert!(rows.starts_with("[],[0,1,1,1,1,1,2,1,1,"), "{}", &rows[..rows.len().min(300)]);
             }
             // Threads are not apart in callgrind: every sample is the same stack.
             "callgrind" => {

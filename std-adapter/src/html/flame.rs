@@ -12,13 +12,17 @@
 //!  "threads": ["31601", "31613"],                                    thread ids, as text
 //!  "nodes": {"parent": [-1, 0, 1, …], "func": [-1, 0, …],            the root first
 //!            "value": [272374, …], "self": [0, …]},
-//!  "thread_values": [[0, 135413, 0, 1, 136961, 0], …]}               per node: thread index,
-//!                                                                    value, self; repeated
+//!  "thread_rows": [[0, 12, 0, 1, 3, 0], …]}                         per node: thread index,
+//!                                                                    samples, self; repeated
 //! ```
 //!
-//! `thread_values` is left out when the profile has one thread. Thread ids are text because
-//! JavaScript's numbers hold integers exactly only to 2^53. A native profile's functions have
-//! line 0 (a node is a function name; see [`super::tree`]).
+//! A node's `thread_rows` hold, per thread, the samples that end in it or in the nodes below
+//! it that the page leaves out, and of those the ones in it: a thread's samples at or below a
+//! node are its rows' plus its children's (the page adds them up when a thread is picked), so
+//! a profile of a million threads on one path is a million rows, not a million per frame.
+//! `thread_rows` is left out when the profile has one thread. Thread ids, ascending, are text
+//! because JavaScript's numbers hold integers exactly only to 2^53. A native profile's
+//! functions have line 0 (a node is a function name; see [`super::tree`]).
 
 use std::io::{self, Write};
 
@@ -32,9 +36,9 @@ const SCRIPT: &str = include_str!("assets/flame.js");
 fn body(title: &str, info: &SourceInfo) -> String {
     let mode = if info.mode.is_empty() { String::new() } else { format!(" · {} time", super::escape(&info.mode)) };
     let interval =
-        if info.sample_interval_us > 0 { format!(" · every {} µs", info.sample_interval_us) } else { String::new() };
+        if info.sample_interval_us > 0 { format!(" of {} µs", info.sample_interval_us) } else { String::new() };
     format!(
-        "<header><h1>{}</h1><span class=\"facts\">{} profile{mode}{interval} · <span id=\"total\"></span> samples</span></header>\n\
+        "<header><h1>{}</h1><span class=\"facts\">a {}{mode} · <span id=\"total\"></span> samples{interval}</span></header>\n\
          <div class=\"controls\"><input type=\"search\" id=\"search\" placeholder=\"Search functions and files\" aria-label=\"Search\">\
          <span id=\"match-info\" class=\"match-info\"></span>\
          <label>Thread <select id=\"thread\"><option value=\"-1\">all threads</option></select></label>\
@@ -47,7 +51,6 @@ fn body(title: &str, info: &SourceInfo) -> String {
 
 /// The kept nodes in preorder: their numbers in the tree.
 fn preorder(tree: &CallTree, frames: &FrameTable, naming: Naming) -> Vec<u32> {
-    let floors = tree.thread_floors();
     let n = tree.len();
     // Children of each kept node, as a table of ranges (parents come before children).
     let mut kept = vec![false; n];
@@ -55,7 +58,7 @@ fn preorder(tree: &CallTree, frames: &FrameTable, naming: Naming) -> Vec<u32> {
     kept[ROOT as usize] = true;
     for node in 1..n as u32 {
         let p = tree.parent(node);
-        if kept[p as usize] && tree.kept(node, &floors) {
+        if kept[p as usize] && tree.kept(node) {
             kept[node as usize] = true;
             count[p as usize + 1] += 1;
         }
@@ -176,14 +179,12 @@ pub fn write_flamegraph(
         write_numbers(out, order.iter().map(|&n| tree.own(n)))?;
         out.write_all(b"}")?;
         if threads.len() > 1 {
-            out.write_all(b",\"thread_values\":[")?;
+            out.write_all(b",\"thread_rows\":[")?;
             for (k, &n) in order.iter().enumerate() {
                 if k > 0 {
                     out.write_all(b",")?;
                 }
-                let mut row: Vec<(u32, u64, u64)> = tree.thread_values(n).collect();
-                row.sort_unstable();
-                write_numbers(out, row.iter().flat_map(|&(t, v, s)| [u64::from(t), v, s]))?;
+                write_numbers(out, tree.thread_rows(n).iter().flat_map(|r| [r.thread, r.samples, r.own]))?;
             }
             out.write_all(b"]")?;
         }

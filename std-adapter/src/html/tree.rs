@@ -10,11 +10,18 @@
 //!
 //! Building costs a hash look-up per frame of a stack that differs from the previous call's
 //! (consecutive samples share most of their frames, so a call walks down the previous one's
-//! path as far as they agree), and per-thread numbers are kept only at the node a sample ends
-//! in and summed up the tree at the end: memory follows distinct paths and (path, thread)
-//! pairs, never samples.
+//! path as far as they agree). Per-thread samples are kept only where a sample ends, as
+//! (node, thread, samples) rows compacted as they grow, and are summed per thread at the end:
+//! memory follows distinct paths and (path, thread) pairs, never samples, and never the
+//! (node, thread) pairs of every ancestor (a million threads on one path are a million rows,
+//! not a million per frame of the path).
+//!
+//! [`CallTree::finish`] then applies CPython's page's rule for which nodes it shows
+//! ([`CallTree::kept`]) and folds the samples of the nodes it drops into their nearest kept
+//! ancestor, per thread ([`CallTree::thread_rows`]), so that a kept node's per-thread
+//! samples are its rows' plus its kept children's.
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameTable, Naming};
@@ -24,17 +31,18 @@ pub const ROOT: u32 = 0;
 /// The function of the root.
 pub const NO_FUNCTION: u32 = u32::MAX;
 
-/// Per node and thread: samples below and own, and the next entry of the same node.
-#[derive(Debug, Clone, Copy)]
-struct ThreadEntry {
-    thread: u32,
-    value: u64,
-    own: u64,
-    next: u32,
+/// Samples of one thread ending at one node; after [`CallTree::finish`], of one thread in a
+/// kept node and the dropped nodes below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadRow {
+    /// Index into [`CallTree::threads`] (before `finish`, the thread id itself).
+    pub thread: u64,
+    /// Samples of the thread ending in the node or (after `finish`) in dropped nodes below it.
+    pub samples: u64,
+    /// Of those, the samples ending in the node itself.
+    pub own: u64,
+    node: u32,
 }
-
-/// No entry.
-const NONE: u32 = u32::MAX;
 
 /// The call tree of a profile, collected from the hub ([`Collector`]); [`CallTree::finish`]
 /// sums it up.
@@ -53,12 +61,14 @@ pub struct CallTree {
     /// name's keys), `NO_FUNCTION` until met.
     class_of: Vec<u32>,
     first_of_name: HashMap<String, u32>,
-    /// Threads by first sample; per node, its first thread entry.
+    /// (node, thread id, samples) where samples ended; compacted (sorted, equal keys added)
+    /// whenever it doubles. After `finish`: rows by kept node, then thread index.
+    rows: Vec<ThreadRow>,
+    compacted: usize,
+    /// After `finish`: thread ids in ascending order; per node, where its rows start; kept.
     threads: Vec<u64>,
-    thread_index: IdMap<u64, u32>,
-    entries: Vec<ThreadEntry>,
-    first_entry: Vec<u32>,
-    entry_of: IdMap<(u32, u32), u32>,
+    row_start: Vec<u32>,
+    kept: Vec<bool>,
     /// The previous call's path: functions outermost first, and their nodes.
     last_functions: Vec<u32>,
     last_nodes: Vec<u32>,
@@ -77,11 +87,11 @@ impl CallTree {
             child: IdMap::default(),
             class_of: Vec::new(),
             first_of_name: HashMap::new(),
+            rows: Vec::new(),
+            compacted: 0,
             threads: Vec::new(),
-            thread_index: IdMap::default(),
-            entries: Vec::new(),
-            first_entry: vec![NONE],
-            entry_of: IdMap::default(),
+            row_start: Vec::new(),
+            kept: Vec::new(),
             last_functions: Vec::new(),
             last_nodes: Vec::new(),
             finished: false,
@@ -110,55 +120,114 @@ impl CallTree {
             self.parent.push(parent);
             self.function.push(function);
             self.own.push(0);
-            self.first_entry.push(NONE);
         }
         n
     }
 
-    fn add_thread_own(&mut self, node: u32, thread: u32, n: u64) {
-        let next = self.entries.len() as u32;
-        let e = *self.entry_of.entry((node, thread)).or_insert(next);
-        if e == next {
-            self.entries.push(ThreadEntry { thread, value: 0, own: 0, next: self.first_entry[node as usize] });
-            self.first_entry[node as usize] = e;
-        }
-        self.entries[e as usize].own += n;
+    /// Sorts the rows by `key` and adds up the samples of rows with equal keys.
+    fn merge_rows(rows: &mut Vec<ThreadRow>, key: impl Fn(&ThreadRow) -> (u32, u64)) {
+        rows.sort_unstable_by_key(&key);
+        rows.dedup_by(|b, a| {
+            let same = key(a) == key(b);
+            if same {
+                a.samples += b.samples;
+                a.own += b.own;
+            }
+            same
+        });
     }
 
-    /// Sums each node's samples up the tree; call once, after the replay.
+    fn add_row(&mut self, node: u32, thread: u64, n: u64) {
+        if let Some(last) = self.rows.last_mut() {
+            if last.node == node && last.thread == thread {
+                last.samples += n;
+                last.own += n;
+                return;
+            }
+        }
+        self.rows.push(ThreadRow { thread, samples: n, own: n, node });
+        if self.rows.len() >= 2 * self.compacted.max(4096) {
+            Self::merge_rows(&mut self.rows, |r| (r.node, r.thread));
+            self.compacted = self.rows.len();
+        }
+    }
+
+    /// Sums the tree up, decides which nodes CPython's page keeps, and folds the dropped ones'
+    /// samples into their kept ancestors; call once, after the replay.
     pub fn finish(&mut self) {
         if self.finished {
             return;
         }
         self.finished = true;
+        self.child = IdMap::default();
+        let n = self.parent.len();
         self.value = self.own.clone();
-        for e in &mut self.entries {
-            e.value = e.own;
-        }
         // A child is numbered after its parent: children first when counting down.
-        for node in (1..self.parent.len()).rev() {
-            let parent = self.parent[node];
-            self.value[parent as usize] += self.value[node];
-            let mut e = self.first_entry[node];
-            while e != NONE {
-                let ThreadEntry { thread, value, next, .. } = self.entries[e as usize];
-                let at = self.entries.len() as u32;
-                let p = *self.entry_of.entry((parent, thread)).or_insert(at);
-                if p == at {
-                    self.entries.push(ThreadEntry {
-                        thread,
-                        value: 0,
-                        own: 0,
-                        next: self.first_entry[parent as usize],
-                    });
-                    self.first_entry[parent as usize] = p;
+        for node in (1..n).rev() {
+            self.value[self.parent[node] as usize] += self.value[node];
+        }
+        let mut rows = std::mem::take(&mut self.rows);
+        // Per thread (rows grouped by thread), its 0.1 %, and the nodes where the thread's
+        // samples reach it.
+        Self::merge_rows(&mut rows, |r| (r.node, r.thread));
+        rows.sort_unstable_by_key(|r| (r.thread, r.node));
+        let mut significant = vec![false; n];
+        let mut sums: IdMap<u32, u64> = IdMap::default();
+        let mut pending = BinaryHeap::new();
+        self.threads.clear();
+        for group in rows.chunk_by(|a, b| a.thread == b.thread) {
+            self.threads.push(group[0].thread);
+            let floor = floor(group.iter().map(|r| r.samples).sum());
+            sums.clear();
+            for r in group {
+                *sums.entry(r.node).or_insert(0) += r.samples;
+                pending.push(r.node);
+            }
+            // Deepest numbers first: a node's sum is whole when it comes up.
+            while let Some(node) = pending.pop() {
+                while pending.peek() == Some(&node) {
+                    pending.pop();
                 }
-                self.entries[p as usize].value += value;
-                e = next;
+                if node == ROOT {
+                    continue;
+                }
+                let sum = sums[&node];
+                significant[node as usize] |= sum >= floor;
+                let parent = self.parent[node as usize];
+                let entry = sums.entry(parent).or_insert(0);
+                if *entry == 0 {
+                    pending.push(parent);
+                }
+                *entry += sum;
             }
         }
-        self.entry_of = IdMap::default();
-        self.child = IdMap::default();
+        // Kept: CPython's rule, under a kept parent. Anchor: the nearest kept node.
+        let total_floor = floor(self.value[ROOT as usize]);
+        self.kept = vec![false; n];
+        self.kept[ROOT as usize] = true;
+        let mut anchor = vec![ROOT; n];
+        for node in 1..n {
+            let p = self.parent[node] as usize;
+            self.kept[node] = self.kept[p] && (self.value[node] >= total_floor || significant[node]);
+            anchor[node] = if self.kept[node] { node as u32 } else { anchor[p] };
+        }
+        for r in &mut rows {
+            let k = anchor[r.node as usize];
+            if k != r.node {
+                r.own = 0;
+            }
+            r.node = k;
+            r.thread = self.threads.binary_search(&r.thread).expect("a thread of the rows") as u64;
+        }
+        Self::merge_rows(&mut rows, |r| (r.node, r.thread));
+        self.row_start = vec![0; n + 1];
+        for r in &rows {
+            self.row_start[r.node as usize + 1] += 1;
+        }
+        for i in 1..=n {
+            self.row_start[i] += self.row_start[i - 1];
+        }
+        self.rows = rows;
     }
 
     /// Nodes, the root first, each after its parent.
@@ -191,39 +260,24 @@ impl CallTree {
         self.own[node as usize]
     }
 
-    /// Thread ids, by first sample.
+    /// Thread ids, ascending (after [`CallTree::finish`]).
     pub fn threads(&self) -> &[u64] {
         &self.threads
     }
 
-    /// Per thread that sampled at or below the node: (thread's index in
-    /// [`CallTree::threads`], samples at or below, samples with the node innermost).
-    pub fn thread_values(&self, node: u32) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
-        let mut e = self.first_entry[node as usize];
-        std::iter::from_fn(move || {
-            let entry = self.entries.get(e as usize)?;
-            e = entry.next;
-            Some((entry.thread, entry.value, entry.own))
-        })
+    /// Whether CPython's flame graph shows the node (after [`CallTree::finish`]): it drops a
+    /// node, and all below it, with fewer than 0.1 % of the profile's samples (at least 1)
+    /// unless, for one of the threads, it holds at least 0.1 % of that thread's samples (at
+    /// least 1) — the same float arithmetic as its `int(n * 0.001)`.
+    pub fn kept(&self, node: u32) -> bool {
+        self.kept[node as usize]
     }
 
-    /// Whether CPython's flame graph keeps the node: it drops a node (and all below) with
-    /// fewer than 0.1 % of the profile's samples (at least 1) unless, for one of its threads,
-    /// it holds at least 0.1 % of that thread's samples (at least 1) — the same float
-    /// arithmetic as its `int(n * 0.001)`. `thread_floor` is [`CallTree::thread_floors`].
-    pub fn kept(&self, node: u32, thread_floor: &[u64]) -> bool {
-        node == ROOT
-            || self.value(node) >= floor(self.value(ROOT))
-            || self.thread_values(node).any(|(t, v, _)| v >= thread_floor[t as usize])
-    }
-
-    /// Per thread, the fewest samples that keep a node for that thread ([`CallTree::kept`]).
-    pub fn thread_floors(&self) -> Vec<u64> {
-        let mut floors = vec![1; self.threads.len()];
-        for (t, v, _) in self.thread_values(ROOT) {
-            floors[t as usize] = floor(v);
-        }
-        floors
+    /// A kept node's samples per thread, leaving out its kept children's (after
+    /// [`CallTree::finish`]): its own and those of the dropped nodes below it, by thread index.
+    pub fn thread_rows(&self, node: u32) -> &[ThreadRow] {
+        let (a, b) = (self.row_start[node as usize], self.row_start[node as usize + 1]);
+        &self.rows[a as usize..b as usize]
     }
 }
 
@@ -238,11 +292,6 @@ impl Collector for CallTree {
             return;
         }
         let n = call.samples();
-        let next = self.threads.len() as u32;
-        let thread = *self.thread_index.entry(call.thread_id).or_insert(next);
-        if thread == next {
-            self.threads.push(call.thread_id);
-        }
         // Down the previous call's path while the functions agree, then by look-up.
         let mut node = ROOT;
         for (depth, &id) in call.stack.iter().rev().enumerate() {
@@ -260,7 +309,7 @@ impl Collector for CallTree {
         self.last_functions.truncate(call.stack.len());
         self.last_nodes.truncate(call.stack.len());
         self.own[node as usize] += n;
-        self.add_thread_own(node, thread, n);
+        self.add_row(node, call.thread_id, n);
     }
 }
 
@@ -294,6 +343,29 @@ mod tests {
         node
     }
 
+    /// A kept node's (thread id, samples at or below, own samples), from the rows of the kept
+    /// nodes below it.
+    fn per_thread(tree: &CallTree, node: u32) -> Vec<(u64, u64, u64)> {
+        let mut sums = std::collections::BTreeMap::new();
+        for d in 0..tree.len() as u32 {
+            let mut a = d;
+            while a != node && a != ROOT {
+                a = tree.parent(a);
+            }
+            if a != node || !tree.kept(d) {
+                continue;
+            }
+            for r in tree.thread_rows(d) {
+                let e = sums.entry(tree.threads()[r.thread as usize]).or_insert((0, 0));
+                e.0 += r.samples;
+                if d == node {
+                    e.1 += r.own;
+                }
+            }
+        }
+        sums.into_iter().map(|(t, (v, o))| (t, v, o)).collect()
+    }
+
     #[test]
     fn values_own_and_threads_sum_up_the_tree() {
         let t = table(&["main", "f", "g"]);
@@ -316,13 +388,23 @@ mod tests {
         assert_eq!((tree.value(f), tree.own(f)), (10, 3));
         assert_eq!((tree.value(fg), tree.own(fg)), (7, 7));
         assert_eq!((tree.value(g), tree.own(g)), (1, 1));
-        let mut per: Vec<_> = tree.thread_values(f).collect();
-        per.sort();
-        assert_eq!(per, [(0, 7, 0), (1, 3, 3)]);
-        let mut root: Vec<_> = tree.thread_values(ROOT).collect();
-        root.sort();
-        assert_eq!(root, [(0, 8, 0), (1, 3, 0)]);
+        assert_eq!(per_thread(&tree, f), [(7, 7, 0), (9, 3, 3)]);
+        assert_eq!(per_thread(&tree, ROOT), [(7, 8, 0), (9, 3, 0)]);
         assert_eq!(tree.len(), 5);
+    }
+
+    #[test]
+    fn rows_compact_as_they_grow() {
+        let t = table(&["a", "b"]);
+        let mut tree = CallTree::new(Naming::Python);
+        // Alternating stacks on 3 threads: never two equal rows in a row.
+        for i in 0..100_000u64 {
+            call(&t, &mut tree, i % 3, 1, &[(i % 2) as u32]);
+        }
+        assert!(tree.rows.len() <= 2 * 4096, "{} rows", tree.rows.len());
+        tree.finish();
+        let a = find(&t, &tree, &["a"]);
+        assert_eq!(per_thread(&tree, a), [(0, 16667, 16667), (1, 16666, 16666), (2, 16667, 16667)]);
     }
 
     #[test]
@@ -347,19 +429,24 @@ mod tests {
 
     #[test]
     fn cpython_keeps_a_node_by_the_profile_or_by_one_of_its_threads() {
-        let t = table(&["big", "small", "lone"]);
+        let t = table(&["big", "small", "lone", "under"]);
         let mut tree = CallTree::new(Naming::Python);
         call(&t, &mut tree, 1, 5000, &[0]);
-        // 4 of 5,004 samples: under 0.1 % of the profile (5) and of thread 1 (5).
+        // 4 of 5,005 samples: under 0.1 % of the profile (5) and of thread 1 (5).
         call(&t, &mut tree, 1, 4, &[1]);
         // Thread 2's only sample: 0.1 % of the profile is 5, of thread 2 it is 1.
         call(&t, &mut tree, 2, 1, &[2]);
+        // 1 sample under "big": dropped, its sample folded into big's row for thread 1.
+        call(&t, &mut tree, 1, 1, &[3, 0]);
         tree.finish();
-        let floors = tree.thread_floors();
-        assert_eq!(floors, [5, 1]);
-        let kept = |name| tree.kept(find(&t, &tree, &[name]), &floors);
-        assert!(kept("big"));
-        assert!(!kept("small"));
-        assert!(kept("lone"));
+        let kept = |path: &[&str]| tree.kept(find(&t, &tree, path));
+        assert!(kept(&["big"]));
+        assert!(!kept(&["small"]));
+        assert!(kept(&["lone"]));
+        assert!(!kept(&["big", "under"]));
+        let big = find(&t, &tree, &["big"]);
+        assert_eq!(tree.thread_rows(big), [ThreadRow { thread: 0, samples: 5001, own: 5000, node: big }]);
+        // The root holds what its dropped child "small" had.
+        assert_eq!(tree.thread_rows(ROOT), [ThreadRow { thread: 0, samples: 4, own: 0, node: ROOT }]);
     }
 }

@@ -43,21 +43,25 @@
   // The numbers shown: all threads', or one thread's.
   let value = Float64Array.from(nodes.value);
   let own = Float64Array.from(nodes.self);
+  // A thread's numbers: each node's rows (its own samples and those of the nodes below it
+  // the page leaves out) plus its children's, added up children first (they come after
+  // their parents).
   function selectThread(t) {
     if (t < 0) {
       value = Float64Array.from(nodes.value);
       own = Float64Array.from(nodes.self);
-    } else {
-      value = new Float64Array(N);
-      own = new Float64Array(N);
-      const tv = data.thread_values;
-      for (let i = 0; i < N; i++) {
-        const row = tv[i];
-        for (let k = 0; k < row.length; k += 3) {
-          if (row[k] === t) { value[i] = row[k + 1]; own[i] = row[k + 2]; break; }
-        }
+      return;
+    }
+    value = new Float64Array(N);
+    own = new Float64Array(N);
+    const rows = data.thread_rows;
+    for (let i = 0; i < N; i++) {
+      const row = rows[i];
+      for (let k = 0; k < row.length; k += 3) {
+        if (row[k] === t) { value[i] = row[k + 1]; own[i] = row[k + 2]; break; }
       }
     }
+    for (let i = N - 1; i > 0; i--) value[parent[i]] += value[i];
   }
 
   let zoom = 0;
@@ -229,10 +233,10 @@
   search.addEventListener('input', () => { term = search.value.trim(); findMatches(); render(); });
 
   if (data.threads.length > 1) {
-    const rootRows = data.thread_values[0];
+    const perThread = new Float64Array(data.threads.length);
+    for (const row of data.thread_rows) for (let k = 0; k < row.length; k += 3) perThread[row[k]] += row[k + 1];
     data.threads.forEach((tid, t) => {
-      let n = 0;
-      for (let k = 0; k < rootRows.length; k += 3) if (rootRows[k] === t) n = rootRows[k + 1];
+      const n = perThread[t];
       const o = document.createElement('option');
       o.value = String(t);
       o.textContent = 'thread ' + tid + ' (' + n.toLocaleString('en-US') + ')';

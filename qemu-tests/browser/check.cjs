@@ -1,0 +1,150 @@
+// Opens the pages tachyon writes in Debian's headless Chromium and uses them as a person
+// would: clicks, types, picks a thread.
+//
+//   node check.cjs PLAYWRIGHT_DIR MANIFEST.json
+//
+// PLAYWRIGHT_DIR holds node_modules/playwright-core (scripts/viewer-tools.sh installs the
+// version package-lock.json pins). MANIFEST lists pages:
+//
+//   [{"kind": "flamegraph", "page": "/path/x.html", "total": 1234,
+//     "threads": {"31601": 600, ...}, "screenshot": "/path/x.png", "ready_ms": 1000}, ...]
+//
+// `total` and `threads` come from another output than the page (the collapsed stacks), so
+// that the page's numbers are checked against an independent count. For each page: no console
+// error or uncaught exception, no request but the page itself, the script ready within
+// `ready_ms` of navigation (if given), the total shown equal to `total`; clicking a frame zooms
+// to it (the frame then spans the chart); typing a function's name into the search box
+// highlights exactly the frames whose name or file holds it (their pixels take the match
+// colour); each thread picked shows that thread's total. Prints a line per page and exits 1
+// if any check failed. Run it inside a network namespace of its own (`unshare -n`) so that
+// nothing could be fetched even if a page tried.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const [playwrightDir, manifestPath] = process.argv.slice(2);
+const { chromium } = require(path.join(playwrightDir, 'node_modules', 'playwright-core'));
+const MATCH_RGB = [0xc0, 0x26, 0xd3];
+
+function fail(problems, page, what) {
+  problems.push(`${path.basename(page)}: ${what}`);
+}
+
+async function flamegraph(browser, entry, problems) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  const requests = [];
+  const url = 'file://' + entry.page;
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+  page.on('pageerror', (e) => errors.push('uncaught: ' + e.message));
+  page.on('request', (r) => { if (r.url() !== url) requests.push(r.url()); });
+  await page.goto(url, { waitUntil: 'load' });
+  const ready = await page.waitForFunction(() => window.tachyonFlame && window.tachyonFlame.readyMs > 0, null,
+    { timeout: 20000 }).then(() => true, () => false);
+  const before = problems.length;
+  const f = (what) => fail(problems, entry.page, what);
+  if (!ready) {
+    f('the flame graph never became ready' + (errors.length ? ': ' + errors.join('; ') : ''));
+    await context.close();
+    return;
+  }
+  const readyMs = await page.evaluate(() => window.tachyonFlame.readyMs);
+  if (entry.ready_ms && readyMs > entry.ready_ms) f(`ready after ${readyMs.toFixed(0)} ms (limit ${entry.ready_ms})`);
+  const shown = async () => Number((await page.textContent('#total')).replace(/,/g, ''));
+  const total = await shown();
+  if (total !== entry.total) f(`total shown ${total}, the profile has ${entry.total}`);
+
+  const data = await page.evaluate(() => JSON.parse(document.getElementById('profile-data').textContent));
+  const n = data.nodes.parent.length;
+  const name = (i) => data.strings[data.funcs.name[data.nodes.func[i]]];
+  const file = (i) => data.strings[data.funcs.file[data.nodes.func[i]]];
+  // The frame to click: the biggest one below the root that does not already span the chart.
+  let target = -1;
+  for (let i = 1; i < n; i++) {
+    if (data.nodes.value[i] < data.nodes.value[0] && (target < 0 || data.nodes.value[i] > data.nodes.value[target])) target = i;
+  }
+  if (target < 0 && n > 1) target = 1;
+  const canvasWidth = await page.evaluate(() => document.getElementById('flame').clientWidth);
+  if (target > 0) {
+    // Scrolled into view: the frame's row may be far down a deep profile's chart.
+    await page.evaluate((i) => window.scrollBy(0, window.tachyonFlame.rect(i).y - 200), target);
+    const r = await page.evaluate((i) => window.tachyonFlame.rect(i), target);
+    await page.mouse.click(r.x + Math.min(r.w / 2, 5), r.y + r.h / 2);
+    const zoomed = await page.evaluate(() => window.tachyonFlame.zoomed());
+    const after = await page.evaluate((i) => window.tachyonFlame.rect(i), target);
+    const crumb = await page.evaluate(() => { const a = document.querySelectorAll('#crumbs a'); return a[a.length - 1].textContent; });
+    if (zoomed !== target) f(`clicking "${name(target)}" zoomed to node ${zoomed}, not ${target}`);
+    else if (Math.abs(after.w - canvasWidth) > 1) f(`zoomed "${name(target)}" is ${after.w.toFixed(1)} px wide, the chart ${canvasWidth}`);
+    else if (crumb !== name(target)) f(`breadcrumb shows "${crumb}" after zooming to "${name(target)}"`);
+    await page.click('#reset');
+    if (await page.evaluate(() => window.tachyonFlame.zoomed()) !== 0) f('reset did not zoom out');
+  }
+
+  // Search: a function's name, matched in names and files regardless of case.
+  if (target > 0) {
+    const term = name(target);
+    await page.fill('#search', term);
+    const t = term.toLowerCase();
+    let want = 0;
+    for (let i = 1; i < n; i++) if (name(i).toLowerCase().includes(t) || file(i).toLowerCase().includes(t)) want++;
+    const got = await page.evaluate(() => window.tachyonFlame.matchedNodes());
+    if (got !== want) f(`search "${term}" highlighted ${got} frames, ${want} match`);
+    const r = await page.evaluate((i) => window.tachyonFlame.rect(i), target);
+    const rgb = await page.evaluate(([x, y]) => {
+      const c = document.getElementById('flame');
+      const b = c.getBoundingClientRect();
+      const k = window.devicePixelRatio || 1;
+      return Array.from(c.getContext('2d').getImageData(Math.floor((x - b.left) * k), Math.floor((y - b.top) * k), 1, 1).data.slice(0, 3));
+    }, [r.x + 1, r.y + r.h / 2]);
+    if (rgb.some((v, k) => Math.abs(v - MATCH_RGB[k]) > 2)) f(`matched frame "${term}" drawn rgb(${rgb}), not the match colour`);
+    const info = await page.textContent('#match-info');
+    if (!/^Matched: [\d,]+ samples/.test(info)) f(`match summary reads "${info}"`);
+    await page.fill('#search', '');
+    if (await page.evaluate(() => window.tachyonFlame.matchedNodes()) !== 0) f('clearing the search left frames highlighted');
+  }
+
+  // Each thread picked shows its own total; all threads again the whole.
+  const threads = Object.entries(entry.threads || {});
+  if (threads.length > 1) {
+    const options = await page.$$eval('#thread option', (os) => os.map((o) => [o.value, o.textContent]));
+    for (const [tid, want] of threads.slice(0, 8)) {
+      const option = options.find(([, label]) => label.startsWith('thread ' + tid + ' '));
+      if (!option) { f(`no thread ${tid} in the selector`); continue; }
+      await page.selectOption('#thread', option[0]);
+      const got = await shown();
+      if (got !== want) f(`thread ${tid}: total shown ${got}, the thread has ${want}`);
+    }
+    await page.selectOption('#thread', '-1');
+    if (await shown() !== entry.total) f('all threads again: the total did not come back');
+  }
+  if (entry.screenshot) await page.screenshot({ path: entry.screenshot });
+  for (const e of errors) f(e);
+  for (const r of requests) f('requested ' + r);
+  if (problems.length === before) {
+    console.log(`ok ${path.basename(entry.page)}: ${total} samples, ${n} frames, ready in ${readyMs.toFixed(0)} ms`);
+  }
+  await context.close();
+}
+
+async function main() {
+  const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const problems = [];
+  try {
+    for (const entry of manifest) {
+      if (entry.kind === 'flamegraph') await flamegraph(browser, entry, problems);
+      else problems.push(`${entry.page}: unknown kind ${entry.kind}`);
+    }
+  } finally {
+    await browser.close();
+  }
+  for (const p of problems) console.log('FAIL ' + p);
+  process.exit(problems.length ? 1 : 0);
+}
+
+main().catch((e) => { console.log('FAIL ' + (e.stack || e)); process.exit(1); });

@@ -1,0 +1,148 @@
+//! The pages tachyon writes, used in Debian's headless Chromium (`qemu-tests/browser/check.cjs`,
+//! driven by playwright-core from `scripts/viewer-tools.sh`; run in a network namespace of
+//! its own, so nothing can be fetched): a flame graph of a real profile of each input format
+//! that has stacks — Tachyon (the long deep recording, a threaded one, a committed one),
+//! gperftools (recorded), pprof (go's `-proto` of it), both symbolised from the recorded
+//! binaries, and MOJO (recorded by Austin
+//! 4). Each page's total and per-thread totals are checked against our collapsed stacks of
+//! the same input (byte-identical to CPython's for Tachyon inputs), and the deep recording's
+//! page must be drawn within a second of navigation. A page whose script is broken must fail.
+//! (pstats files hold no stacks: `--to flamegraph-html` refuses them, as every stack output
+//! does.) Screenshots land in `target/tmp/browser-pages/screenshots/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qemu_tests::inputs::{convert_file, root, viewer_tools};
+use serde_json::json;
+use tachyon::convert::{convert, Destination, Output};
+use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::model::Source;
+use tachyon::pprof::source::{PprofSource, SampleIndex};
+use tachyon_core::io::Cursor;
+
+/// Most a page may take from navigation until it is drawn (the goal).
+const READY_MS: u64 = 1000;
+
+fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
+    let mut out = Vec::new();
+    convert(source, output, Destination::Stream(&mut out), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    out
+}
+
+/// The samples of collapsed stacks, in all and per thread (`tid:` roots; none without them).
+fn totals(collapsed: &[u8]) -> (u64, BTreeMap<String, u64>) {
+    let mut total = 0;
+    let mut threads = BTreeMap::new();
+    for line in String::from_utf8_lossy(collapsed).lines() {
+        let (stack, n) = line.rsplit_once(' ').expect("count");
+        let n: u64 = n.parse().expect("count");
+        total += n;
+        if let Some(tid) = stack.strip_prefix("tid:").and_then(|s| s.split(';').next()) {
+            *threads.entry(tid.to_owned()).or_insert(0) += n;
+        }
+    }
+    (total, threads)
+}
+
+fn env_dir(name: &str) -> PathBuf {
+    PathBuf::from(std::env::var_os(name).unwrap_or_else(|| panic!("{name} (set by scripts/test-all.sh)")))
+}
+
+/// Runs check.cjs over `manifest`: its report, and whether it passed.
+fn check_pages(tools: &Path, work: &Path, name: &str, manifest: &serde_json::Value) -> (String, bool) {
+    let path = work.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
+    let out = Command::new("unshare")
+        .arg("--net")
+        .arg("node")
+        .arg(root().join("qemu-tests/browser/check.cjs"))
+        .arg(tools.join("browser"))
+        .arg(&path)
+        .output()
+        .expect("unshare --net node (util-linux, nodejs)");
+    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (report, out.status.success())
+}
+
+#[test]
+fn flame_graph_pages_work_in_chromium() {
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-pages");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("screenshots")).unwrap();
+    let mut pages = Vec::new();
+    let mut add = |name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>, ready_ms: Option<u64>| {
+        let page = work.join(format!("{name}.html"));
+        std::fs::write(&page, convert_to(&Output::FlamegraphHtml { title: name.to_owned() })).unwrap();
+        let (total, threads) = totals(&convert_to(&Output::Collapsed));
+        assert!(total > 0, "{name}: no samples");
+        pages.push(json!({
+            "kind": "flamegraph",
+            "page": page,
+            "total": total,
+            "threads": threads,
+            "screenshot": work.join("screenshots").join(format!("flamegraph-{name}.png")),
+            "ready_ms": ready_ms,
+        }));
+    };
+    let mut tachyon = |name: &str, file: &Path, ready_ms| {
+        add(
+            name,
+            &mut |output| convert_file(file, output).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
+            ready_ms,
+        )
+    };
+    tachyon("tachyon-deep", &env_dir("TACHYON_LONG_PROFILES").join("deep_varied_raw.pyb"), Some(READY_MS));
+    tachyon("tachyon-gil-threads", &env_dir("TACHYON_REAL_PROFILES").join("mixed_gil_raw.pyb"), None);
+    tachyon("tachyon-committed", &root().join("qemu-tests/fixtures/real-3.15.2/mixed_wall_blocking_raw.pyb"), None);
+    let gperftools = env_dir("TACHYON_GPERFTOOLS_PROFILES").join("x86_64");
+    add(
+        "gperftools",
+        &mut |output| {
+            let bytes = std::fs::read(gperftools.join("workload.prof")).unwrap();
+            let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![gperftools.join("bins")]));
+            output_of(&mut source, output)
+        },
+        None,
+    );
+    let proto = std::fs::read(gperftools.join("go-pprof.pb.gz")).unwrap();
+    add(
+        "pprof",
+        &mut |output| {
+            let mut source = PprofSource::open(&proto[..], &SampleIndex::Name("samples".into())).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![gperftools.join("bins")]));
+            output_of(&mut source, output)
+        },
+        None,
+    );
+    let mojo = std::fs::read(env_dir("TACHYON_MOJO_PROFILES").join("a40-children.mojo")).unwrap();
+    add(
+        "mojo",
+        &mut |output| {
+            use tachyon::mojo::source::{MojoMetric, MojoSource};
+            output_of(&mut MojoSource::open(Cursor::new(&mojo[..]), MojoMetric::Default), output)
+        },
+        None,
+    );
+
+    let (report, passed) = check_pages(&tools, &work, "pages", &json!(pages));
+    eprint!("{report}");
+    assert!(passed, "the pages failed in Chromium:\n{report}");
+    assert_eq!(report.lines().filter(|l| l.starts_with("ok ")).count(), pages.len(), "{report}");
+
+    // The same check fails on a page whose script throws.
+    let good = pages[2]["page"].as_str().unwrap().to_owned();
+    let broken = work.join("broken.html");
+    let html = std::fs::read_to_string(&good).unwrap();
+    let sabotaged = html.replacen("'use strict';", "'use strict'; throw new Error('broken on purpose');", 1);
+    assert_ne!(html, sabotaged, "the page's script starts with 'use strict'");
+    std::fs::write(&broken, sabotaged).unwrap();
+    let mut entry = pages[2].clone();
+    entry["page"] = json!(broken);
+    entry["screenshot"] = json!(null);
+    let (report, passed) = check_pages(&tools, &work, "broken", &json!([entry]));
+    assert!(!passed && report.contains("broken on purpose"), "a broken page passed:\n{report}");
+}
