@@ -7,7 +7,8 @@
 // version package-lock.json pins). MANIFEST lists pages:
 //
 //   [{"kind": "flamegraph", "page": "/path/x.html", "total": 1234,
-//     "threads": {"31601": 600, ...}, "screenshot": "/path/x.png", "ready_ms": 1000}, ...]
+//     "threads": {"31601": 600, ...}, "screenshot": "/path/x.png", "ready_ms": 1000},
+//    {"kind": "diff", ..., "elided_total": 56.5}, ...]
 //
 // `total` and `threads` come from another output than the page (the collapsed stacks), so
 // that the page's numbers are checked against an independent count. For each page: no console
@@ -15,7 +16,10 @@
 // `ready_ms` of navigation (if given), the total shown equal to `total`; clicking a frame zooms
 // to it (the frame then spans the chart); typing a function's name into the search box
 // highlights exactly the frames whose name or file holds it (their pixels take the match
-// colour); each thread picked shows that thread's total. Prints a line per page and exits 1
+// colour); each thread picked shows that thread's total. A differential page ("diff") also:
+// a frame whose own samples grew by over half is drawn red, one that shrank by over half
+// blue, and the view of what only the baseline had shows `elided_total` samples (none is
+// offered when it is null). Prints a line per page and exits 1
 // if any check failed. Run it inside a network namespace of its own (`unshare -n`) so that
 // nothing could be fetched even if a page tried.
 'use strict';
@@ -118,6 +122,7 @@ async function flamegraph(browser, entry, problems) {
     await page.selectOption('#thread', '-1');
     if (await shown() !== entry.total) f('all threads again: the total did not come back');
   }
+  if (entry.kind === 'diff') await differential(page, entry, data, f);
   if (entry.screenshot) await page.screenshot({ path: entry.screenshot });
   for (const e of errors) f(e);
   for (const r of requests) f('requested ' + r);
@@ -125,6 +130,47 @@ async function flamegraph(browser, entry, problems) {
     console.log(`ok ${path.basename(entry.page)}: ${total} samples, ${n} frames, ready in ${readyMs.toFixed(0)} ms`);
   }
   await context.close();
+}
+
+// The colour of the middle of node `i`'s first pixels.
+async function pixel(page, i) {
+  const r = await page.evaluate((k) => { window.scrollBy(0, window.tachyonFlame.rect(k).y - 200); return window.tachyonFlame.rect(k); }, i);
+  return page.evaluate(([x, y]) => {
+    const c = document.getElementById('flame');
+    const b = c.getBoundingClientRect();
+    const k = window.devicePixelRatio || 1;
+    return Array.from(c.getContext('2d').getImageData(Math.floor((x - b.left) * k), Math.floor((y - b.top) * k), 1, 1).data.slice(0, 3));
+  }, [r.x + 1, r.y + r.h / 2]);
+}
+
+async function differential(page, entry, data, f) {
+  const d = data.diff;
+  const n = data.nodes.parent.length;
+  const widest = (pred) => {
+    let best = -1;
+    for (let i = 1; i < n; i++) if (pred(i) && (best < 0 || data.nodes.value[i] > data.nodes.value[best])) best = i;
+    return best;
+  };
+  const grew = widest((i) => d.diff_pct[i] > 50);
+  const shrank = widest((i) => d.diff_pct[i] < -50);
+  for (const [i, want] of [[grew, 'red'], [shrank, 'blue']]) {
+    if (i < 0) continue;
+    const [r, , b] = await pixel(page, i);
+    const got = r > b + 40 ? 'red' : b > r + 40 ? 'blue' : 'grey';
+    if (got !== want) f(`frame ${i} (change ${d.diff_pct[i].toFixed(1)} %) drawn ${got}, not ${want}`);
+  }
+  const options = await page.$$eval('#view option', (os) => os.map((o) => [o.value, o.disabled]));
+  const elidedOffered = options.some(([v, disabled]) => v === 'elided' && !disabled);
+  if (elidedOffered !== (entry.elided_total !== null)) f(`the baseline-only view offered: ${elidedOffered}`);
+  if (elidedOffered) {
+    await page.selectOption('#view', 'elided');
+    const total = Number((await page.textContent('#total')).replace(/,/g, ''));
+    if (Math.abs(total - entry.elided_total) > 0.5) f(`baseline-only view: total ${total}, want ${entry.elided_total}`);
+    const nodes = await page.evaluate(() => window.tachyonFlame.nodes());
+    if (nodes !== data.elided.parent.length) f(`baseline-only view has ${nodes} nodes, the page ${data.elided.parent.length}`);
+    await page.selectOption('#view', 'current');
+    if (Number((await page.textContent('#total')).replace(/,/g, '')) !== entry.total) f('back to the new profile: total wrong');
+  }
 }
 
 async function main() {
@@ -137,7 +183,7 @@ async function main() {
   const problems = [];
   try {
     for (const entry of manifest) {
-      if (entry.kind === 'flamegraph') await flamegraph(browser, entry, problems);
+      if (entry.kind === 'flamegraph' || entry.kind === 'diff') await flamegraph(browser, entry, problems);
       else problems.push(`${entry.page}: unknown kind ${entry.kind}`);
     }
   } finally {

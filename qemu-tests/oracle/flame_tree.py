@@ -1,6 +1,7 @@
 """The call tree of CPython's flame graph page, flattened for comparison with ours.
 
-    python3.15 flame_tree.py MANIFEST     each line: INPUT.pyb<TAB>OUTPUT.jsonl
+    python3.15 flame_tree.py MANIFEST          each line: INPUT.pyb<TAB>OUTPUT.jsonl
+    python3.15 flame_tree.py --diff MANIFEST   each line: BASE.pyb<TAB>NEW.pyb<TAB>OUTPUT.jsonl
 
 runs CPython's own `profiling.sampling replay --flamegraph` in-process on each input and
 writes the tree its page embeds (`const EMBEDDED_DATA = {...}`) as JSON lines, the root first
@@ -13,6 +14,14 @@ CPython makes a profile's only outermost function the page's root ("Program Root
 it covers every sample; here that node is put back under a root of its own, with the same
 value and threads, so that every flattened tree has the same shape. When CPython writes no
 page (it finds no function to draw), OUTPUT holds the single line `null`.
+
+With --diff, the page of `replay --diff-flamegraph BASE NEW`: a first line of its
+differential stats, then the tree's lines, each with the node's
+`[..., baseline, baseline_total, diff, diff_pct]` added (nulls at a root CPython did not
+annotate), then a line `"elided"` and the lines of the tree of the paths only BASE has, if
+CPython made one, as `[parent, filename, lineno, funcname, value, self, baseline,
+baseline_total, diff, diff_pct]`. A replay CPython refuses (profiles of different modes)
+writes `{"error": MESSAGE}`.
 
 cpython_replay.py calls `flatten` for the pages it makes. With TACHYON_ORACLE_MEMO set,
 answers are kept (memo.py), keyed by the input's bytes, this driver and profiling.sampling.
@@ -27,46 +36,71 @@ import tempfile
 MARK = "const EMBEDDED_DATA = "
 
 
-def flatten(html_path, out_path):
-    """Writes the tree of CPython's page `html_path` (or `null` if it does not exist)."""
-    if not os.path.exists(html_path):
-        with open(out_path, "w", encoding="utf-8") as out:
-            out.write("null\n")
-        return
+DIFF_FIELDS = ("baseline", "baseline_total", "diff", "diff_pct")
+
+
+def tree_rows(data, strings, with_threads=True, with_diff=False):
+    """The rows of one tree (see the module's docs), the root first."""
+    extra = (lambda node: [node.get(k) for k in DIFF_FIELDS]) if with_diff else (lambda node: [])
+    threads = (lambda node: [node.get("thread_values", {})]) if with_threads else (lambda node: [])
+    rows = []
+    if "funcname" in data:  # a sole outermost function made the root: put a root above it
+        rows.append([-1, None, None, None, data["value"], 0]
+                    + ([{t: [v[0], 0] for t, v in data.get("thread_values", {}).items()}] if with_threads else [])
+                    + ([None] * len(DIFF_FIELDS) if with_diff else []))
+        stack = [(data, 0)]
+    else:
+        rows.append([-1, None, None, None, data["value"], data.get("self", 0)] + threads(data) + extra(data))
+        stack = [(child, 0) for child in reversed(data.get("children", []))]
+    while stack:
+        node, parent = stack.pop()
+        rows.append([parent, strings[node["filename"]], node["lineno"], strings[node["funcname"]],
+                     node["value"], node["self"]] + threads(node) + extra(node))
+        me = len(rows) - 1
+        stack.extend((child, me) for child in reversed(node["children"]))
+    return rows
+
+
+def page_data(html_path):
     with open(html_path, encoding="utf-8") as f:
         text = f.read()
     # The tree nests as deep as the deepest stack; the decoder recurses once a level.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     data, _ = json.JSONDecoder().raw_decode(text, text.index(MARK) + len(MARK))
-    strings = data["strings"]
-    rows = []
-    promoted = "funcname" in data
-    if promoted:
-        rows.append([-1, None, None, None, data["value"], 0,
-                     {t: [v[0], 0] for t, v in data.get("thread_values", {}).items()}])
-        stack = [(data, 0)]
-    else:
-        rows.append([-1, None, None, None, data["value"], 0, data.get("thread_values", {})])
-        stack = [(child, 0) for child in reversed(data.get("children", []))]
-    while stack:
-        node, parent = stack.pop()
-        rows.append([parent, strings[node["filename"]], node["lineno"], strings[node["funcname"]],
-                     node["value"], node["self"], node["thread_values"]])
-        me = len(rows) - 1
-        stack.extend((child, me) for child in reversed(node["children"]))
+    return data
+
+
+def flatten(html_path, out_path, diff=False):
+    """Writes the tree of CPython's page `html_path` (or `null` if it does not exist)."""
+    if not os.path.exists(html_path):
+        with open(out_path, "w", encoding="utf-8") as out:
+            out.write("null\n")
+        return
+    data = page_data(html_path)
+    lines = []
+    if diff:
+        stats = data["stats"]
+        lines.append({k: stats.get(k) for k in ("baseline_samples", "current_samples", "baseline_scale",
+                                                 "elided_count")})
+    lines += tree_rows(data, data["strings"], with_diff=diff)
+    if diff and "elided_flamegraph" in data["stats"]:
+        elided = data["stats"]["elided_flamegraph"]
+        lines.append("elided")
+        lines += tree_rows(elided, elided["strings"], with_threads=False, with_diff=True)
     with open(out_path, "w", encoding="utf-8") as out:
-        for row in rows:
+        for row in lines:
             out.write(json.dumps(row) + "\n")
 
 
-def replay_flamegraph(source, out_path):
-    """CPython's flame graph of `source`, flattened into `out_path`; an error message if
-    the replay failed."""
+def replay_flamegraph(source, out_path, base=None):
+    """CPython's flame graph of `source` (against `base`: its differential one), flattened
+    into `out_path`; an error message if the replay failed."""
     from profiling.sampling.cli import main
     with tempfile.TemporaryDirectory() as tmp:
         html = os.path.join(tmp, "flamegraph.html")
         argv = sys.argv
-        sys.argv = ["profiling.sampling", "replay", "--flamegraph", "-o", html, source]
+        what = ["--flamegraph"] if base is None else ["--diff-flamegraph", base]
+        sys.argv = ["profiling.sampling", "replay", *what, "-o", html, source]
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 main()
@@ -77,23 +111,33 @@ def replay_flamegraph(source, out_path):
             return f"{type(e).__name__}: {e}"
         finally:
             sys.argv = argv
-        flatten(html, out_path)
+        flatten(html, out_path, diff=base is not None)
     return None
 
 
-def main_driver(manifest):
+def main_driver(manifest, diff=False):
     import profiling.sampling
     import memo
     with open(manifest, encoding="utf-8") as f:
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    start = memo.base("flamegraph", *memo.package_files(profiling.sampling))
+    start = memo.base("diff-flamegraph" if diff else "flamegraph", *memo.package_files(profiling.sampling))
     failed = False
-    for source, out_path in jobs:
-        kept = memo.key(start, source)
+    for job in jobs:
+        base, source, out_path = job if diff else (None, *job)
+        question = start
+        if base is not None and start is not None:
+            question = start.copy()
+            with open(base, "rb") as f:
+                question.update(f.read() + b"\0")
+        kept = memo.key(question, source)
         if memo.fetch(kept, out_path):
             continue
-        error = replay_flamegraph(source, out_path)
-        if error is not None:
+        error = replay_flamegraph(source, out_path, base)
+        if error is not None and diff:
+            # CPython refuses some pairs (different modes): that is its answer.
+            with open(out_path, "w", encoding="utf-8") as out:
+                out.write(json.dumps({"error": error}) + "\n")
+        elif error is not None:
             print(f"{source}: {error}", file=sys.stderr)
             failed = True
             continue
@@ -102,4 +146,6 @@ def main_driver(manifest):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--diff":
+        sys.exit(main_driver(sys.argv[2], diff=True))
     sys.exit(main_driver(sys.argv[1]))

@@ -169,3 +169,159 @@ pub fn compare(html: &str, cpython_lines: &str) -> Result<usize, String> {
         Err(format!("{n} of {} nodes differ, e.g.\n  {}", all.len(), differences.join("\n  ")))
     }
 }
+
+/// A node's differential numbers: baseline, baseline_total, diff, diff_pct.
+type DiffNumbers = [f64; 4];
+
+const DIFF_FIELDS: [&str; 4] = ["baseline", "baseline_total", "diff", "diff_pct"];
+
+fn float(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Equal as CPython computes them: the same operations in the same order give the same
+/// doubles; a last-bit difference is allowed all the same.
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+/// Compares our differential page `html` with CPython's flattened `--diff-flamegraph` page
+/// (`flame_tree.py --diff`): the stats, NEW's tree with every node's numbers (as
+/// [`compare`]) and differential numbers, and the tree of elided paths; the number of nodes
+/// compared, or what differs. CPython's refusal (`{"error": …}`) is `Err("refused: …")`.
+pub fn compare_diff(html: &str, cpython_lines: &str) -> Result<usize, String> {
+    let mut lines = cpython_lines.lines();
+    let stats: Value = serde_json::from_str(lines.next().ok_or("no lines")?).map_err(|e| e.to_string())?;
+    if let Some(e) = stats.get("error") {
+        return Err(format!("refused: {e}"));
+    }
+    if stats.is_null() {
+        // CPython drew no page: NEW has no function to draw.
+        return compare(html, "null");
+    }
+    let data = page_data(html)?;
+    let mut problems = Vec::new();
+    let d = &data["diff"];
+    for key in ["baseline_samples", "current_samples", "elided_count"] {
+        if d[key].as_u64() != stats[key].as_u64() {
+            problems.push(format!("{key}: ours {}, CPython's {}", d[key], stats[key]));
+        }
+    }
+    if !close(float(&d["baseline_scale"]), float(&stats["baseline_scale"])) {
+        problems.push(format!("baseline_scale: ours {}, CPython's {}", d["baseline_scale"], stats["baseline_scale"]));
+    }
+    let rest: Vec<&str> = lines.collect();
+    let split = rest.iter().position(|l| *l == "\"elided\"").unwrap_or(rest.len());
+    let (current, elided) = (rest[..split].join("\n"), rest.get(split + 1..).map(|l| l.join("\n")));
+    // NEW's tree: what the flame graph page must have, and the differential numbers.
+    let mut compared = match compare(html, &current) {
+        Ok(n) => n,
+        Err(e) => {
+            problems.push(format!("the new profile's tree: {e}"));
+            0
+        }
+    };
+    let mut paths = Paths::default();
+    let (_, ids) = ours(&data, &mut paths);
+    let mut mine: HashMap<u32, DiffNumbers> = HashMap::new();
+    for (i, &id) in ids.iter().enumerate().skip(1) {
+        mine.insert(id, DIFF_FIELDS.map(|k| float(&d[k][i])));
+    }
+    let mut theirs: HashMap<u32, DiffNumbers> = HashMap::new();
+    let mut cpython_ids: Vec<u32> = Vec::new();
+    for line in current.lines() {
+        let row: Value = serde_json::from_str(line).expect("flame_tree line");
+        let id = match row[0].as_i64().expect("parent") {
+            -1 => 0,
+            p => paths.id(
+                cpython_ids[p as usize],
+                row[1].as_str().expect("file"),
+                row[2].as_i64().expect("line"),
+                row[3].as_str().expect("func"),
+            ),
+        };
+        cpython_ids.push(id);
+        if id != 0 {
+            theirs.insert(id, [7, 8, 9, 10].map(|k| float(&row[k])));
+        }
+    }
+    for (id, want) in &theirs {
+        match mine.get(id) {
+            Some(got) if got.iter().zip(want).all(|(a, b)| close(*a, *b)) => {}
+            got => problems.push(format!("{}: ours {got:?}, CPython's {want:?}", paths.name(*id))),
+        }
+    }
+    // The elided paths' tree: value, self and the differential numbers, by path.
+    let mine_elided: Option<HashMap<u32, [f64; 6]>> = (!data["elided"].is_null()).then(|| {
+        let e = &data["elided"];
+        let s = data["strings"].as_array().expect("strings");
+        let text = |i: &Value| s[num(i) as usize].as_str().expect("string").to_owned();
+        let funcs = &data["funcs"];
+        let mut ids: Vec<u32> = Vec::new();
+        let mut tree = HashMap::new();
+        for (i, p) in e["parent"].as_array().expect("parent").iter().enumerate() {
+            let id = match p.as_i64().expect("parent") {
+                -1 => 0,
+                p => {
+                    let f = num(&e["func"][i]) as usize;
+                    let line = funcs["line"][f].as_i64().expect("line");
+                    paths.id(ids[p as usize], &text(&funcs["file"][f]), line, &text(&funcs["name"][f]))
+                }
+            };
+            ids.push(id);
+            let row = ["value", "self", "baseline", "baseline_total", "diff", "diff_pct"].map(|k| float(&e[k][i]));
+            tree.insert(id, row);
+        }
+        tree
+    });
+    let theirs_elided: Option<HashMap<u32, [f64; 6]>> = elided.map(|lines| {
+        let mut ids: Vec<u32> = Vec::new();
+        let mut tree = HashMap::new();
+        for line in lines.lines() {
+            let row: Value = serde_json::from_str(line).expect("flame_tree line");
+            let id = match row[0].as_i64().expect("parent") {
+                -1 => 0,
+                p => paths.id(
+                    ids[p as usize],
+                    row[1].as_str().expect("file"),
+                    row[2].as_i64().expect("line"),
+                    row[3].as_str().expect("func"),
+                ),
+            };
+            ids.push(id);
+            // The root CPython did not annotate has nulls: ours has zeros.
+            tree.insert(id, [4, 5, 6, 7, 8, 9].map(|k| row[k].as_f64().unwrap_or(0.0)));
+        }
+        tree
+    });
+    match (&mine_elided, &theirs_elided) {
+        (None, None) => {}
+        (Some(a), Some(b)) => {
+            let mut all: Vec<u32> = a.keys().chain(b.keys()).copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            for id in all {
+                match (a.get(&id), b.get(&id)) {
+                    // At the root only the samples are compared (CPython annotates a root
+                    // that was a function).
+                    (Some(x), Some(y)) if id == 0 && close(x[0], y[0]) => {}
+                    (Some(x), Some(y)) if x.iter().zip(y).all(|(p, q)| close(*p, *q)) => {}
+                    (x, y) => problems.push(format!("elided {}: ours {x:?}, CPython's {y:?}", paths.name(id))),
+                }
+                compared += 1;
+            }
+        }
+        (a, b) => problems.push(format!(
+            "elided tree: ours {}, CPython's {}",
+            if a.is_some() { "present" } else { "none" },
+            if b.is_some() { "present" } else { "none" }
+        )),
+    }
+    if problems.is_empty() {
+        Ok(compared)
+    } else {
+        let n = problems.len();
+        problems.truncate(6);
+        Err(format!("{n} differences, e.g.\n  {}", problems.join("\n  ")))
+    }
+}

@@ -50,6 +50,16 @@ pub fn convert_file(file: &Path, format: &Output) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The call tree of Tachyon `file` (for differential pages), read as [`convert_file`] reads it.
+pub fn profiled_file(file: &Path) -> Result<tachyon::html::diff::Profiled, String> {
+    let mut src = FileSource::open(file).map_err(|e| e.to_string())?;
+    let meta = Metadata::read(&mut src).map_err(|e| e.to_string())?;
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
+    let mut reader = storage.open_file(src).map_err(|e| e.to_string())?;
+    tachyon::html::diff::profiled(&mut TachyonSource::new(&mut reader), Some(meta.header.config), &mut |_| {})
+        .map_err(|e| e.to_string())
+}
+
 /// Panics unless the CPython oracle of `scripts/oracle.sh` is set up.
 pub fn oracle_ready() {
     let dir = std::env::var_os("TACHYON_ORACLE_DIR")

@@ -7,6 +7,9 @@
 //! 4). Each page's total and per-thread totals are checked against our collapsed stacks of
 //! the same input (byte-identical to CPython's for Tachyon inputs), and the deep recording's
 //! page must be drawn within a second of navigation. A page whose script is broken must fail.
+//! Differential pages (`tachyon diff --html`) of two real profiles of each format: the same
+//! checks, frames drawn red where they grew and blue where they shrank, and the view of what
+//! only the baseline had.
 //! (pstats files hold no stacks: `--to flamegraph-html` refuses them, as every stack output
 //! does.) Screenshots land in `target/tmp/browser-pages/screenshots/`.
 
@@ -14,10 +17,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qemu_tests::inputs::{convert_file, root, viewer_tools};
+use qemu_tests::inputs::{convert_file, profiled_file, root, viewer_tools};
 use serde_json::json;
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::gperftools::source::GperftoolsSource;
+use tachyon::html::diff::{profiled, Profiled};
 use tachyon::model::Source;
 use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon_core::io::Cursor;
@@ -127,6 +131,44 @@ fn flame_graph_pages_work_in_chromium() {
         },
         None,
     );
+
+    // Differential pages: two recordings of one workload, a gperftools profile against
+    // another architecture's, Austin 3.7 against Austin 4.
+    let mut diff = |name: &str, base: Profiled, new: Profiled| {
+        let page = work.join(format!("diff-{name}.html"));
+        let mut bytes = Vec::new();
+        tachyon::html::diff::write_diff(&base, &new, name, &mut bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        std::fs::write(&page, &bytes).unwrap();
+        let data = qemu_tests::flame::page_data(&String::from_utf8(bytes).unwrap()).unwrap();
+        let threads: BTreeMap<String, u64> = BTreeMap::new();
+        pages.push(json!({
+            "kind": "diff",
+            "page": page,
+            "total": data["nodes"]["value"][0],
+            "threads": threads,
+            "elided_total": data["elided"].get("value").map(|v| v[0].clone()),
+            "screenshot": work.join("screenshots").join(format!("diff-{name}.png")),
+        }));
+    };
+    let real = env_dir("TACHYON_REAL_PROFILES").join("mixed_wall_blocking_raw.pyb");
+    let committed = root().join("qemu-tests/fixtures/real-3.15.2/mixed_wall_blocking_raw.pyb");
+    diff("tachyon", profiled_file(&committed).unwrap(), profiled_file(&real).unwrap());
+    let recorded = env_dir("TACHYON_GPERFTOOLS_PROFILES");
+    let native = |arch: &str| {
+        let dir = recorded.join(arch);
+        let mut source =
+            GperftoolsSource::open(Cursor::new(std::fs::read(dir.join("workload.prof")).unwrap())).unwrap();
+        source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
+        profiled(&mut source, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    diff("gperftools", native("s390x"), native("x86_64"));
+    let austin = |file: &str| {
+        use tachyon::mojo::source::{MojoMetric, MojoSource};
+        let bytes = std::fs::read(env_dir("TACHYON_MOJO_PROFILES").join(file)).unwrap();
+        profiled(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), None, &mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    diff("mojo", austin("threads.mojo"), austin("a40-threads.mojo"));
 
     let (report, passed) = check_pages(&tools, &work, "pages", &json!(pages));
     eprint!("{report}");

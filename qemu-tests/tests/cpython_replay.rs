@@ -191,6 +191,68 @@ fn conversions_match_cpython_replay() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// `tachyon diff --html` against CPython's `replay --diff-flamegraph BASE NEW` on pairs of the
+/// replay inputs (each file against the next, and the real recordings against themselves):
+/// the same refusals (profiles of different modes), and where CPython draws a page, ours has
+/// its tree node for node with the same differential numbers (baseline, baseline_total,
+/// diff, diff_pct) and the same tree of the paths only the baseline has
+/// (`qemu_tests::flame::compare_diff`).
+#[test]
+fn diff_pages_match_cpython() {
+    oracle_ready();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-diff");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let files = inputs(&work, SEED);
+    let mut pairs: Vec<(usize, usize)> = (1..files.len()).map(|i| (i - 1, i)).collect();
+    pairs.extend((0..files.len()).filter(|&i| !files[i].starts_with(&work)).map(|i| (i, i)));
+    let out = |k: usize| work.join(format!("diff-{k}.jsonl"));
+    let manifest: String = pairs
+        .iter()
+        .enumerate()
+        .map(|(k, &(a, b))| format!("{}\t{}\t{}\n", files[a].display(), files[b].display(), out(k).display()))
+        .collect();
+    std::fs::write(work.join("diff.tsv"), manifest).unwrap();
+    let status = Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/flame_tree.py"))
+        .arg("--diff")
+        .arg(work.join("diff.tsv"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython replay --diff-flamegraph (flame_tree.py --diff)");
+    let trees: Vec<_> = files.iter().map(|f| qemu_tests::inputs::profiled_file(f)).collect();
+    let (mut failures, mut nodes, mut refused, mut pages) = (Vec::new(), 0, 0, 0);
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        let name = format!("{} → {}", files[a].display(), files[b].display());
+        let (Ok(base), Ok(new)) = (&trees[a], &trees[b]) else {
+            continue;
+        };
+        let theirs = std::fs::read_to_string(out(k)).unwrap();
+        let mut page = Vec::new();
+        let ours = tachyon::html::diff::write_diff(base, new, "diff", &mut page);
+        match (ours, qemu_tests::flame::compare_diff(&String::from_utf8_lossy(&page), &theirs)) {
+            (Err(tachyon::html::diff::DiffError::Modes { .. }), Err(e)) if e.contains("mode does not match") => {
+                refused += 1
+            }
+            (Err(tachyon::html::diff::DiffError::Features(names)), Err(e))
+                if e.ends_with(&format!("configuration: {}\"", names.join(", "))) =>
+            {
+                refused += 1
+            }
+            (Ok(()), Ok(n)) => {
+                nodes += n;
+                pages += 1;
+            }
+            (Ok(()), Err(e)) => failures.push(format!("{name}: {e}")),
+            (Err(e), _) => failures.push(format!("{name}: ours refused ({e}), CPython did not")),
+        }
+    }
+    eprintln!("{pages} differential pages ({nodes} nodes) as CPython's; {refused} pairs refused by both");
+    assert!(pages >= 40 && refused >= 1, "{pages} pages, {refused} refused");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// The long real profiles the test command records for the benchmark
 /// (`make_real_profiles.sh --long`, `TACHYON_LONG_PROFILES`: 300k+ samples each, RLE-heavy and
 /// deep, raw and zstd): collapsed stacks byte for byte as CPython's `replay --collapsed`

@@ -118,15 +118,20 @@ enum Command {
     /// A differential flame graph of two profiles.
     ///
     /// NEW's stacks (threads merged), coloured by how each frame's share changed from BASE
-    /// (red grew, blue shrank).
+    /// (red grew, blue shrank). With --html, an interactive page with CPython's
+    /// `replay --diff-flamegraph` numbers: NEW's tree, each frame's own samples against the
+    /// baseline's, and a second view of the paths only the baseline has.
     Diff {
         /// The baseline profile.
         base: PathBuf,
         /// The profile to compare.
         new: PathBuf,
-        /// The SVG to write.
+        /// The SVG (or with --html, the page) to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Write an interactive HTML page instead of an SVG.
+        #[arg(long)]
+        html: bool,
         /// Title (default: "BASE → NEW").
         #[arg(long)]
         title: Option<String>,
@@ -889,11 +894,34 @@ fn diff(
     base: &Path,
     new: &Path,
     output: &Path,
+    html: bool,
     title: Option<String>,
     inputs: &InputArgs,
     quiet: bool,
 ) -> Result<(), Failure> {
     let options = input_options(inputs).source_options(PstatsOptions::default());
+    if html {
+        let tree = |file| {
+            // A Tachyon header's mode and capture features (other formats have none).
+            let config = tachyon::file::FileSource::open(file)
+                .ok()
+                .and_then(|mut f| tachyon_core::reader::Metadata::read(&mut f).ok())
+                .map(|m| m.header.config);
+            with_source(file, &options, Teardown::LeaveToExit, &mut warn, progress_bar(quiet), |s, p| {
+                tachyon::html::diff::profiled(s, config, p)
+            })
+            .map_err(|e| Failure(e.to_string()))
+        };
+        let (base_tree, new_tree) = (tree(base)?, tree(new)?);
+        let title = title.unwrap_or_else(|| format!("{} → {}", file_name(base), file_name(new)));
+        let mut out = BufWriter::new(File::create(output).map_err(|e| Failure(format!("{}: {e}", output.display())))?);
+        return tachyon::html::diff::write_diff(&base_tree, &new_tree, &title, &mut out)
+            .map_err(|e| match e {
+                tachyon::html::diff::DiffError::Write(e) => Failure(format!("{}: {e}", output.display())),
+                e => Failure(format!("{} and {}: {e}", base.display(), new.display())),
+            })
+            .and_then(|()| out.flush().map_err(|e| Failure(format!("{}: {e}", output.display()))));
+    }
     let lines = |file| {
         with_source(file, &options, Teardown::LeaveToExit, &mut warn, progress_bar(quiet), |s, p| {
             tachyon::convert::collapsed_lines(s, p)
@@ -998,7 +1026,9 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Diff { base, new, output, title, inputs } => diff(&base, &new, &output, title, &inputs, quiet),
+        Command::Diff { base, new, output, html, title, inputs } => {
+            diff(&base, &new, &output, html, title, &inputs, quiet)
+        }
         Command::Receive { input, output } => receive(&input, &output),
         Command::Merge {
             files,

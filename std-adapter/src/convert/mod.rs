@@ -173,7 +173,7 @@ fn write_streamed<S: Source>(
             let mut c = crate::html::tree::CallTree::new(info.naming);
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
             c.finish();
-            crate::html::flame::write_flamegraph(&c, source.frames(), info, title, &mut out)?;
+            crate::html::flame::write_flamegraph(&c, &source.frames().functions, info, title, &mut out)?;
             n
         }
         Output::Gecko => {

@@ -5,10 +5,13 @@
 //! - [`tree`]: the call tree CPython's flame graph draws, with its numbers.
 //! - [`flame`]: `--to flamegraph-html`, the interactive flame graph (click to zoom, search,
 //!   per-thread numbers, tooltips), drawn by `assets/flame.js`.
+//! - [`diff`]: `tachyon diff --html`, the differential one (the same script, coloured by
+//!   change, with the paths the baseline alone has).
 //!
 //! Every page is [`write_page`]: the shell, the embedded data, and the page's script, with the
 //! one style sheet `assets/page.css`.
 
+pub mod diff;
 pub mod flame;
 pub mod tree;
 

@@ -1,16 +1,34 @@
-// The interactive flame graph of `tachyon convert --to flamegraph-html`: reads the profile the
-// page embeds (#profile-data, written by std-adapter/src/html/flame.rs), draws it on a canvas
-// root at the top, and answers clicks (zoom), the search box (highlight) and the thread
-// selector (numbers of one thread). Nothing is fetched. `window.tachyonFlame` lets a test ask
-// what is drawn where.
+// The interactive flame graph of `tachyon convert --to flamegraph-html` and `tachyon diff
+// --html`: reads the profile the page embeds (#profile-data, written by
+// std-adapter/src/html/flame.rs and diff.rs), draws it on a canvas root at the top, and
+// answers clicks (zoom), the search box (highlight) and the thread selector (numbers of one
+// thread). A differential page colours each frame by how its own samples changed, and can
+// show the tree of what only the baseline had instead. Nothing is fetched.
+// `window.tachyonFlame` lets a test ask what is drawn where.
 (function () {
   'use strict';
   const data = JSON.parse(document.getElementById('profile-data').textContent);
   const S = data.strings;
-  const nodes = data.nodes;
-  const N = nodes.parent.length;
-  const parent = nodes.parent;
-  const func = nodes.func;
+  const diff = data.diff || null;
+  // The tree drawn: the profile's, or on a differential page the baseline's elided paths.
+  let nodes, N, parent, func, depth, size, maxDepth, delta;
+  function useTree(tree, deltas) {
+    nodes = tree;
+    N = tree.parent.length;
+    parent = tree.parent;
+    func = tree.func;
+    delta = deltas;
+    // Nodes come in preorder, each after its parent: depths and subtree sizes in two passes.
+    depth = new Int32Array(N);
+    size = new Int32Array(N).fill(1);
+    maxDepth = 0;
+    for (let i = 1; i < N; i++) {
+      depth[i] = depth[parent[i]] + 1;
+      if (depth[i] > maxDepth) maxDepth = depth[i];
+    }
+    for (let i = N - 1; i > 0; i--) size[parent[i]] += size[i];
+  }
+  useTree(data.nodes, diff);
   const fname = data.funcs.name, ffile = data.funcs.file, fline = data.funcs.line;
   const ROW = 18;
   const canvas = document.getElementById('flame');
@@ -21,16 +39,6 @@
   const search = document.getElementById('search');
   const matchInfo = document.getElementById('match-info');
   const threadSel = document.getElementById('thread');
-
-  // Nodes come in preorder, each after its parent: depths and subtree sizes in two passes.
-  const depth = new Int32Array(N);
-  const size = new Int32Array(N).fill(1);
-  let maxDepth = 0;
-  for (let i = 1; i < N; i++) {
-    depth[i] = depth[parent[i]] + 1;
-    if (depth[i] > maxDepth) maxDepth = depth[i];
-  }
-  for (let i = N - 1; i > 0; i--) size[parent[i]] += size[i];
 
   function nameOf(i) { return i === 0 ? 'all' : S[fname[func[i]]]; }
   function whereOf(i) {
@@ -66,9 +74,9 @@
 
   let zoom = 0;
   let term = '';
-  const matched = new Uint8Array(N);
+  let matched = new Uint8Array(N);
   let matchedSamples = 0;
-  const x = new Float64Array(N), w = new Float64Array(N), cursor = new Float64Array(N);
+  let x = new Float64Array(N), w = new Float64Array(N), cursor = new Float64Array(N);
   // What the last draw put where, per row: node numbers in left-to-right order.
   let drawn = [];
 
@@ -118,6 +126,7 @@
       let fill;
       if (searching && matched[i]) fill = '#c026d3';
       else if (i === 0) fill = '#b0b0b8';
+      else if (delta) fill = changeColour(i, searching);
       else fill = 'hsl(' + (10 + h % 45) + ',' + (70 + (h >> 8) % 20) + '%,' + (searching ? 82 : 60 + (h >> 16) % 12) + '%)';
       ctx.fillStyle = fill;
       ctx.fillRect(px, y, Math.max(pw - 1, 0.5), ROW - 1);
@@ -168,6 +177,17 @@
     return -1;
   }
 
+  // Red where a frame's own samples grew since the baseline, blue where they shrank, by how
+  // much (diff_pct, capped at ±100 %); grey where they stayed.
+  function changeColour(i, pale) {
+    const t = Math.max(-1, Math.min(1, delta.diff_pct[i] / 100));
+    const light = pale ? 90 : 92 - Math.abs(t) * 40;
+    if (Math.abs(t) < 0.005) return 'hsl(220,6%,' + (pale ? 90 : 82) + '%)';
+    return (t > 0 ? 'hsl(0,75%,' : 'hsl(215,75%,') + light + '%)';
+  }
+
+  function signed(v) { return (v > 0 ? '+' : '') + v.toLocaleString('en-US', { maximumFractionDigits: 1 }); }
+
   function pct(n, d) { return d > 0 ? (100 * n / d).toFixed(2) + '%' : '–'; }
 
   canvas.addEventListener('mousemove', (e) => {
@@ -190,6 +210,12 @@
         (zoom !== 0 ? ', ' + pct(value[i], value[zoom]) + ' of the zoomed frame' : ''),
       own[i].toLocaleString('en-US') + ' samples in the frame itself (' + pct(own[i], value[0]) + ')',
     ];
+    if (delta && i !== 0) {
+      const b = delta.baseline[i];
+      lines.push('baseline: ' + b.toLocaleString('en-US', { maximumFractionDigits: 1 }) + ' in the frame itself, ' +
+        delta.baseline_total[i].toLocaleString('en-US', { maximumFractionDigits: 1 }) + ' at or below it');
+      lines.push('change: ' + signed(delta.diff[i]) + ' samples (' + signed(delta.diff_pct[i]) + '%)');
+    }
     for (const t of lines) { const d = document.createElement('div'); d.textContent = t; tip.appendChild(d); }
     tip.style.display = 'block';
     tip.style.left = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4) + 'px';
@@ -249,6 +275,24 @@
 
   window.addEventListener('resize', () => render());
 
+  // A differential page's second tree: what only the baseline had.
+  const viewSel = document.getElementById('view');
+  if (viewSel) {
+    if (!data.elided) viewSel.options[1].disabled = true;
+    viewSel.addEventListener('change', () => {
+      const elided = viewSel.value === 'elided' && data.elided;
+      useTree(elided ? data.elided : data.nodes, elided ? data.elided : diff);
+      threadSel.value = '-1';
+      threadSel.disabled = elided || data.threads.length < 2;
+      selectThread(-1);
+      zoom = 0;
+      matched = new Uint8Array(N);
+      x = new Float64Array(N); w = new Float64Array(N); cursor = new Float64Array(N);
+      findMatches();
+      render();
+    });
+  }
+
   const api = {
     total: () => value[0],
     zoomed: () => zoom,
@@ -263,6 +307,7 @@
     matchedSamples: () => matchedSamples,
     matchedNodes: () => { let n = 0; for (let i = 0; i < N; i++) n += matched[i]; return n; },
     drawnNodes: () => drawn.reduce((n, row) => n + row.length, 0),
+    nodes: () => N,
     readyMs: 0,
   };
   window.tachyonFlame = api;
