@@ -2,6 +2,7 @@
 
     python3.15 flame_tree.py MANIFEST          each line: INPUT.pyb<TAB>OUTPUT.jsonl
     python3.15 flame_tree.py --diff MANIFEST   each line: BASE.pyb<TAB>NEW.pyb<TAB>OUTPUT.jsonl
+    python3.15 flame_tree.py --heatmap MANIFEST   each line: INPUT.pyb<TAB>OUTPUT.jsonl
 
 runs CPython's own `profiling.sampling replay --flamegraph` in-process on each input and
 writes the tree its page embeds (`const EMBEDDED_DATA = {...}`) as JSON lines, the root first
@@ -22,6 +23,14 @@ annotate), then a line `"elided"` and the lines of the tree of the paths only BA
 CPython made one, as `[parent, filename, lineno, funcname, value, self, baseline,
 baseline_total, diff, diff_pct]`. A replay CPython refuses (profiles of different modes)
 writes `{"error": MESSAGE}`.
+
+With --heatmap, the numbers of each page of `replay --heatmap`, one line per source file in
+the order of CPython's index: `[filename, total_samples, total_self_samples, lines_hit,
+max_samples, max_self_samples, [[line, self, total], ...]]`, lines ascending. They are taken
+where CPython renders each file's page (the arguments of `_generate_file_html`: the counts
+the page prints beside each line), because the pages print a line's counts only beside its
+source text, and the sources a recording names are not on the machine that checks it.
+`null` when CPython writes no heatmap.
 
 cpython_replay.py calls `flatten` for the pages it makes. With TACHYON_ORACLE_MEMO set,
 answers are kept (memo.py), keyed by the input's bytes, this driver and profiling.sampling.
@@ -115,12 +124,54 @@ def replay_flamegraph(source, out_path, base=None):
     return None
 
 
-def main_driver(manifest, diff=False):
+def replay_heatmap(source, out_path):
+    """The per-file, per-line numbers of CPython's heatmap of `source` (see the module's
+    docs); an error message if the replay failed."""
+    from profiling.sampling.cli import main
+    from profiling.sampling.heatmap_collector import HeatmapCollector
+    pages = []
+    original = HeatmapCollector._generate_file_html
+
+    def record(self, output_path, filename, line_counts, self_counts, file_stat):
+        lines = sorted(set(line_counts) | set(self_counts))
+        pages.append([filename, file_stat.total_samples, file_stat.total_self_samples, file_stat.num_lines,
+                      file_stat.max_samples, file_stat.max_self_samples,
+                      [[line, self_counts.get(line, 0), line_counts.get(line, 0)] for line in lines]])
+        return original(self, output_path, filename, line_counts, self_counts, file_stat)
+
+    HeatmapCollector._generate_file_html = record
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = sys.argv
+            sys.argv = ["profiling.sampling", "replay", "--heatmap", "-o", os.path.join(tmp, "heatmap"), source]
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    main()
+            except SystemExit as e:
+                if e.code:
+                    return str(e.code)
+            except Exception as e:  # the replay itself failed: report it
+                return f"{type(e).__name__}: {e}"
+            finally:
+                sys.argv = argv
+            written = os.path.exists(os.path.join(tmp, "heatmap", "index.html"))
+    finally:
+        HeatmapCollector._generate_file_html = original
+    with open(out_path, "w", encoding="utf-8") as out:
+        if not written:
+            out.write("null\n")
+        for page in pages:
+            out.write(json.dumps(page) + "\n")
+    return None
+
+
+def main_driver(manifest, diff=False, heatmap=False):
     import profiling.sampling
     import memo
     with open(manifest, encoding="utf-8") as f:
         jobs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    start = memo.base("diff-flamegraph" if diff else "flamegraph", *memo.package_files(profiling.sampling))
+    question = "heatmap" if heatmap else "diff-flamegraph" if diff else "flamegraph"
+    start = memo.base(question, *memo.package_files(profiling.sampling))
     failed = False
     for job in jobs:
         base, source, out_path = job if diff else (None, *job)
@@ -132,7 +183,7 @@ def main_driver(manifest, diff=False):
         kept = memo.key(question, source)
         if memo.fetch(kept, out_path):
             continue
-        error = replay_flamegraph(source, out_path, base)
+        error = replay_heatmap(source, out_path) if heatmap else replay_flamegraph(source, out_path, base)
         if error is not None and diff:
             # CPython refuses some pairs (different modes): that is its answer.
             with open(out_path, "w", encoding="utf-8") as out:
@@ -148,4 +199,6 @@ def main_driver(manifest, diff=False):
 if __name__ == "__main__":
     if sys.argv[1] == "--diff":
         sys.exit(main_driver(sys.argv[2], diff=True))
+    if sys.argv[1] == "--heatmap":
+        sys.exit(main_driver(sys.argv[2], heatmap=True))
     sys.exit(main_driver(sys.argv[1]))

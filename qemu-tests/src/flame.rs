@@ -325,3 +325,56 @@ pub fn compare_diff(html: &str, cpython_lines: &str) -> Result<usize, String> {
         Err(format!("{n} differences, e.g.\n  {}", problems.join("\n  ")))
     }
 }
+
+/// Compares our heatmap folder `dir` with CPython's numbers (`flame_tree.py --heatmap`): the
+/// same source files in the same order, each with the same totals, lines hit, maxima and
+/// per-line self and total samples; the number of lines compared, or what differs.
+pub fn compare_heatmap(dir: &std::path::Path, cpython_lines: &str) -> Result<usize, String> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}")).and_then(|t| page_data(&t))
+    };
+    let index = read("index.html")?;
+    let files = index["files"].as_array().ok_or("index: no files")?;
+    let theirs: Vec<Value> =
+        cpython_lines.lines().map(|l| serde_json::from_str(l).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    if theirs.first().is_some_and(Value::is_null) {
+        return if files.is_empty() {
+            Ok(0)
+        } else {
+            Err(format!("CPython wrote no heatmap; ours has {} files", files.len()))
+        };
+    }
+    let mut problems = Vec::new();
+    if files.len() != theirs.len() {
+        problems.push(format!("{} files, CPython's {}", files.len(), theirs.len()));
+    }
+    let mut lines = 0;
+    for (k, (ours, cp)) in files.iter().zip(&theirs).enumerate() {
+        let name = cp[0].as_str().unwrap_or("?");
+        if ours["file"] != cp[0] {
+            problems.push(format!("file {}: ours {}, CPython's {}", k + 1, ours["file"], cp[0]));
+            continue;
+        }
+        let fields = [("total", 1), ("self", 2), ("lines", 3), ("max_total", 4), ("max_self", 5)];
+        for (field, i) in fields {
+            if ours[field] != cp[i] {
+                problems.push(format!("{name} {field}: ours {}, CPython's {}", ours[field], cp[i]));
+            }
+        }
+        let page = read(ours["page"].as_str().ok_or("no page")?)?;
+        if page["lines"] != cp[6] {
+            problems.push(format!("{name}: lines (line, self, total) ours {}, CPython's {}", page["lines"], cp[6]));
+        }
+        if page["total"] != cp[1] || page["self"] != cp[2] {
+            problems.push(format!("{name}: the page's totals differ from the index's"));
+        }
+        lines += cp[6].as_array().map_or(0, Vec::len);
+    }
+    if problems.is_empty() {
+        Ok(lines)
+    } else {
+        let n = problems.len();
+        problems.truncate(6);
+        Err(format!("{n} differences, e.g.\n  {}", problems.join("\n  ")))
+    }
+}

@@ -253,6 +253,64 @@ fn diff_pages_match_cpython() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// `--to heatmap` against CPython's `replay --heatmap` on every replay input and the long
+/// recordings (`TACHYON_LONG_PROFILES`): the same source files in the same order, with the
+/// same totals and per-line self and total samples (`qemu_tests::flame::compare_heatmap`).
+#[test]
+fn heatmaps_match_cpython() {
+    oracle_ready();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-heatmap");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let mut files = inputs(&work, SEED);
+    let long = std::env::var_os("TACHYON_LONG_PROFILES").expect("TACHYON_LONG_PROFILES (set by scripts/test-all.sh)");
+    files.extend(qemu_tests::inputs::files_in(Path::new(&long), "pyb"));
+    let out = |k: usize| work.join(format!("heatmap-{k}.jsonl"));
+    let manifest: String =
+        files.iter().enumerate().map(|(k, f)| format!("{}\t{}\n", f.display(), out(k).display())).collect();
+    std::fs::write(work.join("heatmap.tsv"), manifest).unwrap();
+    let status = Command::new(root().join("scripts/oracle-python.sh"))
+        .arg("amd64")
+        .arg(root().join("qemu-tests/oracle/flame_tree.py"))
+        .arg("--heatmap")
+        .arg(work.join("heatmap.tsv"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "CPython replay --heatmap (flame_tree.py --heatmap)");
+    let (mut failures, mut lines, mut compared) = (Vec::new(), 0, 0);
+    for (k, file) in files.iter().enumerate() {
+        let dir = work.join(format!("ours-{k}"));
+        let heatmap = Output::Heatmap { title: "heatmap".into(), source_roots: Vec::new() };
+        let mut src = tachyon::file::FileSource::open(file).unwrap();
+        let Ok(meta) = tachyon_core::reader::Metadata::read(&mut src) else { continue };
+        let Ok(mut storage) = tachyon::tachyon::storage::OwnedReaderStorage::for_metadata(&meta, Default::default())
+        else {
+            continue;
+        };
+        let Ok(mut reader) = storage.open_file(src) else { continue };
+        let mut source = tachyon::tachyon::source::TachyonSource::new(&mut reader);
+        let converted =
+            tachyon::convert::convert(&mut source, &heatmap, tachyon::convert::Destination::File(&dir), &mut |_| {});
+        let theirs = std::fs::read_to_string(out(k)).unwrap();
+        match converted {
+            Ok(_) => match qemu_tests::flame::compare_heatmap(&dir, &theirs) {
+                Ok(n) => {
+                    lines += n;
+                    compared += 1;
+                }
+                Err(e) => failures.push(format!("{}: {e}", file.display())),
+            },
+            Err(e) if theirs.trim() == "null" => {
+                eprintln!("{}: both refused ({e})", file.display())
+            }
+            Err(e) => failures.push(format!("{}: ours failed: {e}", file.display())),
+        }
+    }
+    eprintln!("{compared} heatmaps ({lines} lines) as CPython's");
+    assert!(compared >= 60, "only {compared} heatmaps compared");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// The long real profiles the test command records for the benchmark
 /// (`make_real_profiles.sh --long`, `TACHYON_LONG_PROFILES`: 300k+ samples each, RLE-heavy and
 /// deep, raw and zstd): collapsed stacks byte for byte as CPython's `replay --collapsed`

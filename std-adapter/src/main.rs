@@ -346,9 +346,13 @@ struct ConvertArgs {
     /// pstats-text (pstats input): `print_callees` instead of `print_stats`.
     #[arg(long)]
     callees: bool,
-    /// flamegraph: title (default: the input's file name).
+    /// flamegraph, flamegraph-html, heatmap: title (default: the input's file name).
     #[arg(long)]
     title: Option<String>,
+    /// heatmap: read the sources of files under OLD from NEW instead (the first that matches;
+    /// repeatable), for a profile recorded where the sources had another path.
+    #[arg(long, value_name = "OLD=NEW")]
+    source_root: Vec<String>,
     /// tachyon, gperftools: byte order of the output (default: the input's).
     #[arg(long, value_parser = choice::<ByteOrder>())]
     byte_order: Option<ByteOrder>,
@@ -636,6 +640,7 @@ fn request(a: &ConvertArgs, inputs: &InputArgs) -> ConvertRequest {
         callers: a.callers,
         callees: a.callees,
         title: a.title.clone(),
+        source_roots: a.source_root.clone(),
         byte_order: a.byte_order,
         compression: a.compression.map(Compression::from),
         word_size: a.word_size.as_deref().and_then(|w| w.parse().ok()),

@@ -85,6 +85,9 @@ crate::choices! {
         /// An interactive flame graph: one offline HTML page (zoom, search, threads) with the
         /// numbers of CPython's `replay --flamegraph`.
         FlamegraphHtml = "flamegraph-html",
+        /// Samples per source line: a folder with an index of the source files and a page per
+        /// file (`-o DIR`), with the counts of CPython's `replay --heatmap`.
+        Heatmap = "heatmap",
         /// Firefox Profiler JSON with the content of CPython's `replay --gecko`.
         Gecko = "gecko",
         /// speedscope JSON, one sampled profile per thread.
@@ -126,6 +129,7 @@ impl OutputKind {
             OutputKind::Pstats => &["pstats-compat", "keep-sampled-marker"],
             OutputKind::PstatsText => &["sort", "limit", "no-summary", "strip-dirs", "callers", "callees"],
             OutputKind::Flamegraph | OutputKind::FlamegraphHtml => &["title"],
+            OutputKind::Heatmap => &["title", "source-root"],
             OutputKind::Tachyon => &["byte-order", "compression"],
             OutputKind::Gperftools => &["byte-order", "word-size"],
             OutputKind::Mojo => &["mojo-version"],
@@ -149,6 +153,7 @@ impl OutputKind {
             | OutputKind::PstatsText
             | OutputKind::Flamegraph
             | OutputKind::FlamegraphHtml
+            | OutputKind::Heatmap
             | OutputKind::Gecko
             | OutputKind::Speedscope
             | OutputKind::OtlpJson
@@ -193,6 +198,13 @@ pub enum Output {
     FlamegraphHtml {
         /// Title.
         title: String,
+    },
+    /// The line heatmap: a folder of pages ([`crate::html::heatmap`]).
+    Heatmap {
+        /// Title of the index.
+        title: String,
+        /// `(OLD, NEW)`: a source path starting with OLD is read from NEW and the rest.
+        source_roots: Vec<(String, String)>,
     },
     /// Firefox Profiler JSON, as `replay --gecko`.
     Gecko,
@@ -253,6 +265,7 @@ impl Output {
             Output::PstatsText { .. } => OutputKind::PstatsText,
             Output::Flamegraph { .. } => OutputKind::Flamegraph,
             Output::FlamegraphHtml { .. } => OutputKind::FlamegraphHtml,
+            Output::Heatmap { .. } => OutputKind::Heatmap,
             Output::Gecko => OutputKind::Gecko,
             Output::Speedscope { .. } => OutputKind::Speedscope,
             Output::Pprof => OutputKind::Pprof,

@@ -104,6 +104,8 @@ pub struct ConvertRequest {
     pub callees: bool,
     /// flamegraph: title (default: the input's file name).
     pub title: Option<String>,
+    /// heatmap: `OLD=NEW` source path prefixes.
+    pub source_roots: Vec<String>,
     /// tachyon, gperftools: byte order (default: the input's).
     pub byte_order: Option<ByteOrder>,
     /// tachyon: compression (default: the input's).
@@ -133,6 +135,7 @@ impl ConvertRequest {
             callers: false,
             callees: false,
             title: None,
+            source_roots: Vec::new(),
             byte_order: None,
             compression: None,
             word_size: None,
@@ -154,6 +157,7 @@ impl ConvertRequest {
             ("callers", self.callers),
             ("callees", self.callees),
             ("title", self.title.is_some()),
+            ("source-root", !self.source_roots.is_empty()),
             ("byte-order", self.byte_order.is_some()),
             ("compression", self.compression.is_some()),
             ("word-size", self.word_size.is_some()),
@@ -231,6 +235,18 @@ impl ConvertRequest {
             OutputKind::FlamegraphHtml => {
                 Output::FlamegraphHtml { title: self.title.clone().unwrap_or_else(file_name) }
             }
+            OutputKind::Heatmap => Output::Heatmap {
+                title: self.title.clone().unwrap_or_else(file_name),
+                source_roots: self
+                    .source_roots
+                    .iter()
+                    .map(|r| {
+                        r.split_once('=')
+                            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+                            .ok_or_else(|| RequestError::Usage(format!("--source-root {r}: give it as OLD=NEW")))
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
             OutputKind::Gecko => Output::Gecko,
             OutputKind::Speedscope => Output::Speedscope { name: file_name() },
             OutputKind::Pprof => Output::Pprof,

@@ -85,6 +85,15 @@ pub fn convert<S: Source>(
                 .finish()
                 .map(|()| info.expected_samples);
         }
+        Output::Heatmap { title, source_roots } => {
+            let Destination::File(dir) = dest else {
+                return Err(unsupported("a heatmap is a folder of pages: give it a folder to write (-o DIR)"));
+            };
+            let mut c = crate::html::heatmap::LineCounts::default();
+            let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            crate::html::heatmap::write_heatmap(&c, &info, title, source_roots, dir)?;
+            return Ok(n);
+        }
         Output::Gperftools { word, big_endian } => {
             let endian = match big_endian {
                 Some(true) => tachyon_core::RunTimeEndian::Big,
@@ -213,7 +222,11 @@ fn write_streamed<S: Source>(
             c.write(interval_us, info.cpython_mode, &id, &mut out)?;
             n
         }
-        Output::Tachyon { .. } | Output::Gperftools { .. } | Output::Austin | Output::Mojo { .. } => {
+        Output::Tachyon { .. }
+        | Output::Gperftools { .. }
+        | Output::Austin
+        | Output::Mojo { .. }
+        | Output::Heatmap { .. } => {
             unreachable!("written above")
         }
     };

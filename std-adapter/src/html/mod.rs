@@ -5,6 +5,8 @@
 //! - [`tree`]: the call tree CPython's flame graph draws, with its numbers.
 //! - [`flame`]: `--to flamegraph-html`, the interactive flame graph (click to zoom, search,
 //!   per-thread numbers, tooltips), drawn by `assets/flame.js`.
+//! - [`heatmap`]: `--to heatmap -o DIR`, samples per source line: an index of the files and
+//!   a page per file (`assets/heatmap.js` recolours and filters).
 //! - [`diff`]: `tachyon diff --html`, the differential one (the same script, coloured by
 //!   change, with the paths the baseline alone has).
 //!
@@ -13,6 +15,7 @@
 
 pub mod diff;
 pub mod flame;
+pub mod heatmap;
 pub mod tree;
 
 use std::io::{self, Write};

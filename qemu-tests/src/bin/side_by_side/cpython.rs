@@ -42,6 +42,9 @@ pub(super) struct Goals {
     pub(super) verify_raw: Vec<f64>,
     pub(super) verify_zstd: Vec<f64>,
     pub(super) collapsed: Vec<f64>,
+    pub(super) flamegraph: Vec<f64>,
+    pub(super) heatmap: Vec<f64>,
+    pub(super) heatmap: Vec<f64>,
     pub(super) rss: Vec<u64>,
     pub(super) samples: Vec<u64>,
 }
@@ -62,6 +65,8 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
     println!("| profile | samples | REPEAT / other records | bytes | CPython replay, no-op collector | `tachyon verify` | speed-up | `zstd -d` of the sample region | verify ÷ `zstd -d` | peak RSS: CPython / ours |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut collapsed_rows = Vec::new();
+    let mut flamegraph_rows = Vec::new();
+    let mut heatmap_rows = Vec::new();
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let f = file.to_str().unwrap().to_owned();
@@ -104,6 +109,44 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
         assert!(same, "{name}: collapsed outputs differ");
         let out_bytes = std::fs::metadata(&ours_out).unwrap().len();
         goals.collapsed.push(cpc.seconds / oc.seconds);
+        // The flame graph pages: CPython's `--flamegraph` against ours (their trees are compared
+        // node for node by the test command; here, time and size).
+        let theirs_page = work.join(format!("{name}.cpython.html"));
+        let ours_page = work.join(format!("{name}.ours.html"));
+        let (tp, op) = (theirs_page.display().to_string(), ours_page.display().to_string());
+        let replay = ["-m", "profiling.sampling", "replay", "--flamegraph", "-o", &tp, &f];
+        let cpf = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_page));
+        let convert = ["convert", "--quiet", &f, "--to", "flamegraph-html", "-o", &op];
+        let of = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_page));
+        goals.flamegraph.push(cpf.seconds / of.seconds);
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        flamegraph_rows.push(format!(
+            "| {name} | {samples} | {} | {} | {:.1}× | {:.2} MB / {:.2} MB | {} / {} |",
+            ms(&cpf),
+            ms(&of),
+            cpf.seconds / of.seconds,
+            size(&theirs_page) as f64 / 1e6,
+            size(&ours_page) as f64 / 1e6,
+            mb(cpf.rss_kb),
+            mb(of.rss_kb)
+        ));
+        // The heatmaps: folders of pages.
+        let theirs_dir = work.join(format!("{name}.cpython.heatmap"));
+        let ours_dir = work.join(format!("{name}.ours.heatmap"));
+        let (td, od) = (theirs_dir.display().to_string(), ours_dir.display().to_string());
+        let replay = ["-m", "profiling.sampling", "replay", "--heatmap", "-o", &td, &f];
+        let cph = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_dir));
+        let convert = ["convert", "--quiet", &f, "--to", "heatmap", "-o", &od];
+        let oh = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_dir));
+        goals.heatmap.push(cph.seconds / oh.seconds);
+        heatmap_rows.push(format!(
+            "| {name} | {samples} | {} | {} | {:.1}× | {} / {} |",
+            ms(&cph),
+            ms(&oh),
+            cph.seconds / oh.seconds,
+            mb(cph.rss_kb),
+            mb(oh.rss_kb)
+        ));
         collapsed_rows.push(format!(
             "| {name} | {samples} | {out_bytes} | {} | {} | {:.1}× | {} | {} / {} |",
             ms(&cpc),
@@ -118,6 +161,18 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
     println!("| profile | samples | output bytes | CPython `replay --collapsed` | `tachyon convert --to collapsed` | speed-up | same output | peak RSS: CPython / ours |");
     println!("|---|---|---|---|---|---|---|---|");
     for row in collapsed_rows {
+        println!("{row}");
+    }
+    println!();
+    println!("| profile | samples | CPython `replay --flamegraph` | `tachyon convert --to flamegraph-html` | speed-up | page: CPython's / ours | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in flamegraph_rows {
+        println!("{row}");
+    }
+    println!();
+    println!("| profile | samples | CPython `replay --heatmap` | `tachyon convert --to heatmap` | speed-up | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|");
+    for row in heatmap_rows {
         println!("{row}");
     }
 }

@@ -14,7 +14,9 @@
 //!    replaying the file into a collector that does nothing, and for zstd files against
 //!    `zstd -d` of the same sample region (the floor: decompressing without decoding);
 //!    `tachyon convert --to collapsed` against `python3.15 -m profiling.sampling replay
-//!    --collapsed`, whose outputs must be identical. Output files are removed before each run.
+//!    --collapsed`, whose outputs must be identical; `tachyon convert --to flamegraph-html`
+//!    against `replay --flamegraph` (time and page size; the trees are compared node for node
+//!    by the test command) and `--to heatmap` against `replay --heatmap`. Output files are removed before each run.
 //! 2. **Synthetic stream** (labelled so): CPython's writer (prebuilt `InterpreterInfo`s, only
 //!    the write loop timed) and ours in this process, and both readers on the files written.
 //! 3. **A large gperftools CPU profile**: the real one the test command records
@@ -109,10 +111,12 @@ fn main() {
     let low_high = |v: &[u64]| (v.iter().copied().min().unwrap_or(0), v.iter().copied().max().unwrap_or(0));
     let (rss, span) = (low_high(&goals.rss), low_high(&goals.samples));
     println!(
-        "Goals: `verify` ≥ 15× CPython on raw files: lowest {:.1}×; ≤ 1.3× `zstd -d` on zstd files: highest {:.2}×; `convert --to collapsed` ≥ 20× CPython: lowest {:.1}×; `verify`'s peak RSS {}–{} over {}–{} samples.\n",
+        "Goals: `verify` ≥ 15× CPython on raw files: lowest {:.1}×; ≤ 1.3× `zstd -d` on zstd files: highest {:.2}×; `convert --to collapsed` ≥ 20× CPython: lowest {:.1}×; `--to flamegraph-html` ≥ 20× CPython's `--flamegraph`: lowest {:.1}×; `--to heatmap` ≥ 20× CPython's `--heatmap`: lowest {:.1}×; `verify`'s peak RSS {}–{} over {}–{} samples.\n",
         min(&goals.verify_raw),
         max(&goals.verify_zstd),
         min(&goals.collapsed),
+        min(&goals.flamegraph),
+        min(&goals.heatmap),
         mb(rss.0),
         mb(rss.1),
         span.0,

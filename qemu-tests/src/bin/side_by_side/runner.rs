@@ -95,7 +95,9 @@ pub(super) fn runner_main() {
     for line in std::io::stdin().lock().lines() {
         let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if let Some(path) = v["remove"].as_str() {
+            // A file, or a folder of pages (the heatmaps).
             let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_dir_all(path);
         }
         let argv: Vec<String> = v["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
         let m = run_once(&argv);
