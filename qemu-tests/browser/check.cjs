@@ -8,7 +8,9 @@
 //
 //   [{"kind": "flamegraph", "page": "/path/x.html", "total": 1234,
 //     "threads": {"31601": 600, ...}, "screenshot": "/path/x.png", "ready_ms": 1000},
-//    {"kind": "diff", ..., "elided_total": 56.5}, ...]
+//    {"kind": "diff", ..., "elided_total": 56.5},
+//    {"kind": "heatmap", "page": "/path/dir/index.html", "total": 1234, "pages": 3,
+//     "sources": 2, "screenshot": "/path/index.png", "file_screenshot": "/path/file.png"}, ...]
 //
 // `total` and `threads` come from another output than the page (the collapsed stacks), so
 // that the page's numbers are checked against an independent count. For each page: no console
@@ -19,7 +21,11 @@
 // colour); each thread picked shows that thread's total. A differential page ("diff") also:
 // a frame whose own samples grew by over half is drawn red, one that shrank by over half
 // blue, and the view of what only the baseline had shows `elided_total` samples (none is
-// offered when it is null). Prints a line per page and exits 1
+// offered when it is null). A heatmap: the index shows `total` samples and links to exactly
+// its `pages` file pages, each of which opens without error, shows the samples the index gives
+// it and has a row for each of its sampled lines and a target for each hottest-line link;
+// `sources` of them show their source text; the colour selector recolours; the filter box
+// hides the files that do not match. Prints a line per page and exits 1
 // if any check failed. Run it inside a network namespace of its own (`unshare -n`) so that
 // nothing could be fetched even if a page tried.
 'use strict';
@@ -173,6 +179,70 @@ async function differential(page, entry, data, f) {
   }
 }
 
+async function heatmap(browser, entry, problems) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  const requests = [];
+  const dir = 'file://' + path.dirname(entry.page) + '/';
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+  page.on('pageerror', (e) => errors.push('uncaught: ' + e.message));
+  // Its own pages are all a heatmap may open.
+  page.on('request', (r) => { if (!r.url().startsWith(dir)) requests.push(r.url()); });
+  const f = (what) => fail(problems, entry.page, what);
+  const before = problems.length;
+  await page.goto('file://' + entry.page, { waitUntil: 'load' });
+  const index = await page.evaluate(() => JSON.parse(document.getElementById('profile-data').textContent));
+  const total = Number(await page.textContent('#total'));
+  if (total !== entry.total) f(`index total ${total}, the profile has ${entry.total}`);
+  const links = await page.$$eval('a.file', (as) => as.map((a) => a.getAttribute('href')));
+  const want = Array.from({ length: entry.pages }, (_, k) => `file-${k + 1}.html`);
+  if (JSON.stringify(links) !== JSON.stringify(want)) f(`index links ${JSON.stringify(links)}, the folder has ${JSON.stringify(want)}`);
+  if (entry.file_screenshot === undefined) entry.file_screenshot = null;
+  // The filter: the first file's last path part.
+  if (index.files.length > 1) {
+    const part = index.files[0].file.split('/').pop().toLowerCase();
+    await page.fill('#filter', part);
+    const shown = await page.$$eval('table.files tbody tr', (rs) => rs.filter((r) => r.style.display !== 'none').length);
+    const match = index.files.filter((x) => x.file.toLowerCase().includes(part)).length;
+    if (shown !== match) f(`filter "${part}" shows ${shown} files, ${match} match`);
+    await page.fill('#filter', '');
+  }
+  if (entry.screenshot) await page.screenshot({ path: entry.screenshot });
+  let sources = 0;
+  for (const [k, file] of index.files.entries()) {
+    if (k >= 40) break;
+    await page.goto(dir + file.page, { waitUntil: 'load' });
+    const data = await page.evaluate(() => JSON.parse(document.getElementById('profile-data').textContent));
+    const shown = Number(await page.textContent('#total'));
+    if (shown !== file.total) f(`${file.page}: ${shown} samples shown, the index says ${file.total}`);
+    const rows = await page.$$eval('table.lines tbody tr', (rs) => rs.map((r) => r.id));
+    for (const [line] of data.lines) if (!rows.includes('line-' + line)) f(`${file.page}: no row for line ${line}`);
+    const hot = await page.$$eval('a.hot-link', (as) => as.map((a) => a.getAttribute('href').slice(1)));
+    for (const id of hot) if (!rows.includes(id)) f(`${file.page}: hottest-line link #${id} has no row`);
+    if (data.source !== null) sources++;
+    else if (!(await page.$('#missing'))) f(`${file.page}: no source and no word of it`);
+    // Colouring by self instead of total changes a line whose two counts differ.
+    const line = data.lines.find(([, s, t]) => s > 0 && s !== t);
+    if (line) {
+      const bg = () => page.$eval('#line-' + line[0], (r) => getComputedStyle(r).backgroundColor);
+      const a = await bg();
+      await page.selectOption('#mode', 'self');
+      const b = await bg();
+      if (a === b) f(`${file.page}: colouring by self left line ${line[0]} ${a}`);
+    }
+    if (k === 0 && entry.file_screenshot) {
+      await page.selectOption('#mode', 'total');
+      await page.screenshot({ path: entry.file_screenshot });
+    }
+  }
+  if (sources < entry.sources) f(`${sources} pages show their source, want ${entry.sources}`);
+  for (const e of errors) f(e);
+  for (const r of requests) f('requested ' + r);
+  if (problems.length === before) console.log(`ok ${entry.page}: ${total} samples, ${links.length} file pages, ${sources} with source`);
+  await context.close();
+}
+
 async function main() {
   const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
   const browser = await chromium.launch({
@@ -184,6 +254,7 @@ async function main() {
   try {
     for (const entry of manifest) {
       if (entry.kind === 'flamegraph' || entry.kind === 'diff') await flamegraph(browser, entry, problems);
+      else if (entry.kind === 'heatmap') await heatmap(browser, entry, problems);
       else problems.push(`${entry.page}: unknown kind ${entry.kind}`);
     }
   } finally {

@@ -40,14 +40,19 @@ pub fn inputs(work: &Path, seed: u64) -> Vec<PathBuf> {
 /// Our conversion of `file` into `format`, read as the `tachyon` command reads it (mapped,
 /// a zstd region decompressed in a second thread).
 pub fn convert_file(file: &Path, format: &Output) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    convert_file_to(file, format, Destination::Stream(&mut out))?;
+    Ok(out)
+}
+
+/// Our conversion of `file` into `format` at `dest` (a folder for a heatmap), read as
+/// [`convert_file`] reads it.
+pub fn convert_file_to(file: &Path, format: &Output, dest: Destination<'_>) -> Result<u64, String> {
     let mut src = FileSource::open(file).map_err(|e| e.to_string())?;
     let meta = Metadata::read(&mut src).map_err(|e| e.to_string())?;
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| e.to_string())?;
     let mut reader = storage.open_file(src).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    convert(&mut TachyonSource::new(&mut reader), format, Destination::Stream(&mut out), &mut |_| {})
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+    convert(&mut TachyonSource::new(&mut reader), format, dest, &mut |_| {}).map_err(|e| e.to_string())
 }
 
 /// The call tree of Tachyon `file` (for differential pages), read as [`convert_file`] reads it.

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qemu_tests::inputs::{convert_file, profiled_file, root, viewer_tools};
+use qemu_tests::inputs::{convert_file, convert_file_to, profiled_file, root, viewer_tools};
 use serde_json::json;
 use tachyon::convert::{convert, Destination, Output};
 use tachyon::gperftools::source::GperftoolsSource;
@@ -52,6 +52,13 @@ fn totals(collapsed: &[u8]) -> (u64, BTreeMap<String, u64>) {
 
 fn env_dir(name: &str) -> PathBuf {
     PathBuf::from(std::env::var_os(name).unwrap_or_else(|| panic!("{name} (set by scripts/test-all.sh)")))
+}
+
+/// The collapsed stacks of what `convert_to` converts (it writes them to a file in `work`).
+fn convert_to_bytes(convert_to: &mut dyn FnMut(&Output, &Path), work: &Path) -> Vec<u8> {
+    let path = work.join("collapsed.txt");
+    convert_to(&Output::Collapsed, &path);
+    std::fs::read(path).unwrap()
 }
 
 /// Runs check.cjs over `manifest`: its report, and whether it passed.
@@ -169,6 +176,74 @@ fn flame_graph_pages_work_in_chromium() {
             .unwrap_or_else(|e| panic!("{e}"))
     };
     diff("mojo", austin("threads.mojo"), austin("a40-threads.mojo"));
+
+    // Heatmaps: made once to find where the sources were when the profile was recorded (the
+    // test command's clone, the recording chroot's /work and /usr/lib/python3.15), then again
+    // with --source-root pointing there in this checkout and the oracle's root.
+    let oracle = std::env::var_os("TACHYON_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tachyon-oracle"));
+    let mut heat = |name: &str, convert_to: &mut dyn FnMut(&Output, &Path), sources: usize| {
+        let dir = work.join(format!("heatmap-{name}"));
+        let plain = Output::Heatmap { title: name.to_owned(), source_roots: Vec::new() };
+        convert_to(&plain, &dir);
+        let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        let index = qemu_tests::flame::page_data(&index).unwrap();
+        let mut roots = vec![
+            ("/work/".to_owned(), root().join("qemu-tests/oracle/workloads/").display().to_string() + "/"),
+            ("/usr/lib/python3.15/".to_owned(), oracle.join("root-amd64/usr/lib/python3.15/").display().to_string()),
+        ];
+        for file in index["files"].as_array().unwrap() {
+            let file = file["file"].as_str().unwrap();
+            if let Some(at) = file.find("/qemu-tests/") {
+                let prefix = file[..at + 1].to_owned();
+                if !roots.iter().any(|(old, _)| *old == prefix) {
+                    roots.insert(0, (prefix, root().display().to_string() + "/"));
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        convert_to(&Output::Heatmap { title: name.to_owned(), source_roots: roots }, &dir);
+        let index = qemu_tests::flame::page_data(&std::fs::read_to_string(dir.join("index.html")).unwrap()).unwrap();
+        let (total, _) = totals(&convert_to_bytes(convert_to, &work));
+        pages.push(json!({
+            "kind": "heatmap",
+            "page": dir.join("index.html"),
+            "total": total,
+            "pages": index["files"].as_array().unwrap().len(),
+            "sources": sources,
+            "screenshot": work.join("screenshots").join(format!("heatmap-{name}.png")),
+            "file_screenshot": work.join("screenshots").join(format!("heatmap-{name}-file.png")),
+        }));
+    };
+    heat(
+        "tachyon",
+        &mut |output, dir| {
+            convert_file_to(&real, output, Destination::File(dir)).unwrap();
+        },
+        2,
+    );
+    heat(
+        "gperftools",
+        &mut |output, dir| {
+            let dir_in = recorded.join("x86_64");
+            let bytes = std::fs::read(dir_in.join("workload.prof")).unwrap();
+            let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir_in.join("bins")]));
+            convert(&mut source, output, Destination::File(dir), &mut |_| {}).unwrap();
+        },
+        2,
+    );
+    heat(
+        "mojo",
+        &mut |output, dir| {
+            use tachyon::mojo::source::{MojoMetric, MojoSource};
+            let bytes = std::fs::read(env_dir("TACHYON_MOJO_PROFILES").join("a40-threads.mojo")).unwrap();
+            convert(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output, Destination::File(dir), &mut |_| {})
+                .unwrap();
+        },
+        2,
+    );
 
     let (report, passed) = check_pages(&tools, &work, "pages", &json!(pages));
     eprint!("{report}");

@@ -218,17 +218,17 @@ fn write_file_page(
         .map(|&&(line, _, total)| format!(" <a class=\"hot-link\" href=\"#line-{line}\">{line}</a> ({total})"))
         .collect();
     let mut body = format!(
-        "<header><h1>{}</h1><span class=\"facts\">{} of <a href=\"index.html\">{}</a> · <span id=\"total\">{}</span> \
-         samples ran through this file, <span id=\"self\">{}</span> in it · {} lines hit</span></header>\n\
+        "<header><h1>{}</h1><span class=\"facts\"><span id=\"total\">{}</span> samples ran through this file, \
+         <span id=\"self\">{}</span> in it · {} lines hit · <a href=\"index.html\">all files of {}</a> ({})</span></header>\n\
          <div class=\"controls\"><label>Colour by <select id=\"mode\"><option value=\"total\">samples through the line</option>\
          <option value=\"self\">samples in the line itself</option></select></label>\
          <span>Hottest lines:{hot_links}</span></div>\n",
         esc(&stats.file),
-        esc(info.kind.title()),
-        esc(title),
         stats.total,
         stats.own,
-        stats.lines
+        stats.lines,
+        esc(title),
+        esc(info.kind.title()),
     );
     let by_line: std::collections::HashMap<i32, (u64, u64)> =
         stats.by_line.iter().map(|&(l, s, t)| (l, (s, t))).collect();
