@@ -239,8 +239,13 @@ fn flame_graph_pages_work_in_chromium() {
         &mut |output, dir| {
             use tachyon::mojo::source::{MojoMetric, MojoSource};
             let bytes = std::fs::read(env_dir("TACHYON_MOJO_PROFILES").join("a40-threads.mojo")).unwrap();
-            convert(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output, Destination::File(dir), &mut |_| {})
-                .unwrap();
+            convert(
+                &mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default),
+                output,
+                Destination::File(dir),
+                &mut |_| {},
+            )
+            .unwrap();
         },
         2,
     );

@@ -168,7 +168,7 @@ impl LineCounts {
             s.max_own = s.by_line.iter().map(|l| l.1).max().unwrap_or(0);
         }
         // Stable: equal totals keep the order first met.
-        files.sort_by(|a, b| b.total.cmp(&a.total));
+        files.sort_by_key(|f| std::cmp::Reverse(f.total));
         files
     }
 }

@@ -44,7 +44,6 @@ pub(super) struct Goals {
     pub(super) collapsed: Vec<f64>,
     pub(super) flamegraph: Vec<f64>,
     pub(super) heatmap: Vec<f64>,
-    pub(super) heatmap: Vec<f64>,
     pub(super) rss: Vec<u64>,
     pub(super) samples: Vec<u64>,
 }
