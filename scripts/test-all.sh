@@ -328,7 +328,7 @@ for f in "$TACHYON_LONG_PROFILES"/*.pyb; do
   printf '%s: %s samples\n' "$(basename "$f")" "$(od -An -t u8 -j 28 -N 8 "$f" | tr -d ' ')"
 done
 
-step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools); the core example runs"
+step "tests: everything, all features (unit, vectors, robustness, property, no-alloc, CLI, CPython differential, conversions against CPython's replay and the viewers' tools; the flame graph, differential and heatmap pages against CPython's and in headless Chromium); the core example runs"
 # The C API is left out here and built by scripts/capi.sh with its own features: with every
 # feature of the workspace, tachyon-core gets defmt, whose symbols (named by JSON) the
 # shared library would export, which the linker refuses.

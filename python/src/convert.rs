@@ -51,7 +51,7 @@ fn input_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<InputOptions> 
 }
 
 /// The keyword arguments of `convert()` that are not the input's.
-const OUTPUT_OPTIONS: [&str; 16] = [
+const OUTPUT_OPTIONS: [&str; 17] = [
     "pstats_compat",
     "keep_sampled_marker",
     "sort",
@@ -62,6 +62,7 @@ const OUTPUT_OPTIONS: [&str; 16] = [
     "callers",
     "callees",
     "title",
+    "source_root",
     "byte_order",
     "compression",
     "word_size",
@@ -100,6 +101,11 @@ pub(crate) fn request(to: OutputKind, options: Option<&Bound<'_, PyDict>>) -> Py
     r.callers = flag("callers")?;
     r.callees = flag("callees")?;
     r.title = text("title")?;
+    if let Some(v) = options.get_item("source_root")? {
+        // "OLD=NEW", or several of them.
+        let list = if v.is_instance_of::<PyString>() { vec![v] } else { crate::types::items(&v, "source_root")? };
+        r.source_roots = list.iter().map(|x| x.extract::<String>()).collect::<PyResult<_>>()?;
+    }
     r.byte_order = text("byte_order")?.map(|v| value_enum::<ByteOrder>("byte_order", &v)).transpose()?;
     r.compression = match options.get_item("compression")? {
         None => None,

@@ -268,6 +268,19 @@ class ConvertsAsTheCommandConverts(unittest.TestCase):
             self.assertEqual(n, tp.BinaryReader(out).sample_count)
             self.assertEqual(tp.convert(src, to="flamegraph", title="T").encode(),
                              subprocess.run([CLI, "--quiet", "convert", src, "--to", "flamegraph", "--title", "T"], capture_output=True, check=True).stdout)
+        # A heatmap is a folder: the same pages as the command's, --source-root given as a list.
+        with tempfile.TemporaryDirectory() as tmp:
+            ours, theirs = os.path.join(tmp, "ours"), os.path.join(tmp, "theirs")
+            n = tp.convert(src, to="heatmap", output=ours, source_root=["/nowhere/=/also-nowhere/"])
+            subprocess.run([CLI, "--quiet", "convert", src, "--to", "heatmap", "-o", theirs,
+                            "--source-root", "/nowhere/=/also-nowhere/"], check=True)
+            self.assertEqual(n, tp.BinaryReader(src).sample_count)
+            self.assertEqual(sorted(os.listdir(ours)), sorted(os.listdir(theirs)))
+            self.assertIn("index.html", os.listdir(ours))
+            for name in os.listdir(ours):
+                self.assertEqual(read(os.path.join(ours, name), "rb"), read(os.path.join(theirs, name), "rb"), name)
+        with self.assertRaisesRegex(ValueError, "folder"):
+            tp.convert(src, to="heatmap")
         with self.assertRaisesRegex(ValueError, "title only applies to --to flamegraph"):
             tp.convert(src, to="collapsed", title="T")
         with self.assertRaisesRegex(TypeError, "unexpected keyword argument .colour."):
