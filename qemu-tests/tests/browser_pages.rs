@@ -7,7 +7,9 @@
 //! 4). Each page's total and per-thread totals are checked against our collapsed stacks of
 //! the same input (byte-identical to CPython's for Tachyon inputs), and the deep recording's
 //! page must be drawn within a second of navigation. A page whose script is broken must fail.
-//! Differential pages (`tachyon diff --html`) of two real profiles of each format: the same
+//! Heatmaps (`--to heatmap`) of a real profile of each of those formats, their sources found
+//! through `--source-root`. Differential pages (`tachyon diff --html`) of two real profiles of
+//! each format: the same
 //! checks, frames drawn red where they grew and blue where they shrank, and the view of what
 //! only the baseline had.
 //! (pstats files hold no stacks: `--to flamegraph-html` refuses them, as every stack output
@@ -169,6 +171,14 @@ fn flame_graph_pages_work_in_chromium() {
         profiled(&mut source, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
     };
     diff("gperftools", native("s390x"), native("x86_64"));
+    let go_proto = |arch: &str| {
+        let dir = recorded.join(arch);
+        let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
+        let mut source = PprofSource::open(&proto[..], &SampleIndex::Name("samples".into())).unwrap();
+        source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
+        profiled(&mut source, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    diff("pprof", go_proto("s390x"), go_proto("x86_64"));
     let austin = |file: &str| {
         use tachyon::mojo::source::{MojoMetric, MojoSource};
         let bytes = std::fs::read(env_dir("TACHYON_MOJO_PROFILES").join(file)).unwrap();
@@ -229,6 +239,17 @@ fn flame_graph_pages_work_in_chromium() {
             let dir_in = recorded.join("x86_64");
             let bytes = std::fs::read(dir_in.join("workload.prof")).unwrap();
             let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir_in.join("bins")]));
+            convert(&mut source, output, Destination::File(dir), &mut |_| {}).unwrap();
+        },
+        2,
+    );
+    heat(
+        "pprof",
+        &mut |output, dir| {
+            let dir_in = recorded.join("x86_64");
+            let proto = std::fs::read(dir_in.join("go-pprof.pb.gz")).unwrap();
+            let mut source = PprofSource::open(&proto[..], &SampleIndex::Name("samples".into())).unwrap();
             source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir_in.join("bins")]));
             convert(&mut source, output, Destination::File(dir), &mut |_| {}).unwrap();
         },
