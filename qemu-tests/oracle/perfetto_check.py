@@ -9,8 +9,13 @@ incremental state and carry the stack samples' defaults; every interned id must 
 once, before its first use, on the one sequence; and the samples, in order, must be the
 dump's: the same time (µs as ns), thread (its low 32 bits) and call stack (outermost frame
 first: file, function, line), leaving out what every conversion leaves out (the profiler's
-own `_sync_coordinator.py` frames, samples whose stack is then empty). Prints a line per
-file and exits 1 if any differs.
+own `_sync_coordinator.py` frames, samples whose stack is then empty). And the thread
+states' slices must be the dump's: every track described (a thread's `tid`, a state's name)
+before its first event, and on it one slice per stretch of that thread's samples in the
+state — from its first sample in it to its first sample out of it, or to its last sample and
+one interval — for CPython's status bits (GIL held 1, on CPU 2, GIL wanted 8, exception 16)
+and for a stack in the collector (a frame `<GC>` or `gc_collect…`). Prints a line per file
+and exits 1 if any differs.
 """
 
 import json
@@ -23,11 +28,16 @@ import manifest_checks
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 HIDDEN_SUFFIX = "_sync_coordinator.py"
+# (bit, track name): the writer's STATES (std-adapter/src/perfetto/write.rs); 128 is a stack
+# in the collector.
+STATES = [(1, "holding the GIL"), (2, "on CPU"), (8, "waiting for the GIL"), (16, "handling an exception"),
+          (128, "collecting garbage")]
 
 
 def expected(dump_path):
-    """[(ns, tid, ((file, function, line), … outermost first))] of the dump."""
-    samples = []
+    """[(ns, tid, ((file, function, line), … outermost first))] of the dump, and each
+    sample's state bits."""
+    samples, states = [], []
     with open(dump_path, encoding="utf-8") as f:
         for line in f:
             s = json.loads(line)
@@ -41,7 +51,25 @@ def expected(dump_path):
                 # Nanoseconds as a u64, saturated as our writer saturates them.
                 ns = min(s["ts"] * 1000, 2**64 - 1)
                 samples.append((ns, s["tid"] & 0xFFFFFFFF, tuple(reversed(frames))))
-    return samples
+                gc = any("<GC>" in f[1] or "gc_collect" in f[1] for f in frames)
+                states.append((s["status"] & 27) | (128 if gc else 0))
+    return samples, states
+
+
+def expected_slices(samples, states, interval_ns):
+    """{(tid, state name): [(begin ns, end ns), …]} as the module's docs say."""
+    open_at, last, slices = {}, {}, {}
+    for (ns, tid, _), state in zip(samples, states):
+        for bit, name in STATES:
+            key = (tid, name)
+            if state & bit and key not in open_at:
+                open_at[key] = ns
+            elif not state & bit and key in open_at:
+                slices.setdefault(key, []).append((open_at.pop(key), ns))
+        last[tid] = ns
+    for (tid, name), begin in open_at.items():
+        slices.setdefault((tid, name), []).append((begin, min(last[tid] + interval_ns, 2**64 - 1)))
+    return slices
 
 
 class Problem(Exception):
@@ -65,6 +93,7 @@ def decoded(trace_path):
         raise Problem(f"no stack sample defaults: {first}")
     tables = {k: {} for k in ("function_names", "source_paths", "mapping_paths", "mappings", "frames", "callstacks")}
     samples, weights = [], set()
+    tracks, slices, open_at = {}, {}, {}
     for n, packet in enumerate(packets):
         if packet.trusted_packet_sequence_id != 1:
             raise Problem(f"packet {n}: sequence {packet.trusted_packet_sequence_id}")
@@ -81,6 +110,24 @@ def decoded(trace_path):
                 raise Problem(f"packet {n}: {what} uses {table} id {iid}, not defined before")
             return tables[table][iid]
 
+        if packet.HasField("track_descriptor"):
+            d = packet.track_descriptor
+            if d.uuid in tracks:
+                raise Problem(f"packet {n}: track {d.uuid} described again")
+            tracks[d.uuid] = (d.thread.tid & 0xFFFFFFFF, d.name)
+            continue
+        if packet.HasField("track_event"):
+            e = packet.track_event
+            if e.track_uuid not in tracks:
+                raise Problem(f"packet {n}: an event on track {e.track_uuid}, not described before")
+            key = tracks[e.track_uuid]
+            if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and key not in open_at and e.name == key[1]:
+                open_at[key] = packet.timestamp
+            elif e.type == pb.TrackEvent.TYPE_SLICE_END and key in open_at:
+                slices.setdefault(key, []).append((open_at.pop(key), packet.timestamp))
+            else:
+                raise Problem(f"packet {n}: {e} on {key}, open: {key in open_at}")
+            continue
         if not packet.HasField("stack_sample"):
             if n:
                 raise Problem(f"packet {n}: not a stack sample")
@@ -100,17 +147,24 @@ def decoded(trace_path):
         samples.append((packet.timestamp, sample.task_context.tid, tuple(frames)))
     if len(weights) > 1 or 0 in weights:
         raise Problem(f"sample weights {sorted(weights)[:5]}")
-    return samples
+    if open_at:
+        raise Problem(f"slices never ended: {sorted(open_at)[:3]}")
+    return samples, slices, (weights.pop() if weights else 0)
 
 
 def check(name, trace_path, dump_path):
-    want = expected(dump_path)
+    want, states = expected(dump_path)
     try:
-        got = decoded(trace_path)
+        got, slices, interval_ns = decoded(trace_path)
     except Problem as e:
         return [f"{name}: {e}"]
     if got == want:
-        print(f"ok {name}: {len(got)} samples")
+        want_slices = expected_slices(want, states, interval_ns)
+        if slices != want_slices:
+            keys = sorted(set(slices) | set(want_slices))
+            k = next(k for k in keys if slices.get(k) != want_slices.get(k))
+            return [f"{name}: slices of {k}: {slices.get(k, [])[:4]}…, the dump's {want_slices.get(k, [])[:4]}…"]
+        print(f"ok {name}: {len(got)} samples, {sum(map(len, slices.values()))} state slices on {len(slices)} tracks")
         return []
     if len(got) != len(want):
         return [f"{name}: {len(got)} samples, the dump has {len(want)}"]

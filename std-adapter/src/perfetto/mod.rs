@@ -16,11 +16,17 @@
 //!   native for frames with an address and CPython's `<native>`, GC for `<GC>`), a native
 //!   frame also its mapping and its offset in it; call stacks outermost frame first.
 //!
+//! - thread states as slices, where the input has them: per thread, a track for each state
+//!   it is ever in (`TrackDescriptor` with the thread's `tid`, written before its first
+//!   event) — holding the GIL, on CPU, waiting for the GIL, handling an exception (CPython's
+//!   status bits; MOJO's on-CPU samples), collecting garbage (a `<GC>` frame) — and a slice
+//!   from the first sample in the state to the first sample of that thread out of it (or its
+//!   last sample and one interval, at the end): `TrackEvent` begin and end packets.
+//!
 //! Samples with an empty stack are left out, as every conversion leaves them; MOJO samples
 //! are on their threads' timelines (as for the Firefox profiler); an input without sample
-//! times (gperftools, pprof) has no timeline and is refused. No pid is
-//! written: the files do not record it. Thread states (GIL, GC, exceptions) as slices are not
-//! written yet.
+//! times (gperftools, pprof) has no timeline and is refused. No pid is written: the files do
+//! not record it. CPython's PR also draws opcode and code-type slices; these are not written.
 //!
 //! The trace streams out as the samples are read: memory follows the distinct frames and
 //! stacks, not the samples.

@@ -1,6 +1,7 @@
 //! The messages of Perfetto's trace format this crate writes, as prost encodes them
 //! (`protos/perfetto/trace/trace_packet.proto`, `profiling/profile_common.proto`,
-//! `profiling/stack_sample.proto` and the files they import; field numbers as the
+//! `profiling/stack_sample.proto`, `track_event/track_descriptor.proto`,
+//! `track_event/track_event.proto` and the files they import; field numbers as the
 //! `perfetto` package 0.59.1 on the Python index compiles them). Fields this crate never
 //! sets are left out; a oneof member is an optional field of its own on the wire. Perfetto
 //! writes proto2: repeated numbers are unpacked, as its decoders read them.
@@ -27,6 +28,11 @@ pub enum FrameKind {
 /// `StackSample.Unit.UNIT_NANOSECONDS`.
 pub const UNIT_NANOSECONDS: i32 = 1;
 
+/// `TrackEvent.Type.TYPE_SLICE_BEGIN`.
+pub const SLICE_BEGIN: i32 = 1;
+/// `TrackEvent.Type.TYPE_SLICE_END`.
+pub const SLICE_END: i32 = 2;
+
 /// `Trace`'s one field: each packet is written as this field, one after another.
 pub const TRACE_PACKET_FIELD: u32 = 1;
 
@@ -39,6 +45,9 @@ pub struct TracePacket {
     /// The sequence the packet belongs to (interned ids are per sequence).
     #[prost(uint32, optional, tag = "10")]
     pub trusted_packet_sequence_id: Option<u32>,
+    /// A slice's beginning or end on a track.
+    #[prost(message, optional, tag = "11")]
+    pub track_event: Option<TrackEvent>,
     /// Interned entries defined by this packet.
     #[prost(message, optional, tag = "12")]
     pub interned_data: Option<InternedData>,
@@ -48,6 +57,9 @@ pub struct TracePacket {
     /// Defaults for the sequence's later packets.
     #[prost(message, optional, tag = "59")]
     pub trace_packet_defaults: Option<TracePacketDefaults>,
+    /// A track, described before its first event.
+    #[prost(message, optional, tag = "60")]
+    pub track_descriptor: Option<TrackDescriptor>,
     /// The first packet the writer put on its sequence.
     #[prost(bool, optional, tag = "87")]
     pub first_packet_on_sequence: Option<bool>,
@@ -200,4 +212,43 @@ pub struct Mapping {
     /// Interned path components (`mapping_paths`).
     #[prost(uint64, repeated, packed = "false", tag = "7")]
     pub path_string_ids: Vec<u64>,
+}
+
+/// `TrackDescriptor`: a track of slices, here one thread's state.
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackDescriptor {
+    /// Its id, which events name.
+    #[prost(uint64, optional, tag = "1")]
+    pub uuid: Option<u64>,
+    /// Its name.
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+    /// The thread it belongs to.
+    #[prost(message, optional, tag = "4")]
+    pub thread: Option<ThreadDescriptor>,
+}
+
+/// `ThreadDescriptor`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ThreadDescriptor {
+    /// Process id.
+    #[prost(int32, optional, tag = "1")]
+    pub pid: Option<i32>,
+    /// Thread id.
+    #[prost(int64, optional, tag = "2")]
+    pub tid: Option<i64>,
+}
+
+/// `TrackEvent`: here, a slice's beginning (with its name) or end.
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackEvent {
+    /// `SLICE_BEGIN` or `SLICE_END`.
+    #[prost(int32, optional, tag = "9")]
+    pub r#type: Option<i32>,
+    /// The track.
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
+    /// The slice's name.
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
 }

@@ -7,16 +7,45 @@ use prost::Message;
 
 use super::proto::{
     Callstack, CounterDescriptor, Frame, FrameKind, InternedData, InternedString, Mapping, StackSample,
-    StackSampleDefaults, TaskContext, TracePacket, TracePacketDefaults, SEQ_INCREMENTAL_STATE_CLEARED,
-    SEQ_NEEDS_INCREMENTAL_STATE, TRACE_PACKET_FIELD, UNIT_NANOSECONDS,
+    StackSampleDefaults, TaskContext, ThreadDescriptor, TracePacket, TracePacketDefaults, TrackDescriptor, TrackEvent,
+    SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, SLICE_BEGIN, SLICE_END, TRACE_PACKET_FIELD,
+    UNIT_NANOSECONDS,
 };
-use crate::hash::{SequenceIndex, StringIndex};
+use crate::hash::{IdMap, SequenceIndex, StringIndex};
 use crate::model::{Call, Collector, FrameTable, SourceInfo};
 
 /// The one sequence every packet is on.
 const SEQUENCE: u32 = 1;
 /// `StackSampleDefaults.source`.
 const SOURCE: &str = "tachyon";
+
+/// The thread states drawn as slices: CPython's `THREAD_STATUS_*` bits, and a bit of this
+/// writer's own for a stack in the garbage collector (a frame `<GC>` or `gc_collect…`, as
+/// CPython's collectors tell one).
+pub const STATES: [(u8, &str); 5] = [
+    (1 << 0, "holding the GIL"),
+    (1 << 1, "on CPU"),
+    (1 << 3, "waiting for the GIL"),
+    (1 << 4, "handling an exception"),
+    (GC, "collecting garbage"),
+];
+const GC: u8 = 1 << 7;
+/// The status bits that are states.
+const STATE_BITS: u8 = 1 | 2 | 8 | 16;
+/// Track ids: this, the thread's number (first seen) and the state's.
+const TRACK_UUID: u64 = 0x7ac4_0000_0000_0000;
+
+/// A thread's slices so far.
+#[derive(Debug, Clone, Copy)]
+struct Thread {
+    number: u64,
+    tid: u64,
+    /// States whose slice is open, and states whose track is described.
+    open: u8,
+    described: u8,
+    /// Its last sample's time, ns.
+    last_ns: u64,
+}
 
 /// Writes a Perfetto trace of the samples a source replays into it; [`PerfettoWriter::finish`]
 /// ends it (an I/O error stops the writing and comes back there).
@@ -37,6 +66,10 @@ pub struct PerfettoWriter<W: Write> {
     mapping_paths: StringIndex,
     /// Call stacks by the hub's frame ids, innermost first.
     callstacks: SequenceIndex,
+    /// Threads by id; per frame of the hub's table, whether it is the collector's (0: not
+    /// yet known, 1: no, 2: yes).
+    threads: IdMap<u64, Thread>,
+    gc_frame: Vec<u8>,
     /// What the next packet defines.
     pending: InternedData,
     packet: Vec<u8>,
@@ -58,6 +91,8 @@ impl<W: Write> PerfettoWriter<W> {
             source_paths: StringIndex::default(),
             mapping_paths: StringIndex::default(),
             callstacks: SequenceIndex::new(),
+            threads: IdMap::default(),
+            gc_frame: Vec::new(),
             pending: InternedData::default(),
             packet: Vec::new(),
         };
@@ -78,8 +113,19 @@ impl<W: Write> PerfettoWriter<W> {
         writer
     }
 
-    /// Flushes; the first I/O error met, if any.
+    /// Ends the slices still open (at each thread's last sample and one interval), flushes;
+    /// the first I/O error met, if any.
     pub fn finish(mut self) -> io::Result<()> {
+        let mut threads: Vec<Thread> = self.threads.values().copied().collect();
+        threads.sort_by_key(|t| t.number);
+        for t in threads {
+            let end = t.last_ns.saturating_add(self.weight_ns);
+            for (k, &(bit, _)) in STATES.iter().enumerate() {
+                if t.open & bit != 0 {
+                    self.slice(&t, k, SLICE_END, end);
+                }
+            }
+        }
         match self.error.take() {
             Some(e) => Err(e),
             None => self.out.flush(),
@@ -98,6 +144,80 @@ impl<W: Write> PerfettoWriter<W> {
         if let Err(e) = self.out.write_all(&self.packet) {
             self.error = Some(e);
         }
+    }
+
+    /// A slice's beginning or end on thread `t`'s track of state `k`, the track described
+    /// first if it is the first event on it.
+    fn slice(&mut self, t: &Thread, k: usize, kind: i32, ns: u64) {
+        let (bit, name) = STATES[k];
+        let uuid = TRACK_UUID | t.number << 3 | k as u64;
+        if kind == SLICE_BEGIN && t.described & bit == 0 {
+            self.write(&TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+                track_descriptor: Some(TrackDescriptor {
+                    uuid: Some(uuid),
+                    name: Some(name.to_owned()),
+                    thread: Some(ThreadDescriptor { pid: None, tid: Some(i64::from(t.tid as u32)) }),
+                }),
+                ..TracePacket::default()
+            });
+        }
+        self.write(&TracePacket {
+            timestamp: Some(ns),
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+            track_event: Some(TrackEvent {
+                r#type: Some(kind),
+                track_uuid: Some(uuid),
+                name: (kind == SLICE_BEGIN).then(|| name.to_owned()),
+            }),
+            ..TracePacket::default()
+        });
+    }
+
+    /// Whether the stack is in the garbage collector.
+    fn in_gc(&mut self, frames: &FrameTable, stack: &[u32]) -> bool {
+        stack.iter().any(|&id| {
+            let i = id as usize;
+            if self.gc_frame.len() <= i {
+                self.gc_frame.resize(frames.frames.len().max(i + 1), 0);
+            }
+            if self.gc_frame[i] == 0 {
+                let name = &frames.frame(id).funcname;
+                self.gc_frame[i] = if name.contains("<GC>") || name.contains("gc_collect") { 2 } else { 1 };
+            }
+            self.gc_frame[i] == 2
+        })
+    }
+
+    /// Opens and closes thread states' slices at the call's first sample.
+    fn states(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        let (Some(&first), Some(&last)) = (call.timestamps_us().first(), call.timestamps_us().last()) else {
+            return;
+        };
+        let state = (call.status & STATE_BITS) | if self.in_gc(frames, call.stack) { GC } else { 0 };
+        let number = self.threads.len() as u64;
+        let mut t = *self.threads.entry(call.thread_id).or_insert(Thread {
+            number,
+            tid: call.thread_id,
+            open: 0,
+            described: 0,
+            last_ns: 0,
+        });
+        let at = first.saturating_mul(1000);
+        for (k, &(bit, _)) in STATES.iter().enumerate() {
+            if (t.open ^ state) & bit != 0 {
+                let kind = if state & bit != 0 { SLICE_BEGIN } else { SLICE_END };
+                self.slice(&t, k, kind, at);
+                if kind == SLICE_BEGIN {
+                    t.described |= bit;
+                }
+            }
+        }
+        t.open = state;
+        t.last_ns = last.saturating_mul(1000);
+        self.threads.insert(call.thread_id, t);
     }
 
     /// A string's interned id in `table`, defined in the next packet if new.
@@ -192,6 +312,7 @@ impl<W: Write> Collector for PerfettoWriter<W> {
             let frame_ids = call.stack.iter().rev().map(|&id| self.frame(frames, id)).collect();
             self.pending.callstacks.push(Callstack { iid: Some(stack), frame_ids });
         }
+        self.states(frames, call);
         // What this call is the first to use rides in its first sample's packet.
         let mut interned = Some(std::mem::take(&mut self.pending)).filter(|d| *d != InternedData::default());
         for &t in call.timestamps_us() {
