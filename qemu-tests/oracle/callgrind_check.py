@@ -9,7 +9,11 @@ callgrind_annotate lists (Debian's valgrind), its self samples must equal the di
 are added up), and with `--inclusive=yes` its inclusive samples must equal the samples whose
 collapsed stack holds the function (CPython's `replay --collapsed` format, each stack
 counted once however often the function recurses in it). `(root)`'s inclusive samples must
-be every sample. Prints a line per file and exits 1 if any differs.
+be every sample. Native profiles' collapsed stacks name a frame by its function alone (as
+google-pprof's do): there functions are matched by name. Functions the collapsed stacks
+cannot tell apart (two `__init__.py:<module>` of different folders: the stacks name files by
+their base name) are left out of the inclusive check, and counted. Prints a line per file and
+exits 1 if any differs.
 """
 
 import os
@@ -85,15 +89,18 @@ def check(name, callgrind, pstats_file, collapsed):
         if own.get(label, 0) != direct.get(label, 0):
             problems.append(f"{label}: self {own.get(label, 0)}, pstats direct {direct.get(label, 0)}")
     stacks, total = collapsed_inclusive(collapsed)
+    # Name-only frames (a native profile's): every key's file is "~".
+    by_name = bool(stacks) and all(file == "~" for file, _ in stacks)
     by_short = {}
     for label in inclusive:
         if label == "???:(root)":
             continue
         file, func = next((f, label[len(f) + 1:]) for f in files_of(label, direct))
-        by_short.setdefault((basename(file), func), []).append(label)
+        by_short.setdefault(("~" if by_name else basename(file), func), []).append(label)
+    ambiguous = 0
     for short, labels in by_short.items():
         if len(labels) > 1:
-            problems.append(f"{labels}: one name in collapsed stacks, cannot compare")
+            ambiguous += len(labels)
             continue
         got, want = inclusive[labels[0]], stacks.get(short, 0)
         if got != want:
@@ -104,7 +111,8 @@ def check(name, callgrind, pstats_file, collapsed):
     if inclusive.get("???:(root)") != total:
         problems.append(f"(root): inclusive {inclusive.get('???:(root)')}, samples {total}")
     if not problems:
-        print(f"ok {name}: {len(own)} functions with samples of their own, {len(inclusive)} in all, {total} samples")
+        print(f"ok {name}: {len(own)} functions with samples of their own, {len(inclusive)} in all "
+              f"({ambiguous} of one name in the collapsed stacks left out of the inclusive check), {total} samples")
     return [f"{name}: {p}" for p in problems]
 
 

@@ -6,7 +6,8 @@
 //! - speedscope: valid against speedscope's published schema, indices and weights consistent;
 //! - Firefox profiler: the processed format's tables consistent (it has no published schema);
 //! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack;
-//! - callgrind: valgrind's `callgrind_annotate` reads it, its totals pstats' and the stacks';
+//! - callgrind: valgrind's `callgrind_annotate` reads it, its totals pstats' and the stacks'
+//!   (of the native and MOJO recordings too);
 //! - Perfetto: the `perfetto` package's trace protos decode it to the samples `dump` gives.
 
 use std::path::Path;
@@ -367,6 +368,70 @@ fn callgrind_annotate_reads_our_callgrind() {
     eprintln!("callgrind: {} files; {last}", manifest.lines().count());
     assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
+}
+
+/// `--to callgrind` of every real native and MOJO recording the test command makes (gperftools
+/// on each architecture, symbolised; go's `-proto` of each; Austin 3.7 and 4 in every mode),
+/// read by `callgrind_annotate` with the same checks as the Tachyon inputs' (functions matched
+/// by name where the collapsed stacks name native frames by name alone).
+#[test]
+fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
+    use tachyon::mojo::source::{MojoMetric, MojoSource};
+    let tools = viewer_tools();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-callgrind-recorded");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let mut manifest = String::new();
+    let mut add = |name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>| {
+        let k = manifest.lines().count();
+        let write = |ext: &str, bytes: Vec<u8>| {
+            let path = work.join(format!("{k}.{ext}"));
+            std::fs::write(&path, bytes).unwrap();
+            path.display().to_string()
+        };
+        let callgrind = write("callgrind", convert_to(&Output::Callgrind));
+        let pstats = write("pstats", convert_to(&Output::Pstats { compat: true }));
+        let collapsed = write("collapsed", convert_to(&Output::Collapsed));
+        manifest += &format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\n");
+    };
+    let recorded = std::path::PathBuf::from(
+        std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
+            .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)"),
+    );
+    for arch in qemu_tests::gperftools_oracle::RECORDED_ARCHES {
+        let dir = recorded.join(arch);
+        add(&format!("{arch} gperftools"), &mut |output| {
+            let bytes = std::fs::read(dir.join("workload.prof")).unwrap();
+            let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
+            output_of(&mut source, output)
+        });
+        let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
+        add(&format!("{arch} go -proto"), &mut |output| {
+            let mut source = PprofSource::open(&proto[..], &SampleIndex::Name("samples".into())).unwrap();
+            source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
+            output_of(&mut source, output)
+        });
+    }
+    let mojo = std::env::var_os("TACHYON_MOJO_PROFILES").expect("TACHYON_MOJO_PROFILES (set by scripts/test-all.sh)");
+    for file in qemu_tests::inputs::files_in(Path::new(&mojo), "mojo") {
+        let bytes = std::fs::read(&file).unwrap();
+        add(&file.display().to_string(), &mut |output| {
+            output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output)
+        });
+    }
+    let (last, failed) = oracle_check(
+        &tools,
+        &work,
+        "callgrind_check.py",
+        &[],
+        "callgrind",
+        &manifest,
+        "callgrind_annotate or pstats disagree",
+    );
+    eprintln!("callgrind of recordings: {} files; {last}", manifest.lines().count());
+    assert!(failed.is_none(), "{}", failed.unwrap_or_default());
+    assert!(manifest.lines().count() >= 20, "only {} files", manifest.lines().count());
 }
 
 /// `--to perfetto` of every file, decoded with the trace protos of the `perfetto` package:
