@@ -101,33 +101,40 @@ def flatten(html_path, out_path, diff=False):
             out.write(json.dumps(row) + "\n")
 
 
+def replay(args):
+    """Runs CPython's `replay ARGS` in this process, its printing swallowed; an error message
+    if it failed."""
+    from profiling.sampling.cli import main
+    argv = sys.argv
+    sys.argv = ["profiling.sampling", "replay", *args]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            main()
+    except SystemExit as e:
+        if e.code:
+            return str(e.code)
+    except Exception as e:  # the replay itself failed: report it
+        return f"{type(e).__name__}: {e}"
+    finally:
+        sys.argv = argv
+    return None
+
+
 def replay_flamegraph(source, out_path, base=None):
     """CPython's flame graph of `source` (against `base`: its differential one), flattened
     into `out_path`; an error message if the replay failed."""
-    from profiling.sampling.cli import main
     with tempfile.TemporaryDirectory() as tmp:
         html = os.path.join(tmp, "flamegraph.html")
-        argv = sys.argv
         what = ["--flamegraph"] if base is None else ["--diff-flamegraph", base]
-        sys.argv = ["profiling.sampling", "replay", *what, "-o", html, source]
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                main()
-        except SystemExit as e:
-            if e.code:
-                return str(e.code)
-        except Exception as e:  # the replay itself failed: report it
-            return f"{type(e).__name__}: {e}"
-        finally:
-            sys.argv = argv
-        flatten(html, out_path, diff=base is not None)
-    return None
+        error = replay([*what, "-o", html, source])
+        if error is None:
+            flatten(html, out_path, diff=base is not None)
+    return error
 
 
 def replay_heatmap(source, out_path):
     """The per-file, per-line numbers of CPython's heatmap of `source` (see the module's
     docs); an error message if the replay failed."""
-    from profiling.sampling.cli import main
     from profiling.sampling.heatmap_collector import HeatmapCollector
     pages = []
     original = HeatmapCollector._generate_file_html
@@ -142,18 +149,9 @@ def replay_heatmap(source, out_path):
     HeatmapCollector._generate_file_html = record
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            argv = sys.argv
-            sys.argv = ["profiling.sampling", "replay", "--heatmap", "-o", os.path.join(tmp, "heatmap"), source]
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    main()
-            except SystemExit as e:
-                if e.code:
-                    return str(e.code)
-            except Exception as e:  # the replay itself failed: report it
-                return f"{type(e).__name__}: {e}"
-            finally:
-                sys.argv = argv
+            error = replay(["--heatmap", "-o", os.path.join(tmp, "heatmap"), source])
+            if error is not None:
+                return error
             written = os.path.exists(os.path.join(tmp, "heatmap", "index.html"))
     finally:
         HeatmapCollector._generate_file_html = original

@@ -53,29 +53,56 @@ fn num(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// Our page's tree, by path.
-fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
+/// The path numbers of a tree of our page (`columns` holds its `parent` and `func` columns;
+/// the page's `strings` and `funcs` name the functions).
+fn our_paths(data: &Value, columns: &Value, paths: &mut Paths) -> Vec<u32> {
     let s = data["strings"].as_array().expect("strings");
     let text = |i: &Value| s[num(i) as usize].as_str().expect("string").to_owned();
     let funcs = &data["funcs"];
-    let nodes = &data["nodes"];
-    let parent = nodes["parent"].as_array().expect("parent");
-    let threads: Vec<String> =
-        data["threads"].as_array().expect("threads").iter().map(|t| t.as_str().expect("tid").to_owned()).collect();
-    let mut ids = Vec::with_capacity(parent.len());
-    let mut numbers: Vec<Numbers> = Vec::with_capacity(parent.len());
-    for (i, p) in parent.iter().enumerate() {
-        let value = num(&nodes["value"][i]);
-        let own = num(&nodes["self"][i]);
+    let mut ids: Vec<u32> = Vec::new();
+    for (i, p) in columns["parent"].as_array().expect("parent").iter().enumerate() {
         let id = match p.as_i64().expect("parent") {
             -1 => 0,
             p => {
-                let f = num(&nodes["func"][i]) as usize;
+                let f = num(&columns["func"][i]) as usize;
                 let line = funcs["line"][f].as_i64().expect("line");
                 paths.id(ids[p as usize], &text(&funcs["file"][f]), line, &text(&funcs["name"][f]))
             }
         };
         ids.push(id);
+    }
+    ids
+}
+
+/// flame_tree.py's lines of one tree, each with its path number.
+fn cpython_rows(lines: &str, paths: &mut Paths) -> Vec<(u32, Value)> {
+    let mut rows: Vec<(u32, Value)> = Vec::new();
+    for line in lines.lines() {
+        let row: Value = serde_json::from_str(line).expect("flame_tree line");
+        let id = match row[0].as_i64().expect("parent") {
+            -1 => 0,
+            p => paths.id(
+                rows[p as usize].0,
+                row[1].as_str().expect("file"),
+                row[2].as_i64().expect("line"),
+                row[3].as_str().expect("func"),
+            ),
+        };
+        rows.push((id, row));
+    }
+    rows
+}
+
+/// Our page's tree, by path.
+fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
+    let nodes = &data["nodes"];
+    let ids = our_paths(data, nodes, paths);
+    let threads: Vec<String> =
+        data["threads"].as_array().expect("threads").iter().map(|t| t.as_str().expect("tid").to_owned()).collect();
+    let mut numbers: Vec<Numbers> = Vec::with_capacity(ids.len());
+    for i in 0..ids.len() {
+        let value = num(&nodes["value"][i]);
+        let own = num(&nodes["self"][i]);
         // A node's rows: per thread, its samples and those of the nodes below it the page
         // leaves out; its children's are added below.
         let per_thread: PerThread = match data.get("thread_rows") {
@@ -92,7 +119,8 @@ fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
     }
     // Children come after their parents: add each node's per-thread samples to its parent's.
     if data.get("thread_rows").is_some() {
-        for i in (1..parent.len()).rev() {
+        let parent = nodes["parent"].as_array().expect("parent");
+        for i in (1..ids.len()).rev() {
             let p = parent[i].as_i64().expect("parent") as usize;
             let child: Vec<(String, u64)> = numbers[i].2.iter().map(|(t, v)| (t.clone(), v.0)).collect();
             for (t, v) in child {
@@ -106,31 +134,22 @@ fn ours(data: &Value, paths: &mut Paths) -> (HashMap<u32, Numbers>, Vec<u32>) {
 
 /// CPython's tree (flame_tree.py's lines), by path; `None` when CPython wrote no page.
 fn cpython(lines: &str, paths: &mut Paths) -> Option<HashMap<u32, Numbers>> {
-    let mut ids: Vec<u32> = Vec::new();
-    let mut tree = HashMap::new();
-    for line in lines.lines() {
-        let row: Value = serde_json::from_str(line).expect("flame_tree line");
-        if row.is_null() {
-            return None;
-        }
-        let id = match row[0].as_i64().expect("parent") {
-            -1 => 0,
-            p => paths.id(
-                ids[p as usize],
-                row[1].as_str().expect("file"),
-                row[2].as_i64().expect("line"),
-                row[3].as_str().expect("func"),
-            ),
-        };
-        ids.push(id);
-        let per_thread = row[6]
-            .as_object()
-            .expect("thread values")
-            .iter()
-            .map(|(t, v)| (t.clone(), (num(&v[0]), num(&v[1]))))
-            .collect();
-        tree.insert(id, (num(&row[4]), num(&row[5]), per_thread));
+    if lines.trim() == "null" {
+        return None;
     }
+    let rows = cpython_rows(lines, paths);
+    let tree = rows
+        .into_iter()
+        .map(|(id, row)| {
+            let per_thread = row[6]
+                .as_object()
+                .expect("thread values")
+                .iter()
+                .map(|(t, v)| (t.clone(), (num(&v[0]), num(&v[1]))))
+                .collect();
+            (id, (num(&row[4]), num(&row[5]), per_thread))
+        })
+        .collect();
     Some(tree)
 }
 
@@ -227,24 +246,11 @@ pub fn compare_diff(html: &str, cpython_lines: &str) -> Result<usize, String> {
     for (i, &id) in ids.iter().enumerate().skip(1) {
         mine.insert(id, DIFF_FIELDS.map(|k| float(&d[k][i])));
     }
-    let mut theirs: HashMap<u32, DiffNumbers> = HashMap::new();
-    let mut cpython_ids: Vec<u32> = Vec::new();
-    for line in current.lines() {
-        let row: Value = serde_json::from_str(line).expect("flame_tree line");
-        let id = match row[0].as_i64().expect("parent") {
-            -1 => 0,
-            p => paths.id(
-                cpython_ids[p as usize],
-                row[1].as_str().expect("file"),
-                row[2].as_i64().expect("line"),
-                row[3].as_str().expect("func"),
-            ),
-        };
-        cpython_ids.push(id);
-        if id != 0 {
-            theirs.insert(id, [7, 8, 9, 10].map(|k| float(&row[k])));
-        }
-    }
+    let theirs: HashMap<u32, DiffNumbers> = cpython_rows(&current, &mut paths)
+        .into_iter()
+        .filter(|(id, _)| *id != 0)
+        .map(|(id, row)| (id, [7, 8, 9, 10].map(|k| float(&row[k]))))
+        .collect();
     for (id, want) in &theirs {
         match mine.get(id) {
             Some(got) if got.iter().zip(want).all(|(a, b)| close(*a, *b)) => {}
@@ -252,47 +258,18 @@ pub fn compare_diff(html: &str, cpython_lines: &str) -> Result<usize, String> {
         }
     }
     // The elided paths' tree: value, self and the differential numbers, by path.
+    const ELIDED: [&str; 6] = ["value", "self", "baseline", "baseline_total", "diff", "diff_pct"];
     let mine_elided: Option<HashMap<u32, [f64; 6]>> = (!data["elided"].is_null()).then(|| {
         let e = &data["elided"];
-        let s = data["strings"].as_array().expect("strings");
-        let text = |i: &Value| s[num(i) as usize].as_str().expect("string").to_owned();
-        let funcs = &data["funcs"];
-        let mut ids: Vec<u32> = Vec::new();
-        let mut tree = HashMap::new();
-        for (i, p) in e["parent"].as_array().expect("parent").iter().enumerate() {
-            let id = match p.as_i64().expect("parent") {
-                -1 => 0,
-                p => {
-                    let f = num(&e["func"][i]) as usize;
-                    let line = funcs["line"][f].as_i64().expect("line");
-                    paths.id(ids[p as usize], &text(&funcs["file"][f]), line, &text(&funcs["name"][f]))
-                }
-            };
-            ids.push(id);
-            let row = ["value", "self", "baseline", "baseline_total", "diff", "diff_pct"].map(|k| float(&e[k][i]));
-            tree.insert(id, row);
-        }
-        tree
+        let ids = our_paths(&data, e, &mut paths);
+        ids.iter().enumerate().map(|(i, &id)| (id, ELIDED.map(|k| float(&e[k][i])))).collect()
     });
+    // The root CPython did not annotate has nulls: ours has zeros.
     let theirs_elided: Option<HashMap<u32, [f64; 6]>> = elided.map(|lines| {
-        let mut ids: Vec<u32> = Vec::new();
-        let mut tree = HashMap::new();
-        for line in lines.lines() {
-            let row: Value = serde_json::from_str(line).expect("flame_tree line");
-            let id = match row[0].as_i64().expect("parent") {
-                -1 => 0,
-                p => paths.id(
-                    ids[p as usize],
-                    row[1].as_str().expect("file"),
-                    row[2].as_i64().expect("line"),
-                    row[3].as_str().expect("func"),
-                ),
-            };
-            ids.push(id);
-            // The root CPython did not annotate has nulls: ours has zeros.
-            tree.insert(id, [4, 5, 6, 7, 8, 9].map(|k| row[k].as_f64().unwrap_or(0.0)));
-        }
-        tree
+        cpython_rows(&lines, &mut paths)
+            .into_iter()
+            .map(|(id, row)| (id, [4, 5, 6, 7, 8, 9].map(|k| row[k].as_f64().unwrap_or(0.0))))
+            .collect()
     });
     match (&mine_elided, &theirs_elided) {
         (None, None) => {}

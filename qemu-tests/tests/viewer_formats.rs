@@ -346,15 +346,8 @@ fn callgrind_annotate_reads_our_callgrind() {
         if collapsed.is_empty() {
             continue;
         }
-        let write = |ext: &str, bytes: Vec<u8>| {
-            let path = work.join(format!("{i}.{ext}"));
-            std::fs::write(&path, bytes).unwrap();
-            path.display().to_string()
-        };
-        let callgrind = write("callgrind", convert_file(file, &Output::Callgrind).unwrap());
-        let pstats = write("pstats", convert_file(file, &Output::Pstats { compat: true }).unwrap());
-        let collapsed = write("collapsed", collapsed);
-        manifest += &format!("{}\t{callgrind}\t{pstats}\t{collapsed}\n", file.display());
+        manifest +=
+            &callgrind_line(&work, i, &file.display().to_string(), &mut |output| convert_file(file, output).unwrap());
     }
     let (last, failed) = oracle_check(
         &tools,
@@ -383,16 +376,7 @@ fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
     std::fs::create_dir_all(&work).unwrap();
     let mut manifest = String::new();
     let mut add = |name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>| {
-        let k = manifest.lines().count();
-        let write = |ext: &str, bytes: Vec<u8>| {
-            let path = work.join(format!("{k}.{ext}"));
-            std::fs::write(&path, bytes).unwrap();
-            path.display().to_string()
-        };
-        let callgrind = write("callgrind", convert_to(&Output::Callgrind));
-        let pstats = write("pstats", convert_to(&Output::Pstats { compat: true }));
-        let collapsed = write("collapsed", convert_to(&Output::Collapsed));
-        manifest += &format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\n");
+        manifest += &callgrind_line(&work, manifest.lines().count(), name, convert_to);
     };
     let recorded = std::path::PathBuf::from(
         std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
@@ -432,6 +416,20 @@ fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
     eprintln!("callgrind of recordings: {} files; {last}", manifest.lines().count());
     assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     assert!(manifest.lines().count() >= 20, "only {} files", manifest.lines().count());
+}
+
+/// callgrind_check.py's manifest line for one profile: its callgrind, pstats (compat) and
+/// collapsed files, written as `work/K.*` by `convert_to`.
+fn callgrind_line(work: &Path, k: usize, name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>) -> String {
+    let mut write = |ext: &str, output: &Output| {
+        let path = work.join(format!("{k}.{ext}"));
+        std::fs::write(&path, convert_to(output)).unwrap();
+        path.display().to_string()
+    };
+    let callgrind = write("callgrind", &Output::Callgrind);
+    let pstats = write("pstats", &Output::Pstats { compat: true });
+    let collapsed = write("collapsed", &Output::Collapsed);
+    format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\n")
 }
 
 /// `--to perfetto` of every file, decoded with the trace protos of the `perfetto` package:
