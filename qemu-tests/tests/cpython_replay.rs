@@ -192,7 +192,8 @@ fn conversions_match_cpython_replay() {
 }
 
 /// `tachyon diff --html` against CPython's `replay --diff-flamegraph BASE NEW` on pairs of the
-/// replay inputs (each file against the next, and the real recordings against themselves):
+/// replay inputs and the long recordings (each file against the next, and the real
+/// recordings against themselves):
 /// the same refusals (profiles of different modes), and where CPython draws a page, ours has
 /// its tree node for node with the same differential numbers (baseline, baseline_total,
 /// diff, diff_pct) and the same tree of the paths only the baseline has
@@ -203,9 +204,15 @@ fn diff_pages_match_cpython() {
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpython-diff");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
-    let files = inputs(&work, SEED);
-    let mut pairs: Vec<(usize, usize)> = (1..files.len()).map(|i| (i - 1, i)).collect();
-    pairs.extend((0..files.len()).filter(|&i| !files[i].starts_with(&work)).map(|i| (i, i)));
+    let mut files = inputs(&work, SEED);
+    let short = files.len();
+    let mut pairs: Vec<(usize, usize)> = (1..short).map(|i| (i - 1, i)).collect();
+    pairs.extend((0..short).filter(|&i| !files[i].starts_with(&work)).map(|i| (i, i)));
+    // The long recordings (CPython takes seconds over each, 20 s of CPU for the deep pair) in
+    // one pair each: raw against zstd of one workload.
+    let long = std::env::var_os("TACHYON_LONG_PROFILES").expect("TACHYON_LONG_PROFILES (set by scripts/test-all.sh)");
+    files.extend(qemu_tests::inputs::files_in(Path::new(&long), "pyb"));
+    pairs.extend((short..files.len()).step_by(2).filter(|&i| i + 1 < files.len()).map(|i| (i, i + 1)));
     let out = |k: usize| work.join(format!("diff-{k}.jsonl"));
     let manifest: String = pairs
         .iter()
