@@ -35,16 +35,16 @@ const STATE_BITS: u8 = 1 | 2 | 8 | 16;
 /// Track ids: this, the thread's number (first seen) and the state's.
 const TRACK_UUID: u64 = 0x7ac4_0000_0000_0000;
 
-/// A thread's slices so far.
+/// A thread's slices so far: 16 bytes, as a profile may have a million threads.
 #[derive(Debug, Clone, Copy)]
 struct Thread {
-    number: u64,
-    tid: u64,
+    /// Its last sample's time, ns.
+    last_ns: u64,
+    /// The thread id's low 32 bits, all that Perfetto's `tid` of a sample holds.
+    tid: u32,
     /// States whose slice is open, and states whose track is described.
     open: u8,
     described: u8,
-    /// Its last sample's time, ns.
-    last_ns: u64,
 }
 
 /// Writes a Perfetto trace of the samples a source replays into it; [`PerfettoWriter::finish`]
@@ -66,9 +66,11 @@ pub struct PerfettoWriter<W: Write> {
     mapping_paths: StringIndex,
     /// Call stacks by the hub's frame ids, innermost first.
     callstacks: SequenceIndex,
-    /// Threads by id; per frame of the hub's table, whether it is the collector's (0: not
-    /// yet known, 1: no, 2: yes).
-    threads: IdMap<u64, Thread>,
+    /// Threads, first seen first, and their numbers by `tid` (a thread is its id's low 32
+    /// bits, as the samples' `tid` is); per frame of the hub's table, whether it is the
+    /// collector's (0: not yet known, 1: no, 2: yes).
+    threads: Vec<Thread>,
+    thread_of: IdMap<u32, u32>,
     gc_frame: Vec<u8>,
     /// What the next packet defines.
     pending: InternedData,
@@ -91,7 +93,8 @@ impl<W: Write> PerfettoWriter<W> {
             source_paths: StringIndex::default(),
             mapping_paths: StringIndex::default(),
             callstacks: SequenceIndex::new(),
-            threads: IdMap::default(),
+            threads: Vec::new(),
+            thread_of: IdMap::default(),
             gc_frame: Vec::new(),
             pending: InternedData::default(),
             packet: Vec::new(),
@@ -116,13 +119,12 @@ impl<W: Write> PerfettoWriter<W> {
     /// Ends the slices still open (at each thread's last sample and one interval), flushes;
     /// the first I/O error met, if any.
     pub fn finish(mut self) -> io::Result<()> {
-        let mut threads: Vec<Thread> = self.threads.values().copied().collect();
-        threads.sort_by_key(|t| t.number);
-        for t in threads {
+        for number in 0..self.threads.len() {
+            let t = self.threads[number];
             let end = t.last_ns.saturating_add(self.weight_ns);
             for (k, &(bit, _)) in STATES.iter().enumerate() {
                 if t.open & bit != 0 {
-                    self.slice(&t, k, SLICE_END, end);
+                    self.slice(number as u64, &t, k, SLICE_END, end);
                 }
             }
         }
@@ -148,9 +150,9 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// A slice's beginning or end on thread `t`'s track of state `k`, the track described
     /// first if it is the first event on it.
-    fn slice(&mut self, t: &Thread, k: usize, kind: i32, ns: u64) {
+    fn slice(&mut self, number: u64, t: &Thread, k: usize, kind: i32, ns: u64) {
         let (bit, name) = STATES[k];
-        let uuid = TRACK_UUID | t.number << 3 | k as u64;
+        let uuid = TRACK_UUID | number << 3 | k as u64;
         if kind == SLICE_BEGIN && t.described & bit == 0 {
             self.write(&TracePacket {
                 trusted_packet_sequence_id: Some(SEQUENCE),
@@ -158,7 +160,7 @@ impl<W: Write> PerfettoWriter<W> {
                 track_descriptor: Some(TrackDescriptor {
                     uuid: Some(uuid),
                     name: Some(name.to_owned()),
-                    thread: Some(ThreadDescriptor { pid: None, tid: Some(i64::from(t.tid as u32)) }),
+                    thread: Some(ThreadDescriptor { pid: None, tid: Some(i64::from(t.tid)) }),
                 }),
                 ..TracePacket::default()
             });
@@ -197,19 +199,18 @@ impl<W: Write> PerfettoWriter<W> {
             return;
         };
         let state = (call.status & STATE_BITS) | if self.in_gc(frames, call.stack) { GC } else { 0 };
-        let number = self.threads.len() as u64;
-        let mut t = *self.threads.entry(call.thread_id).or_insert(Thread {
-            number,
-            tid: call.thread_id,
-            open: 0,
-            described: 0,
-            last_ns: 0,
-        });
+        let tid = call.thread_id as u32;
+        let next = self.threads.len() as u32;
+        let number = *self.thread_of.entry(tid).or_insert(next);
+        if number == next {
+            self.threads.push(Thread { last_ns: 0, tid, open: 0, described: 0 });
+        }
+        let mut t = self.threads[number as usize];
         let at = first.saturating_mul(1000);
         for (k, &(bit, _)) in STATES.iter().enumerate() {
             if (t.open ^ state) & bit != 0 {
                 let kind = if state & bit != 0 { SLICE_BEGIN } else { SLICE_END };
-                self.slice(&t, k, kind, at);
+                self.slice(u64::from(number), &t, k, kind, at);
                 if kind == SLICE_BEGIN {
                     t.described |= bit;
                 }
@@ -217,7 +218,7 @@ impl<W: Write> PerfettoWriter<W> {
         }
         t.open = state;
         t.last_ns = last.saturating_mul(1000);
-        self.threads.insert(call.thread_id, t);
+        self.threads[number as usize] = t;
     }
 
     /// A string's interned id in `table`, defined in the next packet if new.
