@@ -349,18 +349,7 @@ fn callgrind_annotate_reads_our_callgrind() {
         manifest +=
             &callgrind_line(&work, i, &file.display().to_string(), &mut |output| convert_file(file, output).unwrap());
     }
-    let (last, failed) = oracle_check(
-        &tools,
-        &work,
-        "callgrind_check.py",
-        &[],
-        "callgrind",
-        &manifest,
-        "callgrind_annotate or pstats disagree",
-    );
-    eprintln!("callgrind: {} files; {last}", manifest.lines().count());
-    assert!(failed.is_none(), "{}", failed.unwrap_or_default());
-    assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
+    callgrind_check(&tools, &work, &manifest, "callgrind", 40);
 }
 
 /// `--to callgrind` of every real native and MOJO recording the test command makes (gperftools
@@ -404,18 +393,24 @@ fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
             output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output)
         });
     }
+    callgrind_check(&tools, &work, &manifest, "callgrind of recordings", 20);
+}
+
+/// Runs callgrind_check.py over `manifest` (of `callgrind_line`s); fails if it fails or has
+/// fewer than `at_least` files.
+fn callgrind_check(tools: &Path, work: &Path, manifest: &str, what: &str, at_least: usize) {
     let (last, failed) = oracle_check(
-        &tools,
-        &work,
+        tools,
+        work,
         "callgrind_check.py",
         &[],
         "callgrind",
-        &manifest,
+        manifest,
         "callgrind_annotate or pstats disagree",
     );
-    eprintln!("callgrind of recordings: {} files; {last}", manifest.lines().count());
+    eprintln!("{what}: {} files; {last}", manifest.lines().count());
     assert!(failed.is_none(), "{}", failed.unwrap_or_default());
-    assert!(manifest.lines().count() >= 20, "only {} files", manifest.lines().count());
+    assert!(manifest.lines().count() >= at_least, "only {} files", manifest.lines().count());
 }
 
 /// callgrind_check.py's manifest line for one profile: its callgrind, pstats (compat) and
