@@ -67,11 +67,11 @@ pub struct PerfettoWriter<W: Write> {
     /// Call stacks by the hub's frame ids, innermost first.
     callstacks: SequenceIndex,
     /// Threads, first seen first, and their numbers by `tid` (a thread is its id's low 32
-    /// bits, as the samples' `tid` is); per frame of the hub's table, whether it is the
-    /// collector's (0: not yet known, 1: no, 2: yes).
+    /// bits, as the samples' `tid` is); per interned call stack, whether it is in the
+    /// collector (decided once, when the stack is first met).
     threads: Vec<Thread>,
     thread_of: IdMap<u32, u32>,
-    gc_frame: Vec<u8>,
+    stack_in_gc: Vec<bool>,
     /// What the next packet defines.
     pending: InternedData,
     packet: Vec<u8>,
@@ -95,7 +95,7 @@ impl<W: Write> PerfettoWriter<W> {
             callstacks: SequenceIndex::new(),
             threads: Vec::new(),
             thread_of: IdMap::default(),
-            gc_frame: Vec::new(),
+            stack_in_gc: Vec::new(),
             pending: InternedData::default(),
             packet: Vec::new(),
         };
@@ -178,27 +178,13 @@ impl<W: Write> PerfettoWriter<W> {
         });
     }
 
-    /// Whether the stack is in the garbage collector.
-    fn in_gc(&mut self, frames: &FrameTable, stack: &[u32]) -> bool {
-        stack.iter().any(|&id| {
-            let i = id as usize;
-            if self.gc_frame.len() <= i {
-                self.gc_frame.resize(frames.frames.len().max(i + 1), 0);
-            }
-            if self.gc_frame[i] == 0 {
-                let name = &frames.frame(id).funcname;
-                self.gc_frame[i] = if name.contains("<GC>") || name.contains("gc_collect") { 2 } else { 1 };
-            }
-            self.gc_frame[i] == 2
-        })
-    }
-
-    /// Opens and closes thread states' slices at the call's first sample.
-    fn states(&mut self, frames: &FrameTable, call: &Call<'_>) {
+    /// Opens and closes thread states' slices at the call's first sample (`in_gc`: its stack
+    /// is in the collector).
+    fn states(&mut self, call: &Call<'_>, in_gc: bool) {
         let (Some(&first), Some(&last)) = (call.timestamps_us().first(), call.timestamps_us().last()) else {
             return;
         };
-        let state = (call.status & STATE_BITS) | if self.in_gc(frames, call.stack) { GC } else { 0 };
+        let state = (call.status & STATE_BITS) | if in_gc { GC } else { 0 };
         let tid = call.thread_id as u32;
         let next = self.threads.len() as u32;
         let number = *self.thread_of.entry(tid).or_insert(next);
@@ -312,8 +298,13 @@ impl<W: Write> Collector for PerfettoWriter<W> {
         if id as usize == known {
             let frame_ids = call.stack.iter().rev().map(|&id| self.frame(frames, id)).collect();
             self.pending.callstacks.push(Callstack { iid: Some(stack), frame_ids });
+            // A `<GC>` frame, or `gc_collect…`, as CPython's collectors tell one.
+            self.stack_in_gc.push(call.stack.iter().any(|&f| {
+                let name = &frames.frame(f).funcname;
+                name.contains("<GC>") || name.contains("gc_collect")
+            }));
         }
-        self.states(frames, call);
+        self.states(call, self.stack_in_gc[id as usize]);
         // What this call is the first to use rides in its first sample's packet.
         let mut interned = Some(std::mem::take(&mut self.pending)).filter(|d| *d != InternedData::default());
         for &t in call.timestamps_us() {
