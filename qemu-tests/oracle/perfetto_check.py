@@ -16,6 +16,16 @@ state — from its first sample in it to its first sample out of it, or to its l
 one interval — for CPython's status bits (GIL held 1, on CPU 2, GIL wanted 8, exception 16)
 and for a stack in the collector (a frame `<GC>` or `gc_collect…`). Prints a line per file
 and exits 1 if any differs.
+
+A MOJO file's dump (lines with a `kind`: austin-python 2.4.0's samples, which the MOJO tests
+show equal to it, plus the INVALID and kernel frames it leaves out) is put on the timeline as
+`std-adapter/src/mojo/source.rs` documents: each thread (pid, iid, tid) has a clock from 0
+that a sample advances by its time metric (by the `interval` metadata where it has none, as
+in memory mode; never below 0) and the sample is at the clock's new time; its thread is the
+tid read as hex; its frames are Austin's (outermost first; an INVALID frame `~:<invalid>`, a
+kernel one of file `kernel`, a GC sample's `~:<GC>` innermost, as is a frame `~:<GC>` of
+line 0); it is on CPU in `cpu` mode, and in `full` mode unless idle; each sample weighs the
+`interval` metadata.
 """
 
 import json
@@ -54,6 +64,61 @@ def expected(dump_path):
                 gc = any("<GC>" in f[1] or "gc_collect" in f[1] for f in frames)
                 states.append((s["status"] & 27) | (128 if gc else 0))
     return samples, states
+
+
+def fnv1a(data):
+    """A tid that is not hex, as `mojo::source::thread_id` hashes it."""
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) % 2**64
+    return h
+
+
+def mojo_thread(tid):
+    if 0 < len(tid) <= 16:
+        try:
+            return int(tid, 16)
+        except ValueError:
+            pass
+    return fnv1a(tid.encode())
+
+
+def mojo_frame(f):
+    """A dump frame as (file, function, line) in the trace."""
+    if "invalid" in f:
+        return ("~", "<invalid>", 0)
+    if "kernel" in f:
+        return ("kernel", f["kernel"], 0)
+    if (f["filename"], f["scope"], f["line"]) == ("~", "<GC>", 0):
+        return ("~", "<GC>", 0)
+    return (f["filename"], f["scope"], min(f["line"], 2**31 - 1))
+
+
+def expected_mojo(lines):
+    """`expected` for a MOJO dump's lines; also the trace's sample weight (ns)."""
+    samples, states, clocks = [], [], {}
+    mode, interval = "", 0
+    for s in lines:
+        if s["kind"] == "metadata":
+            if s["key"] == "mode":
+                mode = s["value"]
+            elif s["key"] == "interval":
+                interval = int(s["value"].strip() or 0)
+            continue
+        tid = mojo_thread(s["tid"])
+        key = (s["pid"], s["iid"] or 0, tid)
+        step = s["time"] if s["time"] is not None else interval
+        clocks[key] = max(clocks.get(key, 0) + step, 0)
+        frames = [mojo_frame(f) for f in s["frames"]]
+        if s["gc"]:
+            frames.append(("~", "<GC>", 0))
+        if not frames:
+            continue
+        samples.append((min(clocks[key] * 1000, 2**64 - 1), tid & 0xFFFFFFFF, tuple(frames)))
+        on_cpu = mode == "cpu" or (mode == "full" and not s["idle"])
+        gc = any("<GC>" in f[1] or "gc_collect" in f[1] for f in frames)
+        states.append((2 if on_cpu else 0) | (128 if gc else 0))
+    return samples, states, interval * 1000
 
 
 def expected_slices(samples, states, interval_ns):
@@ -153,11 +218,19 @@ def decoded(trace_path):
 
 
 def check(name, trace_path, dump_path):
-    want, states = expected(dump_path)
+    with open(dump_path, encoding="utf-8") as f:
+        first = json.loads(f.readline() or "{}")
+    if "kind" in first:
+        with open(dump_path, encoding="utf-8") as f:
+            want, states, weight_ns = expected_mojo(map(json.loads, f))
+    else:
+        (want, states), weight_ns = expected(dump_path), None
     try:
         got, slices, interval_ns = decoded(trace_path)
     except Problem as e:
         return [f"{name}: {e}"]
+    if weight_ns is not None and got and interval_ns != weight_ns:
+        return [f"{name}: samples weigh {interval_ns} ns, the interval is {weight_ns} ns"]
     if got == want:
         want_slices = expected_slices(want, states, interval_ns)
         if slices != want_slices:

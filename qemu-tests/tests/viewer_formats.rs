@@ -7,8 +7,9 @@
 //! - Firefox profiler: the processed format's tables consistent (it has no published schema);
 //! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack;
 //! - callgrind: valgrind's `callgrind_annotate` reads it, its totals pstats' and the stacks'
-//!   (of the native and MOJO recordings too);
-//! - Perfetto: the `perfetto` package's trace protos decode it to the samples `dump` gives.
+//!   (of the native recordings and the MOJO files too);
+//! - Perfetto: the `perfetto` package's trace protos decode it to the samples `dump` gives (of
+//!   the MOJO files too, on their threads' clocks).
 
 use std::path::Path;
 use std::process::Command;
@@ -255,6 +256,16 @@ fn native_inputs_reach_the_viewers() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The MOJO files the tests read: every file the test command records with Austin 3.7.0 and
+/// 4.0.0 (`TACHYON_MOJO_PROFILES`) and every committed real one.
+fn mojo_files() -> Vec<std::path::PathBuf> {
+    let recorded =
+        std::env::var_os("TACHYON_MOJO_PROFILES").expect("TACHYON_MOJO_PROFILES (set by scripts/test-all.sh)");
+    let mut files = qemu_tests::inputs::files_in(Path::new(&recorded), "mojo");
+    files.extend(qemu_tests::inputs::files_in(&root().join("qemu-tests/vectors/mojo-austin-3.7"), "mojo"));
+    files
+}
+
 fn output_of(source: &mut impl Source, output: &Output) -> Vec<u8> {
     let mut out = Vec::new();
     convert(source, output, Destination::Stream(&mut out), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
@@ -275,11 +286,7 @@ fn mojo_inputs_reach_the_viewers() {
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-formats-mojo");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
-    let recorded = std::path::PathBuf::from(
-        std::env::var_os("TACHYON_MOJO_PROFILES").expect("TACHYON_MOJO_PROFILES (set by scripts/test-all.sh)"),
-    );
-    let mut files = qemu_tests::inputs::files_in(&recorded, "mojo");
-    files.extend(qemu_tests::inputs::files_in(&root().join("qemu-tests/vectors/mojo-austin-3.7"), "mojo"));
+    let files = mojo_files();
     let mut manifest = String::new();
     let mut failures = Vec::new();
     for (i, file) in files.iter().enumerate() {
@@ -386,8 +393,7 @@ fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
             output_of(&mut source, output)
         });
     }
-    let mojo = std::env::var_os("TACHYON_MOJO_PROFILES").expect("TACHYON_MOJO_PROFILES (set by scripts/test-all.sh)");
-    for file in qemu_tests::inputs::files_in(Path::new(&mojo), "mojo") {
+    for file in mojo_files() {
         let bytes = std::fs::read(&file).unwrap();
         add(&file.display().to_string(), &mut |output| {
             output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output)
@@ -427,9 +433,10 @@ fn callgrind_line(work: &Path, k: usize, name: &str, convert_to: &mut dyn FnMut(
     format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\n")
 }
 
-/// `--to perfetto` of every file, decoded with the trace protos of the `perfetto` package:
-/// interned ids defined before use, and every sample's time, thread and call stack those
-/// `tachyon dump` gives (`qemu-tests/oracle/perfetto_check.py`).
+/// `--to perfetto` of every Tachyon test input and every MOJO file, decoded with the trace
+/// protos of the `perfetto` package: interned ids defined before use, and every sample's
+/// time, thread and call stack those `tachyon dump` gives — a MOJO file's samples put on
+/// their threads' clocks by the checker (`qemu-tests/oracle/perfetto_check.py`).
 #[test]
 fn perfetto_protos_read_our_traces_as_dump_reads_the_files() {
     let tools = viewer_tools();
@@ -448,9 +455,25 @@ fn perfetto_protos_read_our_traces_as_dump_reads_the_files() {
         std::fs::write(&dump_path, dump).unwrap();
         manifest += &format!("{}\t{}\t{}\n", file.display(), trace_path.display(), dump_path.display());
     }
+    let tachyon_files = manifest.lines().count();
+    // MOJO: the recordings and the committed real files, each sample on its thread's clock.
+    let mojo_files = mojo_files();
+    for (i, file) in mojo_files.iter().enumerate() {
+        use tachyon::mojo::source::{MojoMetric, MojoSource};
+        let bytes = std::fs::read(file).unwrap();
+        let trace = output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), &Output::Perfetto);
+        let trace_path = work.join(format!("mojo-{i}.perfetto-trace"));
+        std::fs::write(&trace_path, trace).unwrap();
+        let mut dump = Vec::new();
+        tachyon::mojo::dump(Cursor::new(&bytes[..]), &mut dump).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let dump_path = work.join(format!("mojo-{i}.dump.jsonl"));
+        std::fs::write(&dump_path, dump).unwrap();
+        manifest += &format!("{}\t{}\t{}\n", file.display(), trace_path.display(), dump_path.display());
+    }
     let (last, failed) =
         oracle_check(&tools, &work, "perfetto_check.py", &[], "perfetto", &manifest, "the perfetto protos disagree");
-    eprintln!("perfetto: {} files; {last}", manifest.lines().count());
+    eprintln!("perfetto: {tachyon_files} Tachyon and {} MOJO files; {last}", mojo_files.len());
     assert!(failed.is_none(), "{}", failed.unwrap_or_default());
-    assert!(manifest.lines().count() >= 40, "only {} files", manifest.lines().count());
+    assert!(tachyon_files >= 40, "only {tachyon_files} Tachyon files");
+    assert!(mojo_files.len() >= 20, "only {} MOJO files", mojo_files.len());
 }
