@@ -14,10 +14,17 @@ google-pprof's do): there functions are matched by name. Functions the collapsed
 cannot tell apart (two `__init__.py:<module>` of different folders: the stacks name files by
 their base name) are left out of the inclusive check, and counted. Prints a line per file and
 exits 1 if any differs.
+
+A line of three fields, `NAME<TAB>CALLGRIND<TAB>PSTATS`, is a pstats input's callgrind
+(`check_pstats`): there the costs are nanoseconds and the reference is the file's own `tt`
+and `ct` as `pstats.Stats` loads them.
 """
 
+import marshal
+import math
 import os
 import pstats
+import re
 import subprocess
 import sys
 import tempfile
@@ -116,6 +123,91 @@ def check(name, callgrind, pstats_file, collapsed):
     return [f"{name}: {p}" for p in problems]
 
 
+def ns(seconds):
+    """Seconds as whole nanoseconds, halves away from zero (Rust's `f64::round`)."""
+    v = seconds * 1e9
+    return max(0, math.floor(v) + (1 if v - math.floor(v) >= 0.5 else 0))
+
+
+def pstats_label(file, func):
+    # A `profile` key's code object: its repr with the address our writer zeroes.
+    return f"{file or '???'}:{re.sub(r' at 0x[0-9a-f]+,', ' at 0x000000000000,', str(func)) or '???'}"
+
+
+def check_pstats(name, callgrind, pstats_file):
+    """A pstats input's callgrind: every function's self time is its keys' `tt`; its inclusive
+    time is, for a function with callers, the times of the calls from them (cProfile's
+    per-caller `ct`, or for a plain count its share of the callee's `ct` among the callers
+    other than itself), and for one without, its own time and its calls' — calls of a
+    function by itself left out. Each to within a nanosecond per term (times are rounded to
+    ns one by one). And it reports for how many functions that is the file's own `ct`: every
+    function whose calls do not run through other functions back to it, where the profiler's
+    per-caller times add up to its `ct` (3.15's tracer records a thread's start with callees
+    but an untimed caller, and `profile` its own `profiler` entry untimed)."""
+    own = annotate(callgrind, False)
+    inclusive = annotate(callgrind, True)
+    # The dictionary as pstats.Stats loads it, less 3.15's `("__sampled__",)` marker (which
+    # this Python's pstats refuses).
+    with open(pstats_file, "rb") as f:
+        stats = {k: v for k, v in marshal.load(f).items() if isinstance(k, tuple) and len(k) == 3}
+    label_of = lambda key: pstats_label(key[0], key[2])  # noqa: E731
+    tt, ct, calls_in, calls_out, terms, callers_of = {}, {}, {}, {}, {}, {}
+    for key, (_cc, nc, t, c, callers) in stats.items():
+        label = label_of(key)
+        tt[label] = tt.get(label, 0) + ns(t)
+        ct[label] = ct.get(label, 0) + ns(c)
+        others = [(k, v) for k, v in callers.items() if k != key]
+        shared = sum(v for _, v in others if not isinstance(v, tuple))
+        for caller, v in others:
+            if isinstance(v, tuple):
+                time = ns(sum(v[3::4]))
+            else:
+                time = ns(c * v / shared) if shared > 0 else 0
+            calls_in[label] = calls_in.get(label, 0) + time
+            calls_out[label_of(caller)] = calls_out.get(label_of(caller), 0) + time
+            terms[label] = terms.get(label, 0) + 1
+            terms[label_of(caller)] = terms.get(label_of(caller), 0) + 1
+            callers_of.setdefault(label, set()).add(label_of(caller))
+    problems = []
+    for label in sorted(set(own) | {k for k, v in tt.items() if v}):
+        if own.get(label, 0) != tt.get(label, 0):
+            problems.append(f"{label}: self {own.get(label, 0)} ns, pstats tt {tt.get(label, 0)} ns")
+    labels = set(tt) | set(calls_out)
+    for label in sorted(labels):
+        want = calls_in[label] if label in calls_in else tt.get(label, 0) + calls_out.get(label, 0)
+        if abs(inclusive.get(label, 0) - want) > terms.get(label, 0) + 1:
+            problems.append(f"{label}: inclusive {inclusive.get(label, 0)} ns, its calls' times {want} ns")
+    if set(inclusive) - labels:
+        problems.append(f"functions not in the file: {sorted(set(inclusive) - labels)[:5]}")
+    # Labels on a cycle of calls (another key of the same name counts as another function).
+    on_cycle = set()
+    for label in callers_of:
+        seen, todo = set(), list(callers_of[label])
+        while todo:
+            c = todo.pop()
+            if c == label:
+                on_cycle.add(label)
+                break
+            if c not in seen:
+                seen.add(c)
+                todo.extend(callers_of.get(c, ()))
+    equal = sum(1 for label in ct if abs(inclusive.get(label, 0) - ct[label]) <= terms.get(label, 0) + 1)
+    # The exceptions above are few in every real file: a writer that lost the rule loses more.
+    if equal < 0.9 * len(ct):
+        problems.append(f"inclusive = ct for only {equal} of {len(ct)} functions")
+    if not problems:
+        print(f"ok {name}: {len(own)} functions, self = tt; inclusive = the calls' times, and = ct for "
+              f"{equal} of {len(ct)} ({len(on_cycle)} on cycles of calls)")
+    return [f"{name}: {p}" for p in problems]
+
+
+def check_any(name, callgrind, pstats_file, collapsed=None):
+    """A sampled profile's line has its collapsed stacks; a pstats input's has none."""
+    if collapsed is None:
+        return check_pstats(name, callgrind, pstats_file)
+    return check(name, callgrind, pstats_file, collapsed)
+
+
 def files_of(label, direct):
     """The file part of `file:function` labels (a function name may hold colons, a file name
     too): the longest prefix that is a file of the pstats keys, else up to the first colon."""
@@ -128,7 +220,7 @@ def files_of(label, direct):
 
 def main():
     os.makedirs(tempfile.gettempdir() + "/callgrind-check-cwd", exist_ok=True)
-    return manifest_checks.run(sys.argv[1], check)
+    return manifest_checks.run(sys.argv[1], check_any)
 
 
 if __name__ == "__main__":

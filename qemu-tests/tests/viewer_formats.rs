@@ -7,7 +7,7 @@
 //! - Firefox profiler: the processed format's tables consistent (it has no published schema);
 //! - flame graphs: `rsvg-convert` renders each SVG, whose root counts every sample with a stack;
 //! - callgrind: valgrind's `callgrind_annotate` reads it, its totals pstats' and the stacks'
-//!   (of the native recordings and the MOJO files too);
+//!   (of the native recordings and the MOJO and pstats files too: a pstats file's own times);
 //! - Perfetto: the `perfetto` package's trace protos decode it to the samples `dump` gives (of
 //!   the MOJO files too, on their threads' clocks).
 
@@ -21,6 +21,7 @@ use tachyon::file::FileSource;
 use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::model::Source;
 use tachyon::pprof::source::{PprofSource, SampleIndex};
+use tachyon::pstats::source::{PstatsOptions, PstatsSource};
 use tachyon_core::io::Cursor;
 
 const SEED: u64 = 0x71e_e4e5;
@@ -359,12 +360,14 @@ fn callgrind_annotate_reads_our_callgrind() {
     callgrind_check(&tools, &work, &manifest, "callgrind", 40);
 }
 
-/// `--to callgrind` of every real native and MOJO recording the test command makes (gperftools
-/// on each architecture, symbolised; go's `-proto` of each; Austin 3.7 and 4 in every mode),
-/// read by `callgrind_annotate` with the same checks as the Tachyon inputs' (functions matched
-/// by name where the collapsed stacks name native frames by name alone).
+/// `--to callgrind` of every real native, MOJO and pstats recording the test command makes
+/// (gperftools on each architecture, symbolised; go's `-proto` of each; Austin 3.7 and 4 in
+/// every mode; cProfile, `profile` and CPython 3.15's profilers) and of the committed real MOJO
+/// and pstats files, read by `callgrind_annotate` with the same checks as the Tachyon inputs'
+/// (functions matched by name where the collapsed stacks name native frames by name alone);
+/// a pstats file's self and inclusive times are its own `tt` and `ct`.
 #[test]
-fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
+fn callgrind_annotate_reads_our_callgrind_of_native_mojo_and_pstats_recordings() {
     use tachyon::mojo::source::{MojoMetric, MojoSource};
     let tools = viewer_tools();
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-callgrind-recorded");
@@ -399,7 +402,24 @@ fn callgrind_annotate_reads_our_callgrind_of_native_and_mojo_recordings() {
             output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output)
         });
     }
-    callgrind_check(&tools, &work, &manifest, "callgrind of recordings", 20);
+    // pstats: the recordings and the committed real files; the reference is the file itself
+    // (a line of three fields).
+    let pstats =
+        std::env::var_os("TACHYON_PSTATS_PROFILES").expect("TACHYON_PSTATS_PROFILES (set by scripts/test-all.sh)");
+    let mut pstats_files = qemu_tests::inputs::files_in(Path::new(&pstats), "pstats");
+    pstats_files.extend(
+        qemu_tests::inputs::files_in(&fixtures::vectors("pstats"), "pstats")
+            .into_iter()
+            .filter(|f| !f.file_name().unwrap().to_str().unwrap().starts_with("contract_")),
+    );
+    for (i, file) in pstats_files.iter().enumerate() {
+        let mut source = PstatsSource::open(file, PstatsOptions::default()).unwrap();
+        let callgrind = work.join(format!("pstats-{i}.callgrind"));
+        std::fs::write(&callgrind, output_of(&mut source, &Output::Callgrind)).unwrap();
+        manifest += &format!("{}\t{}\t{}\n", file.display(), callgrind.display(), file.display());
+    }
+    assert!(pstats_files.len() >= 14, "only {} pstats files", pstats_files.len());
+    callgrind_check(&tools, &work, &manifest, "callgrind of recordings", 40);
 }
 
 /// Runs callgrind_check.py over `manifest` (of `callgrind_line`s); fails if it fails or has

@@ -115,7 +115,7 @@ crate::choices! {
         /// of the pstats file `--to pstats` makes).
         Dot = "dot",
         /// Callgrind's format (KCachegrind, `callgrind_annotate`): samples per function and
-        /// source line, calls with their inclusive samples.
+        /// source line, calls with their inclusive samples (of a pstats input: its times, ns).
         Callgrind = "callgrind",
         /// A Perfetto trace: a `stack_sample` packet per sample, frames and stacks interned.
         Perfetto = "perfetto",

@@ -35,6 +35,20 @@ fn outputs_made_of_stacks_are_refused_with_the_reason() {
 }
 
 #[test]
+fn callgrind_of_a_pstats_file_has_its_own_times_in_nanoseconds() {
+    // The file's two functions: `tt` 1.7e-07 s and 2.166e-06 s (read with Python's marshal).
+    let out =
+        tachyon().args(["convert", "--to", "callgrind"]).arg(vector("cprofile_py311_tiny.pstats")).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let body = text.split_once("summary: ").unwrap().1;
+    assert_eq!(
+        body,
+        "2336\n\nfl=(1) ~\nfn=(1) <method 'disable' of '_lsprof.Profiler' objects>\n0 170\n\n\
+         fl=(1)\nfn=(2) <built-in method builtins.sum>\n0 2166\n"
+    );
+}
+
+#[test]
 fn reencoding_drops_the_sampled_marker_unless_asked() {
     let dir = tempdir("reencode");
     let input = vector("sampling_py315_workload.pstats");

@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 
 use crate::hash::{IdHash, IdMap};
-use crate::pstats::{Calls, Key, Num, NumValue, Stats};
+use crate::pstats::{Key, Num, NumValue, Stats};
 
 /// gprof2dot's `--node-thres` default, as a ratio.
 const NODE_THRESHOLD: f64 = 0.005;
@@ -91,18 +91,9 @@ fn profile(stats: &Stats) -> Result<(Vec<Function>, f64, f64), String> {
         }
         for (caller_key, value) in &e.callers {
             let caller = id_of(caller_key, &mut functions);
-            let (calls, time) = match value {
-                Calls::Timed([_, cc, _, ct]) => (*cc, ct.to_f64()),
-                Calls::Count(n) => (*n, ratio(n.to_f64(), e.nc.to_f64()) * ct),
-                // A tuple of several (nc, cc, tt, ct) groups is summed group by group.
-                Calls::Other { tuple: true, numbers: Some(items), .. } if items.len() % 4 == 0 => {
-                    items.chunks_exact(4).fold((Num::small(0), 0.0), |(n, t), g| (n.add(g[1]), t + g[3].to_f64()))
-                }
-                Calls::Other { repr, .. } => {
-                    return Err(format!(
-                    "the caller value {repr} is neither a count nor (nc, cc, tt, ct) groups (gprof2dot fails on it)"
-                ))
-                }
+            let (calls, time) = match value.calls_and_time()? {
+                (calls, Some(time)) => (calls, time),
+                (n, None) => (n, ratio(n.to_f64(), e.nc.to_f64()) * ct),
             };
             let list = &mut functions[caller].calls;
             match list.iter_mut().find(|(id, _, _)| *id == callee) {

@@ -20,10 +20,12 @@
 //! * Reading: `load` (the tree reader, which owns every rule and message) and `shape` (the
 //!   fast path for files of the usual shape).
 //! * Using: `print` (`print_stats`, `print_callers`, `print_callees`), `dump` (JSON lines),
-//!   `merge` (`Stats.add`), `write` (a file every Python 3 loads), [`dot`] (gprof2dot's graph).
+//!   `merge` (`Stats.add`), `write` (a file every Python 3 loads), [`dot`] (gprof2dot's graph),
+//!   [`callgrind`] (that graph for KCachegrind).
 //! * On the pipeline: [`source`] (a pstats file as an input) and [`replay`] (the hub's
 //!   samples as CPython's `replay --pstats` writes and prints them).
 
+pub mod callgrind;
 pub mod dot;
 mod dump;
 mod load;

@@ -4,8 +4,9 @@
 //! carries, so it replays no samples: it writes its own outputs itself
 //! ([`Source::pass_through`]) — the table `pstats.Stats.print_stats` prints
 //! (`--to pstats-text`, with `sort_stats` keys and restrictions as Python takes them), the
-//! file again as `pstats.Stats.dump_stats` writes it (`--to pstats`), and the graph gprof2dot
-//! draws of it (`--to dot`) — and refuses every other output, saying why. The file is loaded
+//! file again as `pstats.Stats.dump_stats` writes it (`--to pstats`), the graph gprof2dot
+//! draws of it (`--to dot`) and that graph in Callgrind's format (`--to callgrind`) — and
+//! refuses every other output, saying why. The file is loaded
 //! once the output is known: the table needs only what it prints.
 
 use std::fmt;
@@ -100,6 +101,16 @@ impl PstatsSource {
                     .map_err(|e| ConvertError::Read(PstatsSourceError::Print(e)))?
                     .into_bytes()
             }
+            Output::Callgrind => {
+                use crate::pstats::callgrind::{callgrind, CallgrindError};
+                let stats = crate::pstats::load(&self.bytes).map_err(load)?;
+                let mut out = Vec::new();
+                callgrind(&stats, &mut out).map_err(|e| match e {
+                    CallgrindError::Shape(e) => ConvertError::Read(PstatsSourceError::Print(e)),
+                    CallgrindError::Write(e) => ConvertError::Write(e),
+                })?;
+                out
+            }
             _ => {
                 let stats = crate::pstats::load(&self.bytes).map_err(load)?;
                 let mut out = Vec::with_capacity(self.bytes.len());
@@ -134,12 +145,12 @@ impl Source for PstatsSource {
         dest: &mut Destination<'_>,
         _progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
-        if !matches!(output, Output::PstatsText { .. } | Output::Pstats { .. } | Output::Dot) {
+        if !matches!(output, Output::PstatsText { .. } | Output::Pstats { .. } | Output::Dot | Output::Callgrind) {
             return Some(Err(ConvertError::Unsupported {
                 output: output.kind(),
                 input: FileKind::Marshal,
                 why: "pstats keeps only caller→callee edges, not the stacks that output is made of (--to pstats-text, \
-                      --to pstats or --to dot read it)",
+                      --to pstats, --to dot or --to callgrind read it)",
             }));
         }
         let written = self

@@ -286,6 +286,25 @@ pub enum Calls {
 }
 
 impl Calls {
+    /// The calls and the time spent below them as the call graphs (`dot`, `callgrind`) take
+    /// them, as gprof2dot does: cProfile's primitive calls `cc` and `ct` (a tuple of several
+    /// such groups summed group by group), or a plain count and no time of its own (`None`:
+    /// the graph gives the caller a share of the callee's). Anything else is refused.
+    pub(super) fn calls_and_time(&self) -> Result<(Num, Option<f64>), String> {
+        match self {
+            Calls::Timed([_, cc, _, ct]) => Ok((*cc, Some(ct.to_f64()))),
+            Calls::Count(n) => Ok((*n, None)),
+            Calls::Other { tuple: true, numbers: Some(items), .. } if items.len() % 4 == 0 => {
+                let (n, t) =
+                    items.chunks_exact(4).fold((Num::small(0), 0.0), |(n, t), g| (n.add(g[1]), t + g[3].to_f64()));
+                Ok((n, Some(t)))
+            }
+            Calls::Other { repr, .. } => Err(format!(
+                "the caller value {repr} is neither a count nor (nc, cc, tt, ct) groups (gprof2dot fails on it)"
+            )),
+        }
+    }
+
     pub(super) fn add(self, other: Calls) -> Calls {
         match (self, other) {
             (Calls::Timed(a), Calls::Timed(b)) => {
