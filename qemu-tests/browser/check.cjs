@@ -19,9 +19,10 @@
 // to it (the frame then spans the chart); typing a function's name into the search box
 // highlights exactly the frames whose name or file holds it (their pixels take the match
 // colour); each thread picked shows that thread's total. A differential page ("diff") also:
-// a frame whose own samples grew by over half is drawn red, one that shrank by over half
-// blue, and the view of what only the baseline had shows `elided_total` samples (none is
-// offered when it is null). A heatmap: the index shows `total` samples and links to exactly
+// the widest frame (at least 4 pixels) whose own samples grew by over half is drawn red, the
+// widest that shrank by over half blue (each colour checked on some page of the run), and
+// the view of what only the baseline had shows `elided_total` samples (none is offered when
+// it is null). A heatmap: the index shows `total` samples and links to exactly
 // its `pages` file pages, each of which opens without error, shows the samples the index gives
 // it and has a row for each of its sampled lines and a target for each hottest-line link;
 // `sources` of them show their source text; the colour selector recolours; the filter box
@@ -149,21 +150,31 @@ async function pixel(page, i) {
   }, [r.x + 1, r.y + r.h / 2]);
 }
 
+// Colours the differential pages were checked for, over the whole run: each must be seen.
+const coloursChecked = { red: 0, blue: 0 };
+
 async function differential(page, entry, data, f) {
   const d = data.diff;
   const n = data.nodes.parent.length;
-  const widest = (pred) => {
-    let best = -1;
-    for (let i = 1; i < n; i++) if (pred(i) && (best < 0 || data.nodes.value[i] > data.nodes.value[best])) best = i;
-    return best;
+  // The widest frame that matches and is drawn at least 4 pixels wide (a frame of 0.05 % of
+  // the samples is under a pixel: its colour cannot be read where it is).
+  const widest = async (pred) => {
+    const order = [];
+    for (let i = 1; i < n; i++) if (pred(i)) order.push(i);
+    order.sort((a, b) => data.nodes.value[b] - data.nodes.value[a]);
+    for (const i of order.slice(0, 20)) {
+      if ((await page.evaluate((k) => window.tachyonFlame.rect(k), i)).w >= 4) return i;
+    }
+    return -1;
   };
-  const grew = widest((i) => d.diff_pct[i] > 50);
-  const shrank = widest((i) => d.diff_pct[i] < -50);
+  const grew = await widest((i) => d.diff_pct[i] > 50);
+  const shrank = await widest((i) => d.diff_pct[i] < -50);
   for (const [i, want] of [[grew, 'red'], [shrank, 'blue']]) {
     if (i < 0) continue;
     const [r, , b] = await pixel(page, i);
     const got = r > b + 40 ? 'red' : b > r + 40 ? 'blue' : 'grey';
     if (got !== want) f(`frame ${i} (change ${d.diff_pct[i].toFixed(1)} %) drawn ${got}, not ${want}`);
+    coloursChecked[want]++;
   }
   const options = await page.$$eval('#view option', (os) => os.map((o) => [o.value, o.disabled]));
   const elidedOffered = options.some(([v, disabled]) => v === 'elided' && !disabled);
@@ -259,6 +270,13 @@ async function main() {
     }
   } finally {
     await browser.close();
+  }
+  // Every run's differential pages must have shown a grown and a shrunk frame somewhere.
+  if (manifest.some((e) => e.kind === 'diff')) {
+    for (const [colour, pages] of Object.entries(coloursChecked)) {
+      if (pages === 0) problems.push(`no differential page had a frame wide enough to check for ${colour}`);
+    }
+    console.log(`differential colours checked: red on ${coloursChecked.red} pages, blue on ${coloursChecked.blue}`);
   }
   for (const p of problems) console.log('FAIL ' + p);
   process.exit(problems.length ? 1 : 0);
