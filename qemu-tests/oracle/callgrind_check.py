@@ -152,7 +152,7 @@ def check_pstats(name, callgrind, pstats_file):
         stats = {k: v for k, v in marshal.load(f).items() if isinstance(k, tuple) and len(k) == 3}
     label_of = lambda key: pstats_label(key[0], key[2])  # noqa: E731
     tt, ct, calls_in, calls_out, terms, callers_of = {}, {}, {}, {}, {}, {}
-    for key, (_cc, nc, t, c, callers) in stats.items():
+    for key, (_cc, _nc, t, c, callers) in stats.items():
         label = label_of(key)
         tt[label] = tt.get(label, 0) + ns(t)
         ct[label] = ct.get(label, 0) + ns(c)

@@ -44,25 +44,23 @@ STATES = [(1, "holding the GIL"), (2, "on CPU"), (8, "waiting for the GIL"), (16
           (128, "collecting garbage")]
 
 
-def expected(dump_path):
-    """[(ns, tid, ((file, function, line), … outermost first))] of the dump, and each
-    sample's state bits."""
+def expected(lines):
+    """[(ns, tid, ((file, function, line), … outermost first))] of a Tachyon file's dump
+    lines, and each sample's state bits."""
     samples, states = [], []
-    with open(dump_path, encoding="utf-8") as f:
-        for line in f:
-            s = json.loads(line)
-            frames = []
-            for filename, funcname, location, _opcode in s["frames"]:
-                if filename.endswith(HIDDEN_SUFFIX):
-                    continue
-                lineno = location[0] if location and location[0] > 0 else 0
-                frames.append((filename, funcname, lineno))
-            if frames:
-                # Nanoseconds as a u64, saturated as our writer saturates them.
-                ns = min(s["ts"] * 1000, 2**64 - 1)
-                samples.append((ns, s["tid"] & 0xFFFFFFFF, tuple(reversed(frames))))
-                gc = any("<GC>" in f[1] or "gc_collect" in f[1] for f in frames)
-                states.append((s["status"] & 27) | (128 if gc else 0))
+    for s in lines:
+        frames = []
+        for filename, funcname, location, _opcode in s["frames"]:
+            if filename.endswith(HIDDEN_SUFFIX):
+                continue
+            lineno = location[0] if location and location[0] > 0 else 0
+            frames.append((filename, funcname, lineno))
+        if frames:
+            # Nanoseconds as a u64, saturated as our writer saturates them.
+            ns = min(s["ts"] * 1000, 2**64 - 1)
+            samples.append((ns, s["tid"] & 0xFFFFFFFF, tuple(reversed(frames))))
+            gc = any("<GC>" in f[1] or "gc_collect" in f[1] for f in frames)
+            states.append((s["status"] & 27) | (128 if gc else 0))
     return samples, states
 
 
@@ -219,12 +217,12 @@ def decoded(trace_path):
 
 def check(name, trace_path, dump_path):
     with open(dump_path, encoding="utf-8") as f:
-        first = json.loads(f.readline() or "{}")
-    if "kind" in first:
-        with open(dump_path, encoding="utf-8") as f:
-            want, states, weight_ns = expected_mojo(map(json.loads, f))
+        lines = [json.loads(line) for line in f]
+    # A MOJO dump's lines have a `kind` (metadata or sample); a Tachyon dump's do not.
+    if lines and "kind" in lines[0]:
+        want, states, weight_ns = expected_mojo(lines)
     else:
-        (want, states), weight_ns = expected(dump_path), None
+        (want, states), weight_ns = expected(lines), None
     try:
         got, slices, interval_ns = decoded(trace_path)
     except Problem as e:

@@ -121,48 +121,68 @@ impl Collector for CallgrindCollector {
 }
 
 /// Numbers for names written once (callgrind's name compression): `(n) name` the first time,
-/// `(n)` after.
-struct Names {
+/// `(n)` after; a name is known by its index in the caller's table.
+pub(crate) struct Names {
     numbers: Vec<u32>,
     next: u32,
 }
 
 impl Names {
-    fn new(count: usize) -> Self {
+    /// Numbers for a table of `count` names.
+    pub(crate) fn new(count: usize) -> Self {
         Names { numbers: vec![0; count], next: 1 }
     }
 
-    fn write(&mut self, out: &mut impl Write, tag: &str, index: usize, name: &str) -> io::Result<()> {
+    /// Writes `tag=` name `index` (`name` is made into text only the first time).
+    pub(crate) fn write(
+        &mut self,
+        out: &mut impl Write,
+        tag: &str,
+        index: usize,
+        name: impl std::fmt::Display,
+    ) -> io::Result<()> {
         match self.numbers[index] {
             0 => {
                 self.numbers[index] = self.next;
                 self.next += 1;
-                writeln!(out, "{tag}=({}) {}", self.numbers[index], one_line(name))
+                writeln!(out, "{tag}=({}) {}", self.numbers[index], one_line(&name.to_string()))
             }
             n => writeln!(out, "{tag}=({n})"),
         }
     }
 }
 
-/// A name as one line of the file (a line break would end it).
+/// A name as one line of the file: an empty one would end the line where the reader wants a
+/// name (`???`, as valgrind names what it cannot place), a line break would end it early.
 fn one_line(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.contains(['\n', '\r']) {
+    if name.is_empty() {
+        UNKNOWN.into()
+    } else if name.contains(['\n', '\r']) {
         name.replace(['\n', '\r'], " ").into()
     } else {
         name.into()
     }
 }
 
+/// The file's first lines: the format, the creator, positions by line, the one event (with
+/// its long name where it has one) and its total.
+pub(crate) fn write_header(out: &mut impl Write, event: &str, long_name: Option<&str>, summary: u64) -> io::Result<()> {
+    writeln!(out, "# callgrind format")?;
+    writeln!(out, "version: 1")?;
+    writeln!(out, "creator: tachyon {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "positions: line")?;
+    if let Some(long_name) = long_name {
+        writeln!(out, "event: {event} : {long_name}")?;
+    }
+    writeln!(out, "events: {event}")?;
+    writeln!(out, "summary: {summary}")
+}
+
 impl CallgrindCollector {
     /// Writes the file: functions in the order first met (`(root)` first), each with its
     /// own costs by line, then its calls by line and callee.
     pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
-        writeln!(out, "# callgrind format")?;
-        writeln!(out, "version: 1")?;
-        writeln!(out, "creator: tachyon {}", env!("CARGO_PKG_VERSION"))?;
-        writeln!(out, "positions: line")?;
-        writeln!(out, "events: Samples")?;
-        writeln!(out, "summary: {}", self.total)?;
+        write_header(out, "Samples", None, self.total)?;
         let count = self.functions.len();
         // A function's first line seen, the target position of the calls to it.
         let mut first_line = vec![i32::MAX; count];

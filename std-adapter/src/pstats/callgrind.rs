@@ -22,12 +22,12 @@
 //! own time and its calls' — wherever it is not part of a longer cycle of calls (there, as in
 //! gprof before it merges cycles, the times of the cycle's calls overlap).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
+use crate::convert::callgrind::{write_header, Names};
 use crate::hash::IdMap;
 
-use super::{Key, Num, NumValue, Stats};
+use super::{Key, NameId, Num, NumValue, Stats};
 
 /// `seconds` as whole nanoseconds (a negative or not-a-number time as 0).
 fn ns(seconds: f64) -> u64 {
@@ -46,27 +46,6 @@ fn unsigned(n: Num) -> u64 {
         NumValue::Int(i) => u64::try_from(i).unwrap_or(0),
         NumValue::Float(f) if f > 0.0 => f as u64,
         NumValue::Float(_) => 0,
-    }
-}
-
-/// Names numbered as they are first written (callgrind's name compression).
-#[derive(Default)]
-struct Names(HashMap<String, usize>);
-
-impl Names {
-    fn write(&mut self, out: &mut impl Write, tag: &str, name: String) -> io::Result<()> {
-        // An empty name would end the line where the reader wants one; a line break would
-        // end it early.
-        let name = if name.is_empty() { "???".to_owned() } else { name.replace(['\n', '\r'], " ") };
-        match self.0.get(&name) {
-            Some(n) => writeln!(out, "{tag}=({n})"),
-            None => {
-                let next = self.0.len() + 1;
-                writeln!(out, "{tag}=({next}) {name}")?;
-                self.0.insert(name, next);
-                Ok(())
-            }
-        }
     }
 }
 
@@ -110,30 +89,26 @@ pub fn callgrind(stats: &Stats, out: &mut impl Write) -> Result<(), CallgrindErr
 }
 
 fn write(stats: &Stats, keys: &[Key], calls: &[Vec<Edge>], out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "# callgrind format")?;
-    writeln!(out, "version: 1")?;
-    writeln!(out, "creator: tachyon {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "positions: line")?;
-    writeln!(out, "event: ns : Time (ns)")?;
-    writeln!(out, "events: ns")?;
     let total = stats.entries.iter().map(|e| ns(e.tt.to_f64())).fold(0u64, u64::saturating_add);
-    writeln!(out, "summary: {total}")?;
-    let (mut files, mut names) = (Names::default(), Names::default());
-    let file = |key: &Key| stats.name(key.filename).to_string();
+    write_header(out, "ns", Some("Time (ns)"), total)?;
+    // Files and functions are numbered by their names' places in the table (each distinct
+    // name is held there once).
+    let (mut files, mut names) = (Names::new(stats.names.len()), Names::new(stats.names.len()));
+    let name = |id: NameId| stats.name(id);
     for (id, key) in keys.iter().enumerate() {
         let line = unsigned(key.line);
         writeln!(out)?;
-        files.write(out, "fl", file(key))?;
-        names.write(out, "fn", stats.name(key.name).to_string())?;
+        files.write(out, "fl", key.filename.0 as usize, name(key.filename))?;
+        names.write(out, "fn", key.name.0 as usize, name(key.name))?;
         // A caller that is not an entry has no time of its own.
         let own = stats.entries.get(id).map_or(0, |e| ns(e.tt.to_f64()));
         writeln!(out, "{line} {own}")?;
         for &(callee, n, time) in &calls[id] {
             let c = &keys[callee];
             if c.filename != key.filename {
-                files.write(out, "cfl", file(c))?;
+                files.write(out, "cfl", c.filename.0 as usize, name(c.filename))?;
             }
-            names.write(out, "cfn", stats.name(c.name).to_string())?;
+            names.write(out, "cfn", c.name.0 as usize, name(c.name))?;
             writeln!(out, "calls={n} {}", unsigned(c.line))?;
             writeln!(out, "{line} {}", ns(time))?;
         }
@@ -153,7 +128,7 @@ pub enum CallgrindError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pstats::{Calls, Entry, Name, NameId};
+    use crate::pstats::{Calls, Entry, Name};
 
     /// A file written by hand: `main` calls `fib` (cProfile's timed callers, `fib` also
     /// calling itself) and `helper` (a plain count, as `profile` writes, shared 1 : 3 with
