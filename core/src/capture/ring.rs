@@ -169,7 +169,11 @@ impl<'a> Capture<'a> {
     #[inline(always)]
     fn push(&self, taken: Taken, kind: Kind, depth: usize, fill: impl FnOnce(&[AtomicU32])) -> Result<(), Dropped> {
         let len = kind.entry_words(depth);
-        let result = self.reserve(len).map(|(start, pad, next)| {
+        let result = self.reserve(len).and_then(|(start, pad, next)| {
+            // The entry's words, exactly `len` of them: `reserve` found them within the ring
+            // (a position no push makes would put them past it, and nothing is written).
+            let slots = self.words.get(start..start.saturating_add(len)).ok_or(Dropped::Full)?;
+            let (fixed, stack) = slots.split_at_checked(HEADER_WORDS).ok_or(Dropped::Full)?;
             if let Some(pad) = pad {
                 pad.store(Header::PAD, Ordering::Relaxed);
             }
@@ -183,14 +187,13 @@ impl<'a> Capture<'a> {
                 taken.interpreter_id,
                 depth as u32,
             ];
-            let slots = self.words.get(start..start.saturating_add(len)).unwrap_or(&[]);
-            let (fixed, stack) = slots.split_at(HEADER_WORDS.min(slots.len()));
             for (slot, word) in fixed.iter().zip(head) {
                 slot.store(word, Ordering::Relaxed);
             }
             fill(stack);
             // Publishes the entry: the consumer's acquire load of `written` sees every word.
             self.written.store(next, Ordering::Release);
+            Ok(())
         });
         // Only the producer writes these two (so `add_one` needs no read-modify-write).
         if result.is_ok() { &self.pushed } else { &self.dropped }.add_one();
@@ -202,17 +205,20 @@ impl<'a> Capture<'a> {
     #[inline(always)]
     fn reserve(&self, len: usize) -> Result<(usize, Option<&AtomicU32>, u32), Dropped> {
         let ring = Positions::of(self.words.len());
-        if len > self.words.len() || len > MAX_ENTRY_WORDS {
+        if len > ring.words() || len > MAX_ENTRY_WORDS {
             return Err(Dropped::TooLarge);
         }
         let written = self.written.load(Ordering::Relaxed);
         // Acquire: the consumer has finished reading the words it released.
         let released = self.released.load(Ordering::Acquire);
-        let free = ring.words() - ring.used(written, released);
         let at = ring.slot(written);
-        let to_end = ring.words().saturating_sub(at);
+        // (Below the length for every position the ring makes; one that is not gives a start
+        // past the end, which `push` finds no words at.)
+        let to_end = ring.words().wrapping_sub(at);
         let (start, skip) = if len <= to_end { (at, 0) } else { (0, to_end) };
-        if skip + len > free {
+        // Used words, then the skipped and the entry's: at most the length. (Used is at most
+        // the length, the others together at most twice it: the sum stays below 2^32.)
+        if ring.used(written, released) + skip + len > ring.words() {
             return Err(Dropped::Full);
         }
         let pad = if skip > 0 { self.words.get(at) } else { None };
