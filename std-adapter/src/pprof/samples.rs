@@ -139,7 +139,7 @@ pub(super) fn bodies(raw: &[u8]) -> impl Iterator<Item = Result<&[u8], Broken>> 
 /// One sample, read into buffers kept from sample to sample.
 #[derive(Debug, Default)]
 pub(super) struct Sample {
-    /// Location ids, leaf first.
+    /// Location ids, leaf first, where [`Sample::read`] keeps them.
     pub(super) locations: Vec<u64>,
     /// One per sample type.
     pub(super) values: Vec<i64>,
@@ -148,29 +148,51 @@ pub(super) struct Sample {
 }
 
 impl Sample {
-    /// Reads the sample whose message is `body`.
+    /// Reads the sample whose message is `body`, its location ids kept (what the tests compare
+    /// with prost's decoding).
+    #[cfg(test)]
     pub(super) fn read(&mut self, body: &[u8]) -> Result<(), Broken> {
-        self.read_as(body, true)
+        let mut locations = std::mem::take(&mut self.locations);
+        locations.clear();
+        let read = self.read_as(body, Some(|id| locations.push(id)));
+        self.locations = locations;
+        read
+    }
+
+    /// Reads the sample's values and labels and hands its location ids to `each` as they
+    /// come, keeping none (a replay maps them to frames at once).
+    pub(super) fn read_each_location(&mut self, body: &[u8], each: impl FnMut(u64)) -> Result<(), Broken> {
+        self.locations.clear();
+        self.read_as(body, Some(each))
     }
 
     /// Reads the sample's values and labels and checks its location ids without keeping
     /// them (a first pass over the samples needs only the others).
     pub(super) fn read_without_locations(&mut self, body: &[u8]) -> Result<(), Broken> {
-        self.read_as(body, false)
+        self.locations.clear();
+        self.read_as(body, None::<fn(u64)>)
     }
 
     #[inline(always)]
-    fn read_as(&mut self, body: &[u8], locations: bool) -> Result<(), Broken> {
-        self.locations.clear();
+    fn read_as(&mut self, body: &[u8], mut locations: Option<impl FnMut(u64)>) -> Result<(), Broken> {
         self.values.clear();
         self.labels.clear();
         let mut at = 0;
         while at < body.len() {
             match key(body, &mut at)? {
-                (1, VARINT) if locations => self.locations.push(varint(body, &mut at)?),
-                (1, VARINT) => drop(varint(body, &mut at)?),
-                (1, LENGTH) if locations => packed(delimited(body, &mut at)?, |v| self.locations.push(v))?,
-                (1, LENGTH) => well_formed(delimited(body, &mut at)?)?,
+                (1, VARINT) => {
+                    let id = varint(body, &mut at)?;
+                    if let Some(each) = &mut locations {
+                        each(id);
+                    }
+                }
+                (1, LENGTH) => {
+                    let ids = delimited(body, &mut at)?;
+                    match &mut locations {
+                        Some(each) => packed(ids, each)?,
+                        None => well_formed(ids)?,
+                    }
+                }
                 (2, VARINT) => self.values.push(varint(body, &mut at)? as i64),
                 (2, LENGTH) => packed(delimited(body, &mut at)?, |v| self.values.push(v as i64))?,
                 (3, LENGTH) => self.labels.push(label(delimited(body, &mut at)?)?),
@@ -197,13 +219,27 @@ fn packed(bytes: &[u8], mut each: impl FnMut(u64)) -> Result<(), Broken> {
     Ok(())
 }
 
-/// Whether `bytes` are whole packed varints, as [`packed`] would find them: at once when
-/// every one is a byte.
+/// Whether `bytes` are whole packed varints, as [`packed`] would find them, without decoding
+/// them: if the last byte ends a varint and no varint is longer than nine bytes, every one is
+/// whole and within ten bytes. Only a run of nine continuation bytes or more (a tenth byte
+/// whose value matters) is left to `packed`. (A first pass over deep stacks of location ids
+/// past 127 spent most of its time decoding them.)
 fn well_formed(bytes: &[u8]) -> Result<(), Broken> {
+    // Every varint a byte (fewer than 128 locations): at once.
     if bytes.iter().all(|&b| b < 0x80) {
         return Ok(());
     }
-    packed(bytes, drop)
+    let (mut run, mut longest) = (0u32, 0u32);
+    for &b in bytes {
+        // The length of the run of continuation bytes ending here, without a branch.
+        run = (run + 1) * u32::from(b >> 7);
+        longest = longest.max(run);
+    }
+    match (run, longest) {
+        (0, 0..=8) => Ok(()),
+        (0, _) => packed(bytes, drop),
+        _ => Err(Broken),
+    }
 }
 
 /// A label's `(key, num)`.
@@ -286,6 +322,33 @@ mod tests {
         assert_eq!(want.value, [3, 4, 5]);
         assert_eq!(sample.labels, [(5, 0)]);
         assert_eq!((want.label[0].key, want.label[0].num), (5, 0));
+    }
+
+    #[test]
+    fn packed_location_ids_are_checked_as_prost_checks_them_when_they_are_not_kept() {
+        // Packed location ids around each edge of the unkept reading's shortcut: varints of
+        // one to eleven bytes, a tenth byte of 1 (whole) and of 2 (past 64 bits), a last
+        // varint that does not end, and runs of nine continuation bytes among good ids.
+        let varint = |len: usize, last: u8| {
+            let mut v = vec![0x80u8; len - 1];
+            v.push(last);
+            v
+        };
+        let mut cases: Vec<Vec<u8>> = (1..=11).map(|len| varint(len, 0x01)).collect();
+        cases.push(varint(10, 0x02));
+        cases.push(varint(10, 0x7f));
+        cases.push(vec![0x05, 0x80, 0x80]);
+        cases.push([vec![0x05], varint(9, 0x03), vec![0x96, 0x01]].concat());
+        cases.push([vec![0x05], varint(10, 0x01), vec![0x96, 0x01]].concat());
+        cases.push([vec![0x05], varint(10, 0x03), vec![0x96, 0x01]].concat());
+        cases.push([vec![0x96, 0x01], varint(12, 0x00)].concat());
+        let mut sample = Sample::default();
+        for ids in cases {
+            let body = [vec![0x0a, ids.len() as u8], ids.clone()].concat();
+            let prost = ProstSample::decode(&body[..]);
+            assert_eq!(sample.read_without_locations(&body).is_ok(), prost.is_ok(), "ids {ids:02x?}");
+            assert_eq!(sample.read(&body).is_ok(), prost.is_ok(), "ids {ids:02x?}, kept");
+        }
     }
 
     #[test]

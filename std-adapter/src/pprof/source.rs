@@ -125,6 +125,7 @@ struct Tally {
     samples: usize,
     sums: Vec<u64>,
     label_keys: IdMap<i64, ()>,
+    last_label_key: Option<i64>,
 }
 
 impl Tally {
@@ -137,7 +138,11 @@ impl Tally {
             *sum = sum.saturating_add(v.max(0) as u64);
         }
         for key in label_keys {
-            self.label_keys.insert(key, ());
+            // (Nearly every sample has the same keys: a look-up each only when one is new.)
+            if self.last_label_key != Some(key) {
+                self.label_keys.insert(key, ());
+                self.last_label_key = Some(key);
+            }
         }
     }
 
@@ -167,37 +172,45 @@ impl Tally {
 /// spent a sixth of its time there). Its length is bounded by the locations the message holds
 /// (four times, and 16), not by the ids' values; other ids go into a map.
 enum LocationFrames {
-    ById(Vec<Option<std::ops::Range<u32>>>),
-    Map(IdMap<u64, std::ops::Range<u32>>),
+    /// `(first, end)` by id; `NONE` where no location has the id.
+    ById(Vec<(u32, u32)>),
+    Map(IdMap<u64, (u32, u32)>),
 }
+
+/// No location (a range no frame table reaches: the table's length is a `u32`).
+const NONE: (u32, u32) = (u32::MAX, u32::MAX);
 
 impl LocationFrames {
     /// Empty, for the ids of `count` locations.
     fn for_ids(mut ids: impl Iterator<Item = u64>, count: usize) -> Self {
         let bound = count.saturating_mul(4).saturating_add(16);
         if ids.all(|id| id < bound as u64) {
-            LocationFrames::ById(vec![None; bound])
+            LocationFrames::ById(vec![NONE; bound])
         } else {
             LocationFrames::Map(IdMap::default())
         }
     }
 
-    fn get(&self, id: u64) -> Option<std::ops::Range<u32>> {
+    /// The frames of location `id`, `(first, end)`.
+    #[inline]
+    fn get(&self, id: u64) -> Option<(u32, u32)> {
         match self {
-            LocationFrames::ById(table) => usize::try_from(id).ok().and_then(|i| table.get(i)).and_then(Option::clone),
-            LocationFrames::Map(map) => map.get(&id).cloned(),
+            LocationFrames::ById(table) => {
+                usize::try_from(id).ok().and_then(|i| table.get(i)).copied().filter(|&frames| frames != NONE)
+            }
+            LocationFrames::Map(map) => map.get(&id).copied(),
         }
     }
 
     /// Sets `id`'s frames; `id` is one of the ids it was made for (`for_ids` checked each
     /// against the table's length).
-    fn insert(&mut self, id: u64, frames: std::ops::Range<u32>) {
+    fn insert(&mut self, id: u64, frames: (u32, u32)) {
         match self {
             LocationFrames::ById(table) => {
                 let slot = usize::try_from(id).ok().and_then(|i| table.get_mut(i));
                 debug_assert!(slot.is_some(), "location {id} was not among the ids the table was made for");
                 if let Some(slot) = slot {
-                    *slot = Some(frames);
+                    *slot = frames;
                 }
             }
             LocationFrames::Map(map) => {
@@ -308,7 +321,7 @@ impl PprofSource {
         for location in &profile.location {
             let first = frames.frames.len() as u32;
             push_location(location, &mapping_of, &functions, &string, &mut frames)?;
-            frames_of.insert(location.id, first..frames.frames.len() as u32);
+            frames_of.insert(location.id, (first, frames.frames.len() as u32));
         }
 
         let thread_key = profile.string_table.iter().position(|s| s == "thread_id").map(|i| i as i64);
@@ -378,7 +391,8 @@ impl PprofSource {
         let mut frames = FrameTable::default();
         frames.mappings = old.mappings.clone();
         for location in &self.profile.location {
-            let Some(range) = self.frames_of.get(location.id) else { continue };
+            let Some((start, end)) = self.frames_of.get(location.id) else { continue };
+            let range = start..end;
             let first = frames.frames.len() as u32;
             let bare = (range.len() == 1).then(|| old.frame(range.start)).filter(|f| f.anonymous);
             let found = match bare.map(|f| (f.address, f.mapping)) {
@@ -395,7 +409,7 @@ impl PprofSource {
                     frames.push(frame);
                 }
             }
-            self.frames_of.insert(location.id, first..frames.frames.len() as u32);
+            self.frames_of.insert(location.id, (first, frames.frames.len() as u32));
         }
         self.frames = frames;
     }
@@ -521,24 +535,36 @@ impl Source for PprofSource {
         let mut stack: Vec<u32> = Vec::new();
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        let mut each = |locations: &[u64], values: &[i64], thread: Option<i64>| -> Result<(), PprofError> {
+        let frames_of = &self.frames_of;
+        // The frames of location `id` onto the stack; false when no location has the id.
+        let push_frames = |stack: &mut Vec<u32>, id: u64| match frames_of.get(id) {
+            // Most locations are one frame (no inlining): pushed as such.
+            Some((first, end)) if end == first.wrapping_add(1) => {
+                stack.push(first);
+                true
+            }
+            Some((first, end)) => {
+                stack.extend(first..end);
+                true
+            }
+            None => false,
+        };
+        // A sample whose stack is on `stack`; `missing`, a location id the stack lacks, is an
+        // error only in a sample that counts.
+        let mut each = |stack: &[u32], missing: Option<u64>, values: &[i64], thread: Option<i64>| {
             let count = values.get(self.value).copied().unwrap_or(0);
             if count <= 0 {
                 return Ok(());
             }
-            stack.clear();
-            for id in locations {
-                let range = self.frames_of.get(*id).ok_or_else(|| {
-                    PprofError::Invalid(format!("a sample names location {id}, which is not in the profile"))
-                })?;
-                stack.extend(range);
+            if let Some(id) = missing {
+                return Err(PprofError::Invalid(format!("a sample names location {id}, which is not in the profile")));
             }
             let call = Call {
                 times: Times::Counted(count as u64),
                 interpreter_id: 0,
                 thread_id: thread.map_or(0, |num| num as u64),
                 status: 0,
-                stack: &stack,
+                stack,
                 continued: false,
             };
             collector.collect(&self.frames, &call);
@@ -551,15 +577,25 @@ impl Source for PprofSource {
                 let mut sample = samples::Sample::default();
                 for body in samples::bodies(message) {
                     // (Read once already, whole, when the file was opened.)
-                    sample.read(body.map_err(broken_again)?).map_err(broken_again)?;
+                    stack.clear();
+                    let mut missing = None;
+                    sample
+                        .read_each_location(body.map_err(broken_again)?, |id| {
+                            if !push_frames(&mut stack, id) {
+                                missing = missing.or(Some(id));
+                            }
+                        })
+                        .map_err(broken_again)?;
                     let thread = self.thread_key.and_then(|k| sample.label_num(k));
-                    each(&sample.locations, &sample.values, thread)?;
+                    each(&stack, missing, &sample.values, thread)?;
                 }
             }
             Samples::Decoded(decoded) => {
                 for sample in decoded {
+                    stack.clear();
+                    let missing = sample.location_id.iter().copied().find(|&id| !push_frames(&mut stack, id));
                     let thread = self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map(|l| l.num);
-                    each(&sample.location_id, &sample.value, thread)?;
+                    each(&stack, missing, &sample.value, thread)?;
                 }
             }
         }
