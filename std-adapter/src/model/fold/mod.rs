@@ -88,6 +88,12 @@ pub struct Fold {
     /// end, not found again here — the fold it is combined into finds each (a stack hashed
     /// once, not in the part and again in the fold; no allocation a stack).
     log: Option<Log>,
+    /// Logs whose parts were combined, emptied with their memory kept, for the next parts of
+    /// this fold (on any thread): a merge's parts are about one file's size each, and a new
+    /// log grown by doubling for every file spent a tenth of a merge of deep profiles
+    /// faulting in and copying fresh pages (measured). Shared by a fold and its parts; holds
+    /// at most as many logs as parts were alive at once.
+    spare_logs: SpareLogs,
     samples: u64,
     profiles: u64,
     /// The facts of the fold a part is made for: checked before the part's samples are read.
@@ -104,9 +110,34 @@ struct Log {
 }
 
 impl Log {
+    fn clear(&mut self) {
+        self.words.clear();
+        self.ends.clear();
+        self.counts.clear();
+    }
+
     fn entries(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(&self.ends).zip(&self.counts).map(|((start, &end), &count)| (&self.words[start..end], count))
+    }
+}
+
+/// Emptied logs for a fold's next parts (see [`Fold::spare_logs`]).
+#[derive(Debug, Clone, Default)]
+struct SpareLogs(std::sync::Arc<std::sync::Mutex<Vec<Log>>>);
+
+impl SpareLogs {
+    /// A spare log, or a new one. (A poisoned lock — a thread panicked while it held it —
+    /// only costs the spares.)
+    fn take(&self) -> Log {
+        self.0.lock().ok().and_then(|mut spares| spares.pop()).unwrap_or_default()
+    }
+
+    fn give_back(&self, mut log: Log) {
+        log.clear();
+        if let Ok(mut spares) = self.0.lock() {
+            spares.push(log);
+        }
     }
 }
 
@@ -180,7 +211,12 @@ impl Fold {
     /// [`Fold::add`] in two steps. A source whose samples mean something else than this
     /// fold's so far is refused before it is read.
     pub fn part(&self) -> Fold {
-        Fold { check_against: self.facts.clone(), log: Some(Log::default()), ..Fold::new(self.options) }
+        Fold {
+            check_against: self.facts.clone(),
+            log: Some(Log::default()),
+            spare_logs: self.spare_logs.clone(),
+            ..Fold::new(self.options)
+        }
     }
 
     /// Replays `source` into this fold, a [`Fold::part`] (so its unit is the source's, and
@@ -212,6 +248,11 @@ impl Fold {
         };
         if let Some(other) = &self.check_against {
             check(other, &facts).map_err(FoldError::Mismatch)?;
+        }
+        // A part's log is taken from the spares when it is filled, not when it is made (a
+        // merge on threads makes its parts as clones of one made beforehand).
+        if let Some(log) = self.log.as_mut().filter(|log| log.words.capacity() == 0) {
+            *log = self.spare_logs.take();
         }
         let mut into = Intake {
             fold: self,
@@ -301,6 +342,9 @@ impl Fold {
             key.extend_from_slice(&stack[..2]);
             key.extend(stack[2..].iter().map(|&f| frame_of[f as usize]));
             self.count(&key, count.saturating_mul(scale));
+        }
+        if let Some(log) = other.log {
+            self.spare_logs.give_back(log);
         }
         self.merge_facts(facts);
         self.samples = self.samples.saturating_add(other.samples);
