@@ -6,6 +6,15 @@
 # 2,000 by qemu-tests' fleet_files (shifted thread ids and times), written as pprof by it (the
 # same conversion as `tachyon convert --to pprof`). Prints a markdown table.
 #
+# Then the real deep profiles, which the fleet's re-encodings of four small files are not:
+# DEEP_COPIES copies (300 by default) of CPython 3.15.2's sampler on deep_varied.py (20–200
+# frames, two threads: the test command's long recording), and every wall-mode recording of
+# CPython's sampler the test command made, VARIED_COPIES times (10) — each file written once
+# as pprof by `tachyon convert --to pprof`. Here ours runs on one thread (`-j 1`) and on
+# every core; both must write the same bytes. The recordings come from
+# TACHYON_LONG_PROFILES and TACHYON_REAL_PROFILES (scripts/test-all.sh records them; by
+# default the newest under ~/.cache/tachyon-recordings).
+#
 #   RUNS=5 bash scripts/fleet-bench.sh > table.md
 #
 # Needs go and /usr/bin/time (scripts/viewer-tools.sh, scripts/fleet.sh install them).
@@ -55,4 +64,44 @@ for n in 200 2000; do
 done
 echo
 echo "(median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d); same samples checked with go tool pprof -raw)"
+
+newest() { ls -dt "$HOME"/.cache/tachyon-recordings/"$1"-* 2>/dev/null | head -1; }
+LONG=${TACHYON_LONG_PROFILES:-$(newest long)}
+REAL=${TACHYON_REAL_PROFILES:-$(newest real)}
+[ -f "$LONG/deep_varied_raw.pyb" ] || fail "no long recording of deep_varied.py (set TACHYON_LONG_PROFILES)"
+[ -d "$REAL" ] || fail "no recordings of CPython's sampler (set TACHYON_REAL_PROFILES)"
+mkdir -p "$W/one" "$W/deep" "$W/varied"
+"$T" --quiet convert "$LONG/deep_varied_raw.pyb" --to pprof -o "$W/one/deep_varied.pb.gz" || fail "convert deep_varied"
+for i in $(seq "${DEEP_COPIES:-300}"); do ln -s "$W/one/deep_varied.pb.gz" "$W/deep/$i.pb.gz"; done
+wall=0
+for f in "$LONG"/*.pyb "$REAL"/*.pyb; do
+  "$T" info --json "$f" | grep -q '"mode_name": *"wall"' || continue
+  wall=$((wall + 1))
+  "$T" --quiet convert "$f" --to pprof -o "$W/one/$wall.pb.gz" || fail "convert $f"
+  for i in $(seq "${VARIED_COPIES:-10}"); do ln -s "$W/one/$wall.pb.gz" "$W/varied/$wall-$i.pb.gz"; done
+done
+[ "$wall" -gt 0 ] || fail "no wall-mode recording among $LONG and $REAL"
+echo
+echo "| files | \`go tool pprof -proto\` | peak | \`tachyon merge --to pprof -j 1\` | peak | speed-up | \`tachyon merge --to pprof\` ($(nproc) threads) | peak | speed-up |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for set in deep varied; do
+  n=$(ls "$W/$set" | wc -l)
+  read -r gs gm < <(bench sh -c "go tool pprof -proto $W/$set/*.pb.gz > $W/go.pb.gz")
+  read -r ts tm < <(bench "$T" --quiet merge "$W/$set" --to pprof -j 1 -o "$W/t1.pb.gz")
+  read -r hs hm < <(bench "$T" --quiet merge "$W/$set" --to pprof -o "$W/t.pb.gz")
+  cmp -s "$W/t1.pb.gz" "$W/t.pb.gz" || fail "$set: the merge on one thread and on $(nproc) wrote different bytes"
+  # The same time: the recordings' intervals differ (20 µs to 1 ms), and go adds their counts
+  # as they are where ours counts in units of the intervals' greatest common divisor, so the
+  # nanoseconds (the second value) are compared.
+  g=$(go tool pprof -raw "$W/go.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$2} END{printf "%.0f", n}')
+  t=$(go tool pprof -raw "$W/t.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$2} END{printf "%.0f", n}')
+  [ "$g" = "$t" ] && [ "$g" != 0 ] || fail "$set: go pprof's merged profile holds $g ns, ours $t"
+  what="$n copies of the deep recording"
+  [ "$set" = deep ] || what="$wall wall-mode recordings × ${VARIED_COPIES:-10}"
+  s1=$(awk -v a="$gs" -v b="$ts" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
+  sn=$(awk -v a="$gs" -v b="$hs" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
+  echo "| $what | ${gs} s | $((gm / 1024)) MiB | ${ts} s | $((tm / 1024)) MiB | $s1 | ${hs} s | $((hm / 1024)) MiB | $sn |"
+done
+echo
+echo "(real deep profiles: median of $RUNS runs; $(du -shL "$W/one" | cut -f1) of pprof files before copies; the same nanoseconds in both merged profiles, checked with go tool pprof -raw)"
 rm -rf "$W"
