@@ -48,6 +48,15 @@ bench() {
   printf '%s %s\n' "$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" "$peak"
 }
 
+# The sum of a merged profile's samples' value COLUMN (1: the counts, 2: the nanoseconds), as
+# go pprof prints them: raw_total FILE COLUMN.
+raw_total() {
+  go tool pprof -raw "$1" 2>/dev/null |
+    awk -v c="$2" '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$c} END{printf "%.0f", n}'
+}
+# How many times faster B seconds are than A: ratio A B.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}'; }
+
 echo "| files | \`go tool pprof -proto\` | peak | \`tachyon merge --to pprof\` | peak | speed-up | \`tachyon merge --to pprof --threads\` | peak | speed-up |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for n in 200 2000; do
@@ -55,11 +64,11 @@ for n in 200 2000; do
   read -r ts tm < <(bench "$T" --quiet merge "$W/pb$n" --to pprof -o "$W/t.pb.gz")
   read -r hs hm < <(bench "$T" --quiet merge "$W/pb$n" --to pprof --threads -o "$W/th.pb.gz")
   # The same samples: go's merged profile and ours hold the same total.
-  g=$(go tool pprof -raw "$W/go.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
-  t=$(go tool pprof -raw "$W/t.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
+  g=$(raw_total "$W/go.pb.gz" 1)
+  t=$(raw_total "$W/t.pb.gz" 1)
   [ "$g" = "$t" ] || fail "$n files: go pprof's merged profile has $g samples, ours $t"
-  sp=$(awk -v a="$gs" -v b="$ts" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
-  sh=$(awk -v a="$gs" -v b="$hs" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
+  sp=$(ratio "$gs" "$ts")
+  sh=$(ratio "$gs" "$hs")
   echo "| $n | ${gs} s | $((gm / 1024)) MiB | ${ts} s | $((tm / 1024)) MiB | $sp | ${hs} s | $((hm / 1024)) MiB | $sh |"
 done
 echo
@@ -93,13 +102,13 @@ for set in deep varied; do
   # The same time: the recordings' intervals differ (20 µs to 1 ms), and go adds their counts
   # as they are where ours counts in units of the intervals' greatest common divisor, so the
   # nanoseconds (the second value) are compared.
-  g=$(go tool pprof -raw "$W/go.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$2} END{printf "%.0f", n}')
-  t=$(go tool pprof -raw "$W/t.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$2} END{printf "%.0f", n}')
+  g=$(raw_total "$W/go.pb.gz" 2)
+  t=$(raw_total "$W/t.pb.gz" 2)
   [ "$g" = "$t" ] && [ "$g" != 0 ] || fail "$set: go pprof's merged profile holds $g ns, ours $t"
   what="$n copies of the deep recording"
   [ "$set" = deep ] || what="$wall wall-mode recordings × ${VARIED_COPIES:-10}"
-  s1=$(awk -v a="$gs" -v b="$ts" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
-  sn=$(awk -v a="$gs" -v b="$hs" 'BEGIN{printf "%.0f×", a/(b>0?b:0.005)}')
+  s1=$(ratio "$gs" "$ts")
+  sn=$(ratio "$gs" "$hs")
   echo "| $what | ${gs} s | $((gm / 1024)) MiB | ${ts} s | $((tm / 1024)) MiB | $s1 | ${hs} s | $((hm / 1024)) MiB | $sn |"
 done
 echo

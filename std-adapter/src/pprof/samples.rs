@@ -139,7 +139,9 @@ pub(super) fn bodies(raw: &[u8]) -> impl Iterator<Item = Result<&[u8], Broken>> 
 /// One sample, read into buffers kept from sample to sample.
 #[derive(Debug, Default)]
 pub(super) struct Sample {
-    /// Location ids, leaf first, where [`Sample::read`] keeps them.
+    /// Location ids, leaf first, where the tests' [`Sample::read`] keeps them (the replay
+    /// maps each as it is read and keeps none).
+    #[cfg(test)]
     pub(super) locations: Vec<u64>,
     /// One per sample type.
     pub(super) values: Vec<i64>,
@@ -162,14 +164,12 @@ impl Sample {
     /// Reads the sample's values and labels and hands its location ids to `each` as they
     /// come, keeping none (a replay maps them to frames at once).
     pub(super) fn read_each_location(&mut self, body: &[u8], each: impl FnMut(u64)) -> Result<(), Broken> {
-        self.locations.clear();
         self.read_as(body, Some(each))
     }
 
     /// Reads the sample's values and labels and checks its location ids without keeping
     /// them (a first pass over the samples needs only the others).
     pub(super) fn read_without_locations(&mut self, body: &[u8]) -> Result<(), Broken> {
-        self.locations.clear();
         self.read_as(body, None::<fn(u64)>)
     }
 
