@@ -73,7 +73,9 @@ fn root_first_stacks_are_reversed_and_deep_ones_cut_like_the_writer() {
 
 #[test]
 fn a_full_ring_drops_and_counts_and_never_overwrites() {
-    let w = words(entry_words(1, false) * 4); // 32 words: four 8-word entries
+    // 33 words: four 8-word entries and the word a push keeps free (a full ring would look
+    // empty).
+    let w = words(entry_words(1, false) * 4 + 1);
     let ring = Capture::new(&w);
     for i in 0..4 {
         ring.push_ids(taken(i), &[FrameId(i as u32)]).unwrap();

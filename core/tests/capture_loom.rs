@@ -50,8 +50,9 @@ fn an_entry_that_does_not_fit_before_the_end_goes_back_to_the_start() {
 
 #[test]
 fn positions_wrap_and_counts_carry_while_both_sides_run() {
-    // Positions count modulo twice the length (34): started 5 words before it, the first
-    // entry crosses it; each count starts one below a carry of its low word (2^30).
+    // Started as after 29 words (position 12 of 17), the first entry goes back to the start
+    // behind a pad word, the second ends at the last word and the third starts again at 0; each count starts one below a carry of its low
+    // word (2^30).
     run_from(17, [1, 2, 1], 2 * 17 - 5, (1 << 30) - 1);
 }
 

@@ -47,11 +47,13 @@ impl Count {
     /// (so it runs on cores without compare-and-swap), and cannot panic.
     #[inline]
     pub(super) fn add_one(&self) {
-        let low = self.low.load(Ordering::Relaxed);
-        if low & LOW_MASK != LOW_MASK {
+        // (Plus one first: its low 30 bits are zero exactly at a carry, a test the
+        // compiler folds into the add.)
+        let low = self.low.load(Ordering::Relaxed).wrapping_add(1);
+        if low & LOW_MASK != 0 {
             // Relaxed: a push on PowerPC or Arm pays no barrier for its count. The release
             // of the next carry's `high` publishes this store with it.
-            self.low.store(low.wrapping_add(1), Ordering::Relaxed);
+            self.low.store(low, Ordering::Relaxed);
         } else {
             let high = self.high.load(Ordering::Relaxed).wrapping_add(1);
             // The new `high` first, released: a reader that acquires it sees the low word at

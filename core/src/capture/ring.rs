@@ -2,12 +2,14 @@
 //! words. An entry never wraps (a pad word sends the consumer back to the start), so the
 //! consumer reads it as one slice.
 //!
-//! Positions count words modulo twice the ring's length, `2n`: the slot of position `p` is
-//! `p` or `p − n`, and `written − released` (modulo `2n`) runs from 0 (empty) to `n` (full),
-//! so the two are told apart for every length. Free-running `u32` counters with the slot
-//! `p mod n` are right only while `n` divides 2^32: past the counters' wrap the slot jumps
-//! back by `2^32 mod n` and the free-space check let the producer overwrite unread entries
-//! (issue 38). Neither side divides (a Cortex-M0 has no divide instruction).
+//! Positions are word indices, `0..=n` for a ring of `n` words (`n` and 0 are the same
+//! place: an entry that ends at the last word leaves the position at `n`, and the next one
+//! starts at 0). A push keeps one word free, so `written == released` is always empty and the
+//! used words are `written − released`, plus `n` when `written` is behind. Nothing counts
+//! past the length, so nothing wraps however long the ring runs, for every length, and
+//! nothing divides (a Cortex-M0 has no divide instruction). Until issue 38 positions were
+//! free-running `u32` counters with the slot `p mod n`: past their wrap the slot jumped back
+//! by `2^32 mod n` and the producer overwrote unread entries.
 
 use super::atomic::{AtomicU32, Ordering};
 use super::count::Count;
@@ -15,8 +17,8 @@ use super::entry::{Entry, Header, Kind, Taken, HEADER_WORDS, MAX_ENTRY_WORDS};
 use crate::records::MAX_STACK_DEPTH;
 use crate::writer::FrameId;
 
-/// The most words a [`Capture`] uses (4 GiB): positions, below twice the length, are `u32`s,
-/// and with `2 · len ≤ 2^31` their arithmetic never overflows a `u32`.
+/// The most words a [`Capture`] uses (4 GiB): positions, at most the length, are `u32`s, and
+/// a used count plus an entry's words stays below 2^31 on 32-bit targets.
 pub const MAX_WORDS: usize = 1 << 30;
 
 /// Why [`Capture::push_ids`] or [`Capture::push_code`] did not keep a sample (it is counted
@@ -50,9 +52,9 @@ pub enum Dropped {
 /// target, 32-bit ones included.
 pub struct Capture<'a> {
     words: &'a [AtomicU32],
-    /// Words the producer has published, modulo twice the length.
+    /// Where the producer's next entry goes (`0..=len`; the words before it are published).
     written: AtomicU32,
-    /// Words the consumer has released, modulo twice the length.
+    /// Where the consumer's next entry starts (`0..=len`; the words before it are read).
     released: AtomicU32,
     /// Samples the producer could not keep; written by the producer only.
     dropped: Count,
@@ -67,7 +69,7 @@ macro_rules! ring_at {
     ($words:expr, $words_before:expr, $count:expr) => {{
         let words: &[AtomicU32] = $words;
         let words = if words.len() > MAX_WORDS { words.split_at(MAX_WORDS).0 } else { words };
-        let position = if words.is_empty() { 0 } else { ($words_before % (2 * words.len() as u64)) as u32 };
+        let position = if words.is_empty() { 0 } else { ($words_before % words.len() as u64) as u32 };
         Capture {
             words,
             written: AtomicU32::new(position),
@@ -204,55 +206,54 @@ impl<'a> Capture<'a> {
     /// padding when the entry goes back to the start, and `written` after it.
     #[inline(always)]
     fn reserve(&self, len: usize) -> Result<(usize, Option<&AtomicU32>, u32), Dropped> {
-        let ring = Positions::of(self.words.len());
-        if len > ring.words() || len > MAX_ENTRY_WORDS {
+        let n = self.words.len();
+        if len > MAX_ENTRY_WORDS {
             return Err(Dropped::TooLarge);
         }
-        let written = self.written.load(Ordering::Relaxed);
+        let written = self.written.load(Ordering::Relaxed) as usize;
         // Acquire: the consumer has finished reading the words it released.
-        let released = self.released.load(Ordering::Acquire);
-        let at = ring.slot(written);
-        // (Below the length for every position the ring makes; one that is not gives a start
-        // past the end, which `push` finds no words at.)
-        let to_end = ring.words().wrapping_sub(at);
-        let (start, skip) = if len <= to_end { (at, 0) } else { (0, to_end) };
-        // Used words, then the skipped and the entry's: at most the length. (Used is at most
-        // the length, the others together at most twice it: the sum stays below 2^32.)
-        if ring.used(written, released) + skip + len > ring.words() {
-            return Err(Dropped::Full);
+        let released = self.released.load(Ordering::Acquire) as usize;
+        // (`written ≤ n` for every position a push makes; one that is not gives a start past
+        // the end, which `push` finds no words at.)
+        let to_end = n.wrapping_sub(written);
+        let (start, skip) = if len <= to_end { (written, 0) } else { (0, to_end) };
+        // Used, skipped and the entry's words, one word short of the length: a full ring
+        // would look empty. (Wrapping: positions no push makes cannot make this panic.)
+        if used(n, written, released).wrapping_add(skip).wrapping_add(len) >= n {
+            return Err(if len >= n { Dropped::TooLarge } else { Dropped::Full });
         }
-        let pad = if skip > 0 { self.words.get(at) } else { None };
-        Ok((start, pad, ring.advance(written, skip + len)))
+        let pad = if skip > 0 { self.words.get(written) } else { None };
+        Ok((start, pad, start.wrapping_add(len) as u32))
     }
 
     /// Takes the oldest entry, hands it to `read`, then gives its words back to the
     /// producer; `None` when the ring is empty. A garbled entry (two producers at once)
     /// empties the ring and is counted in [`Capture::garbled`]. For the consumer only.
     pub fn pop<R>(&self, read: impl FnOnce(Entry<'_>) -> R) -> Option<R> {
-        let ring = Positions::of(self.words.len());
-        let mut released = self.released.load(Ordering::Relaxed);
+        let n = self.words.len();
+        let mut released = self.released.load(Ordering::Relaxed) as usize;
         // Acquire: every word of the entries published so far is visible.
         let written = self.written.load(Ordering::Acquire);
         // A pad word is followed by at least one entry, so this loop turns at most twice.
         for _ in 0..2 {
-            let available = ring.used(written, released);
+            let available = used(n, written as usize, released);
             if available == 0 {
                 return None;
             }
-            let at = ring.slot(released);
-            let word = self.words.get(at).map_or(Header::PAD, |w| w.load(Ordering::Relaxed));
+            // Position `n` (an entry ended at the last word) reads as a pad: the next is at 0.
+            let word = self.words.get(released).map_or(Header::PAD, |w| w.load(Ordering::Relaxed));
             if word == Header::PAD {
-                released = ring.advance(released, ring.words().saturating_sub(at));
+                released = 0;
                 continue;
             }
             let len = Header::decode(word).map_or(0, |h| usize::from(h.words));
-            let fits = len >= HEADER_WORDS && len <= available && len <= ring.words().saturating_sub(at);
-            let Some(words) = self.words.get(at..at.saturating_add(len)).filter(|_| fits) else {
+            let fits = len >= HEADER_WORDS && len <= available && len <= n.saturating_sub(released);
+            let Some(words) = self.words.get(released..released.saturating_add(len)).filter(|_| fits) else {
                 break;
             };
             let result = Entry::new(words).map(read);
             // Release: the producer may reuse the words only after they were read.
-            self.released.store(ring.advance(released, len), Ordering::Release);
+            self.released.store((released + len) as u32, Ordering::Release);
             if result.is_none() {
                 self.count_garbled();
             }
@@ -290,60 +291,12 @@ impl<'a> Capture<'a> {
     }
 }
 
-/// Position arithmetic modulo `2 · len`, in `u32`s (`len ≤ MAX_WORDS`, so `2 · len ≤ 2^31`
-/// and a position plus an advance of at most `len` stays below 2^32): a compare and a
-/// subtraction where a slot by `%` would divide. Positions are below `2 · len` when the ring
-/// made them; one that is not (a ring misused by two producers cannot make one, but the
-/// arithmetic does not rely on it) gives a slot past the end, which no word answers to.
-#[derive(Clone, Copy)]
-struct Positions {
-    len: u32,
-}
-
-impl Positions {
-    /// `len` is a ring's length, which its constructor caps at [`MAX_WORDS`].
-    #[inline]
-    fn of(len: usize) -> Self {
-        Positions { len: len as u32 }
-    }
-
-    /// The length in words.
-    #[inline]
-    fn words(self) -> usize {
-        self.len as usize
-    }
-
-    #[inline]
-    fn period(self) -> u32 {
-        2 * self.len
-    }
-
-    /// The index of position `p`'s word.
-    #[inline]
-    fn slot(self, p: u32) -> usize {
-        (if p >= self.len { p - self.len } else { p }) as usize
-    }
-
-    /// Words published and not yet released (at most the length).
-    #[inline]
-    fn used(self, written: u32, released: u32) -> usize {
-        // `written < released` wraps the difference past `period - 1` (positions are below
-        // `period ≤ 2^31`): adding the period brings it back, modulo 2^32.
-        let d = written.wrapping_sub(released);
-        let d = if d >= self.period() { d.wrapping_add(self.period()) } else { d };
-        d.min(self.len) as usize
-    }
-
-    /// `p` moved on by `n ≤ len` words.
-    #[inline]
-    fn advance(self, p: u32, n: usize) -> u32 {
-        let next = p.wrapping_add(n as u32);
-        if next >= self.period() {
-            next.wrapping_sub(self.period())
-        } else {
-            next
-        }
-    }
+/// Words published and not yet released between positions `written` and `released` of a
+/// ring of `n` words (below `n` for positions the ring makes; wrapping, so that positions no
+/// push makes cannot make it panic).
+#[inline(always)]
+fn used(n: usize, written: usize, released: usize) -> usize {
+    written.wrapping_sub(released).wrapping_add(if written < released { n } else { 0 })
 }
 
 /// The words an entry of `depth` frames takes: 7, plus one a frame for frame ids or three a

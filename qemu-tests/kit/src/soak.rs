@@ -42,10 +42,13 @@ pub fn soak(ring_words: usize, words_before: u64, count_before: u64, min_words: 
     let words: Vec<AtomicU32> = (0..ring_words).map(|_| AtomicU32::new(0)).collect();
     let ring = Capture::starting_at(&words, words_before, count_before);
     let finished = AtomicBool::new(false);
+    // Set when the consumer gives up on a wrong entry: a ring it no longer empties stays full,
+    // and the producer would push for ever.
+    let refused = AtomicBool::new(false);
     let (produced, consumed) = std::thread::scope(|s| {
         let producer = s.spawn(|| {
             let (mut i, mut kept_words, mut kept, mut dropped) = (0u64, 0u64, 0u64, 0u64);
-            while kept_words < min_words {
+            while kept_words < min_words && !refused.load(Ordering::Relaxed) {
                 let n = depth(i);
                 if ring.push_code_from(taken(i), (0..n).map(|d| pair(i, d))).is_ok() {
                     kept_words += entry_words(n, true) as u64;
@@ -58,26 +61,10 @@ pub fn soak(ring_words: usize, words_before: u64, count_before: u64, min_words: 
             finished.store(true, Ordering::Release);
             (kept_words, kept, dropped, i)
         });
-        let consumer = s.spawn(|| -> Result<(u64, u64, u64), String> {
-            let (mut next, mut kept, mut missing) = (0u64, 0u64, 0u64);
-            loop {
-                // Read before popping: an entry pushed before the flag was set is popped after.
-                let ended = finished.load(Ordering::Acquire);
-                let Some(entry) = ring.pop(|e| check(&e)) else {
-                    if ended {
-                        return Ok((kept, missing, next));
-                    }
-                    std::hint::spin_loop();
-                    continue;
-                };
-                let i = entry.map_err(|e| format!("after {kept} entries: {e}"))?;
-                if i < next {
-                    return Err(format!("entry {i} came after entry {}", next - 1));
-                }
-                missing += i - next;
-                next = i + 1;
-                kept += 1;
-            }
+        let consumer = s.spawn(|| {
+            let consumed = consume(&ring, &finished);
+            refused.store(consumed.is_err(), Ordering::Relaxed);
+            consumed
         });
         (producer.join().expect("the producer panicked"), consumer.join().expect("the consumer panicked"))
     });
@@ -96,6 +83,30 @@ pub fn soak(ring_words: usize, words_before: u64, count_before: u64, min_words: 
         ));
     }
     Ok(Soaked { words, kept, dropped })
+}
+
+/// Pops and checks entries until the producer has finished and the ring is empty: the entries
+/// popped, the numbers missing between them, and the number after the last one.
+fn consume(ring: &Capture<'_>, finished: &AtomicBool) -> Result<(u64, u64, u64), String> {
+    let (mut next, mut kept, mut missing) = (0u64, 0u64, 0u64);
+    loop {
+        // Read before popping: an entry pushed before the flag was set is popped after.
+        let ended = finished.load(Ordering::Acquire);
+        let Some(entry) = ring.pop(|e| check(&e)) else {
+            if ended {
+                return Ok((kept, missing, next));
+            }
+            std::hint::spin_loop();
+            continue;
+        };
+        let i = entry.map_err(|e| format!("after {kept} entries: {e}"))?;
+        if i < next {
+            return Err(format!("entry {i} came after entry {}", next - 1));
+        }
+        missing += i - next;
+        next = i + 1;
+        kept += 1;
+    }
 }
 
 /// The entry's number if every word is the one pushed for it.
