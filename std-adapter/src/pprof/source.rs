@@ -17,7 +17,7 @@ use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location as Span;
 
 use super::proto::{malformed, Location, Profile};
-use super::samples::{self, Broken};
+use super::samples::{self, Broken, Locations as _};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_WEIGHT_TOTAL,
@@ -180,6 +180,9 @@ enum LocationFrames {
 /// No location (a range no frame table reaches: the table's length is a `u32`).
 const NONE: (u32, u32) = (u32::MAX, u32::MAX);
 
+/// No location, in [`LocationFrames::one_frame`]'s table.
+const NO_FRAME: u32 = u32::MAX;
+
 impl LocationFrames {
     /// Empty, for the ids of `count` locations.
     fn for_ids(mut ids: impl Iterator<Item = u64>, count: usize) -> Self {
@@ -200,6 +203,17 @@ impl LocationFrames {
             }
             LocationFrames::Map(map) => map.get(&id).copied(),
         }
+    }
+
+    /// Each id's frame when every location is one frame and the ids index a table
+    /// ([`NO_FRAME`] where no location has the id): what a replay maps ids by.
+    fn one_frame(&self) -> Option<Vec<u32>> {
+        let LocationFrames::ById(table) = self else { return None };
+        let one = |&(first, end): &(u32, u32)| (first, end) == NONE || end == first.wrapping_add(1);
+        table
+            .iter()
+            .all(one)
+            .then(|| table.iter().map(|&(first, _)| if first == NONE.0 { NO_FRAME } else { first }).collect())
     }
 
     /// Sets `id`'s frames; `id` is one of the ids it was made for (`for_ids` checked each
@@ -532,23 +546,10 @@ impl Source for PprofSource {
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, PprofError> {
-        let mut stack: Vec<u32> = Vec::new();
+        let one_frame = self.frames_of.one_frame();
+        let mut stack = StackOf { frames_of: &self.frames_of, one_frame, frames: Vec::new(), missing: None };
         let mut ticker = Ticker::default();
         let mut done = 0u64;
-        let frames_of = &self.frames_of;
-        // The frames of location `id` onto the stack; false when no location has the id.
-        let push_frames = |stack: &mut Vec<u32>, id: u64| match frames_of.get(id) {
-            // Most locations are one frame (no inlining): pushed as such.
-            Some((first, end)) if end == first.wrapping_add(1) => {
-                stack.push(first);
-                true
-            }
-            Some((first, end)) => {
-                stack.extend(first..end);
-                true
-            }
-            None => false,
-        };
         // A sample whose stack is on `stack`; `missing`, a location id the stack lacks, is an
         // error only in a sample that counts.
         let mut each = |stack: &[u32], missing: Option<u64>, values: &[i64], thread: Option<i64>| {
@@ -578,30 +579,101 @@ impl Source for PprofSource {
                 for body in samples::bodies(message) {
                     // (Read once already, whole, when the file was opened.)
                     stack.clear();
-                    let mut missing = None;
-                    sample
-                        .read_each_location(body.map_err(broken_again)?, |id| {
-                            if !push_frames(&mut stack, id) {
-                                missing = missing.or(Some(id));
-                            }
-                        })
-                        .map_err(broken_again)?;
+                    sample.read_each_location(body.map_err(broken_again)?, &mut stack).map_err(broken_again)?;
                     let thread = self.thread_key.and_then(|k| sample.label_num(k));
-                    each(&stack, missing, &sample.values, thread)?;
+                    each(&stack.frames, stack.missing, &sample.values, thread)?;
                 }
             }
             Samples::Decoded(decoded) => {
                 for sample in decoded {
                     stack.clear();
-                    let missing = sample.location_id.iter().copied().find(|&id| !push_frames(&mut stack, id));
+                    for &id in &sample.location_id {
+                        stack.location(id);
+                    }
                     let thread = self.thread_key.and_then(|k| sample.label.iter().find(|l| l.key == k)).map(|l| l.num);
-                    each(&stack, missing, &sample.value, thread)?;
+                    each(&stack.frames, stack.missing, &sample.value, thread)?;
                 }
             }
         }
         progress(done);
         Ok(done)
     }
+}
+
+/// A sample's stack as its location ids are read: each location's frames, innermost first.
+struct StackOf<'a> {
+    frames_of: &'a LocationFrames,
+    /// The frame of each location id when every location is one frame (see
+    /// [`LocationFrames::one_frame`]).
+    one_frame: Option<Vec<u32>>,
+    frames: Vec<u32>,
+    /// The first location id no location has (an error only in a sample that counts).
+    missing: Option<u64>,
+}
+
+impl StackOf<'_> {
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.missing = None;
+    }
+}
+
+impl samples::Locations for StackOf<'_> {
+    // Inlined into the reading of every id (see `Sample::read_each_location`).
+    #[inline(always)]
+    fn location(&mut self, id: u64) {
+        match self.frames_of.get(id) {
+            // Most locations are one frame (no inlining): pushed as such.
+            Some((first, end)) if end == first.wrapping_add(1) => self.frames.push(first),
+            Some((first, end)) => self.frames.extend(first..end),
+            None => self.missing = self.missing.or(Some(id)),
+        }
+    }
+
+    fn packed(&mut self, ids: &[u8]) -> Result<(), Broken> {
+        let Some(one_frame) = &self.one_frame else {
+            return samples::each_packed(ids, self);
+        };
+        let missing = one_frame_each(ids, one_frame, &mut self.frames)?;
+        self.missing = self.missing.or(missing);
+        Ok(())
+    }
+}
+
+/// Packed location ids onto `frames` by `one_frame` (each location one frame); the first id
+/// no location has. A function of its own, called once a sample: inlined into the replay,
+/// its loop kept the vector and the table in memory for want of registers, and through
+/// [`StackOf::location`] (for locations of several frames) likewise — the two together a sixth
+/// of a merge of deep CPython profiles, whose locations are one frame each.
+#[inline(never)]
+fn one_frame_each(ids: &[u8], one_frame: &[u32], frames: &mut Vec<u32>) -> Result<Option<u64>, Broken> {
+    // Each id takes a byte at least: room made at once, and written by index (a push kept
+    // the vector's length in memory, for the growth it might call).
+    let start = frames.len();
+    frames.resize(start + ids.len(), 0);
+    let (out, mut n) = (&mut frames[start..], 0);
+    let mut missing = None;
+    let mut rest = ids;
+    while let Some((&byte, tail)) = rest.split_first() {
+        let id = if byte < 0x80 {
+            rest = tail;
+            u64::from(byte)
+        } else {
+            let mut at = 0;
+            let id = samples::varint_long(rest, &mut at)?;
+            rest = rest.get(at..).ok_or(Broken)?;
+            id
+        };
+        match (usize::try_from(id).ok().and_then(|i| one_frame.get(i)), out.get_mut(n)) {
+            (Some(&frame), Some(slot)) if frame != NO_FRAME => {
+                *slot = frame;
+                n += 1;
+            }
+            _ => missing = missing.or(Some(id)),
+        }
+    }
+    frames.truncate(start + n);
+    Ok(missing)
 }
 
 #[cfg(test)]
@@ -614,6 +686,50 @@ mod tests {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         encoder.write_all(bytes).unwrap();
         encoder.finish().unwrap()
+    }
+
+    /// Packed varints of `ids`.
+    fn packed_ids(ids: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &id in ids {
+            prost::encoding::encode_varint(id, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn the_one_frame_table_maps_ids_as_the_locations_do() {
+        // Locations 1..=200 (ids past 127 take two bytes), one frame each, 7 and 150 absent.
+        let mut frames_of = LocationFrames::for_ids(1..=200, 200);
+        for id in (1..=200u64).filter(|&id| id != 7 && id != 150) {
+            let frame = 1000 + id as u32;
+            frames_of.insert(id, (frame, frame + 1));
+        }
+        let table = frames_of.one_frame().expect("every location is one frame");
+        let cases: [&[u64]; 6] = [&[1, 2, 3], &[127, 128, 129, 200], &[5, 7, 9], &[150, 1], &[201, 1 << 40, 3], &[]];
+        for ids in cases {
+            let bytes = packed_ids(ids);
+            let mut general = StackOf { frames_of: &frames_of, one_frame: None, frames: vec![42], missing: None };
+            samples::each_packed(&bytes, &mut general).unwrap();
+            let mut frames = vec![42];
+            let missing = one_frame_each(&bytes, &table, &mut frames).unwrap();
+            assert_eq!((&frames, missing), (&general.frames, general.missing), "ids {ids:?}");
+            // By hand: each present id's frame after what was there, the first absent id.
+            let want: Vec<u32> = std::iter::once(42)
+                .chain(
+                    ids.iter()
+                        .filter(|&&id| (1..=200).contains(&id) && id != 7 && id != 150)
+                        .map(|&id| 1000 + id as u32),
+                )
+                .collect();
+            assert_eq!(frames, want, "ids {ids:?}");
+            assert_eq!(missing, ids.iter().copied().find(|id| !(1..=200).contains(id) || *id == 7 || *id == 150));
+        }
+        // A varint cut short is refused, as the general reading refuses it.
+        assert_eq!(one_frame_each(&[0x81], &table, &mut Vec::new()), Err(Broken));
+        // A location of two frames: no one-frame table.
+        frames_of.insert(3, (5, 7));
+        assert!(frames_of.one_frame().is_none());
     }
 
     #[test]
