@@ -43,7 +43,7 @@ fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
 }
 
 #[inline(never)]
-pub(super) fn varint_long(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
+fn varint_long(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
     let mut value = 0u64;
     for i in 0..10 {
         let byte = *buf.get(*at).ok_or(Broken)?;
@@ -229,18 +229,27 @@ pub(super) trait Locations {
 #[inline(always)]
 pub(super) fn each_packed(ids: &[u8], locations: &mut (impl Locations + ?Sized)) -> Result<(), Broken> {
     let mut rest = ids;
-    while let Some((&byte, tail)) = rest.split_first() {
-        if byte < 0x80 {
-            locations.location(u64::from(byte));
-            rest = tail;
-        } else {
-            let mut at = 0;
-            let id = varint_long(rest, &mut at)?;
-            locations.location(id);
-            rest = rest.get(at..).ok_or(Broken)?;
-        }
+    while !rest.is_empty() {
+        let id;
+        (id, rest) = split_varint(rest)?;
+        locations.location(id);
     }
     Ok(())
+}
+
+/// The varint `bytes` start with, and the bytes after it; `bytes` is not empty. The position
+/// is the slice itself, not an index through memory: packed ids are read in loops that keep
+/// everything in registers (the one-byte case inline, the rest apart).
+#[inline(always)]
+pub(super) fn split_varint(bytes: &[u8]) -> Result<(u64, &[u8]), Broken> {
+    match bytes.split_first() {
+        Some((&byte, rest)) if byte < 0x80 => Ok((u64::from(byte), rest)),
+        _ => {
+            let mut at = 0;
+            let value = varint_long(bytes, &mut at)?;
+            Ok((value, bytes.get(at..).ok_or(Broken)?))
+        }
+    }
 }
 
 /// Kept in order (the tests' reading; and the type a reading without locations names).

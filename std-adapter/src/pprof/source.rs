@@ -654,16 +654,9 @@ fn one_frame_each(ids: &[u8], one_frame: &[u32], frames: &mut Vec<u32>) -> Resul
     let (out, mut n) = (&mut frames[start..], 0);
     let mut missing = None;
     let mut rest = ids;
-    while let Some((&byte, tail)) = rest.split_first() {
-        let id = if byte < 0x80 {
-            rest = tail;
-            u64::from(byte)
-        } else {
-            let mut at = 0;
-            let id = samples::varint_long(rest, &mut at)?;
-            rest = rest.get(at..).ok_or(Broken)?;
-            id
-        };
+    while !rest.is_empty() {
+        let id;
+        (id, rest) = samples::split_varint(rest)?;
         match (usize::try_from(id).ok().and_then(|i| one_frame.get(i)), out.get_mut(n)) {
             (Some(&frame), Some(slot)) if frame != NO_FRAME => {
                 *slot = frame;
