@@ -411,6 +411,17 @@ if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
     fi
   done
 fi
+# zstd's C library, as the release build's zstd-sys compiled it (the same bundled 1.5.7
+# sources, at -O3, no sanitizer: cargo-fuzz's flags reach Rust only), given to the fuzz
+# build through zstd-sys's pkg-config switch: compiled by the fuzz build itself, through its
+# own compiler cache, it was the largest unit of a cold run's fuzz build (190 s at the
+# lowest weight, 2026-12-01). What differs: no line tables in zstd's own C frames.
+zstd_lib=$(find target/release/build -path '*/zstd-sys-*/out/libzstd.a' 2>/dev/null | head -1)
+[ -n "$zstd_lib" ] || missing "target/release's libzstd.a (the release build above makes it)"
+mkdir -p target/fuzz-zstd
+printf 'Name: libzstd\nDescription: zstd as the release build compiled it\nVersion: 1.5.7\nLibs: -L%s -lzstd\nCflags:\n' \
+  "$PWD/$(dirname "$zstd_lib")" >target/fuzz-zstd/libzstd.pc
+FUZZ_ENV+=(ZSTD_SYS_USE_PKG_CONFIG=1 PKG_CONFIG_PATH="$PWD/target/fuzz-zstd")
 # cargo, the links and build scripts in a session of their own at the same weight; clippy in a
 # folder of its own (in the main one it would hold cargo's lock on target/debug, which the C
 # API's and the capture path's builds wait for).
