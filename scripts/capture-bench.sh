@@ -10,7 +10,8 @@
 #  - the Lua workload (lua_timer.c on split.lua, fixed work, one thread per core) unprofiled
 #    and sampled by per-thread CPU timers at 1 kHz and 10 kHz.
 # Prints Markdown; RUNS sets the rounds, NATIVE_WORK and LUA_WORK each thread's work (40000
-# and 6000 rounds: about 2 s a run); the test command runs RUNS=1 with half the work. Needs
+# and 6000 rounds: about 2 s a run), RING_SECONDS the time each of the ring's own figures is
+# the median of (1); the test command's smoke run gives a tenth of each. Needs
 # what scripts/capture.sh needs, plus libprofiler (Debian's libgoogle-perftools-dev),
 # installed here if missing.
 set -euo pipefail
@@ -32,7 +33,7 @@ fi
 PROFILER=/usr/lib/x86_64-linux-gnu/libprofiler.so
 rm -rf "$WORK" && mkdir -p "$WORK"
 release_build || fail "building"
-target/release/side_by_side --only capture || fail "side_by_side --only capture"
+target/release/side_by_side --only capture --seconds "${RING_SECONDS:-1}" || fail "side_by_side --only capture"
 
 LIB="$ROOT/target/release/libtachyon_c.a"
 gcc -std=c11 -O2 -g -I capi/include capi/examples/capture/native_sigprof.c "$LIB" -lpthread -ldl -lm \

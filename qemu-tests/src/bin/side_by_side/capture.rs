@@ -22,8 +22,8 @@ fn taken(i: u64) -> Taken {
 }
 
 /// Nanoseconds a push: batches that fill most of the ring, timed push by push loop, the
-/// ring emptied (untimed) between batches; the median batch of about a second of them.
-fn push_ns(depth: usize, code: bool) -> f64 {
+/// ring emptied (untimed) between batches; the median batch of `budget` of them (at least 5).
+fn push_ns(depth: usize, code: bool, budget: Duration) -> f64 {
     let words = ring_words();
     // As a profiler's ring: its length unknown to the compiler (a C caller's has any length)
     // and its address known to the world (a handler and a drain thread share it). Without
@@ -37,7 +37,7 @@ fn push_ns(depth: usize, code: bool) -> f64 {
     let batch = RING_WORDS / entry_words(depth, code) - 1;
     let mut per_batch = Vec::new();
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(1) || per_batch.len() < 5 {
+    while start.elapsed() < budget || per_batch.len() < 5 {
         let t = Instant::now();
         for i in 0..batch as u64 {
             let result = if code { ring.push_code(taken(i), &pairs) } else { ring.push_ids(taken(i), &ids) };
@@ -51,8 +51,8 @@ fn push_ns(depth: usize, code: bool) -> f64 {
 }
 
 /// Samples a second through `Drain::drain` into a writer over memory: the ring filled
-/// (untimed), then drained (timed); the median of about a second of rounds.
-fn drain_rate(depth: usize, code: bool) -> f64 {
+/// (untimed), then drained (timed); the median of `budget` of rounds (at least 5).
+fn drain_rate(depth: usize, code: bool, budget: Duration) -> f64 {
     let words = ring_words();
     let ring = Capture::new(std::hint::black_box(&words[..]));
     let ring = std::hint::black_box(&ring);
@@ -68,7 +68,7 @@ fn drain_rate(depth: usize, code: bool) -> f64 {
     let mut rates = Vec::new();
     let start = Instant::now();
     let mut n = 0u64;
-    while start.elapsed() < Duration::from_secs(1) || rates.len() < 5 {
+    while start.elapsed() < budget || rates.len() < 5 {
         for _ in 0..batch {
             // Stacks that change between samples (a rotating innermost frame), as a running
             // program's do: no sample collapses into a REPEAT run.
@@ -87,18 +87,19 @@ fn drain_rate(depth: usize, code: bool) -> f64 {
     rates[rates.len() / 2]
 }
 
-/// Prints the table.
-pub fn capture_costs() {
+/// Prints the table; each figure is the median of `budget` of batches (a second for the
+/// documented figures; the test command's smoke run gives less).
+pub fn capture_costs(budget: Duration) {
     println!("The capture ring's own costs (this process; medians):\n");
     println!("| stack depth | push, frame ids | push, (code, offset) pairs | drain + encode, frame ids | drain + resolve + encode, code pairs |");
     println!("|---:|---:|---:|---:|---:|");
     for depth in [8, 32, 128] {
         println!(
             "| {depth} | {:.1} ns | {:.1} ns | {:.2} M samples/s | {:.2} M samples/s |",
-            push_ns(depth, false),
-            push_ns(depth, true),
-            drain_rate(depth, false) / 1e6,
-            drain_rate(depth, true) / 1e6
+            push_ns(depth, false, budget),
+            push_ns(depth, true, budget),
+            drain_rate(depth, false, budget) / 1e6,
+            drain_rate(depth, true, budget) / 1e6
         );
     }
     println!();

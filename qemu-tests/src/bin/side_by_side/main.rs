@@ -38,7 +38,8 @@
 //!    the drain's samples a second into a writer (in this process; `scripts/capture-bench.sh`
 //!    adds the whole-run overheads of real workloads).
 //!
-//! `--only tachyon|synthetic|gperftools|mojo|pstats|capture` runs one part.
+//! `--only tachyon|synthetic|gperftools|mojo|pstats|capture` runs one part; `--seconds S`
+//! times each of the capture ring's figures over S seconds of batches (1 by default).
 
 mod capture;
 mod cpython;
@@ -68,7 +69,8 @@ fn main() {
     let only = arg("--only");
     let part = |name: &str| only.as_deref().map_or(true, |o| o == name);
     if part("capture") {
-        capture::capture_costs();
+        let seconds: f64 = arg("--seconds").map_or(1.0, |s| s.parse().unwrap());
+        capture::capture_costs(std::time::Duration::from_secs_f64(seconds));
         if only.is_some() {
             return;
         }
