@@ -133,12 +133,13 @@ fn one_producer_thread_and_one_consumer_thread_lose_nothing_they_do_not_count() 
     let finished = std::sync::atomic::AtomicBool::new(false);
     let seen = std::thread::scope(|s| {
         s.spawn(|| {
+            // (Set as the producer ends, or panics: the consumer below waits for it.)
+            let _ended = tachyon_test_kit::soak::SetOnDrop(&finished);
             for i in 0..N {
                 let depth = (i % 20) as usize;
                 let ids: Vec<FrameId> = (0..depth as u32).map(|d| FrameId(i as u32 ^ d)).collect();
                 let _ = ring.push_ids(taken(i), &ids);
             }
-            finished.store(true, std::sync::atomic::Ordering::Release);
         });
         let mut seen = Vec::new();
         loop {

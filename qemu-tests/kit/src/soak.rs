@@ -33,6 +33,17 @@ fn taken(i: u64) -> Taken {
     Taken { timestamp_us: i, thread_id: !i, interpreter_id: (i >> 3) as u32, status: (i % 251) as u8 }
 }
 
+/// Sets its flag when dropped — at the end of the thread that holds it, or when that thread
+/// panics: the thread on the ring's other side waits on the flag and would otherwise spin
+/// for ever, and the test hang instead of failing (seen with an overflow in the ring's count).
+pub struct SetOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// Pushes entries numbered from 0 through a ring of `ring_words` words started as after
 /// `words_before` words with each count at `count_before`, until the kept entries' words
 /// reach `min_words`; pops and checks every entry on another thread. `Err` names the first
@@ -47,6 +58,7 @@ pub fn soak(ring_words: usize, words_before: u64, count_before: u64, min_words: 
     let refused = AtomicBool::new(false);
     let (produced, consumed) = std::thread::scope(|s| {
         let producer = s.spawn(|| {
+            let _ended = SetOnDrop(&finished);
             let (mut i, mut kept_words, mut kept, mut dropped) = (0u64, 0u64, 0u64, 0u64);
             while kept_words < min_words && !refused.load(Ordering::Relaxed) {
                 let n = depth(i);
@@ -58,13 +70,13 @@ pub fn soak(ring_words: usize, words_before: u64, count_before: u64, min_words: 
                 }
                 i += 1;
             }
-            finished.store(true, Ordering::Release);
             (kept_words, kept, dropped, i)
         });
+        // (The consumer returns once the producer has ended, or on a wrong entry: either way
+        // the producer may stop, so the flag is set whenever the consumer ends.)
         let consumer = s.spawn(|| {
-            let consumed = consume(&ring, &finished);
-            refused.store(consumed.is_err(), Ordering::Relaxed);
-            consumed
+            let _refused = SetOnDrop(&refused);
+            consume(&ring, &finished)
         });
         (producer.join().expect("the producer panicked"), consumer.join().expect("the consumer panicked"))
     });
