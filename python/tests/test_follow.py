@@ -54,6 +54,10 @@ class Receiver:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.stacks = []
+        # Requests that did not decode to stacks: answered 200 all the same, so that the
+        # follower moves on and the test fails on them (a follower whose every request is
+        # dropped retries for ever, and the test would hang instead of failing).
+        self.errors = []
         self.delay = delay
         self.lock = threading.Lock()
         self.server = None
@@ -64,11 +68,15 @@ class Receiver:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                req = ExportProfilesServiceRequest()
-                req.ParseFromString(gzip.decompress(body))
-                lines, _ = collapsed_of(req)
-                with receiver.lock:
-                    receiver.stacks.append(lines)
+                try:
+                    req = ExportProfilesServiceRequest()
+                    req.ParseFromString(gzip.decompress(body))
+                    lines, _ = collapsed_of(req)
+                    with receiver.lock:
+                        receiver.stacks.append(lines)
+                except Exception as e:  # noqa: BLE001 — any failure is the test's to report
+                    with receiver.lock:
+                        receiver.errors.append(f"{type(e).__name__}: {str(e)[:200]}")
                 time.sleep(receiver.delay)
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
@@ -88,7 +96,11 @@ class Receiver:
 
     def count(self):
         with self.lock:
-            return len(self.stacks)
+            return len(self.stacks) + len(self.errors)
+
+    def check(self, test):
+        with self.lock:
+            test.assertEqual(self.errors[:3], [], f"{len(self.errors)} requests did not decode to stacks")
 
 
 def frame(func):
@@ -210,10 +222,11 @@ class FollowTest(unittest.TestCase):
                     got[names[0]] += 1
                 else:
                     unmatched += 1
-            if len(got) == len(want):
+            if len(got) == len(want) or receiver.errors:
                 break
             time.sleep(0.5)
         follower.kill()
+        receiver.check(self)
         self.assertEqual(unmatched, 0, "requests that equal no file's stacks")
         missing = sorted(set(want) - set(got))
         self.assertEqual(missing, [], "files never received")
@@ -228,7 +241,7 @@ class FollowTest(unittest.TestCase):
 def peak_rss_kib(url, inbox, state, after_send):
     timed = subprocess.run(["/usr/bin/time", "-f", "%M", CLI, "--quiet", "push", "--follow", inbox, "--endpoint", url,
                             "--state", state, "--poll-ms", "20", "--exit-after-idle", "1", "--after-send", after_send],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, timeout=300)
     assert timed.returncode == 0, timed.stderr
     return int(timed.stderr.strip().splitlines()[-1])
 
@@ -252,6 +265,7 @@ class FollowMemoryTest(unittest.TestCase):
                     shutil.copy(one, os.path.join(inbox, f"p-{i:05}.pyb"))
                 before = receiver.count()
                 peaks[n] = peak_rss_kib(receiver.url, inbox, os.path.join(tmp, f"state-{after_send}-{n}"), after_send)
+                receiver.check(self)
                 self.assertEqual(receiver.count() - before, n)
             print(f"\n--after-send {after_send}: peak RSS {peaks[200]} KiB for 200 files, {peaks[2000]} KiB for 2,000")
             self.assertLessEqual(peaks[2000], peaks[200] * 1.10, after_send)
