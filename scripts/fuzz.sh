@@ -117,6 +117,10 @@ fuzz_build() {
   # RUSTC_BOOTSTRAP for this build alone: cargo rebuilds whatever it built without it, and
   # the seed maker below (the host tests' checked build) took 54 s, not a fraction of one,
   # when it was exported for the whole script.
+  # FUZZ_ZSTD_PC=DIR: zstd linked from DIR/libzstd.pc (zstd-sys's pkg-config switch) instead
+  # of compiled from its C sources; the test command points it at the release build's
+  # library. For this build alone, as RUSTC_BOOTSTRAP is.
+  if [ -n "${FUZZ_ZSTD_PC:-}" ]; then local -x ZSTD_SYS_USE_PKG_CONFIG=1 PKG_CONFIG_PATH=$FUZZ_ZSTD_PC; fi
   RUSTC_BOOTSTRAP=1 RUSTFLAGS=$flags cargo build --manifest-path "$ROOT/fuzz/Cargo.toml" --target "$TRIPLE" --release \
     --config 'profile.release.debug="line-tables-only"' --bins --target-dir "$ROOT/target/fuzz-$SANITIZER"
 }

@@ -421,14 +421,16 @@ zstd_lib=$(find target/release/build -path '*/zstd-sys-*/out/libzstd.a' 2>/dev/n
 mkdir -p target/fuzz-zstd
 printf 'Name: libzstd\nDescription: zstd as the release build compiled it\nVersion: 1.5.7\nLibs: -L%s -lzstd\nCflags:\n' \
   "$PWD/$(dirname "$zstd_lib")" >target/fuzz-zstd/libzstd.pc
-FUZZ_ENV+=(ZSTD_SYS_USE_PKG_CONFIG=1 PKG_CONFIG_PATH="$PWD/target/fuzz-zstd")
+# (scripts/fuzz.sh applies it to the fuzz workspace's build alone, as the clippy below: the
+# main workspace's checked build, which the fuzz step's seed maker is, would be rebuilt.)
+FUZZ_ENV+=(FUZZ_ZSTD_PC="$PWD/target/fuzz-zstd")
 # cargo, the links and build scripts in a session of their own at the same weight; clippy in a
 # folder of its own (in the main one it would hold cargo's lock on target/debug, which the C
 # API's and the capture path's builds wait for).
 background target/fuzz-build-log fuzz-build setsid -w bash -c \
   'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
   env "${FUZZ_ENV[@]}" TACHYON_STEP_TIMES= bash -c \
-  'cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --target-dir target/fuzz-clippy -- -D warnings &&
+  'ZSTD_SYS_USE_PKG_CONFIG=1 PKG_CONFIG_PATH=$FUZZ_ZSTD_PC cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --target-dir target/fuzz-clippy -- -D warnings &&
     bash scripts/fuzz.sh --build'
 
 # Straight after the big-endian suite, whose checked-profile builds it runs (and the C API's after it).
