@@ -169,6 +169,7 @@ fn flame_graph_pages_work_in_chromium() {
     // recording against a baseline of its samples three times over (as `tachyon merge`
     // without `--to` lays files end to end), so every frame of the page shrank by two
     // thirds and the widest is drawn blue.
+    let once = profiled_file(&committed).unwrap();
     let thrice = {
         use tachyon::model::chain::Chain;
         use tachyon::profile::{Profile, SourceOptions};
@@ -176,10 +177,9 @@ fn flame_graph_pages_work_in_chromium() {
         let options = SourceOptions { replayable: true, ..SourceOptions::default() };
         let parts = copies.iter_mut().map(|p| p.source(&options).unwrap()).collect();
         let mut chain = Chain::new(parts).unwrap();
-        let config = profiled_file(&committed).unwrap().config;
-        profiled(&mut chain, config, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+        profiled(&mut chain, once.config, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
     };
-    let data = diff("tachyon-thrice", thrice, profiled_file(&committed).unwrap());
+    let data = diff("tachyon-thrice", thrice, once);
     // (A frame with no samples of its own has no baseline of its own: 0 %, as in CPython.)
     let changes = data["diff"]["diff_pct"].as_array().unwrap();
     let own = data["nodes"]["self"].as_array().unwrap();
