@@ -21,7 +21,7 @@ use std::fmt;
 use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 
-use crate::hash::IdMap;
+use crate::hash::{IdMap, SequenceIndex};
 use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 use crate::output::Output;
 
@@ -81,9 +81,13 @@ pub struct Fold {
     frame_index: IdMap<FrameInfo, u32>,
     mappings: Vec<Mapping>,
     mapping_index: IdMap<Mapping, u32>,
-    /// `[tid low, tid high, frames leaf → root]` → index into `stacks`.
-    stack_index: IdMap<Box<[u32]>, usize>,
-    stacks: Vec<(Box<[u32]>, u64)>,
+    /// Distinct stacks, each `[tid low, tid high, frames leaf → root]`, held once end to end
+    /// and numbered as first met. (A `HashMap<Box<[u32]>, _>` beside a list of the same
+    /// boxes: on deep stacks most of a merge's look-up was waiting for memory, a bucket, a
+    /// box and a count in three places, each key held twice.)
+    stacks: SequenceIndex,
+    /// Each stack's count, by its number.
+    counts: Vec<u64>,
     /// In a part that [`Fold::add`] fills from one source: its stacks as they come, end to
     /// end, not found again here — the fold it is combined into finds each (a stack hashed
     /// once, not in the part and again in the fold; no allocation a stack).
@@ -182,7 +186,7 @@ impl Fold {
 
     /// Distinct stacks so far.
     pub fn stack_count(&self) -> usize {
-        self.stacks.len()
+        self.counts.len()
     }
 
     /// Distinct frames so far.
@@ -290,7 +294,7 @@ impl Fold {
         let unit = gcd(facts.unit_us, unit_us);
         let grow = facts.unit_us / unit;
         if grow > 1 {
-            for (_, count) in &mut self.stacks {
+            for count in &mut self.counts {
                 *count = count.saturating_mul(grow);
             }
             facts.unit_us = unit;
@@ -336,14 +340,23 @@ impl Fold {
             })
             .collect();
         let mut key = Vec::new();
-        let logged = other.log.iter().flat_map(Log::entries);
-        for (stack, count) in other.stacks.iter().map(|(stack, count)| (&stack[..], *count)).chain(logged) {
+        for (stack, count) in other.stacks.iter().zip(other.counts.iter().copied()) {
             key.clear();
             key.extend_from_slice(&stack[..2]);
             key.extend(stack[2..].iter().map(|&f| frame_of[f as usize]));
             self.count(&key, count.saturating_mul(scale));
         }
-        if let Some(log) = other.log {
+        if let Some(mut log) = other.log {
+            // The part's frames made the fold's in place (the log is the part's own), then
+            // counted as one run of look-ups.
+            let mut start = 0;
+            for &end in &log.ends {
+                if let Some(frames) = log.words.get_mut(start + 2..end) {
+                    frames.iter_mut().for_each(|f| *f = frame_of[*f as usize]);
+                }
+                start = end;
+            }
+            self.count_all(&log, scale);
             self.spare_logs.give_back(log);
         }
         self.merge_facts(facts);
@@ -377,11 +390,32 @@ impl Fold {
             log.counts.push(n);
             return;
         }
-        match self.stack_index.get(key) {
-            Some(&i) => self.stacks[i].1 = self.stacks[i].1.saturating_add(n),
-            None => {
-                self.stack_index.insert(key.into(), self.stacks.len());
-                self.stacks.push((key.into(), n));
+        let id = self.stacks.id(key) as usize;
+        match self.counts.get_mut(id) {
+            Some(count) => *count = count.saturating_add(n),
+            None => self.counts.push(n),
+        }
+    }
+
+    /// Counts every stack of `log` (the fold's frames), times `scale`. Each stack's hash is
+    /// made first, and the look-up a few stacks ahead touched, so that the table's memory is
+    /// fetched for several look-ups at once rather than waited for by each in turn.
+    fn count_all(&mut self, log: &Log, scale: u64) {
+        if self.log.is_some() {
+            log.entries().for_each(|(key, n)| self.count(key, n.saturating_mul(scale)));
+            return;
+        }
+        const AHEAD: usize = 8;
+        let hashes: Vec<u32> = log.entries().map(|(key, _)| self.stacks.hash(key)).collect();
+        for (i, ((key, n), &hash)) in log.entries().zip(&hashes).enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD) {
+                self.stacks.touch(ahead);
+            }
+            let id = self.stacks.id_hashed(key, hash) as usize;
+            let n = n.saturating_mul(scale);
+            match self.counts.get_mut(id) {
+                Some(count) => *count = count.saturating_add(n),
+                None => self.counts.push(n),
             }
         }
     }
@@ -422,7 +456,8 @@ impl Fold {
         }
         let mut stacks: Vec<(u64, Vec<u32>, u64)> = self
             .stacks
-            .into_iter()
+            .iter()
+            .zip(self.counts)
             .map(|(key, n)| (u64::from(key[0]) | (u64::from(key[1]) << 32), key[2..].to_vec(), n))
             .collect();
         stacks.sort_by_cached_key(|(thread, stack, _)| {

@@ -7,7 +7,7 @@ use prost::Message;
 
 use tachyon_core::header::ProfilingMode;
 
-use super::{Facts, Fold, FoldOptions};
+use super::{Facts, Fold, FoldOptions, Log};
 use crate::model::{FrameInfo, Mapping};
 
 /// A fold.
@@ -171,6 +171,7 @@ impl Fold {
             stacks: self
                 .stacks
                 .iter()
+                .zip(&self.counts)
                 .map(|(key, count)| StackMessage {
                     thread_id: u64::from(key[0]) | (u64::from(key[1]) << 32),
                     frames: key[2..].to_vec(),
@@ -256,7 +257,9 @@ impl Fold {
                 inlined: f.flags & 4 != 0,
             });
         }
-        let mut stacks = Vec::with_capacity(m.stacks.len());
+        // The stacks as a part's log, as they come: the fold they are combined into below
+        // finds each.
+        let mut log = Log::default();
         for (i, s) in m.stacks.into_iter().enumerate() {
             if s.frames.is_empty() || s.frames.iter().any(|&f| f as usize >= frames.len()) {
                 return Err(format!("stack {i}: empty, or a frame out of range"));
@@ -264,16 +267,17 @@ impl Fold {
             if !options.threads && s.thread_id != 0 {
                 return Err(format!("stack {i}: a thread in a fold without threads"));
             }
-            let mut key = vec![s.thread_id as u32, (s.thread_id >> 32) as u32];
-            key.extend(s.frames);
-            stacks.push((key.into_boxed_slice(), s.count));
+            log.words.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
+            log.words.extend(s.frames);
+            log.ends.push(log.words.len());
+            log.counts.push(s.count);
         }
         let raw = Fold {
             options,
             facts,
             frames,
             mappings,
-            stacks,
+            log: Some(log),
             samples: m.samples,
             profiles: m.profiles,
             ..Fold::default()
@@ -281,6 +285,8 @@ impl Fold {
         // Through combine: indexes built, duplicates merged.
         let mut fold = Fold::new(options);
         fold.combine(raw)?;
+        // (Not the decoded log kept as a spare for parts: it is the size of the whole fold.)
+        fold.spare_logs = Default::default();
         Ok(fold)
     }
 }
