@@ -223,9 +223,10 @@ impl IdSlots {
         }
     }
 
-    /// Reads the slot where a key of `hash` is first looked for, so that its look-up soon
-    /// after finds the slot in the cache (see [`SequenceIndex::touch`]).
-    pub fn touch(&self, hash: u64) {
+    /// Asks the processor to fetch the slot where a key of `hash` is first looked for, so
+    /// that its look-up soon after finds it in the cache (see [`SequenceIndex::prefetch`]);
+    /// changes nothing, and does nothing but on x86_64.
+    pub fn prefetch(&self, hash: u64) {
         let Some(slot) = self.slots.get(hash as usize & self.slots.len().wrapping_sub(1)) else { return };
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch reads nothing the program sees and cannot fault, whatever the
@@ -302,18 +303,19 @@ impl SequenceIndex {
     }
 
     /// The hash `sequence` is found by, for [`id_hashed`](Self::id_hashed) and
-    /// [`touch`](Self::touch).
+    /// [`prefetch`](Self::prefetch).
     pub fn hash(&self, sequence: &[u32]) -> u32 {
         self.hash.hash_words(sequence) as u32
     }
 
-    /// Reads where a sequence of `hash` is first looked for: [`id_hashed`](Self::id_hashed)
-    /// a few sequences later finds it in the cache. For many look-ups in a row whose
-    /// sequences are known ahead: a table of stacks from many profiles is larger than the
-    /// cache, and a merge of deep stacks spent three quarters of each look-up waiting for
-    /// that first slot (measured). The read changes nothing.
-    pub fn touch(&self, hash: u32) {
-        self.slots.touch(u64::from(hash));
+    /// Asks for the slot where a sequence of `hash` is first looked for to be fetched, so
+    /// that [`id_hashed`](Self::id_hashed) a few sequences later finds it in the cache. For
+    /// many look-ups in a row whose sequences are known ahead: a table of stacks from many
+    /// profiles is larger than the cache, and a merge of deep stacks spent three quarters of
+    /// each look-up waiting for that first slot (measured). A prefetch, not a read: a read
+    /// whose value is kept holds up the processor until it arrives (tried: no faster).
+    pub fn prefetch(&self, hash: u32) {
+        self.slots.prefetch(u64::from(hash));
     }
 
     /// [`id`](Self::id) of a `sequence` whose [`hash`](Self::hash) is `hash`.

@@ -390,16 +390,22 @@ impl Fold {
             log.counts.push(n);
             return;
         }
-        let id = self.stacks.id(key) as usize;
-        match self.counts.get_mut(id) {
+        let id = self.stacks.id(key);
+        self.add_to(id, n);
+    }
+
+    /// Adds `n` to the count of stack `id`, the newest stack's first.
+    fn add_to(&mut self, id: u32, n: u64) {
+        match self.counts.get_mut(id as usize) {
             Some(count) => *count = count.saturating_add(n),
             None => self.counts.push(n),
         }
     }
 
-    /// Counts every stack of `log` (the fold's frames), times `scale`. Each stack's hash is
-    /// made first, and the look-up a few stacks ahead touched, so that the table's memory is
-    /// fetched for several look-ups at once rather than waited for by each in turn.
+    /// Counts every stack of `log` (the fold's frames), times `scale`. Every stack's hash is
+    /// made first, then each look-up prefetches the slot of the one eight stacks ahead, so
+    /// that the table's memory arrives for several look-ups at once rather than being waited
+    /// for by each in turn.
     fn count_all(&mut self, log: &Log, scale: u64) {
         if self.log.is_some() {
             log.entries().for_each(|(key, n)| self.count(key, n.saturating_mul(scale)));
@@ -409,14 +415,10 @@ impl Fold {
         let hashes: Vec<u32> = log.entries().map(|(key, _)| self.stacks.hash(key)).collect();
         for (i, ((key, n), &hash)) in log.entries().zip(&hashes).enumerate() {
             if let Some(&ahead) = hashes.get(i + AHEAD) {
-                self.stacks.touch(ahead);
+                self.stacks.prefetch(ahead);
             }
-            let id = self.stacks.id_hashed(key, hash) as usize;
-            let n = n.saturating_mul(scale);
-            match self.counts.get_mut(id) {
-                Some(count) => *count = count.saturating_add(n),
-                None => self.counts.push(n),
-            }
+            let id = self.stacks.id_hashed(key, hash);
+            self.add_to(id, n.saturating_mul(scale));
         }
     }
 
