@@ -120,6 +120,13 @@ impl Log {
         self.counts.clear();
     }
 
+    /// Logs a key, given word by word, and its count.
+    fn push(&mut self, key: impl IntoIterator<Item = u32>, count: u64) {
+        self.words.extend(key);
+        self.ends.push(self.words.len());
+        self.counts.push(count);
+    }
+
     fn entries(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(&self.ends).zip(&self.counts).map(|((start, &end), &count)| (&self.words[start..end], count))
@@ -357,7 +364,9 @@ impl Fold {
                 start = end;
             }
             self.count_all(&log, scale);
-            self.spare_logs.give_back(log);
+            // Back to the spares it came from: a part's are its fold's; a fold read from
+            // bytes has its own, dropped with it (its log is the size of the whole fold).
+            other.spare_logs.give_back(log);
         }
         self.merge_facts(facts);
         self.samples = self.samples.saturating_add(other.samples);
@@ -385,9 +394,7 @@ impl Fold {
 
     fn count(&mut self, key: &[u32], n: u64) {
         if let Some(log) = &mut self.log {
-            log.words.extend_from_slice(key);
-            log.ends.push(log.words.len());
-            log.counts.push(n);
+            log.push(key.iter().copied(), n);
             return;
         }
         let id = self.stacks.id(key);

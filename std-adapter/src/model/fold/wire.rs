@@ -267,10 +267,7 @@ impl Fold {
             if !options.threads && s.thread_id != 0 {
                 return Err(format!("stack {i}: a thread in a fold without threads"));
             }
-            log.words.extend([s.thread_id as u32, (s.thread_id >> 32) as u32]);
-            log.words.extend(s.frames);
-            log.ends.push(log.words.len());
-            log.counts.push(s.count);
+            log.push([s.thread_id as u32, (s.thread_id >> 32) as u32].into_iter().chain(s.frames), s.count);
         }
         let raw = Fold {
             options,
@@ -285,8 +282,6 @@ impl Fold {
         // Through combine: indexes built, duplicates merged.
         let mut fold = Fold::new(options);
         fold.combine(raw)?;
-        // (Not the decoded log kept as a spare for parts: it is the size of the whole fold.)
-        fold.spare_logs = Default::default();
         Ok(fold)
     }
 }
