@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Finds import cycles between the modules of the workspace's crates; exits 1 if any.
+"""Finds import cycles between the modules of the workspace's crates, and arrows that run back
+up a crate's declared layers; exits 1 if any.
 
 A module is a file (`mod.rs` and `lib.rs` stand for their folder). Module `a` depends on
 `b` when `a`'s code names `b` by `crate::b`, `super::…` or a relative path to a child
@@ -9,6 +10,10 @@ which are the parent's public face rather than code of its own that needs the ch
 is a strongly connected set of two or more modules; each is printed with the edges that
 close it.
 
+A crate with declared layers (LAYERS: its top-level modules, from the top down) may only
+depend downwards: an arrow from a top-level module to one in its own layer or above is
+reported with the files' modules that make it, and so is a top-level module no layer names.
+
 Usage: module-cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the workspace)
        module-cycles.py --self-test               (the check finds a planted cycle)
 """
@@ -16,6 +21,23 @@ Usage: module-cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the works
 import os
 import re
 import sys
+
+# The std layer's order, as its lib.rs says: each layer uses only the layers below it.
+LAYERS = {
+    "std-adapter/src": [
+        ["push"],
+        ["request"],
+        ["profile"],
+        ["convert"],
+        # The format folders and the pages and traces the hub's outputs draw.
+        ["tachyon", "gperftools", "pprof", "mojo", "pstats", "otlp", "html", "perfetto"],
+        # What several formats share.
+        ["callgrind", "symbolize"],
+        ["model"],
+        ["output"],
+        ["choice", "file", "memory", "hash", "pyfmt"],
+    ],
+}
 
 DEFAULT_ROOTS = ["core/src", "std-adapter/src", "capi/src", "qemu-tests/src", "qemu-tests/kit/src", "fuzz/src", "python/src"]
 
@@ -76,7 +98,8 @@ def edges_of(name, src, modules):
     return deps
 
 
-def cycles(root):
+def module_edges(root):
+    """Every module of the crate at `root` and the modules it depends on."""
     modules = {}
     for folder, _, files in os.walk(root):
         if os.sep + "bin" in folder[len(root):]:
@@ -85,7 +108,29 @@ def cycles(root):
             if f.endswith(".rs") and not (f == "main.rs" and folder == root):
                 path = os.path.join(folder, f)
                 modules[module_name(root, path)] = path
-    edges = {name: edges_of(name, code_of(path), modules) for name, path in modules.items()}
+    return {name: edges_of(name, code_of(path), modules) for name, path in modules.items()}
+
+
+def upward(root, layers):
+    """The arrows between top-level modules that do not point to a lower layer, each with the
+    modules that make it; and the top-level modules no layer names."""
+    rank = {m: i for i, layer in enumerate(layers) for m in layer}
+    edges = module_edges(root)
+    top = lambda m: m.split("::")[0]
+    unplaced = sorted({top(m) for m in edges if m != "crate" and top(m) not in rank})
+    bad = {}
+    for a, targets in edges.items():
+        for b in targets:
+            ta, tb = top(a), top(b)
+            if a == "crate" or b == "crate" or ta == tb or ta not in rank or tb not in rank:
+                continue
+            if rank[tb] <= rank[ta]:
+                bad.setdefault((ta, tb), []).append(f"{a} -> {b}")
+    return sorted(bad.items()), unplaced
+
+
+def cycles(root):
+    edges = module_edges(root)
     # Tarjan's strongly connected components, iteratively.
     index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
     for start in edges:
@@ -142,7 +187,28 @@ def self_test():
                          "b.rs": "#[cfg(test)]\nmod tests { use crate::a::A; }"}, False),
         ("one way", {"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B;", "b.rs": "// crate::a::A in a comment"}, False),
     ]
+    layered = [["top"], ["middle", "beside"], ["bottom"]]
+    layer_cases = [
+        ("down", {"lib.rs": "mod top; mod middle; mod bottom;", "top.rs": "use crate::middle::M;",
+                  "middle/mod.rs": "mod part;", "middle/part.rs": "use crate::bottom::B;", "bottom.rs": ""}, False),
+        ("up from a submodule", {"lib.rs": "mod top; mod middle; mod bottom;", "top.rs": "",
+                                 "middle/mod.rs": "mod part;", "middle/part.rs": "use crate::top::T;",
+                                 "bottom.rs": ""}, True),
+        ("sideways", {"lib.rs": "mod top; mod middle; mod beside; mod bottom;", "top.rs": "",
+                      "middle.rs": "fn f() { crate::beside::g() }", "beside.rs": "", "bottom.rs": ""}, True),
+        ("unplaced", {"lib.rs": "mod top; mod other;", "top.rs": "", "other.rs": ""}, True),
+    ]
     failed = 0
+    for name, files, bad in layer_cases:
+        with tempfile.TemporaryDirectory() as root:
+            for path, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+                with open(os.path.join(root, path), "w", encoding="utf-8") as f:
+                    f.write(text)
+            arrows, unplaced = upward(root, layered)
+            if bool(arrows or unplaced) != bad:
+                failed += 1
+                print(f"self-test {name!r}: {'found' if arrows or unplaced else 'missed'} an arrow up or an unplaced module")
     for name, files, cyclic in cases:
         with tempfile.TemporaryDirectory() as root:
             for path, text in files.items():
@@ -153,7 +219,7 @@ def self_test():
             if found != cyclic:
                 failed += 1
                 print(f"self-test {name!r}: {'found' if found else 'missed'} a cycle")
-    print("self-test: " + ("failed" if failed else f"{len(cases)} cases as expected"))
+    print("self-test: " + ("failed" if failed else f"{len(cases) + len(layer_cases)} cases as expected"))
     return 1 if failed else 0
 
 
@@ -168,10 +234,21 @@ def main():
             print(f"{root}: import cycle between {', '.join(members)}:")
             for a, b in links:
                 print(f"  {a} -> {b}")
+    for root in roots:
+        layers = LAYERS.get(root.rstrip("/"))
+        if layers is None:
+            continue
+        arrows, unplaced = upward(root, layers)
+        for (a, b), made_by in arrows:
+            bad += 1
+            print(f"{root}: {a} uses {b}, a layer not below its own ({', '.join(made_by[:3])})")
+        for m in unplaced:
+            bad += 1
+            print(f"{root}: module {m} is in no layer of scripts/module-cycles.py's LAYERS")
     if bad:
-        print(f"{bad} import cycle(s)")
+        print(f"{bad} import cycle(s) or arrows up")
         return 1
-    print(f"no import cycles in {', '.join(roots)}")
+    print(f"no import cycles in {', '.join(roots)}; the layers of {', '.join(LAYERS)} point down")
     return 0
 
 

@@ -50,7 +50,7 @@ if bad:
     sys.exit("the lockfiles disagree: cargo update --manifest-path <workspace>/Cargo.toml -p NAME@VERSION --precise VERSION")
 PY
 
-step "module structure: no import cycle between the modules of any crate"
+step "module structure: no import cycle between the modules of any crate, no arrow up the std layer's layers"
 python3 scripts/module-cycles.py --self-test
 python3 scripts/module-cycles.py
 

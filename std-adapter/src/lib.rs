@@ -14,20 +14,23 @@
 //!   for files of one format in a row, [`model::fold`] for folding many of any format,
 //!   [`model::stacks`] for the stack aggregate pprof and OTLP share); [`output`] (the outputs' registry, options, destinations, errors);
 //!   [`convert`] (the dispatch, and the outputs no input format shares: collapsed stacks,
-//!   flame graph, Firefox profiler, speedscope, jsonl, callgrind); [`html`] (the pages people
+//!   flame graph, Firefox profiler, speedscope, jsonl); [`html`] (the pages people
 //!   look at: the interactive flame graph and its call tree) and [`perfetto`] (traces).
 //! * One folder per format, each with its input (`source`) and what writes it (`write`, or
 //!   `replay` for pstats): [`tachyon`] (also CPython's views and writer input, storage, zstd
 //!   threads, the framed stream), [`gperftools`], [`pprof`] (also the protobuf schema),
 //!   [`mojo`] (also Austin's text and speedscope as Austin makes it), [`pstats`] (also its
 //!   table, dump, merge and gprof2dot's graph); [`otlp`] (an output only: OpenTelemetry's
-//!   profiles signal).
+//!   profiles signal); [`callgrind`] (an output only, below the format folders: pstats writes
+//!   its call graph in it too).
 //! * Shared: [`choice`] (the named values options take), [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
 //!   [`hash`] (keyed fast hashing, string tables).
 //!
-//! Dependencies point one way: `push` → `request` → `profile` → `convert` → the format folders → `model`,
-//! `output` and the shared modules.
+//! Dependencies point one way, each layer using only layers below it (`scripts/module-cycles.py`
+//! reports an arrow that runs back up): `push` → `request` → `profile` → `convert` → the format
+//! folders, [`html`] and [`perfetto`] → what formats share ([`callgrind`], [`symbolize`]) →
+//! `model` → `output` → the shared modules.
 //!
 //! ## Contributing
 //! A format is one folder here (its `source` and `write`) and, below the std layer, one module
@@ -37,6 +40,7 @@
 
 #![deny(missing_docs)]
 
+pub mod callgrind;
 pub mod choice;
 pub mod convert;
 pub mod file;

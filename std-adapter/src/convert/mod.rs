@@ -7,7 +7,6 @@
 //! (Tachyon re-encoding, which keeps CPython's records byte for byte). A conversion as a
 //! user asks for it, options and all, is a [`crate::request::ConvertRequest`].
 
-pub mod callgrind;
 pub mod collapsed;
 pub mod flamegraph;
 pub mod gecko;
@@ -160,7 +159,7 @@ fn write_streamed<S: Source>(
             n
         }
         Output::Callgrind => {
-            let mut c = callgrind::CallgrindCollector::default();
+            let mut c = crate::callgrind::write::CallgrindCollector::default();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
             c.write(&mut out)?;
             n

@@ -1,5 +1,5 @@
 //! A pstats file's call graph in Callgrind's format (`--to callgrind` of a pstats input), for
-//! KCachegrind and `callgrind_annotate`, laid out as `convert::callgrind` writes sampled
+//! KCachegrind and `callgrind_annotate`, laid out as [`crate::callgrind`] writes sampled
 //! profiles but with pstats' times:
 //!
 //! ```text
@@ -24,7 +24,7 @@
 
 use std::io::{self, Write};
 
-use crate::convert::callgrind::{write_header, Names};
+use crate::callgrind::text::{write_header, Names};
 use crate::hash::IdMap;
 
 use super::{Key, NameId, Num, NumValue, Stats};

@@ -1,45 +1,15 @@
-//! Callgrind's profile format, as KCachegrind and valgrind's `callgrind_annotate` read it:
-//! one event, `Samples`; a function is a function name in a file, its costs at source lines
-//! (`positions: line`).
-//!
-//! ```text
-//! # callgrind format
-//! version: 1
-//! creator: tachyon 0.1.0
-//! positions: line
-//! events: Samples
-//! summary: 12
-//!
-//! fl=(1) app.py           a file, named once, then by its number
-//! fn=(1) main             a function of that file
-//! 20 3                    3 samples with `main` innermost, at line 20
-//! cfn=(2) work            `main` calls `work` (of the same file; `cfl=` names another)
-//! calls=9 31              9 samples through that call; `work`'s first line seen: 31
-//! 21 9                    ... made at line 21, and their 9 samples
-//! ```
-//!
-//! Self costs are the samples with the function innermost, at the innermost frame's line, as
-//! pstats' direct samples. A call's cost is the samples in which the callee runs below that
-//! call — once a sample, charged to the call of the callee's outermost frame, as pstats counts
-//! a function's cumulative samples once a sample: so a function's incoming calls add up to
-//! its cumulative samples however it recurses, which is what `callgrind_annotate
-//! --inclusive=yes` prints for a called function. Every stack's outermost function is called
-//! by a function `(root)` (file `???`, as valgrind names what it cannot place), so that this
-//! holds for the outermost functions too (a thread's entry, a stack cut short) and `(root)`'s
-//! inclusive cost is the profile's samples. A call's count is its samples. An empty file or
-//! function name is written `???` too.
+//! Sampled profiles in Callgrind's format, from the hub (`--to callgrind`; the layout is
+//! [`super`]'s).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::text::{write_header, Names, UNKNOWN};
 use crate::hash::IdMap;
 use crate::model::{Call, Collector, FrameTable};
 
 /// The caller of every stack's outermost function.
 const ROOT: u32 = 0;
-/// The file of `(root)`, and the file or name of a frame without one (an empty name would
-/// end the line where the reader wants one).
-const UNKNOWN: &str = "???";
 
 /// Samples per function, line and call, on the hub's frames.
 #[derive(Debug)]
@@ -118,64 +88,6 @@ impl Collector for CallgrindCollector {
             caller = (f, line);
         }
     }
-}
-
-/// Numbers for names written once (callgrind's name compression): `(n) name` the first time,
-/// `(n)` after; a name is known by its index in the caller's table.
-pub(crate) struct Names {
-    numbers: Vec<u32>,
-    next: u32,
-}
-
-impl Names {
-    /// Numbers for a table of `count` names.
-    pub(crate) fn new(count: usize) -> Self {
-        Names { numbers: vec![0; count], next: 1 }
-    }
-
-    /// Writes `tag=` name `index` (`name` is made into text only the first time).
-    pub(crate) fn write(
-        &mut self,
-        out: &mut impl Write,
-        tag: &str,
-        index: usize,
-        name: impl std::fmt::Display,
-    ) -> io::Result<()> {
-        match self.numbers[index] {
-            0 => {
-                self.numbers[index] = self.next;
-                self.next += 1;
-                writeln!(out, "{tag}=({}) {}", self.numbers[index], one_line(&name.to_string()))
-            }
-            n => writeln!(out, "{tag}=({n})"),
-        }
-    }
-}
-
-/// A name as one line of the file: an empty one would end the line where the reader wants a
-/// name (`???`, as valgrind names what it cannot place), a line break would end it early.
-fn one_line(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.is_empty() {
-        UNKNOWN.into()
-    } else if name.contains(['\n', '\r']) {
-        name.replace(['\n', '\r'], " ").into()
-    } else {
-        name.into()
-    }
-}
-
-/// The file's first lines: the format, the creator, positions by line, the one event (with
-/// its long name where it has one) and its total.
-pub(crate) fn write_header(out: &mut impl Write, event: &str, long_name: Option<&str>, summary: u64) -> io::Result<()> {
-    writeln!(out, "# callgrind format")?;
-    writeln!(out, "version: 1")?;
-    writeln!(out, "creator: tachyon {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "positions: line")?;
-    if let Some(long_name) = long_name {
-        writeln!(out, "event: {event} : {long_name}")?;
-    }
-    writeln!(out, "events: {event}")?;
-    writeln!(out, "summary: {summary}")
 }
 
 impl CallgrindCollector {
