@@ -6,7 +6,9 @@
 //! * [`gen`]: seeded writer-input documents; [`model`]: what a reader must return for one.
 //! * [`gperftools_oracle`]: what the real gperftools readers printed, parsed.
 //! * [`flame`]: our flame graph pages' trees against CPython's.
-//! * `inputs` (feature `oracle`): the files the conversion tests run over.
+//! * `inputs` (feature `oracle`): the files the conversion tests run over; [`recordings`]: the
+//!   real tools' recordings, made on this machine (fresh) or committed, and what each may be
+//!   asked.
 //! * The test kit every crate's tests share (a memory limit for a test or a command, the
 //!   fixtures, the round-trip model) is the `tachyon-test-kit` crate in `qemu-tests/kit/`.
 
@@ -16,6 +18,7 @@ pub mod gperftools_oracle;
 #[cfg(feature = "oracle")]
 pub mod inputs;
 pub mod model;
+pub mod recordings;
 
 use serde_json::Value;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};

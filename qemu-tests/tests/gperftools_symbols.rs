@@ -1,18 +1,22 @@
-//! Symbolised gperftools conversions, on the profiles libprofiler records during the test
-//! command (`qemu-tests/oracle/gperftools/record.sh`, directory `TACHYON_GPERFTOOLS_PROFILES`:
-//! x86_64 and i386; s390x, powerpc and powerpc64 under qemu-user) of our own workload, against
-//! what the real readers printed for it while its binaries were still at the recorded paths:
+//! Symbolised gperftools conversions, on the profiles libprofiler records of our own workload
+//! (`qemu-tests/oracle/gperftools/record.sh`: x86_64 and i386; s390x, powerpc and powerpc64
+//! under qemu-user), against what the real readers printed for it while its binaries were
+//! still at the recorded paths. Every machine's recording made by the test command
+//! ([`qemu_tests::recordings`], fresh) and the committed x86_64 and s390x ones:
 //!
 //! - collapsed stacks name the same functions with the same counts as google-pprof 2.10's
 //!   `--collapsed`. Its names are compared without the two decorations it adds: `<address>`
 //!   after names it took from `nm` (the symbol's start, to tell apart functions of one name)
 //!   and `[inline]` after inlined functions; its lines, one per distinct address stack, are
 //!   summed by name as ours are. On PowerPC, where google-pprof misnames addresses
-//!   ([`only_workload`]), the functions it names from DWARF must be ours at every depth;
-//! - the pprof output has go pprof's samples, address for address, and go pprof shows the
-//!   inlined functions in it;
+//!   ([`only_workload`]), and on the committed recordings, whose libc is the recording
+//!   machine's, the functions named from the workload's own binaries must agree at every depth;
+//! - the pprof output has go pprof's samples, address for address;
 //! - binaries that are missing, truncated or not ELF leave addresses as `0x…` with a
 //!   warning each, never a failure.
+//!
+//! What the committed recordings hold is checked of them alone: every function of the
+//! workload sampled, the library call chain, go pprof showing the inlined functions.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -27,22 +31,11 @@ use tachyon::gperftools::source::GperftoolsSource;
 use tachyon::pprof::proto::Profile;
 use tachyon::symbolize::Symbolizer;
 
-use qemu_tests::gperftools_oracle::RECORDED_ARCHES as ARCHES;
+use qemu_tests::recordings;
 
-/// The folder of the profile recorded on `arch`.
-fn recorded_on(arch: &str) -> PathBuf {
-    let dir = std::env::var_os("TACHYON_GPERFTOOLS_PROFILES").map(PathBuf::from).unwrap_or_else(|| {
-        panic!(
-            "TACHYON_GPERFTOOLS_PROFILES is not set: run `bash scripts/test-all.sh`, or \
-             `qemu-tests/oracle/gperftools/record.sh DIR` and set it to DIR"
-        )
-    });
-    dir.join(arch)
-}
-
-/// The recorded x86_64 profile's folder.
+/// The x86_64 profile this run recorded.
 fn recorded() -> PathBuf {
-    recorded_on("x86_64")
+    recordings::gperftools("x86_64", false)
 }
 
 fn text(dir: &Path, name: &str) -> String {
@@ -86,32 +79,52 @@ fn undecorated(name: &str) -> &str {
 
 #[test]
 fn symbolised_collapsed_stacks_are_google_pprofs() {
-    for arch in ARCHES {
-        let dir = recorded_on(arch);
+    for (name, dir, committed) in recordings::every_gperftools() {
         let expected = collapsed(&text(&dir, "google-pprof.collapsed.txt"), true);
-        let joined: String = expected.keys().cloned().collect::<Vec<_>>().join("\n");
-        // Which of the workload's functions a short run samples is chance (a powerpc64 run
-        // under qemu once had no sample in `recurse`): all but one must be named, `main` always.
-        let named = |name: &str| joined.split(['\n', ';']).any(|n| n == name);
-        let workload = ["main", "middle", "recurse", "hash_block", "sort_range", "merge_runs", "compare_keys"];
-        let missing: Vec<&str> = workload.into_iter().filter(|n| !named(n)).collect();
-        assert!(named("main") && missing.len() <= 1, "{arch}: google-pprof's stacks lack {missing:?}: {joined}");
         let (out, warnings) = run(&dir, vec![dir.join("bins")], &Output::Collapsed);
         // Only x86_64's libc has its debugging information installed (libc6-dbg).
-        if arch == "x86_64" {
-            assert_eq!(warnings, Vec::<String>::new());
+        if name.starts_with("x86_64") {
+            assert_eq!(warnings, Vec::<String>::new(), "{name}");
         }
         let ours = collapsed(&String::from_utf8(out).unwrap(), false);
-        if arch.starts_with("powerpc") {
+        if name.starts_with("powerpc") {
             // libc's frames have names from its symbol table (on powerpc64 through the `.opd`
-            // function descriptors), where google-pprof's are wrong.
-            assert!(ours.keys().all(|k| k.starts_with("__libc_start_main;")), "{arch}: {ours:?}");
-            let (ours, theirs) = (only_workload(&ours), only_workload(&expected));
-            assert!(theirs.keys().any(|k| k.contains("main;middle;sort_keys;lib_sort;sort_range")), "{theirs:?}");
-            assert_eq!(ours, theirs, "{arch}");
-        } else {
-            assert_eq!(ours, expected, "{arch}");
+            // function descriptors), where google-pprof's are wrong: every stack of the
+            // workload's, all of whose work runs under `main`, starts in libc's start.
+            for stack in ours.keys().filter(|k| k.split(';').any(|f| f == "main")) {
+                assert!(stack.starts_with("__libc_start_main;"), "{name}: {stack}");
+            }
         }
+        if name.starts_with("powerpc") || committed {
+            assert_eq!(only_workload(&ours), only_workload(&expected), "{name}");
+        } else {
+            assert_eq!(ours, expected, "{name}");
+        }
+    }
+}
+
+/// The workload's functions each committed recording sampled: x86_64 every one; s390x, whose
+/// run is emulated and a tenth as long, all but `recurse` and `hash_block`.
+const COMMITTED_FUNCTIONS: [(&str, &[&str]); 2] = [
+    ("x86_64", &WORKLOAD_FUNCTIONS),
+    (
+        "s390x",
+        &["main", "middle", "mix", "series", "sort_keys", "compare_keys", "lib_sort", "sort_range", "merge_runs"],
+    ),
+];
+
+/// What the committed recordings hold: the workload's functions named from DWARF, through the
+/// library's call chain.
+#[test]
+fn the_committed_recordings_name_the_functions_of_the_workload() {
+    for (arch, functions) in COMMITTED_FUNCTIONS {
+        let dir = recordings::gperftools(arch, true);
+        let (out, _) = run(&dir, vec![dir.join("bins")], &Output::Collapsed);
+        let ours = only_workload(&collapsed(&String::from_utf8(out).unwrap(), false));
+        let named = |function: &str| ours.keys().any(|k| k.split(';').any(|f| f == function));
+        let missing: Vec<&str> = functions.iter().copied().filter(|f| !named(f)).collect();
+        assert_eq!(missing, Vec::<&str>::new(), "{arch}: {ours:?}");
+        assert!(ours.keys().any(|k| k.contains("main;middle;sort_keys;lib_sort;sort_range")), "{arch}: {ours:?}");
     }
 }
 
@@ -167,11 +180,14 @@ fn missing_binaries_leave_addresses_and_a_warning_each() {
         ],
     );
     let out = String::from_utf8(out).unwrap();
-    // libc is where the profile says: its frames are named; the workload's are not.
+    // libc is where the profile says: its frames are named (all the workload's work runs
+    // under its start); the workload's are not.
     assert!(out
         .lines()
         .all(|l| l.starts_with("0x") && l.contains(";__libc_start_main_impl;__libc_start_call_main;0x")));
-    assert!(!out.contains("middle"), "{out}");
+    assert!(!WORKLOAD_FUNCTIONS.iter().any(|f| out.split([';', ' ', '\n']).any(|n| n == *f)), "{out}");
+    let total: u64 = out.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    assert_eq!(total, collapsed(&text(&dir, "google-pprof.collapsed.txt"), true).values().sum::<u64>());
 }
 
 #[test]
@@ -204,33 +220,48 @@ fn truncated_or_foreign_binaries_leave_addresses_and_a_warning_each() {
 }
 
 #[test]
-fn symbolised_pprof_has_go_pprofs_samples_and_shows_inlined_functions() {
-    for arch in ARCHES {
-        symbolised_pprof_on(arch);
+fn symbolised_pprof_has_go_pprofs_samples() {
+    for (name, dir, _) in recordings::every_gperftools() {
+        let ours = symbolised_pprof(&dir, &name);
+        let raw = go_pprof(&ours, &["-raw", "-symbolize=none"], &name);
+        assert_eq!(go_samples(&raw), go_samples(&text(&dir, "go-pprof.raw.txt")), "{name}");
+        std::fs::remove_file(&ours).unwrap();
     }
 }
 
-fn symbolised_pprof_on(arch: &str) {
-    let dir = recorded_on(arch);
-    let (gz, _) = run(&dir, vec![dir.join("bins")], &Output::Pprof);
+/// What the committed recordings hold: locations of inlined functions, which go pprof shows.
+#[test]
+fn go_pprof_shows_the_inlined_functions_of_the_committed_recordings() {
+    for (arch, functions) in COMMITTED_FUNCTIONS {
+        let ours = symbolised_pprof(&recordings::gperftools(arch, true), arch);
+        let top = go_pprof(&ours, &["-top", "-nodecount=100"], arch);
+        assert!(top.contains("merge_runs (inline)"), "{arch}: go pprof -top shows merge_runs (inline):\n{top}");
+        for function in
+            ["compare_keys", "sort_range", "hash_block", "series"].into_iter().filter(|f| functions.contains(f))
+        {
+            assert!(top.lines().any(|l| l.ends_with(&format!(" {function}"))), "{arch}: {function}:\n{top}");
+        }
+        std::fs::remove_file(&ours).unwrap();
+    }
+}
+
+/// Our pprof of the recording in `dir`, symbolised, written to a scratch file (its path).
+fn symbolised_pprof(dir: &Path, name: &str) -> PathBuf {
+    let (gz, _) = run(dir, vec![dir.join("bins")], &Output::Pprof);
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut raw).unwrap();
     let profile = Profile::decode(&raw[..]).unwrap();
-    assert!(profile.location.iter().any(|l| l.line.len() > 1), "some location holds inlined functions");
-    let ours = std::env::temp_dir().join(format!("tachyon-symbolised-{arch}-{}.pb.gz", std::process::id()));
+    assert!(!profile.sample.is_empty(), "{name}");
+    let tag: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    let ours = std::env::temp_dir().join(format!("tachyon-symbolised-{tag}-{}.pb.gz", std::process::id()));
     std::fs::write(&ours, &gz).unwrap();
-    let go = |args: &[&str]| {
-        let out = Command::new("go").args(["tool", "pprof"]).args(args).arg(&ours).output().unwrap();
-        assert!(out.status.success(), "go tool pprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    assert_eq!(go_samples(&go(&["-raw", "-symbolize=none"])), go_samples(&text(&dir, "go-pprof.raw.txt")), "{arch}");
-    let top = go(&["-top", "-nodecount=100"]);
-    assert!(top.contains("merge_runs (inline)"), "{arch}: go pprof -top shows merge_runs (inline):\n{top}");
-    for function in ["compare_keys", "sort_range", "hash_block", "series"] {
-        assert!(top.lines().any(|l| l.ends_with(&format!(" {function}"))), "{arch}: {function}:\n{top}");
-    }
-    std::fs::remove_file(&ours).unwrap();
+    ours
+}
+
+fn go_pprof(file: &Path, args: &[&str], name: &str) -> String {
+    let out = Command::new("go").args(["tool", "pprof"]).args(args).arg(file).output().unwrap();
+    assert!(out.status.success(), "{name}: go tool pprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

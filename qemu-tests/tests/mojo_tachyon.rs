@@ -21,10 +21,7 @@ use tachyon::mojo::source::{MojoMetric, MojoSource};
 
 /// `(MOJO file, 2.4.0's samples of it)`: the recorded files and the committed real ones.
 fn files() -> Vec<(PathBuf, PathBuf)> {
-    let dir = PathBuf::from(std::env::var_os("TACHYON_MOJO_PROFILES").expect(
-        "TACHYON_MOJO_PROFILES is not set: run `bash scripts/test-all.sh`, or \
-         `qemu-tests/oracle/austin/record.sh DIR` and set it to DIR",
-    ));
+    let dir = qemu_tests::recordings::fresh("TACHYON_MOJO_PROFILES");
     let mut out: Vec<(PathBuf, PathBuf)> = qemu_tests::inputs::files_in(&dir, "mojo")
         .into_iter()
         .map(|m| (m.clone(), m.with_extension("samples.jsonl")))
@@ -109,7 +106,9 @@ fn mojo_to_tachyon_reads_back_in_cpython_as_austin_python_reads_the_mojo() {
         dumps.push((out, work.join(format!("{i}.jsonl"))));
     }
     cpython_dump(&work, "dump", &dumps);
+    // (Counted on the committed files: how many samples a recording holds is the machine's.)
     let mut compared = 0;
+    let vectors = root().join("qemu-tests/vectors");
     for (i, (mojo, dump)) in files.iter().enumerate() {
         let name = mojo.display();
         let (want, interval) = expected(&std::fs::read_to_string(dump).unwrap());
@@ -143,8 +142,10 @@ fn mojo_to_tachyon_reads_back_in_cpython_as_austin_python_reads_the_mojo() {
             for (j, (g, w)) in got[thread].iter().zip(w).enumerate() {
                 assert_eq!(g, w, "{name}: thread {thread:?}, sample {j}");
             }
-            compared += w.len();
+            if mojo.starts_with(&vectors) {
+                compared += w.len();
+            }
         }
     }
-    assert!(compared > 10_000, "{compared} samples");
+    assert!(compared > 4_000, "{compared} samples of the committed files");
 }

@@ -4,8 +4,10 @@
 //! comparison keeps the function and drops CPython's `tid:` root, summing stacks that differ
 //! only in lines. The outputs CPython computes from frames alone (jsonl, the pstats tables and
 //! file) made from the input directly equal CPython's `replay` of our Tachyon file: so each
-//! is what CPython's collectors would compute from the input's stacks. The profile is the one the test command records (`TACHYON_GPERFTOOLS_PROFILES`),
-//! symbolised with its binaries; the pprof is go's `-proto` of it.
+//! is what CPython's collectors would compute from the input's stacks. The profiles are
+//! libprofiler's x86_64 recordings, this run's and the committed one
+//! ([`qemu_tests::recordings`]), symbolised with their binaries; the pprof is go's `-proto` of
+//! each.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,10 +21,18 @@ use tachyon::pprof::source::{PprofSource, SampleIndex};
 use tachyon::symbolize::Symbolizer;
 use tachyon_core::io::Cursor;
 
-fn recorded() -> PathBuf {
-    std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
-        .map(|d| PathBuf::from(d).join("x86_64"))
-        .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)")
+/// The x86_64 recordings, this run's and the committed one (`true`), each with a folder of its
+/// own under the test's scratch folder `name`.
+fn recordings(name: &str) -> [(PathBuf, bool, PathBuf); 2] {
+    let work = |kind: &str| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name).join(kind);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    };
+    [
+        (qemu_tests::recordings::gperftools("x86_64", false), false, work("fresh")),
+        (qemu_tests::recordings::gperftools("x86_64", true), true, work("committed")),
+    ]
 }
 
 fn lines(text: &str, function_of: impl Fn(&str) -> String, skip_root: bool) -> BTreeMap<String, u64> {
@@ -111,32 +121,35 @@ fn symbolised(dir: &Path) -> GperftoolsSource<Cursor<Vec<u8>>> {
 #[test]
 fn cpython_reads_a_gperftools_profile_made_tachyon_as_the_profile_reads() {
     oracle_ready();
-    let dir = recorded();
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tachyon-from-native");
-    std::fs::create_dir_all(&work).unwrap();
-    let expected = ours(&mut symbolised(&dir));
-    assert!(expected.keys().any(|k| k.ends_with(";compare_keys;mix")), "{expected:?}");
-    for big in [false, true] {
-        let file = work.join(format!("gperftools-{big}.pyb"));
-        tachyon_of(&mut symbolised(&dir), &file, big);
-        assert_eq!(cpython_collapsed(&file, &work), expected, "big-endian {big}");
+    for (dir, committed, work) in recordings("tachyon-from-native") {
+        let expected = ours(&mut symbolised(&dir));
+        // (What the committed recording holds: an inlined function's frame.)
+        assert!(!committed || expected.keys().any(|k| k.ends_with(";compare_keys;mix")), "{expected:?}");
+        for big in [false, true] {
+            let file = work.join(format!("gperftools-{big}.pyb"));
+            tachyon_of(&mut symbolised(&dir), &file, big);
+            assert_eq!(cpython_collapsed(&file, &work), expected, "{}: big-endian {big}", dir.display());
+        }
+        frame_outputs_match_cpython(|| symbolised(&dir), &work.join("gperftools-false.pyb"), &work);
     }
-    frame_outputs_match_cpython(|| symbolised(&dir), &work.join("gperftools-false.pyb"), &work);
 }
 
 #[test]
 fn cpython_reads_go_pprofs_proto_made_tachyon_as_it_reads() {
     oracle_ready();
-    let dir = recorded();
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tachyon-from-pprof");
-    std::fs::create_dir_all(&work).unwrap();
+    for (dir, _, work) in recordings("tachyon-from-pprof") {
+        go_pprofs_proto_made_tachyon(&dir, &work);
+    }
+}
+
+fn go_pprofs_proto_made_tachyon(dir: &Path, work: &Path) {
     let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
     let samples = SampleIndex::Name("samples".into());
     let expected = ours(&mut PprofSource::open(&proto[..], &samples).unwrap());
     let file = work.join("pprof.pyb");
     tachyon_of(&mut PprofSource::open(&proto[..], &samples).unwrap(), &file, false);
-    assert_eq!(cpython_collapsed(&file, &work), expected);
-    frame_outputs_match_cpython(|| PprofSource::open(&proto[..], &samples).unwrap(), &file, &work);
+    assert_eq!(cpython_collapsed(&file, work), expected);
+    frame_outputs_match_cpython(|| PprofSource::open(&proto[..], &samples).unwrap(), &file, work);
     // Counting nanoseconds (the default, cpu) would make a sample of each: refused, saying how.
     let mut by_time = PprofSource::open(&proto[..], &SampleIndex::Default).unwrap();
     let err = convert(
