@@ -6,29 +6,35 @@
 // PLAYWRIGHT_DIR holds node_modules/playwright-core (scripts/viewer-tools.sh installs the
 // version package-lock.json pins). MANIFEST lists pages:
 //
-//   [{"kind": "flamegraph", "page": "/path/x.html", "total": 1234,
+//   [{"kind": "flamegraph", "page": "/path/x.html", "ui": true, "total": 1234,
 //     "threads": {"31601": 600, ...}, "screenshot": "/path/x.png", "ready_ms": 1000},
 //    {"kind": "diff", ..., "elided_total": 56.5},
-//    {"kind": "heatmap", "page": "/path/dir/index.html", "total": 1234, "pages": 3,
+//    {"kind": "heatmap", "page": "/path/dir/index.html", "ui": true, "total": 1234, "pages": 3,
 //     "sources": 2, "screenshot": "/path/index.png", "file_screenshot": "/path/file.png"}, ...]
 //
 // `total` and `threads` come from another output than the page (the collapsed stacks), so
-// that the page's numbers are checked against an independent count. For each page: no console
-// error or uncaught exception, no request but the page itself, the script ready within
-// `ready_ms` of navigation (if given), the total shown equal to `total`; clicking a frame zooms
-// to it (the frame then spans the chart); typing a function's name into the search box
-// highlights exactly the frames whose name or file holds it (their pixels take the match
-// colour); each thread picked shows that thread's total. A differential page ("diff") also:
-// the widest frame (at least 4 pixels) whose own samples grew by over half is drawn red, the
-// widest that shrank by over half blue (each colour checked on some page of the run), and
-// the view of what only the baseline had shows `elided_total` samples (none is offered when
-// it is null). A heatmap: the index shows `total` samples and links to exactly
-// its `pages` file pages, each of which opens without error, shows the samples the index gives
-// it and has a row for each of its sampled lines and a target for each hottest-line link;
-// `sources` of them show their source text; the colour selector recolours; the filter box
-// hides the files that do not match. Prints a line per page and exits 1
-// if any check failed. Run it inside a network namespace of its own (`unshare -n`) so that
-// nothing could be fetched even if a page tried.
+// that the page's numbers are checked against an independent count. Every page: no console
+// error or uncaught exception, no request but the page itself (a heatmap: its own folder),
+// the total shown equal to `total`, each thread picked showing that thread's total; a
+// heatmap's index links exactly its `pages` file pages, each of which shows the samples the
+// index gives it and has a row for each of its sampled lines.
+//
+// The rest are checks of the page's controls, whose subject is the content of the profile (a
+// frame wide enough to click, a line that two colourings paint differently), so they run on
+// pages marked "ui", which the test makes of inputs the repository holds or builds: the
+// script ready within `ready_ms` of navigation (the best of three loads); clicking the widest
+// frame below the root zooms to it (the frame then spans the chart) and reset zooms out;
+// typing its name into the search box highlights exactly the frames whose name or file holds
+// it (their pixels take the match colour). A differential page: the widest frame (at least 4
+// pixels) whose own samples grew by over half is drawn red, the widest that shrank by over
+// half blue (each colour seen on some page of the run), and the view of what only the
+// baseline had shows `elided_total` samples (none is offered when it is null). A heatmap:
+// `sources` file pages show their source text; the filter box hides the files that do not
+// match; colouring by self repaints a line whose two shades differ by at least three degrees
+// of hue (seen on some file page of each heatmap), and colouring by total again paints every
+// line as the page was first painted (the page's Rust and its script agree). Prints a line
+// per page and exits 1 if any check failed. Run it inside a network namespace of its own
+// (`unshare -n`) so that nothing could be fetched even if a page tried.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -64,13 +70,13 @@ async function flamegraph(browser, entry, problems) {
   // on two cores, and a first load of the deep recording's page took 1.2 s there where it
   // takes 0.3-0.5 s alone; a page slower than the limit at every load still fails.
   const loads = [await page.evaluate(() => window.tachyonFlame.readyMs)];
-  while (entry.ready_ms && Math.min(...loads) > entry.ready_ms && loads.length < 3) {
+  while (entry.ui && entry.ready_ms && Math.min(...loads) > entry.ready_ms && loads.length < 3) {
     await page.reload({ waitUntil: 'load' });
     await page.waitForFunction(() => window.tachyonFlame && window.tachyonFlame.readyMs > 0, null, { timeout: 20000 });
     loads.push(await page.evaluate(() => window.tachyonFlame.readyMs));
   }
   const readyMs = Math.min(...loads);
-  if (entry.ready_ms && readyMs > entry.ready_ms) {
+  if (entry.ui && entry.ready_ms && readyMs > entry.ready_ms) {
     f(`ready after ${loads.map((t) => t.toFixed(0)).join(', ')} ms in ${loads.length} loads (limit ${entry.ready_ms})`);
   }
   const shown = async () => Number((await page.textContent('#total')).replace(/,/g, ''));
@@ -87,6 +93,7 @@ async function flamegraph(browser, entry, problems) {
     if (data.nodes.value[i] < data.nodes.value[0] && (target < 0 || data.nodes.value[i] > data.nodes.value[target])) target = i;
   }
   if (target < 0 && n > 1) target = 1;
+  if (!entry.ui) target = -1;
   const canvasWidth = await page.evaluate(() => document.getElementById('flame').clientWidth);
   if (target > 0) {
     // Scrolled into view: the frame's row may be far down a deep profile's chart.
@@ -140,12 +147,13 @@ async function flamegraph(browser, entry, problems) {
     await page.selectOption('#thread', '-1');
     if (await shown() !== entry.total) f('all threads again: the total did not come back');
   }
-  if (entry.kind === 'diff') await differential(page, entry, data, f);
+  if (entry.kind === 'diff' && entry.ui) await differential(page, entry, data, f);
   if (entry.screenshot) await page.screenshot({ path: entry.screenshot });
   for (const e of errors) f(e);
   for (const r of requests) f('requested ' + r);
   if (problems.length === before) {
-    console.log(`ok ${path.basename(entry.page)}: ${total} samples, ${n} frames, ready in ${readyMs.toFixed(0)} ms`);
+    const what = entry.ui ? 'controls checked' : 'numbers checked';
+    console.log(`ok ${path.basename(entry.page)}: ${total} samples, ${n} frames, ready in ${readyMs.toFixed(0)} ms; ${what}`);
   }
   await context.close();
 }
@@ -201,6 +209,35 @@ async function differential(page, entry, data, f) {
   }
 }
 
+// A file page's colourings: by self, then by total again. Returns 1 if a line whose two shades
+// differ by at least three degrees of hue was repainted (fewer may round to one colour), 0 if
+// the page has no such line. Each colouring is on its own scale, log(n + 1) / log(max + 1),
+// the hue 50 - 45 t as the page rounds it.
+async function recolouring(page, name, data, f) {
+  const max = { self: 0, total: 0 };
+  for (const [, s, t] of data.lines) { max.self = Math.max(max.self, s); max.total = Math.max(max.total, t); }
+  const hue = (n, m) => (n > 0 && m > 0 ? Math.round(50 - 45 * Math.min(1, Math.log(n + 1) / Math.log(m + 1))) : null);
+  let line = null;
+  let apart = 0;
+  for (const [l, s, t] of data.lines) {
+    const a = hue(s, max.self);
+    const b = hue(t, max.total);
+    if (a !== null && b !== null && Math.abs(a - b) > apart) { line = l; apart = Math.abs(a - b); }
+  }
+  const colours = () => page.$$eval('table.lines tbody tr', (rs) => rs.map((r) => [r.id, getComputedStyle(r).backgroundColor]));
+  const first = await colours();
+  await page.selectOption('#mode', 'self');
+  const bySelf = new Map(await colours());
+  await page.selectOption('#mode', 'total');
+  const again = await colours();
+  const differ = again.map(([id, c], i) => [id, first[i][1], c]).filter(([, a, b]) => a !== b).map(([id, a, b]) => `${id} ${a} → ${b}`);
+  if (differ.length) f(`${name}: colouring by total again painted ${differ.length} lines otherwise, first ${differ[0]}`);
+  if (line === null || apart < 3) return 0;
+  const before = new Map(first).get('line-' + line);
+  if (bySelf.get('line-' + line) === before) f(`${name}: colouring by self left line ${line} ${before}`);
+  return 1;
+}
+
 async function heatmap(browser, entry, problems) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -222,7 +259,7 @@ async function heatmap(browser, entry, problems) {
   if (JSON.stringify(links) !== JSON.stringify(want)) f(`index links ${JSON.stringify(links)}, the folder has ${JSON.stringify(want)}`);
   if (entry.file_screenshot === undefined) entry.file_screenshot = null;
   // The filter: the first file's last path part.
-  if (index.files.length > 1) {
+  if (entry.ui && index.files.length > 1) {
     const part = index.files[0].file.split('/').pop().toLowerCase();
     await page.fill('#filter', part);
     const shown = await page.$$eval('table.files tbody tr', (rs) => rs.filter((r) => r.style.display !== 'none').length);
@@ -232,6 +269,7 @@ async function heatmap(browser, entry, problems) {
   }
   if (entry.screenshot) await page.screenshot({ path: entry.screenshot });
   let sources = 0;
+  let recoloured = 0;
   for (const [k, file] of index.files.entries()) {
     if (k >= 40) break;
     await page.goto(dir + file.page, { waitUntil: 'load' });
@@ -244,34 +282,20 @@ async function heatmap(browser, entry, problems) {
     for (const id of hot) if (!rows.includes(id)) f(`${file.page}: hottest-line link #${id} has no row`);
     if (data.source !== null) sources++;
     else if (!(await page.$('#missing'))) f(`${file.page}: no source and no word of it`);
-    // Colouring by self instead of total changes a line the two colourings paint differently.
-    // Each is on its own scale (log(n + 1) / log(max + 1)), so a line whose counts differ may
-    // still be painted alike (the hottest line by both is the hottest colour twice): the line
-    // checked is one whose shades, as the page rounds them, differ.
-    const max = { self: 0, total: 0 };
-    for (const [, s, t] of data.lines) { max.self = Math.max(max.self, s); max.total = Math.max(max.total, t); }
-    const shade = (n, m) => {
-      if (n <= 0 || m <= 0) return '';
-      const t = Math.min(1, Math.log(n + 1) / Math.log(m + 1));
-      return `${(50 - 45 * t).toFixed(0)} ${(0.12 + 0.6 * t).toFixed(3)}`;
-    };
-    const line = data.lines.find(([, s, t]) => s > 0 && shade(s, max.self) !== shade(t, max.total));
-    if (line) {
-      const bg = () => page.$eval('#line-' + line[0], (r) => getComputedStyle(r).backgroundColor);
-      const a = await bg();
-      await page.selectOption('#mode', 'self');
-      const b = await bg();
-      if (a === b) f(`${file.page}: colouring by self left line ${line[0]} ${a}`);
-    }
+    if (entry.ui) recoloured += await recolouring(page, file.page, data, f);
     if (k === 0 && entry.file_screenshot) {
       await page.selectOption('#mode', 'total');
       await page.screenshot({ path: entry.file_screenshot });
     }
   }
-  if (sources < entry.sources) f(`${sources} pages show their source, want ${entry.sources}`);
+  if (entry.ui && recoloured === 0) f('no file page has a line whose two colourings differ by three degrees of hue');
+  if (entry.ui && sources < entry.sources) f(`${sources} pages show their source, want ${entry.sources}`);
   for (const e of errors) f(e);
   for (const r of requests) f('requested ' + r);
-  if (problems.length === before) console.log(`ok ${entry.page}: ${total} samples, ${links.length} file pages, ${sources} with source`);
+  if (problems.length === before) {
+    const what = entry.ui ? `${sources} with source, ${recoloured} recoloured` : 'numbers checked';
+    console.log(`ok ${entry.page}: ${total} samples, ${links.length} file pages; ${what}`);
+  }
   await context.close();
 }
 
@@ -293,7 +317,7 @@ async function main() {
     await browser.close();
   }
   // Every run's differential pages must have shown a grown and a shrunk frame somewhere.
-  if (manifest.some((e) => e.kind === 'diff')) {
+  if (manifest.some((e) => e.kind === 'diff' && e.ui)) {
     for (const [colour, pages] of Object.entries(coloursChecked)) {
       if (pages === 0) problems.push(`no differential page had a frame wide enough to check for ${colour}`);
     }
