@@ -52,6 +52,7 @@ PY
 
 step "module structure: no import cycle between the modules of any crate, no arrow up the std layer's layers"
 python3 scripts/module-cycles.py --self-test
+python3 scripts/cpu-account.py --self-test
 python3 scripts/module-cycles.py
 
 step "clippy: host, every target kind, all features and none"

@@ -39,6 +39,15 @@ cpu_share() { # cpu_share TICKS-BEFORE TICKS-AFTER: the busy share between the t
 }
 RUN_CPU_START=$(cpu_ticks)
 STEP_CPU_START=
+# Process accounting (root only): the kernel records each process that ends, for the
+# core-minutes of compiling and of running printed at the end (scripts/cpu-account.py).
+ACCOUNTING=
+if [ "$(id -u)" = 0 ]; then
+  rm -f target/process-accounting.bin
+  if python3 scripts/cpu-account.py on "$PWD/target/process-accounting.bin"; then ACCOUNTING=$PWD/target/process-accounting.bin; fi
+fi
+STEP_EPOCHS=$PWD/target/step-epochs.tsv
+: >"$STEP_EPOCHS"
 # The download and build seconds the step that is ending recorded; the file starts again.
 close_step() {
   [ ${#STEP_NAMES[@]} -gt ${#STEP_BUILD[@]} ] || return 0
@@ -59,6 +68,7 @@ step() {
   printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
   STEP_NAMES+=("$*")
   STEP_STARTS+=("$t")
+  printf '%s\t%s\n' "$(date +%s)" "$*" >>"$STEP_EPOCHS"
   STEP_CPU_START=$(cpu_ticks)
 }
 mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -112,6 +122,14 @@ time_table() {
         END { printf "%d hits, %d misses\n", h, m }'
       env "${FUZZ_ENV[@]}" sccache --stop-server >/dev/null 2>&1 || true
     fi
+  fi
+  # Core-minutes, after the compiler caches' servers (whose children are the compilers) ended.
+  if [ -n "$ACCOUNTING" ]; then
+    python3 scripts/cpu-account.py off
+    python3 scripts/cpu-account.py report "$ACCOUNTING" "$STEP_EPOCHS"
+  else
+    printf '\nCore-minutes: no process accounting (not root, or the kernel refused); the cores were busy %s of the run\n' \
+      "$(cpu_share "$RUN_CPU_START" "$(cpu_ticks)")"
   fi
   exit "$status"
 }
