@@ -6,14 +6,14 @@
 # 2,000 by qemu-tests' fleet_files (shifted thread ids and times), written as pprof by it (the
 # same conversion as `tachyon convert --to pprof`). Prints a markdown table.
 #
-# Then the real deep profiles, which the fleet's re-encodings of four small files are not:
+# Then real deep profiles, which the fleet's re-encodings of four small files are not:
 # DEEP_COPIES copies (300 by default) of CPython 3.15.2's sampler on deep_varied.py (20–200
-# frames, two threads: the test command's long recording), and every wall-mode recording of
-# CPython's sampler the test command made, VARIED_COPIES times (10) — each file written once
+# frames, two threads; the committed recording, qemu-tests/fixtures/recorded/), and the
+# committed wall-mode recordings of CPython's sampler (that one and those of
+# qemu-tests/fixtures/real-3.15.2/), VARIED_COPIES times (10) each — each file written once
 # as pprof by `tachyon convert --to pprof`. Here ours runs on one thread (`-j 1`) and on
-# every core; both must write the same bytes. The recordings come from
-# TACHYON_LONG_PROFILES and TACHYON_REAL_PROFILES (scripts/test-all.sh records them; by
-# default the newest under ~/.cache/tachyon-recordings).
+# every core; both must write the same bytes. All inputs are the repository's, so the figures
+# of two machines are of the same files.
 #
 #   RUNS=5 bash scripts/fleet-bench.sh > table.md
 #
@@ -74,22 +74,18 @@ done
 echo
 echo "(median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d); same samples checked with go tool pprof -raw)"
 
-newest() { ls -dt "$HOME"/.cache/tachyon-recordings/"$1"-* 2>/dev/null | head -1; }
-LONG=${TACHYON_LONG_PROFILES:-$(newest long)}
-REAL=${TACHYON_REAL_PROFILES:-$(newest real)}
-[ -f "$LONG/deep_varied_raw.pyb" ] || fail "no long recording of deep_varied.py (set TACHYON_LONG_PROFILES)"
-[ -d "$REAL" ] || fail "no recordings of CPython's sampler (set TACHYON_REAL_PROFILES)"
+DEEP=qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb
 mkdir -p "$W/one" "$W/deep" "$W/varied"
-"$T" --quiet convert "$LONG/deep_varied_raw.pyb" --to pprof -o "$W/one/deep_varied.pb.gz" || fail "convert deep_varied"
+"$T" --quiet convert "$DEEP" --to pprof -o "$W/one/deep_varied.pb.gz" || fail "convert deep_varied"
 for i in $(seq "${DEEP_COPIES:-300}"); do ln -s "$W/one/deep_varied.pb.gz" "$W/deep/$i.pb.gz"; done
 wall=0
-for f in "$LONG"/*.pyb "$REAL"/*.pyb; do
+for f in "$DEEP" "$R"/*.pyb; do
   "$T" info --json "$f" | grep -q '"mode_name": *"wall"' || continue
   wall=$((wall + 1))
   "$T" --quiet convert "$f" --to pprof -o "$W/one/$wall.pb.gz" || fail "convert $f"
   for i in $(seq "${VARIED_COPIES:-10}"); do ln -s "$W/one/$wall.pb.gz" "$W/varied/$wall-$i.pb.gz"; done
 done
-[ "$wall" -gt 0 ] || fail "no wall-mode recording among $LONG and $REAL"
+[ "$wall" -gt 0 ] || fail "no wall-mode recording among $DEEP and $R"
 echo
 echo "| files | \`go tool pprof -proto\` | peak | \`tachyon merge --to pprof -j 1\` | peak | speed-up | \`tachyon merge --to pprof\` ($(nproc) threads) | peak | speed-up |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"

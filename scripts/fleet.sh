@@ -2,8 +2,8 @@
 # Fleet scale (docs/fleet.md): OTLP output read by OpenTelemetry's own Python messages
 # (opentelemetry-proto from the package index), `tachyon merge` of 2,000 profiles in bounded
 # memory. Builds the release `tachyon` command (what users run; the README's step reuses it)
-# and qemu-tests' fleet_files; needs the wheel scripts/python.sh built into target/wheels/,
-# go (scripts/viewer-tools.sh) and GNU time (installed here when missing).
+# and qemu-tests' fleet_files, and the wheel when target/wheels/ has none (scripts/python.sh
+# --wheel); needs go (scripts/viewer-tools.sh) and GNU time (installed here when missing).
 #
 # Cache: ~/.cache/tachyon-fleet (a Python 3.11 environment with the pinned packages; only the
 # wheel is installed again each run). Every failure names its step.
@@ -63,7 +63,10 @@ step "the release build (tachyon, fleet_files; scripts/harness.sh, shared with e
 release_build || fail "build" "the release build"
 export TACHYON_CLI=$PWD/target/release/tachyon
 if [ -n "$INSTALL" ]; then
-  wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl 2>/dev/null) || fail "wheel" "no wheel in target/wheels/ (scripts/python.sh builds it)"
+  if ! ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl >/dev/null 2>&1; then
+    bash scripts/python.sh --wheel || fail "wheel" "scripts/python.sh --wheel failed"
+  fi
+  wheel=$(ls target/wheels/tachyon_profiles-*-cp39-abi3-manylinux*.whl) || fail "wheel" "no wheel in target/wheels/"
   "$C/venv/bin/pip" install -q --force-reinstall --no-deps "$wheel" || fail "wheel" "pip install $wheel failed"
 fi
 [ -z "$INSTALL_ONLY" ] || exit 0

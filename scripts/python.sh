@@ -5,8 +5,9 @@
 # CPython's own test_binary_format runs on 3.15.2 with our BinaryWriter and BinaryReader in
 # place of _remote_debugging's, and python/tests/test_package.py on 3.11 compares the package
 # with CPython 3.15.2 and with the `tachyon` command; the benchmark runs once. Needs
-# scripts/oracle.sh first, and the `tachyon` command built (target/debug/tachyon, or
-# $TACHYON_CLI).
+# scripts/oracle.sh first; the `tachyon` command it compares with is $TACHYON_CLI, else the
+# release build's (target/release/tachyon, built here as scripts/harness.sh's release_build
+# builds it: after the test command, nothing is compiled).
 #
 # Cache: ~/.cache/tachyon-python (maturin's and 3.11's environments, the test suite package,
 # the 3.15 install). Every failure names its step.
@@ -118,8 +119,11 @@ PYTHONPATH="$C/site315" scripts/oracle-python.sh amd64 python/tests/cpython_suit
   || fail "CPython's test_binary_format" "see above"
 
 step "the package on Python 3.11 against CPython 3.15.2 and the tachyon command (python/tests/test_package.py)"
-TACHYON_CLI=${TACHYON_CLI:-$PWD/target/debug/tachyon} "$C/py311/bin/python" python/tests/test_package.py \
-  || fail "test_package.py" "see above"
+if [ -z "${TACHYON_CLI:-}" ]; then
+  cargo build --release --locked -q -p tachyon --bin tachyon || fail "the tachyon command" "cargo build --release failed"
+  export TACHYON_CLI=$PWD/target/release/tachyon
+fi
+"$C/py311/bin/python" python/tests/test_package.py || fail "test_package.py" "see above"
 
 step "threads and fork on 3.11 and CPython 3.15.2: writers beside finalize, readers replayed together, a writer inherited by a child (python/tests/test_threads.py; each scenario in a child with a time-out)"
 "$C/py311/bin/python" python/tests/test_threads.py || fail "test_threads.py (3.11)" "see above"

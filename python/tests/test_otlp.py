@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 import tachyon_profiles as tp
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CLI = os.environ.get("TACHYON_CLI", os.path.join(ROOT, "target", "debug", "tachyon"))
+CLI = os.environ.get("TACHYON_CLI", os.path.join(ROOT, "target", "release", "tachyon"))
 V = os.path.join(ROOT, "qemu-tests", "vectors")
 
 

@@ -28,7 +28,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 VECTORS = os.path.join(ROOT, "qemu-tests", "vectors", "cpython-3.15.2")
 FIXTURES = os.path.join(ROOT, "qemu-tests", "fixtures", "real-3.15.2")
 ORACLE = os.environ.get("TACHYON_ORACLE", os.path.join(ROOT, "scripts", "oracle-python.sh"))
-CLI = os.environ.get("TACHYON_CLI", os.path.join(ROOT, "target", "debug", "tachyon"))
+CLI = os.environ.get("TACHYON_CLI", os.path.join(ROOT, "target", "release", "tachyon"))
 BATCH = os.path.join(ROOT, "qemu-tests", "oracle", "cpython_batch.py")
 
 # The batch script imports _remote_debugging; here it gets this package.
