@@ -2,10 +2,14 @@
 # Peak RSS and output size of every `tachyon convert --to` output of one input (docs/memory.md's
 # tables): `bash scripts/memory-table.sh [TACHYON] FILE`. Each conversion runs as a whole
 # process; peak RSS is the kernel's (GNU time's %M, from wait4), median of RUNS (default 3).
+# Without TACHYON, the release build's command (built here, as scripts/harness.sh builds it).
 set -euo pipefail
 TACHYON=${2:+$1}
-TACHYON=${TACHYON:-target/release/tachyon}
 FILE=${2:-$1}
+if [ -z "$TACHYON" ]; then
+  (cd "$(dirname "$0")/.." && cargo build --release --locked -q -p tachyon --bin tachyon) >&2
+  TACHYON=$(cd "$(dirname "$0")/.." && pwd)/target/release/tachyon
+fi
 RUNS=${RUNS:-3}
 [ -x /usr/bin/time ] || { echo "needs GNU time (Debian: time)" >&2; exit 1; }
 OUT=$(mktemp -d)
