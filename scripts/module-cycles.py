@@ -198,23 +198,25 @@ def self_test():
                       "middle.rs": "fn f() { crate::beside::g() }", "beside.rs": "", "bottom.rs": ""}, True),
         ("unplaced", {"lib.rs": "mod top; mod other;", "top.rs": "", "other.rs": ""}, True),
     ]
+
+    def planted(files):
+        """A scratch crate holding `files` (path: text); removed when the block ends."""
+        root = tempfile.TemporaryDirectory()
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root.name, path)), exist_ok=True)
+            with open(os.path.join(root.name, path), "w", encoding="utf-8") as f:
+                f.write(text)
+        return root
+
     failed = 0
     for name, files, bad in layer_cases:
-        with tempfile.TemporaryDirectory() as root:
-            for path, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-                with open(os.path.join(root, path), "w", encoding="utf-8") as f:
-                    f.write(text)
+        with planted(files) as root:
             arrows, unplaced = upward(root, layered)
             if bool(arrows or unplaced) != bad:
                 failed += 1
                 print(f"self-test {name!r}: {'found' if arrows or unplaced else 'missed'} an arrow up or an unplaced module")
     for name, files, cyclic in cases:
-        with tempfile.TemporaryDirectory() as root:
-            for path, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-                with open(os.path.join(root, path), "w", encoding="utf-8") as f:
-                    f.write(text)
+        with planted(files) as root:
             found = bool(cycles(root))
             if found != cyclic:
                 failed += 1
