@@ -413,8 +413,8 @@ prune target/tmp target/big-endian-logs
 # kernel's autogroups (Debian's default) a session's processes share one scheduling weight
 # against the other sessions', whatever their nice values: the session's own weight is
 # lowered (a measured busy loop in a session at autogroup nice 19 got 3 % of a core against
-# two at 0, and 66 % without; the first try, nice alone, slowed the static checks from 3 min
-# 00 s to 5 min 21 s). Its builds' times are the job's, not the steps'.
+# two at 0, and 66 % without; at nice 19 without the autogroup's weight the build slowed the
+# static checks from 3 min 00 s to 5 min 21 s). Its builds' times are the job's, not the steps'.
 if [ "${RUSTC_WRAPPER:-}" = sccache ]; then
   fuzz_port=$((SCCACHE_SERVER_PORT + 1))
   FUZZ_ENV=(SCCACHE_SERVER_PORT=$fuzz_port SCCACHE_DIR="$SCCACHE_DIR-fuzz" SCCACHE_IDLE_TIMEOUT=0)

@@ -1,16 +1,20 @@
 """Our callgrind files as valgrind's callgrind_annotate reads them, against Python's pstats.
 
 usage: callgrind_check.py MANIFEST
+       callgrind_check.py --self-test     (the collapsed stacks' frames read both ways)
 
-Each manifest line is `NAME<TAB>CALLGRIND<TAB>PSTATS<TAB>COLLAPSED`: our `--to callgrind`,
-`--to pstats --pstats-compat` and `--to collapsed` of one profile. For every function
+Each manifest line is `NAME<TAB>CALLGRIND<TAB>PSTATS<TAB>COLLAPSED<TAB>FRAMES`: our `--to
+callgrind`, `--to pstats --pstats-compat` and `--to collapsed` of one profile, and how its
+collapsed stacks name a frame — `files` (`file:function:line`, as CPython's `replay
+--collapsed`) or `names` (the function alone, as google-pprof names native frames; a C++ name
+holds colons of its own, `CpuProfiler::Stop()`, so the input's kind says which, not the text). For every function
 callgrind_annotate lists (Debian's valgrind), its self samples must equal the direct samples
 `pstats.Stats` loads for that function's keys (a pstats key is a function at one line: they
 are added up), and with `--inclusive=yes` its inclusive samples must equal the samples whose
 collapsed stack holds the function (CPython's `replay --collapsed` format, each stack
 counted once however often the function recurses in it). `(root)`'s inclusive samples must
-be every sample. Native profiles' collapsed stacks name a frame by its function alone (as
-google-pprof's do): there functions are matched by name. Functions the collapsed stacks
+be every sample. Where the collapsed stacks name frames by the function alone, functions are
+matched by name. Functions the collapsed stacks
 cannot tell apart (two `__init__.py:<module>` of different folders: the stacks name files by
 their base name) are left out of the inclusive check, and counted. Prints a line per file and
 exits 1 if any differs.
@@ -59,8 +63,9 @@ def basename(path):
     return path.rsplit("/", 1)[-1]
 
 
-def collapsed_inclusive(path):
-    """{(basename, function): samples whose stack holds it}, and the samples in all."""
+def collapsed_inclusive(path, by_name):
+    """{(basename, function): samples whose stack holds it}, and the samples in all; with
+    `by_name`, each frame is a function's name alone, under the file `~`."""
     counts, total = {}, 0
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -71,7 +76,7 @@ def collapsed_inclusive(path):
             for frame in stack.split(";"):
                 if frame.startswith("tid:"):
                     continue
-                if ":" in frame:
+                if not by_name and ":" in frame:
                     name, _line = frame.rsplit(":", 1)
                     file, func = name.split(":", 1)
                     # A frame without a file or name is callgrind's "???".
@@ -84,7 +89,7 @@ def collapsed_inclusive(path):
     return counts, total
 
 
-def check(name, callgrind, pstats_file, collapsed):
+def check(name, callgrind, pstats_file, collapsed, frames):
     own = annotate(callgrind, False)
     inclusive = annotate(callgrind, True)
     direct = {}
@@ -95,9 +100,10 @@ def check(name, callgrind, pstats_file, collapsed):
     for label in sorted(set(own) | {k for k, v in direct.items() if v}):
         if own.get(label, 0) != direct.get(label, 0):
             problems.append(f"{label}: self {own.get(label, 0)}, pstats direct {direct.get(label, 0)}")
-    stacks, total = collapsed_inclusive(collapsed)
-    # Name-only frames (a native profile's): every key's file is "~".
-    by_name = bool(stacks) and all(file == "~" for file, _ in stacks)
+    if frames not in ("files", "names"):
+        return [f"{name}: frames named '{frames}', not files or names"]
+    by_name = frames == "names"
+    stacks, total = collapsed_inclusive(collapsed, by_name)
     by_short = {}
     for label in inclusive:
         if label == "???:(root)":
@@ -201,11 +207,11 @@ def check_pstats(name, callgrind, pstats_file):
     return [f"{name}: {p}" for p in problems]
 
 
-def check_any(name, callgrind, pstats_file, collapsed=None):
+def check_any(name, callgrind, pstats_file, collapsed=None, frames=None):
     """A sampled profile's line has its collapsed stacks; a pstats input's has none."""
     if collapsed is None:
         return check_pstats(name, callgrind, pstats_file)
-    return check(name, callgrind, pstats_file, collapsed)
+    return check(name, callgrind, pstats_file, collapsed, frames)
 
 
 def files_of(label, direct):
@@ -218,7 +224,30 @@ def files_of(label, direct):
     yield label.split(":", 1)[0]
 
 
+def self_test():
+    """Frames read both ways, on stacks where a native name holds colons and a Python frame's
+    file and function do."""
+    with tempfile.NamedTemporaryFile("w", suffix=".collapsed", delete=False) as f:
+        f.write("main;CpuProfiler::Stop() 3\nmain;work 2\n")
+        native = f.name
+    with tempfile.NamedTemporaryFile("w", suffix=".collapsed", delete=False) as f:
+        f.write("tid:1;app.py:main:3;a.py:A.run:10 4\ntid:1;app.py:main:3 1\n")
+        python = f.name
+    got = [collapsed_inclusive(native, True), collapsed_inclusive(python, False)]
+    os.unlink(native)
+    os.unlink(python)
+    want = [({("~", "main"): 5, ("~", "CpuProfiler::Stop()"): 3, ("~", "work"): 2}, 5),
+            ({("app.py", "main"): 5, ("a.py", "A.run"): 4}, 5)]
+    if got != want:
+        print(f"self-test failed: {got}")
+        return 1
+    print("self-test: frames by name and by file read as expected")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     os.makedirs(tempfile.gettempdir() + "/callgrind-check-cwd", exist_ok=True)
     return manifest_checks.run(sys.argv[1], check_any)
 

@@ -350,14 +350,15 @@ fn callgrind_annotate_reads_our_callgrind() {
         if collapsed.is_empty() {
             continue;
         }
-        manifest +=
-            &callgrind_line(&work, i, &file.display().to_string(), &mut |output| convert_file(file, output).unwrap());
+        manifest += &callgrind_line(&work, i, &file.display().to_string(), Frames::Files, &mut |output| {
+            convert_file(file, output).unwrap()
+        });
     }
     callgrind_check(&tools, &work, &manifest, "callgrind", 40);
 }
 
 /// `--to callgrind` of every real native, MOJO and pstats recording the test command makes
-/// (gperftools on each architecture, symbolised; go's `-proto` of each; Austin 3.7 and 4 in
+/// (gperftools on each architecture, symbolised, and the committed ones; go's `-proto` of each; Austin 3.7 and 4 in
 /// every mode; cProfile, `profile` and CPython 3.15's profilers) and of the committed real MOJO
 /// and pstats files, read by `callgrind_annotate` with the same checks as the Tachyon inputs'
 /// (functions matched by name where the collapsed stacks name native frames by name alone);
@@ -370,23 +371,18 @@ fn callgrind_annotate_reads_our_callgrind_of_native_mojo_and_pstats_recordings()
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let mut manifest = String::new();
-    let mut add = |name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>| {
-        manifest += &callgrind_line(&work, manifest.lines().count(), name, convert_to);
+    let mut add = |name: &str, frames: Frames, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>| {
+        manifest += &callgrind_line(&work, manifest.lines().count(), name, frames, convert_to);
     };
-    let recorded = std::path::PathBuf::from(
-        std::env::var_os("TACHYON_GPERFTOOLS_PROFILES")
-            .expect("TACHYON_GPERFTOOLS_PROFILES (set by scripts/test-all.sh)"),
-    );
-    for arch in qemu_tests::gperftools_oracle::RECORDED_ARCHES {
-        let dir = recorded.join(arch);
-        add(&format!("{arch} gperftools"), &mut |output| {
+    for (arch, dir, _) in qemu_tests::recordings::every_gperftools() {
+        add(&format!("{arch} gperftools"), Frames::Names, &mut |output| {
             let bytes = std::fs::read(dir.join("workload.prof")).unwrap();
             let mut source = GperftoolsSource::open(Cursor::new(bytes)).unwrap();
             source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
             output_of(&mut source, output)
         });
         let proto = std::fs::read(dir.join("go-pprof.pb.gz")).unwrap();
-        add(&format!("{arch} go -proto"), &mut |output| {
+        add(&format!("{arch} go -proto"), Frames::Names, &mut |output| {
             let mut source = PprofSource::open(&proto[..], &SampleIndex::Name("samples".into())).unwrap();
             source.symbolize(&mut tachyon::symbolize::Symbolizer::new(vec![dir.join("bins")]));
             output_of(&mut source, output)
@@ -394,7 +390,7 @@ fn callgrind_annotate_reads_our_callgrind_of_native_mojo_and_pstats_recordings()
     }
     for file in mojo_files() {
         let bytes = std::fs::read(&file).unwrap();
-        add(&file.display().to_string(), &mut |output| {
+        add(&file.display().to_string(), Frames::Files, &mut |output| {
             output_of(&mut MojoSource::open(Cursor::new(&bytes[..]), MojoMetric::Default), output)
         });
     }
@@ -418,9 +414,12 @@ fn callgrind_annotate_reads_our_callgrind_of_native_mojo_and_pstats_recordings()
     callgrind_check(&tools, &work, &manifest, "callgrind of recordings", 40);
 }
 
-/// Runs callgrind_check.py over `manifest` (of `callgrind_line`s); fails if it fails or has
-/// fewer than `at_least` files.
+/// Runs callgrind_check.py over `manifest` (of `callgrind_line`s), after its self-test; fails
+/// if either fails or the manifest has fewer than `at_least` files.
 fn callgrind_check(tools: &Path, work: &Path, manifest: &str, what: &str, at_least: usize) {
+    let script = root().join("qemu-tests/oracle/callgrind_check.py");
+    let selftest = Command::new(tools.join("venv/bin/python")).arg(&script).arg("--self-test").output().unwrap();
+    assert!(selftest.status.success(), "callgrind_check.py --self-test: {}", String::from_utf8_lossy(&selftest.stdout));
     let (last, failed) = oracle_check(
         tools,
         work,
@@ -435,9 +434,26 @@ fn callgrind_check(tools: &Path, work: &Path, manifest: &str, what: &str, at_lea
     assert!(manifest.lines().count() >= at_least, "only {} files", manifest.lines().count());
 }
 
+/// How a profile's collapsed stacks name a frame, which the input's kind says (a C++
+/// function's name holds colons of its own: `CpuProfiler::Stop()`, sampled in libprofiler on
+/// PowerPC, read as `file:function:line` broke the check on one machine's recording).
+#[derive(Clone, Copy)]
+enum Frames {
+    /// `file:function:line`, as CPython's `replay --collapsed` (Python frames).
+    Files,
+    /// The function alone, as google-pprof (native frames).
+    Names,
+}
+
 /// callgrind_check.py's manifest line for one profile: its callgrind, pstats (compat) and
-/// collapsed files, written as `work/K.*` by `convert_to`.
-fn callgrind_line(work: &Path, k: usize, name: &str, convert_to: &mut dyn FnMut(&Output) -> Vec<u8>) -> String {
+/// collapsed files, written as `work/K.*` by `convert_to`, and how the stacks name frames.
+fn callgrind_line(
+    work: &Path,
+    k: usize,
+    name: &str,
+    frames: Frames,
+    convert_to: &mut dyn FnMut(&Output) -> Vec<u8>,
+) -> String {
     let mut write = |ext: &str, output: &Output| {
         let path = work.join(format!("{k}.{ext}"));
         std::fs::write(&path, convert_to(output)).unwrap();
@@ -446,7 +462,11 @@ fn callgrind_line(work: &Path, k: usize, name: &str, convert_to: &mut dyn FnMut(
     let callgrind = write("callgrind", &Output::Callgrind);
     let pstats = write("pstats", &Output::Pstats { compat: true });
     let collapsed = write("collapsed", &Output::Collapsed);
-    format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\n")
+    let frames = match frames {
+        Frames::Files => "files",
+        Frames::Names => "names",
+    };
+    format!("{name}\t{callgrind}\t{pstats}\t{collapsed}\t{frames}\n")
 }
 
 /// `--to perfetto` of every Tachyon test input and every MOJO file, decoded with the trace
