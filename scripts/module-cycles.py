@@ -25,6 +25,7 @@ import sys
 # The std layer's order, as its lib.rs says: each layer uses only the layers below it.
 LAYERS = {
     "std-adapter/src": [
+        ["cli"],
         ["push"],
         ["request"],
         ["profile"],

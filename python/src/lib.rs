@@ -1,4 +1,5 @@
-//! `tachyon_profiles`: CPython 3.15's Tachyon reader and writer (`BinaryReader`,
+//! `tachyon_profiles._native`, the native half of the package `tachyon_profiles` (whose
+//! `__init__` re-exports it and adds the `tachyon` command's entry point): CPython 3.15's Tachyon reader and writer (`BinaryReader`,
 //! `BinaryWriter`, with the API of `_remote_debugging`'s) on every Python from 3.9, and the
 //! `tachyon` library's conversions from Python. One abi3 wheel serves every version.
 //!
@@ -35,6 +36,13 @@ fn zstd_available() -> bool {
     true
 }
 
+/// Runs the `tachyon` command on `args` (the program's name first) without the GIL and
+/// returns its exit status (`tachyon_profiles.main` calls it).
+#[pyfunction]
+fn run_command(py: Python<'_>, args: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| tachyon::cli::run(args))
+}
+
 /// The thread status bits of `ThreadInfo.status` (CPython's `THREAD_STATUS_*` values).
 const THREAD_STATUS: [(&str, u32); 6] = [
     ("THREAD_STATUS_HAS_GIL", 1 << 0),
@@ -62,8 +70,8 @@ const THREAD_STATUS: [(&str, u32); 6] = [
 ///
 /// Threads may share readers and writers; a writer made before `fork()` raises in the child.
 /// Documentation: docs/python.md in the repository.
-#[pymodule(gil_used = false)]
-fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pymodule(gil_used = false, name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     fork::init();
     types::init(m)?;
@@ -77,6 +85,7 @@ fn tachyon_profiles(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fold::Fold>()?;
     m.add_function(wrap_pyfunction!(fold::fold_files, m)?)?;
     m.add_function(wrap_pyfunction!(fold::merge, m)?)?;
+    m.add_function(wrap_pyfunction!(run_command, m)?)?;
     for (name, value) in THREAD_STATUS {
         m.add(name, value)?;
     }

@@ -6,8 +6,11 @@
 #     bash python/tests/newcomer.sh        (scripts/python.sh; needs the oracle, scripts/oracle.sh)
 #
 # What the docs do not say and this adds: CARGO_TARGET_DIR points at the repository's target/
-# (the test command's wheel build is there, so pip's build reuses its crates), and `python3`
-# is Debian's 3.11 whatever the PATH had first.
+# (the test command's wheel build is there, so pip's build reuses its crates), `python3`
+# is Debian's 3.11 whatever the PATH had first, and pip's build uses the maturin the test
+# command pins (MATURIN_VERSION, when scripts/python.sh runs this), not whichever is newest.
+# Then the `tachyon` command pip installed is compared with the cargo-built one
+# (python/tests/test_command.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -32,6 +35,10 @@ grep -q 'write_sample' "$W/sampler.py" || fail "the docs' sampler does not call 
 
 mkdir -p "$W/bin"
 ln -s /usr/bin/python3.11 "$W/bin/python3"
+if [ -n "${MATURIN_VERSION:-}" ]; then
+  echo "maturin==$MATURIN_VERSION" >"$W/constraints.txt"
+  export PIP_CONSTRAINT="$W/constraints.txt"
+fi
 rm -rf .venv
 echo "--> the install lines of docs/python.md, verbatim:"
 sed 's/^/    /' "$W/install.sh"
@@ -64,3 +71,8 @@ assert info["compression_type"] == 1 and info["duration_sec"] > 0, info
 print(f"CPython {sys.version.split()[0]} read {c.samples} samples, {c.work} in work()")
 PY
 scripts/oracle-python.sh amd64 "$W/check.py" "$W/sampler.pyb" || fail "CPython 3.15.2 could not read the sampler's file"
+
+echo "--> the tachyon command pip installed is the cargo-built one (python/tests/test_command.py)"
+out=$(.venv/bin/python python/tests/test_command.py 2>&1) \
+  || { printf '%s\n' "$out"; fail "the installed tachyon command differs from the cargo-built one"; }
+tail -3 <<<"$out"

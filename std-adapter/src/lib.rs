@@ -6,6 +6,7 @@
 //! thin layer over these.
 //!
 //! ## Module map
+//! * The command (feature `cli`): [`cli`], arguments and messages over the modules below.
 //! * A conversion as asked for, options and all: [`request`] (what the command and the
 //!   Python package run; also a merge of many files); sending profiles to a server:
 //!   [`push`].
@@ -28,7 +29,7 @@
 //!   [`hash`] (keyed fast hashing, string tables).
 //!
 //! Dependencies point one way, each layer using only layers below it (`scripts/module-cycles.py`
-//! reports an arrow that runs back up): `push` → `request` → `profile` → `convert` → the format
+//! reports an arrow that runs back up): `cli` → `push` → `request` → `profile` → `convert` → the format
 //! folders, [`html`] and [`perfetto`] → what formats share ([`callgrind`], [`symbolize`]) →
 //! `model` → `output` → the shared modules.
 //!
@@ -42,6 +43,8 @@
 
 pub mod callgrind;
 pub mod choice;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod convert;
 pub mod file;
 pub mod gperftools;

@@ -1,0 +1,5 @@
+import sys
+
+from ._command import main
+
+sys.exit(main())
