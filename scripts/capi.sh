@@ -9,7 +9,9 @@
 # under qemu-user. The no_std static library for thumbv7em-none-eabihf links into a C
 # program with no C library. Then the Lua 5.4 profiler (capi/examples/lua) on its programs:
 # CPython reads each profile as our reader does, and the collapsed stacks and flame graph
-# show the Lua functions. Leaves the Lua profiles in target/lua-profiles/*.pyb.
+# show the Lua functions. The library as installed (scripts/capi-install.sh) by programs
+# outside the tree (capi/tests/installed/check.sh). Leaves the Lua profiles in
+# target/lua-profiles/*.pyb.
 # Installs what it needs on a fresh Debian machine (as root); says which step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,7 @@ log() { printf '  capi: %s\n' "$*"; }
 # --- set-up -------------------------------------------------------------------------------
 need=()
 for pair in cbindgen:cbindgen clang:clang valgrind:valgrind pkg-config:pkg-config gcc:gcc \
-  lua5.4:lua5.4 qemu-s390x:qemu-user s390x-linux-gnu-gcc:gcc-s390x-linux-gnu \
+  lua5.4:lua5.4 cmake:cmake g++:g++ qemu-s390x:qemu-user s390x-linux-gnu-gcc:gcc-s390x-linux-gnu \
   powerpc-linux-gnu-gcc:gcc-powerpc-linux-gnu powerpc64-linux-gnu-gcc:gcc-powerpc64-linux-gnu \
   arm-none-eabi-ld:binutils-arm-none-eabi python3:python3; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
@@ -253,6 +255,9 @@ clang --target=thumbv7em-none-eabihf -mcpu=cortex-m4 -mfloat-abi=hard -ffreestan
 arm-none-eabi-ld --gc-sections -e main -o "$OUT/thumbv7em/firmware_link.elf" "$OUT/thumbv7em/firmware_link.o" \
   "$NOSTD_LIB" || fail "linking a C program with the no_std library (unresolved symbols above)"
 log "thumbv7em: $(arm-none-eabi-size -A "$OUT/thumbv7em/firmware_link.elf" | awk '$1==".text"{print $2}') bytes of .text with the writer linked"
+
+log "installed: scripts/capi-install.sh's prefix used by a C and a C++ program outside the tree (pkg-config, CMake; shared, static)"
+bash capi/tests/installed/check.sh || fail "the installed C library (capi/tests/installed/check.sh)"
 
 log "Lua 5.4: the profiler on its programs"
 # shellcheck disable=SC2046

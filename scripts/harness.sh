@@ -134,9 +134,19 @@ cargo() {
 # C library as its static and shared library only (its crate types without the rlib the Rust
 # tests use), qemu-tests' programs without their library as a target of its own. Measured:
 # with the rlibs, the README's command compiled the whole tree again (2 min 41 s cold).
+# The shared library is linked with its ABI's name (CAPI_SONAME), as scripts/capi-install.sh
+# installs it; the build tree's tests link the static library or the checked profile's.
+CAPI_VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml" | head -1)
+# The ABI changes with the major version, and with the minor one before 1.0 (Cargo's semver;
+# cargo-c names shared libraries the same way): libtachyon_c.so.0.1, later libtachyon_c.so.1.
+case $CAPI_VERSION in
+  0.*) CAPI_SONAME=libtachyon_c.so.$(cut -d. -f1-2 <<<"$CAPI_VERSION") ;;
+  *) CAPI_SONAME=libtachyon_c.so.${CAPI_VERSION%%.*} ;;
+esac
 release_build() {
   cargo build --release --locked -q -p tachyon --bin tachyon &&
-    cargo rustc --release --locked -q -p tachyon-capi --lib --crate-type staticlib --crate-type cdylib &&
+    cargo rustc --release --locked -q -p tachyon-capi --lib --crate-type staticlib --crate-type cdylib \
+      -- -C "link-arg=-Wl,-soname,$CAPI_SONAME" &&
     cargo build --release --locked -q -p qemu-tests --features tools --bin fleet_files --bin side_by_side
 }
 
