@@ -5,8 +5,10 @@
 # CMake's find_package(tachyon), linked dynamically and statically, run, and their files read
 # by CPython 3.15.2. The shared library exports tachyon_* symbols only and has its SONAME.
 #
-#   bash capi/tests/installed/check.sh     (scripts/capi.sh runs it; needs scripts/oracle.sh
-#                                           and cmake, g++, pkg-config)
+#   bash capi/tests/installed/check.sh          (scripts/capi.sh runs it; needs scripts/oracle.sh
+#                                                and cmake, g++, pkg-config)
+#   bash capi/tests/installed/check.sh PREFIX   the same on a prefix installed elsewhere (the
+#                                                release's C tarball, unpacked), as a moved one
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 HERE=$ROOT/capi/tests/installed
@@ -17,23 +19,29 @@ trap 'rm -rf "$W"' EXIT
 # shellcheck source=scripts/harness.sh
 . "$ROOT/scripts/harness.sh"
 
-bash "$ROOT/scripts/capi-install.sh" --prefix "$W/prefix" >/dev/null || fail "scripts/capi-install.sh --prefix"
-bash "$ROOT/scripts/capi-install.sh" --prefix /usr/local --destdir "$W/stage" >/dev/null \
-  || fail "scripts/capi-install.sh --destdir"
-MOVED=$W/stage/usr/local
+if [ $# -ge 1 ]; then
+  DIRECT=
+  MOVED=$(cd "$1" && pwd)
+else
+  DIRECT=$W/prefix
+  bash "$ROOT/scripts/capi-install.sh" --prefix "$DIRECT" >/dev/null || fail "scripts/capi-install.sh --prefix"
+  bash "$ROOT/scripts/capi-install.sh" --prefix /usr/local --destdir "$W/stage" >/dev/null \
+    || fail "scripts/capi-install.sh --destdir"
+  MOVED=$W/stage/usr/local
+fi
 # Only what an installed prefix has, outside the tree: no path into the repository.
 mkdir -p "$W/src" "$W/out"
 cp "$HERE/consumer.c" "$HERE/consumer.cpp" "$HERE/CMakeLists.txt" "$W/src/"
 cd "$W/src"
 
-SO=$W/prefix/lib/libtachyon_c.so.$CAPI_VERSION
+SO=$MOVED/lib/libtachyon_c.so.$CAPI_VERSION
 soname=$(readelf -d "$SO" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 [ "$soname" = "$CAPI_SONAME" ] || fail "the shared library's SONAME is '$soname', not $CAPI_SONAME"
 others=$(nm -D --defined-only "$SO" | awk '{print $3}' | grep -v '^tachyon_' || true)
 [ -z "$others" ] || fail "the shared library exports more than tachyon_*: $others"
 exported=$(nm -D --defined-only "$SO" | wc -l)
 # Every function the header declares is exported.
-for f in $(sed -n 's/^[a-z_ 0-9]*[ *]\(tachyon_[a-z0-9_]*\)(.*/\1/p' "$W/prefix/include/tachyon.h"); do
+for f in $(sed -n 's/^[a-z_ 0-9]*[ *]\(tachyon_[a-z0-9_]*\)(.*/\1/p' "$MOVED/include/tachyon.h"); do
   nm -D --defined-only "$SO" | grep -qw "$f" || fail "the shared library does not export $f"
 done
 log "$CAPI_SONAME exports $exported symbols, all tachyon_*, every function of the header"
@@ -53,34 +61,32 @@ run() { # run NAME PROGRAM shared|static [ENV...]
 }
 
 CWARN="-Wall -Wextra -Werror"
-# pkg-config against the prefix.
-export PKG_CONFIG_PATH=$W/prefix/lib/pkgconfig PKG_CONFIG_LIBDIR=$W/prefix/lib/pkgconfig
-[ "$(pkg-config --modversion tachyon)" = "$CAPI_VERSION" ] || fail "pkg-config --modversion tachyon"
-# shellcheck disable=SC2046
-gcc -std=c99 $CWARN consumer.c $(pkg-config --cflags --libs tachyon) -o c-pc-shared || fail "gcc with pkg-config tachyon"
-# shellcheck disable=SC2046
-g++ -std=c++17 $CWARN consumer.cpp $(pkg-config --cflags --libs tachyon) -pthread -o cpp-pc-shared \
-  || fail "g++ with pkg-config tachyon"
-# shellcheck disable=SC2046
-gcc -std=c99 $CWARN consumer.c $(pkg-config --cflags --libs tachyon-static) -o c-pc-static \
-  || fail "gcc with pkg-config tachyon-static"
-# shellcheck disable=SC2046
-g++ -std=c++17 $CWARN consumer.cpp $(pkg-config --cflags --libs tachyon-static) -pthread -o cpp-pc-static \
-  || fail "g++ with pkg-config tachyon-static"
-run c-pc-shared ./c-pc-shared shared "LD_LIBRARY_PATH=$W/prefix/lib"
-run cpp-pc-shared ./cpp-pc-shared shared "LD_LIBRARY_PATH=$W/prefix/lib"
-run c-pc-static ./c-pc-static static
-run cpp-pc-static ./cpp-pc-static static
-
-# pkg-config on the moved prefix: --define-prefix finds it from the .pc file's folder.
-export PKG_CONFIG_PATH=$MOVED/lib/pkgconfig PKG_CONFIG_LIBDIR=$MOVED/lib/pkgconfig
-[ "$(pkg-config --define-prefix --variable=includedir tachyon)" = "$MOVED/include" ] \
-  || fail "pkg-config --define-prefix does not relocate tachyon.pc (includedir $(pkg-config --define-prefix --variable=includedir tachyon))"
-# shellcheck disable=SC2046
-gcc -std=c99 $CWARN consumer.c $(pkg-config --define-prefix --cflags --libs tachyon-static) -o c-moved-static \
-  || fail "gcc with pkg-config --define-prefix tachyon-static"
-run c-moved-static ./c-moved-static static
-unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR
+# pc_builds LABEL PREFIX [--define-prefix]: C and C++, shared and static, through pkg-config
+# with only PREFIX's .pc files.
+pc_builds() {
+  local label=$1 prefix=$2 define=${3:-} pc
+  export PKG_CONFIG_PATH=$prefix/lib/pkgconfig PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig
+  [ "$(pkg-config --modversion tachyon)" = "$CAPI_VERSION" ] || fail "pkg-config --modversion tachyon ($label)"
+  [ "$(pkg-config $define --variable=includedir tachyon)" = "$prefix/include" ] \
+    || fail "tachyon.pc's includedir is $(pkg-config $define --variable=includedir tachyon), not $prefix/include ($label)"
+  for pc in tachyon tachyon-static; do
+    # shellcheck disable=SC2046,SC2086
+    gcc -std=c99 $CWARN consumer.c $(pkg-config $define --cflags --libs $pc) -o "c-$label-$pc" \
+      || fail "gcc with pkg-config $define $pc"
+    # shellcheck disable=SC2046,SC2086
+    g++ -std=c++17 $CWARN consumer.cpp $(pkg-config $define --cflags --libs $pc) -pthread -o "cpp-$label-$pc" \
+      || fail "g++ with pkg-config $define $pc"
+  done
+  unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR
+  run "c-$label-shared" "./c-$label-tachyon" shared "LD_LIBRARY_PATH=$prefix/lib"
+  run "cpp-$label-shared" "./cpp-$label-tachyon" shared "LD_LIBRARY_PATH=$prefix/lib"
+  run "c-$label-static" "./c-$label-tachyon-static" static
+  run "cpp-$label-static" "./cpp-$label-tachyon-static" static
+}
+# Installed where it says it is; moved (pkg-config --define-prefix finds the prefix from the
+# .pc file's folder).
+[ -z "$DIRECT" ] || pc_builds pc "$DIRECT"
+pc_builds pc-moved "$MOVED" --define-prefix
 
 # CMake's find_package on the moved prefix (the config file finds it from its own folder):
 # shared, and static with TACHYON_USE_STATIC_LIBS.
@@ -111,4 +117,5 @@ cmake -S "$W/v2" -B "$W/v2/build" -DCMAKE_PREFIX_PATH="$MOVED" >"$W/v2.log" 2>&1
 log "CPython 3.15.2 reads every consumer's file"
 "$ROOT/scripts/oracle-python.sh" amd64 "$HERE/cpython_reads.py" "$W"/out/*.pyb | sed 's/^/    /' \
   || fail "CPython 3.15.2 did not read the consumers' files as written"
-[ "$(ls "$W"/out/*.pyb | wc -l)" = 9 ] || fail "expected 9 consumers' files"
+expected=$(( ${DIRECT:+4} + 8 ))
+[ "$(ls "$W"/out/*.pyb | wc -l)" = "$expected" ] || fail "expected $expected consumers' files"

@@ -674,7 +674,9 @@ extern "C" {
 
 #[cfg(unix)]
 fn local_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
-    let t = seconds as libc::time_t;
+    // time_t as localtime_r takes it (not named: the libc crate deprecates the name on musl,
+    // whose time_t changed width).
+    let t = seconds as _;
     // SAFETY: tzset reads TZ as Python's time module does; localtime_r writes only `tm`.
     let tm = unsafe {
         tzset();
