@@ -133,20 +133,6 @@ TACHYON_CHILD_PYTHON="scripts/oracle-python.sh amd64" PYTHONPATH="$C/site315" \
 step "a newcomer: docs/python.md's install lines verbatim in a fresh .venv on 3.11, then its sampler example, read by CPython 3.15.2, and the tachyon command pip installed against the cargo-built one (python/tests/newcomer.sh)"
 bash python/tests/newcomer.sh || fail "newcomer.sh" "see above"
 
-step "the sdist: maturin sdist, pip install of it in a fresh virtual environment on 3.11 (a build from the unpacked sources, as on a machine with only a Rust toolchain), its tachyon command against the cargo-built one (python/tests/test_command.py)"
-rm -f target/wheels/tachyon_profiles-*.tar.gz
-(cd python && timed build "$C/maturin/bin/maturin" sdist --out ../target/wheels) || fail "maturin sdist" "see above"
-sdist=$(ls target/wheels/tachyon_profiles-*.tar.gz) || fail "maturin sdist" "no sdist in target/wheels/"
-rm -rf "$C/sdist-env"
-"$PY311" -m venv "$C/sdist-env" || fail "sdist environment" "cannot make a virtual environment"
-echo "maturin==$MATURIN_VERSION" >"$C/maturin-constraint.txt"
-# The crates from the registry come from the shared target folder; the package's own crates
-# are compiled again, from pip's unpacked copy.
-PIP_CONSTRAINT="$C/maturin-constraint.txt" CARGO_TARGET_DIR="$PWD/target" timed build "$C/sdist-env/bin/pip" install -q "$sdist" \
-  || fail "pip install of the sdist" "see above"
-out=$("$C/sdist-env/bin/python" python/tests/test_command.py 2>&1) || { printf '%s\n' "$out"; fail "test_command.py (sdist)" "see above"; }
-tail -3 <<<"$out"
-
 sid_python() {
   local v=$1 R=$C/python$1
   sid_root "$v"

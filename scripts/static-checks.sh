@@ -88,8 +88,8 @@ step "clippy and build: the C API's no_std static library (thumbv7em, no std, no
 cargo clippy -p tachyon-capi --target thumbv7em-none-eabihf --no-default-features -- -D warnings
 cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release --target thumbv7em-none-eabihf --no-default-features
 
-step "docs: host (all features) and no_std targets"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+step "docs: host (all features, as docs.rs builds the published crates: --cfg docsrs) and no_std targets"
+RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=$PWD/target cargo doc --manifest-path python/Cargo.toml --locked --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do

@@ -153,6 +153,8 @@ missing() { printf 'MISSING: %s\n' "$*" >&2; exit 1; }
 
 NO_STD_TARGETS=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 BIG_ENDIAN_TARGETS=(s390x-unknown-linux-gnu powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu)
+# The release's static command (scripts/release.sh).
+RELEASE_TARGETS=(x86_64-unknown-linux-musl)
 MSRV=1.81.0
 
 # Said before the first step, so a run that later stops with "No space left on device" has
@@ -170,7 +172,7 @@ for component in rustfmt clippy; do
     || missing "rustup component $component (rustup could not download it)"
 done
 installed_targets=$(rustup target list --installed)
-for target in "${NO_STD_TARGETS[@]}" "${BIG_ENDIAN_TARGETS[@]}"; do
+for target in "${NO_STD_TARGETS[@]}" "${BIG_ENDIAN_TARGETS[@]}" "${RELEASE_TARGETS[@]}"; do
   grep -qx "$target" <<<"$installed_targets" || timed download rustup target add "$target" \
     || missing "rustup target $target (rustup could not download it)"
 done
@@ -193,7 +195,7 @@ WITH_RECOMMENDS=(cc:gcc g++:g++ /usr/include/stdio.h:libc6-dev qemu-s390x:qemu-u
 WITHOUT_RECOMMENDS=(qemu-system-arm:qemu-system-arm cbindgen:cbindgen clang:clang valgrind:valgrind
   pkg-config:pkg-config lua5.4:lua5.4 /usr/include/lua5.4/lua.h:liblua5.4-dev arm-none-eabi-ld:binutils-arm-none-eabi
   /usr/bin/time:time sccache:sccache openssl:openssl pgrep:procps chromium:chromium
-  /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core cmake:cmake)
+  /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core cmake:cmake musl-gcc:musl-tools)
 not_installed() { # not_installed WHAT:PACKAGE...: the packages whose command or file is missing
   local pair what
   for pair in "$@"; do
@@ -493,6 +495,11 @@ step "the capture benchmark runs once (one round, a tenth of the work: a smoke r
 RUNS=1 NATIVE_WORK=4000 LUA_WORK=600 RING_SECONDS=0.1 bash scripts/capture-bench.sh > target/capture-bench.md \
   || { cat target/capture-bench.md; exit 1; }
 prune target/capture-bench
+
+step "release: every artifact made (scripts/release.sh: the static musl command, the C tarball, the abi3 wheel, the sdist, the crates verified by cargo package, SHA256SUMS), then each installed afresh runs the README's main job with the cargo-built command's output (scripts/release-check.sh)"
+bash scripts/release.sh target/release-artifacts
+bash scripts/release-check.sh target/release-artifacts
+prune target/release-artifacts target/x86_64-unknown-linux-musl target/package
 
 step "README main job: flame graph and info of the profile in the box; the SVG renders"
 cargo run --release -p tachyon -- convert examples/stdlib_work.pyb --to flamegraph -o target/flame.svg
