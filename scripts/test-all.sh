@@ -496,7 +496,8 @@ RUNS=1 NATIVE_WORK=4000 LUA_WORK=600 RING_SECONDS=0.1 bash scripts/capture-bench
   || { cat target/capture-bench.md; exit 1; }
 prune target/capture-bench
 
-step "release: every artifact made (scripts/release.sh: the static musl command, the C tarball, the abi3 wheel, the sdist, the crates verified by cargo package, SHA256SUMS), then each installed afresh runs the README's main job with the cargo-built command's output (scripts/release-check.sh)"
+step "release: the published crates' API against 0.1.0's (cargo-semver-checks, scripts/semver.sh); every artifact made (scripts/release.sh: the static musl command, the C tarball, the abi3 wheel, the sdist, the crates verified by cargo package, SHA256SUMS), then each installed afresh runs the README's main job with the cargo-built command's output (scripts/release-check.sh)"
+bash scripts/semver.sh
 bash scripts/release.sh target/release-artifacts
 bash scripts/release-check.sh target/release-artifacts
 prune target/release-artifacts target/x86_64-unknown-linux-musl target/package
