@@ -32,7 +32,10 @@ fi
 # The baseline as crates.io would give it: the .crate files unpacked into one workspace, with
 # tachyon-core's registry source replaced by its unpacked crate (it is not published).
 W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+# The patch below also reaches this workspace's own resolution, which records it in Cargo.lock
+# as unused: the lock is put back as it was.
+cp Cargo.lock "$W/Cargo.lock.tree"
+trap 'cmp -s "$W/Cargo.lock.tree" Cargo.lock || cp "$W/Cargo.lock.tree" Cargo.lock; rm -rf "$W"' EXIT
 members=()
 for crate in "${CRATES[@]}"; do
   f=qemu-tests/fixtures/semver/$crate-$BASELINE_VERSION.crate
