@@ -7,7 +7,7 @@
 //! the format, the byte offset and the rule broken), 2 on a usage error.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write as _};
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -146,12 +146,17 @@ enum Command {
     /// whole, saying what was cut; refuses a capture with a frame lost or damaged elsewhere,
     /// and then writes no file. A Tachyon file (what a journaled run that finished leaves)
     /// is copied as it is.
+    ///
+    /// Given a rotating writer's prefix or folder (no -o), once its process has ended: makes
+    /// every period there a profile in place — each stream (the killed period, or one killed
+    /// in its hand-over) replaced by its file, rebuilt up to its last flush — and removes
+    /// the .receiving files an interrupted hand-over left.
     Receive {
-        /// The capture (the link's bytes).
+        /// The capture (the link's bytes), or a rotating writer's prefix or folder.
         input: PathBuf,
-        /// The profile to write.
+        /// The profile to write (for a capture).
         #[arg(short, long)]
-        output: PathBuf,
+        output: Option<PathBuf>,
     },
     /// Folds many profiles into one (or adds pstats files together).
     ///
@@ -464,10 +469,25 @@ fn progress_for(profile: &Profile, quiet: bool) -> Progress {
     Progress::new(if shows { profile.expected_samples() } else { 0 }, !shows)
 }
 
-/// A failure of the library's, as the user reads it.
+/// A failure of the library's, as the user reads it: a journal's or a device's stream,
+/// which no reader takes, is named with the command that makes it a profile.
 fn failure(e: ProfileError) -> Failure {
+    if let ProfileError::UnknownFormat { path } = &e {
+        let mut start = Vec::with_capacity(STREAM_PROBE_BYTES);
+        let read = File::open(path).and_then(|f| f.take(STREAM_PROBE_BYTES as u64).read_to_end(&mut start));
+        if read.is_ok() && crate::tachyon::receive::is_stream(&start) {
+            return Failure(format!(
+                "{p}: a framed stream (a journaled writer's period not yet ended, or a device's capture), \
+                 not a profile: `tachyon receive {p} -o OUT.pyb` makes one",
+                p = path.display()
+            ));
+        }
+    }
     Failure(e.to_string())
 }
+
+/// Bytes read to tell a stream: its first frame (a header record and framing) fits.
+const STREAM_PROBE_BYTES: usize = 4096;
 
 fn encode(input: &Path, output: &Path, order: ByteOrder, compression: Option<Zstd>) -> Result<(), Failure> {
     let at = |e: io::Error| Failure(format!("{}: {e}", input.display()));
@@ -876,7 +896,11 @@ fn follow_dir(request: &PushRequest, options: &FollowOptions, secrets: &Secrets,
     follow(request, options, &mut log, &mut said).map_err(|e| Failure(e.to_string()))
 }
 
-fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
+fn receive(input: &Path, output: Option<&Path>) -> Result<(), Failure> {
+    let Some(output) = output else { return recover(input) };
+    if input.is_dir() {
+        return Err(Failure(format!("{}: a folder: its periods are recovered in place, without -o", input.display())));
+    }
     let capture = std::fs::read(input).map_err(|e| Failure(format!("{}: {e}", input.display())))?;
     // A journaled run that finished cleanly left the file itself: the same command serves
     // both endings.
@@ -893,6 +917,41 @@ fn receive(input: &Path, output: &Path) -> Result<(), Failure> {
         eprintln!("tachyon receive: {}: {salvage}", input.display());
     }
     std::fs::write(output, received.file).map_err(|e| Failure(format!("{}: {e}", output.display())))
+}
+
+/// `tachyon receive PREFIX`: every period of a rotating run made a profile, in place.
+fn recover(prefix: &Path) -> Result<(), Failure> {
+    use crate::tachyon::receive::InPlace;
+    use crate::tachyon::rotate::Recovery;
+    if prefix.is_file() {
+        return Err(Failure(format!(
+            "{}: a file: give -o for the profile to write (without it, a rotating writer's prefix or folder)",
+            prefix.display()
+        )));
+    }
+    let done = crate::tachyon::rotate::recover(prefix).map_err(|e| Failure(format!("{}: {e}", prefix.display())))?;
+    let periods = done.iter().filter(|r| matches!(r.outcome, Recovery::Period(_) | Recovery::EmptyRemoved)).count();
+    if periods == 0 {
+        return Err(Failure(format!("{}: no period files (PREFIX.SEQUENCE.START.pyb) there", prefix.display())));
+    }
+    let mut complete = 0;
+    for r in &done {
+        let what = match r.outcome {
+            Recovery::LeftoverRemoved => {
+                "removed (left by a hand-over that was cut; its stream is recovered)".to_owned()
+            }
+            Recovery::EmptyRemoved => "removed: killed before any of its profile reached it".to_owned(),
+            Recovery::Period(InPlace::Received) => "a complete stream, now its profile".to_owned(),
+            Recovery::Period(InPlace::Salvaged(s)) => format!("now a profile: {s}"),
+            Recovery::Period(InPlace::Complete) => {
+                complete += 1;
+                continue;
+            }
+        };
+        eprintln!("tachyon receive: {}: {what}", r.path.display());
+    }
+    eprintln!("tachyon receive: {}: {periods} period files, {complete} of them complete already", prefix.display());
+    Ok(())
 }
 
 fn diff(
@@ -1047,7 +1106,7 @@ where
         Command::Diff { base, new, output, html, title, inputs } => {
             diff(&base, &new, &output, html, title, &inputs, quiet)
         }
-        Command::Receive { input, output } => receive(&input, &output),
+        Command::Receive { input, output } => receive(&input, output.as_deref()),
         Command::Merge {
             files,
             output,

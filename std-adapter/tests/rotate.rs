@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tachyon::tachyon::receive::receive;
-use tachyon::tachyon::rotate::{RotatingWriter, Rotation};
+use tachyon::tachyon::receive::{receive, InPlace};
+use tachyon::tachyon::rotate::{recover, EndedPeriod, Recovered, Recovery, RotatingWriter, Rotation};
 use tachyon::tachyon::source::open_path;
 use tachyon_core::capture::Taken;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
@@ -220,5 +220,182 @@ fn a_killed_journaled_period_salvages_to_its_last_flush_and_earlier_ones_are_com
     // Samples 200..=230 were flushed.
     assert_eq!((start, samples.len()), (2 * SECOND, 31));
     assert_eq!(samples.last().unwrap().1, 2_300_000);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A journaled rotating writer into `prefix`: one-second periods, flushed every 16 samples.
+fn journaled<'s, 'b>(
+    prefix: &Path,
+    s: &'s mut VecWriterStorage,
+    scratch: &'b mut [u8],
+) -> RotatingWriter<'s, 'b, NativeEndian> {
+    let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
+    let journal = Some((scratch, FlushPolicy { every_samples: 16, every_us: 0 }));
+    RotatingWriter::create(prefix, s.storage(), WriterConfig::new(0, 1000), NativeEndian::default(), rotation, journal)
+        .unwrap()
+}
+
+#[test]
+fn each_ended_period_is_told_once_complete_before_the_next_file_exists() {
+    let d = dir("told");
+    let prefix = d.join("run");
+    let mut s = storage();
+    let mut scratch = vec![0u8; 4096];
+    let mut w = journaled(&prefix, &mut s, &mut scratch);
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<EndedPeriod>::new()));
+    let (log, folder) = (told.clone(), d.clone());
+    w.on_period_end(move |p| {
+        // The instant a hand-over's kill is most likely to hit: the ended period is complete
+        // and no later period's file exists yet.
+        assert_eq!(FileKind::detect(&std::fs::read(&p.path).unwrap()), FileKind::Tachyon, "{}", p.path.display());
+        assert_eq!(files(&folder).last(), Some(&p.path), "a file after the ended period's");
+        assert_eq!(std::fs::metadata(&p.path).unwrap().len(), p.size);
+        log.lock().unwrap().push(p.clone());
+    });
+    // 3.5 s of samples, 3 per 10 ms from two threads; a rotation by hand at 1.55 s.
+    for i in 0..350u64 {
+        for k in 0..3 {
+            w.write_thread_sample(taken(i * 10_000, 1 + k % 2), [Frame::new(b"a.py", b"work")]).unwrap();
+        }
+        if i == 155 {
+            w.rotate().unwrap();
+        }
+    }
+    let size = w.finish().unwrap();
+    // A second finish tells nothing again.
+    assert_eq!(w.finish().unwrap(), size);
+    let told = told.lock().unwrap().clone();
+    let paths = files(&d);
+    assert_eq!(told.iter().map(|p| p.path.clone()).collect::<Vec<_>>(), paths);
+    // The forced period starts at the latest sample (1.55 s), and the grid goes on from there.
+    let want_counts = [300, 168, 297, 285];
+    let want_starts = [0, SECOND, 1_550_000, 2_550_000];
+    assert_eq!(told.len(), want_counts.len());
+    for (i, (p, path)) in told.iter().zip(&paths).enumerate() {
+        let (start, samples) = read(path);
+        assert_eq!((p.sequence, p.start_time_us, start), (i as u64, want_starts[i], want_starts[i]));
+        assert_eq!((p.samples, samples.len() as u64), (want_counts[i], want_counts[i]), "{}", path.display());
+        assert_eq!(p.threads, 2);
+    }
+    assert_eq!(told.last().unwrap().size, size);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn recover_makes_every_period_of_a_killed_hand_over_a_profile() {
+    let d = dir("recover");
+    let prefix = d.join("run");
+    let mut s = storage();
+    let mut scratch = vec![0u8; 4096];
+    let mut w = journaled(&prefix, &mut s, &mut scratch);
+    for i in 0..250u64 {
+        w.write_thread_sample(taken(i * 10_000, 1), [Frame::new(b"a.py", b"work")]).unwrap();
+    }
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let paths = files(&d);
+    assert_eq!(paths.len(), 3);
+    // A kill in period 1's hand-over, after its stream was finished and while its file was
+    // being written beside it: period 1 is its complete stream again, with the partial
+    // `.PID.receiving` file beside it; period 2's stream was never made.
+    let complete = std::fs::read(&paths[1]).unwrap();
+    assert_eq!(FileKind::detect(&complete), FileKind::Tachyon);
+    std::fs::write(&paths[1], stream_of(&complete)).unwrap();
+    let leftover = d.join("run.00000001.1000000.pyb.4242.receiving");
+    std::fs::write(&leftover, &complete[..complete.len() / 2]).unwrap();
+    let cut = std::fs::read(&paths[2]).unwrap();
+    std::fs::remove_file(&paths[2]).unwrap();
+    // Another run's files under another prefix, and a stray file, are left alone.
+    let other = d.join("other.00000000.0.pyb");
+    std::fs::write(&other, &cut).unwrap();
+    std::fs::write(d.join("run.notes.txt"), b"x").unwrap();
+
+    let done = recover(&prefix).unwrap();
+    let outcomes: Vec<(PathBuf, Recovery)> = done.into_iter().map(|r| (r.path, r.outcome)).collect();
+    assert_eq!(
+        outcomes,
+        [
+            (leftover.clone(), Recovery::LeftoverRemoved),
+            (paths[0].clone(), Recovery::Period(InPlace::Complete)),
+            (paths[1].clone(), Recovery::Period(InPlace::Received)),
+        ]
+    );
+    assert!(!leftover.exists());
+    assert_eq!(std::fs::read(&paths[1]).unwrap(), complete);
+    assert_eq!(std::fs::read(&other).unwrap(), cut, "another prefix's file changed");
+    // Recovered twice: nothing more to do.
+    let again: Vec<Recovery> = recover(&prefix).unwrap().into_iter().map(|r| r.outcome).collect();
+    assert_eq!(again, [Recovery::Period(InPlace::Complete); 2]);
+
+    // A folder: every period file in it, the cut stream of the live period salvaged up to its
+    // last flush (samples 200..=249).
+    let done = recover(&d).unwrap();
+    let salvaged: Vec<&Recovered> =
+        done.iter().filter(|r| matches!(r.outcome, Recovery::Period(InPlace::Salvaged(_)))).collect();
+    assert_eq!(salvaged.len(), 1);
+    assert_eq!(salvaged[0].path, other);
+    assert_eq!(read(&other).1.len(), 50);
+
+    // Killed after the next period's file was made and before its header reached it: the
+    // newest file is empty, and is removed; an empty file before the newest is not a
+    // hand-over's and is refused.
+    let e = dir("recover-empty");
+    std::fs::write(e.join("cut.00000000.0.pyb"), &complete).unwrap();
+    std::fs::write(e.join("cut.00000001.1000000.pyb"), b"").unwrap();
+    let outcomes: Vec<Recovery> = recover(&e.join("cut")).unwrap().into_iter().map(|r| r.outcome).collect();
+    assert_eq!(outcomes, [Recovery::Period(InPlace::Complete), Recovery::EmptyRemoved]);
+    assert_eq!(files(&e), [e.join("cut.00000000.0.pyb")]);
+    std::fs::write(e.join("cut.00000000.0.pyb"), b"").unwrap();
+    std::fs::write(e.join("cut.00000001.1000000.pyb"), &complete).unwrap();
+    assert!(recover(&e.join("cut")).is_err());
+    std::fs::remove_dir_all(&e).unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The journaled stream of a complete file, as a writer would send it (header, tables in the
+/// journal, the whole file in writes, `End`).
+fn stream_of(file: &[u8]) -> Vec<u8> {
+    use embedded_io::Write as _;
+    use tachyon_core::transport::FramedSink;
+    let mut out = tachyon::file::StdIo(Vec::new());
+    let mut frame = vec![0u8; 4096];
+    let mut sink = FramedSink::new(&mut out, &mut frame).unwrap();
+    sink.write_all(file).unwrap();
+    sink.finish().unwrap();
+    out.0
+}
+
+#[test]
+fn the_command_names_a_stream_and_receives_a_killed_runs_prefix() {
+    use assert_cmd::Command;
+    let d = dir("command");
+    let prefix = d.join("run");
+    let mut s = storage();
+    let mut scratch = vec![0u8; 4096];
+    let mut w = journaled(&prefix, &mut s, &mut scratch);
+    for i in 0..150u64 {
+        w.write_thread_sample(taken(i * 10_000, 1), [Frame::new(b"a.py", b"work")]).unwrap();
+    }
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let live = d.join("run.00000001.1000000.pyb");
+    for command in ["verify", "info"] {
+        let out = Command::cargo_bin("tachyon").unwrap().arg(command).arg(&live).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("a framed stream") && err.contains("`tachyon receive "), "{command}: {err}");
+    }
+    // A capture file without -o, a folder with -o, a prefix with no periods: refused.
+    let tachyon = || Command::cargo_bin("tachyon").unwrap();
+    tachyon().arg("receive").arg(&live).assert().code(1);
+    tachyon().arg("receive").arg(&d).arg("-o").arg(d.join("x.pyb")).assert().code(1);
+    tachyon().arg("receive").arg(d.join("nothing")).assert().code(1);
+    let out = tachyon().arg("receive").arg(&prefix).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("run.00000001.1000000.pyb: now a profile: the stream was cut"), "{err}");
+    assert!(err.contains("2 period files, 1 of them complete already"), "{err}");
+    assert_eq!(read(&live).1.len(), 50);
+    tachyon().arg("verify").arg(&live).assert().success();
     std::fs::remove_dir_all(&d).unwrap();
 }

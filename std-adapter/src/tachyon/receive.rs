@@ -102,12 +102,58 @@ pub fn receive_in_place(path: &Path) -> io::Result<u64> {
         return Ok(capture.len() as u64);
     }
     let file = reassemble(&capture).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    replace(path, &file)?;
+    Ok(file.len() as u64)
+}
+
+/// What [`salvage_in_place`] found at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// A Tachyon file already (left as it was).
+    Complete,
+    /// A complete stream, replaced by its file.
+    Received,
+    /// A stream cut at its tail (its writer killed), replaced by the file rebuilt from it.
+    Salvaged(Salvage),
+}
+
+/// As [`receive_in_place`], for a stream whose writer is gone: a stream cut at its tail is
+/// replaced by the file [`receive`] rebuilds from it (every sample that arrived whole). Only
+/// for a stream no process writes any more: a live writer's stream replaced under it would
+/// lose what it writes next. A stream damaged elsewhere is left as it is (`InvalidData`).
+pub fn salvage_in_place(path: &Path) -> io::Result<InPlace> {
+    let capture = std::fs::read(path)?;
+    if FileKind::detect(&capture) == FileKind::Tachyon {
+        return Ok(InPlace::Complete);
+    }
+    let received = receive(&capture).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    replace(path, &received.file)?;
+    Ok(received.salvage.map_or(InPlace::Received, InPlace::Salvaged))
+}
+
+/// True when `prefix` (the first bytes of a file) starts as a framed stream: its first frame
+/// decodes (a journaled writer's stream, a device's capture), so `tachyon receive` makes a
+/// profile of it.
+pub fn is_stream(prefix: &[u8]) -> bool {
+    // Frame 0 ends at the first zero byte; within what was given, it must decode whole.
+    let Some(end) = prefix.iter().position(|&b| b == 0) else { return false };
+    let (mut frame, mut scratch) = (prefix[..end].to_vec(), vec![0; end]);
+    decode(&mut frame, &mut scratch).is_ok()
+}
+
+/// The suffix of the temporary file [`receive_in_place`] and [`salvage_in_place`] write beside
+/// a stream (`NAME.PID.receiving`): one left by a process killed while writing it is removed
+/// by `tachyon receive` of the folder or prefix.
+pub const RECEIVING_SUFFIX: &str = ".receiving";
+
+/// `file` written beside `path`, synced, and renamed over it.
+pub(crate) fn replace(path: &Path, file: &[u8]) -> io::Result<()> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.receiving", std::process::id()));
+    name.push(format!(".{}{RECEIVING_SUFFIX}", std::process::id()));
     let beside = path.with_file_name(name);
     let written = (|| {
         let mut out = std::fs::File::create(&beside)?;
-        out.write_all(&file)?;
+        out.write_all(file)?;
         out.sync_all()?;
         std::fs::rename(&beside, path)
     })();
@@ -119,7 +165,7 @@ pub fn receive_in_place(path: &Path) -> io::Result<u64> {
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         let _ = std::fs::File::open(folder).and_then(|f| f.sync_all());
     }
-    Ok(file.len() as u64)
+    Ok(())
 }
 
 /// What [`receive`] made.

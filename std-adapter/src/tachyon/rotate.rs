@@ -20,8 +20,11 @@
 //! Plain periods are `Writer`s into the file: a process killed mid-period leaves that
 //! period's file incomplete. Journaled periods ([`JournalWriter`]) survive it: the current
 //! period's file is the framed stream until the period ends, when it is replaced by the
-//! Tachyon file ([`receive_in_place`]); after a kill `tachyon receive` salvages every sample
-//! up to its last flush, and every earlier period is already complete.
+//! Tachyon file ([`receive_in_place`]: written beside it and renamed over it) — and only then
+//! is the next period's file created. So at every instant each period but the newest is a
+//! complete file; the newest is the stream (or, killed in the hand-over, the ended period's
+//! complete stream, with at most a `.PID.receiving` file beside it), which [`recover`] (`tachyon
+//! receive` of the prefix) turns into a profile of every sample up to its last flush.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -29,10 +32,10 @@ use std::path::{Path, PathBuf};
 use tachyon_core::capture::{Taken, Target};
 use tachyon_core::storage::WriterStorage;
 use tachyon_core::transport::{FlushPolicy, JournalWriter, SinkError};
-use tachyon_core::{Endianity, Frame, FrameId, Stats, WriteError, Writer, WriterConfig};
+use tachyon_core::{Endianity, FileKind, Frame, FrameId, Stats, WriteError, Writer, WriterConfig};
 
 use crate::file::FileSink;
-use crate::tachyon::receive::receive_in_place;
+use crate::tachyon::receive::{receive, receive_in_place, salvage_in_place, InPlace, ReceiveError, RECEIVING_SUFFIX};
 
 /// When a [`RotatingWriter`] starts a new file (each `0` means never by that measure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,6 +56,27 @@ pub fn period_path(prefix: &Path, sequence: u64, start_us: u64) -> PathBuf {
     name.push(format!(".{sequence:08}.{start_us}.pyb"));
     prefix.with_file_name(name)
 }
+
+/// A period that ended, its file complete: what the callback of
+/// [`RotatingWriter::on_period_end`] is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedPeriod {
+    /// Its sequence number (from 0).
+    pub sequence: u64,
+    /// Its start (its header's `start_time_us`, the START of its name).
+    pub start_time_us: u64,
+    /// Its file.
+    pub path: PathBuf,
+    /// Samples in it.
+    pub samples: u64,
+    /// Threads in it.
+    pub threads: usize,
+    /// The file's size in bytes.
+    pub size: u64,
+}
+
+/// What is told each ended period.
+type PeriodCallback = Box<dyn FnMut(&EndedPeriod) + Send>;
 
 enum Current<'s, 'b, E: Endianity> {
     Plain(Writer<'s, FileSink, E>),
@@ -92,6 +116,10 @@ pub struct RotatingWriter<'s, 'b, E: Endianity> {
     path: PathBuf,
     /// The latest sample timestamp of the period (its start before the first).
     latest_us: u64,
+    /// Set once the current period's file is complete and told (a retry does not tell it
+    /// twice); cleared when the next period starts.
+    ended: bool,
+    on_period_end: Option<PeriodCallback>,
 }
 
 fn create(path: &Path) -> Result<FileSink, RotateError> {
@@ -131,7 +159,17 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
             sequence: 0,
             path,
             latest_us: config.start_time_us,
+            ended: false,
+            on_period_end: None,
         })
+    }
+
+    /// Calls `callback` with each period's final counts once its file is complete (a
+    /// journaled one: replaced by the Tachyon file), on the thread whose call ended it —
+    /// [`rotate`](Self::rotate), [`finish`](Self::finish) or a sample's write — before that
+    /// call returns; the last period at `finish`. Replaces any earlier callback.
+    pub fn on_period_end(&mut self, callback: impl FnMut(&EndedPeriod) + Send + 'static) {
+        self.on_period_end = Some(Box::new(callback));
     }
 
     /// The current period's file.
@@ -231,8 +269,7 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
     /// Tachyon file). Returns its size. Can be called again after an error.
     pub fn finish(&mut self) -> Result<u64, RotateError> {
         let size = self.finish_file()?;
-        self.convert(&self.path)?;
-        Ok(size)
+        self.complete_period(size)
     }
 
     fn rotate_if_due(&mut self, timestamp_us: u64) -> Result<(), RotateError> {
@@ -270,16 +307,37 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
         }
     }
 
-    /// A journaled period's complete stream replaced by its Tachyon file.
-    fn convert(&self, path: &Path) -> Result<(), RotateError> {
+    /// The current period's finished file made complete — a journaled one's stream replaced
+    /// by its Tachyon file — and told to the callback, once. Returns the file's size.
+    fn complete_period(&mut self, mut size: u64) -> Result<u64, RotateError> {
         if let Current::Journal(_) = self.current {
-            receive_in_place(path).map_err(|error| WriteError::Sink { offset: 0, error: SinkError::Link(error) })?;
+            size = receive_in_place(&self.path)
+                .map_err(|error| WriteError::Sink { offset: 0, error: SinkError::Link(error) })?;
         }
-        Ok(())
+        if !self.ended {
+            self.ended = true;
+            if let Some(callback) = self.on_period_end.as_mut() {
+                let period = EndedPeriod {
+                    sequence: self.sequence,
+                    start_time_us: read!(&self.current, w => w.start_time_us()),
+                    path: self.path.clone(),
+                    samples: read!(&self.current, w => w.sample_count()),
+                    threads: read!(&self.current, w => w.thread_count()),
+                    size,
+                };
+                callback(&period);
+            }
+        }
+        Ok(size)
     }
 
     fn begin_period(&mut self, start_us: u64) -> Result<(), RotateError> {
-        self.finish_file()?;
+        // The ended period complete before the next one's file exists: a kill at any instant
+        // leaves every period but the newest complete. A stream that could not be replaced
+        // (the disk full) stays the complete stream `recover` makes a file of: the run goes
+        // on, and the error is returned once the next period is under way.
+        let size = self.finish_file()?;
+        let completed = self.complete_period(size);
         let next = period_path(&self.prefix, self.sequence + 1, start_us);
         let sink = create(&next)?;
         let old = match &mut self.current {
@@ -297,13 +355,113 @@ impl<'s, 'b, E: Endianity> RotatingWriter<'s, 'b, E> {
             }
         };
         drop(old);
-        let finished = std::mem::replace(&mut self.path, next);
+        self.path = next;
         self.sequence += 1;
         self.latest_us = start_us;
-        // The new period is under way whatever happens to the old one's conversion (a
-        // complete stream that `tachyon receive` still turns into the file).
-        self.convert(&finished)
+        self.ended = false;
+        completed.map(drop)
     }
+}
+
+/// What [`recover`] did with one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// The file.
+    pub path: PathBuf,
+    /// What it was, and what it is now.
+    pub outcome: Recovery,
+}
+
+/// What [`recover`] found a file to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// A period's file: a Tachyon file already, or a stream (complete or cut) now its Tachyon
+    /// file (see [`InPlace`]).
+    Period(InPlace),
+    /// A `.PID.receiving` file a process killed while replacing a stream left: removed (the
+    /// stream it was made from is still there, and recovered in its turn).
+    LeftoverRemoved,
+    /// The newest period's file, killed before its stream's header reached it (empty, or only
+    /// its first frame): no sample of it was written, and it is removed.
+    EmptyRemoved,
+}
+
+/// Makes every period of a rotating run whose process is gone a profile: each journaled
+/// stream among the files of `prefix` (`PREFIX.SEQUENCE.START.pyb`) — or of every period
+/// file in it, when `prefix` is a folder — is replaced by its Tachyon file (a cut one
+/// salvaged up to its last flush), and the `.receiving` files of an interrupted hand-over
+/// are removed; complete files are left as they are. Every period file found is reported, in
+/// order, after the leftovers removed. Run it once the writing process has ended: a live period's stream replaced under
+/// its writer would lose what it writes next.
+pub fn recover(prefix: &Path) -> io::Result<Vec<Recovered>> {
+    let (folder, stem) = if prefix.is_dir() {
+        (prefix.to_path_buf(), None)
+    } else {
+        let folder = prefix.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let stem = prefix.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+        let stem =
+            stem.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a prefix whose name is not UTF-8"))?;
+        (folder.to_path_buf(), Some(stem))
+    };
+    let mut periods = Vec::new();
+    let mut leftovers = Vec::new();
+    for entry in std::fs::read_dir(&folder)? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        let Some(rest) = (match &stem {
+            Some(stem) => name.strip_prefix(stem.as_str()).and_then(|r| r.strip_prefix('.')),
+            None => name.split_once('.').map(|(_, r)| r),
+        }) else {
+            continue;
+        };
+        if let Some(period) = rest.strip_suffix(RECEIVING_SUFFIX) {
+            // SEQUENCE.START.pyb.PID
+            if period.rsplit_once('.').is_some_and(|(p, pid)| is_period_name(p) && is_digits(pid)) {
+                leftovers.push(entry.path());
+            }
+        } else if is_period_name(rest) {
+            periods.push(entry.path());
+        }
+    }
+    periods.sort();
+    leftovers.sort();
+    let mut done = Vec::new();
+    for path in leftovers {
+        std::fs::remove_file(&path)?;
+        done.push(Recovered { path, outcome: Recovery::LeftoverRemoved });
+    }
+    let last = periods.len().saturating_sub(1);
+    for (i, path) in periods.into_iter().enumerate() {
+        let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let capture = std::fs::read(&path).map_err(in_path)?;
+        // Only the newest can be empty: every earlier period's stream got its header before
+        // the next period's file was made.
+        if i == last && FileKind::detect(&capture) != FileKind::Tachyon {
+            if let Err(ReceiveError::NoEnd { .. }) = receive(&capture) {
+                std::fs::remove_file(&path).map_err(in_path)?;
+                done.push(Recovered { path, outcome: Recovery::EmptyRemoved });
+                continue;
+            }
+        }
+        match salvage_in_place(&path) {
+            Ok(outcome) => done.push(Recovered { path, outcome: Recovery::Period(outcome) }),
+            Err(e) => return Err(in_path(e)),
+        }
+    }
+    Ok(done)
+}
+
+/// `SEQUENCE.START.pyb`, as [`period_path`] names a period.
+fn is_period_name(rest: &str) -> bool {
+    let mut parts = rest.split('.');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(seq), Some(start), Some("pyb"), None) if seq.len() >= 8 && is_digits(seq) && is_digits(start)
+    )
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl<E: Endianity> Target for RotatingWriter<'_, '_, E> {
