@@ -16,6 +16,10 @@
 #    threads), the killed period is salvaged by `tachyon receive`, and the samples of all the
 #    files equal what the handlers pushed minus the drops they counted minus what the program
 #    logged as unflushed at the kill, exactly.
+#  - hand-over kills: 20 ms journaled periods killed from outside at a random instant, 40
+#    times: only the newest period file is ever a stream, `tachyon receive PREFIX` recovers
+#    it, and CPython's reading matches the run's ledger (qemu-tests/oracle/capture_check.py
+#    `killed`).
 #  - Lua 5.4: 3 OS threads, each its own lua_State, per-thread CPU-time timers whose handler
 #    only arms lua_sethook; the hook pushes; one writer drains into a journaled stream. CPython
 #    finds the workload's 3:1 split within 10 % and every thread; a run that exits without
@@ -158,6 +162,50 @@ oracle rotated "$WORK/rotate-salvaged.pyb" $((pushes - refused - unflushed)) 4 "
   || status=$?
 log "CPython: $(cat "$WORK/rotated.txt")"
 [ "$status" = 0 ] || fail "the rotated periods"
+
+log "hand-over kills: 20 ms journaled periods, SIGKILL from outside at a random instant, 40 runs"
+# Each run: only the newest period file may be a stream (and only its name may have a
+# .receiving file beside it); `tachyon receive PREFIX` makes it a profile and removes the
+# leftover; CPython then reads every period and checks them against the run's ledger.
+mkdir -p "$WORK/kills"
+handovers=0 leftovers=0
+for run in $(seq 1 40); do
+  d="$WORK/kills/$run"
+  mkdir -p "$d"
+  "$WORK/native_sigprof" "$d/run" 30 1000 16 --rotate --period-ms 20 --threads 4 --ledger "$d/ledger" \
+    > /dev/null 2> "$d/err" &
+  pid=$!
+  # 150 to 750 ms in: 7 to 37 periods.
+  sleep "0.$((150 + RANDOM % 600))"
+  kill -KILL "$pid"
+  status=0
+  { wait "$pid"; } 2> /dev/null || status=$?
+  [ "$status" = 137 ] || { cat "$d/err"; fail "kill run $run ended with $status before its SIGKILL"; }
+  mapfile -t periods < <(find "$d" -name 'run.*.pyb' | sort)
+  [ "${#periods[@]}" -ge 2 ] || fail "kill run $run: ${#periods[@]} period files"
+  newest=${periods[-1]}
+  for f in "${periods[@]}"; do
+    magic=$(head -c4 "$f")
+    if [ "$f" != "$newest" ] && [ "$magic" != TACH ] && [ "$magic" != HCAT ]; then
+      fail "kill run $run: $(basename "$f") is not a complete file, and a later period exists"
+    fi
+  done
+  for f in "$d"/*.receiving; do
+    [ -e "$f" ] || continue
+    case "$f" in "$newest".*.receiving) leftovers=$((leftovers + 1)) ;; *) fail "kill run $run: $(basename "$f") beside an earlier period" ;; esac
+  done
+  "$TACHYON" receive "$d/run" 2> "$d/receive.txt" || fail "kill run $run: tachyon receive of the prefix: $(cat "$d/receive.txt")"
+  # A kill in a hand-over left the ended period's complete stream (with or without a
+  # .receiving file), its file complete with no later period begun, or the next period's
+  # file before its header: not a live period's cut stream.
+  grep -q "now a profile: the stream was cut" "$d/receive.txt" || handovers=$((handovers + 1))
+  ls "$d"/*.receiving > /dev/null 2>&1 && fail "kill run $run: a .receiving file left after tachyon receive"
+done
+status=0
+oracle killed 20000 "$WORK"/kills/* > "$WORK/kills.txt" || status=$?
+log "CPython: $(cat "$WORK/kills.txt")"
+[ "$status" = 0 ] || fail "the killed runs' periods"
+log "$handovers of the 40 kills fell in a hand-over ($leftovers left a .receiving file), the rest in a live period"
 
 log "Lua 5.4: 3 threads, per-thread CPU timers arming lua_sethook, one journaled writer"
 # shellcheck disable=SC2046

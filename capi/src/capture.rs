@@ -12,7 +12,8 @@ use core::mem::{align_of, size_of};
 use tachyon_core::capture::{entry_words, AtomicU32, Capture, Resolver, Taken};
 use tachyon_core::{Frame, FrameId};
 
-use crate::writer::{core_frame, live, tachyon_frame, tachyon_writer};
+use crate::period::with_periods;
+use crate::writer::{core_frame, tachyon_frame, tachyon_writer};
 use crate::*;
 
 const LIVE: u64 = 0x5441_4348_4341_5054; // "TACHCAPT"
@@ -332,25 +333,29 @@ pub unsafe extern "C" fn tachyon_capture_drain(
     taken: *mut usize,
 ) -> i32 {
     guard(|| {
-        // SAFETY: the caller's pointers, checked.
-        let (ring, w) = match unsafe { (ring(capture), live(writer)) } {
-            (Ok(r), Ok(w)) => (r, w),
-            (Err(status), _) | (_, Err(status)) => return status,
+        // SAFETY: the caller's pointer, checked.
+        let ring = match unsafe { ring(capture) } {
+            Ok(r) => r,
+            Err(status) => return status,
         };
-        if let Err(status) = w.open() {
-            return status;
-        }
-        let resolver = CallbackResolver { resolve, context };
-        match w.writer.drain(&mut w.drain, ring, &resolver, max) {
-            Ok(n) => {
-                if !taken.is_null() {
-                    // SAFETY: checked non-null.
-                    unsafe { taken.write(n) };
-                }
-                flush_if_asked(w)
+        let body = |w: &mut tachyon_writer| {
+            if let Err(status) = w.open() {
+                return status;
             }
-            Err(e) => w.write_error(e),
-        }
+            let resolver = CallbackResolver { resolve, context };
+            match w.writer.drain(&mut w.drain, ring, &resolver, max) {
+                Ok(n) => {
+                    if !taken.is_null() {
+                        // SAFETY: checked non-null.
+                        unsafe { taken.write(n) };
+                    }
+                    flush_if_asked(w)
+                }
+                Err(e) => w.write_error(e),
+            }
+        };
+        // SAFETY: the caller's pointer; the period callback runs once `body` is done with it.
+        unsafe { with_periods(writer, body) }
     })
 }
 

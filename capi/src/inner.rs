@@ -149,6 +149,21 @@ impl Inner {
         }
     }
 
+    /// Tells `tell` each period a rotating writer ends (false for any other writer).
+    #[cfg(feature = "std")]
+    pub(crate) fn on_period_end(
+        &mut self,
+        tell: impl FnMut(&tachyon::tachyon::rotate::EndedPeriod) + Send + 'static,
+    ) -> bool {
+        match self {
+            Inner::Rotating(r) => {
+                r.on_period_end(tell);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The current period's sequence number and start (0 and the start time for a writer
     /// that does not rotate).
     pub(crate) fn period(&self) -> (u64, u64) {

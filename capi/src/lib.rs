@@ -30,6 +30,7 @@
 //! * `inner`: what a writer handle writes with (the core's writer over callbacks, or a
 //!   journaled stream into a file).
 //! * `capture`: capture rings (push from a signal handler, drain into a writer).
+//! * `period` (host builds): a rotating writer's ended periods told to the program.
 
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]
@@ -39,6 +40,7 @@ mod capture;
 mod inner;
 mod layout;
 mod message;
+mod period;
 #[cfg(feature = "std")]
 mod reader;
 #[cfg(feature = "std")]
@@ -50,6 +52,8 @@ use core::ffi::c_char;
 
 pub use capture::*;
 pub use layout::tachyon_writer_options;
+#[cfg(feature = "std")]
+pub use period::{tachyon_period, tachyon_period_callback, tachyon_writer_on_period_end};
 #[cfg(feature = "std")]
 pub use reader::*;
 pub use sink::tachyon_sink;

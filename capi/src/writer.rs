@@ -17,6 +17,7 @@ use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, 
 use crate::inner::{Failure, Inner};
 use crate::layout::{memory_size, plan, tachyon_writer_options, Part, Plan};
 use crate::message::Message;
+use crate::period::with_periods;
 use crate::sink::{tachyon_sink, CallbackSink};
 use crate::*;
 
@@ -120,6 +121,9 @@ pub struct tachyon_writer {
     message: Message,
     #[cfg(feature = "std")]
     owned: Option<Owned>,
+    /// `tachyon_writer_on_period_end`'s callback.
+    #[cfg(feature = "std")]
+    pub(crate) periods: Option<crate::period::PeriodHook>,
 }
 
 impl tachyon_writer {
@@ -400,6 +404,8 @@ unsafe fn place(
         message: Message::new(),
         #[cfg(feature = "std")]
         owned: None,
+        #[cfg(feature = "std")]
+        periods: None,
     };
     // SAFETY: the handle's place is the start of the memory, aligned, before every part.
     unsafe { handle.write(value) };
@@ -492,33 +498,32 @@ pub unsafe extern "C" fn tachyon_writer_write_sample(
     count: usize,
 ) -> i32 {
     guard(|| {
-        // SAFETY: the caller's pointer, checked by `live`.
-        let w = match unsafe { live(writer) } {
-            Ok(w) => w,
-            Err(status) => return status,
+        let body = |w: &mut tachyon_writer| {
+            if frames.is_null() && count != 0 {
+                return w.fail(TACHYON_E_NULL, format_args!("frames is NULL with count {count}"));
+            }
+            if let Err(status) = w.open() {
+                return status;
+            }
+            // SAFETY: non-null unless `count` is 0 (checked), `count` frames by the caller's promise.
+            let frames = unsafe { items(frames, count) };
+            let kept = &frames[..count.min(tachyon_core::records::MAX_STACK_DEPTH)];
+            // Names are checked before anything is written, so a bad frame refuses the sample
+            // whole.
+            // SAFETY: the frames' pointers are valid by the caller's promise.
+            if let Some(i) = kept.iter().position(|f| unsafe { core_frame(f) }.is_err()) {
+                return w.fail(TACHYON_E_NULL, format_args!("frame {i}: a name is NULL with a non-zero length"));
+            }
+            // SAFETY: as above; every frame converts (checked).
+            let core_frames = kept.iter().filter_map(|f| unsafe { core_frame(f) }.ok());
+            let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
+            match w.writer.write_frames(taken, core_frames) {
+                Ok(()) => TACHYON_OK,
+                Err(e) => w.write_error(e),
+            }
         };
-        if frames.is_null() && count != 0 {
-            return w.fail(TACHYON_E_NULL, format_args!("frames is NULL with count {count}"));
-        }
-        if let Err(status) = w.open() {
-            return status;
-        }
-        // SAFETY: non-null unless `count` is 0 (checked), `count` frames by the caller's promise.
-        let frames = unsafe { items(frames, count) };
-        let kept = &frames[..count.min(tachyon_core::records::MAX_STACK_DEPTH)];
-        // Names are checked before anything is written, so a bad frame refuses the sample
-        // whole.
-        // SAFETY: the frames' pointers are valid by the caller's promise.
-        if let Some(i) = kept.iter().position(|f| unsafe { core_frame(f) }.is_err()) {
-            return w.fail(TACHYON_E_NULL, format_args!("frame {i}: a name is NULL with a non-zero length"));
-        }
-        // SAFETY: as above; every frame converts (checked).
-        let core_frames = kept.iter().filter_map(|f| unsafe { core_frame(f) }.ok());
-        let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
-        match w.writer.write_frames(taken, core_frames) {
-            Ok(()) => TACHYON_OK,
-            Err(e) => w.write_error(e),
-        }
+        // SAFETY: the caller's pointer; the period callback runs once `body` is done with it.
+        unsafe { with_periods(writer, body) }
     })
 }
 
@@ -538,24 +543,23 @@ pub unsafe extern "C" fn tachyon_writer_write_sample_ids(
     count: usize,
 ) -> i32 {
     guard(|| {
-        // SAFETY: the caller's pointer, checked by `live`.
-        let w = match unsafe { live(writer) } {
-            Ok(w) => w,
-            Err(status) => return status,
+        let body = |w: &mut tachyon_writer| {
+            if ids.is_null() && count != 0 {
+                return w.fail(TACHYON_E_NULL, format_args!("ids is NULL with count {count}"));
+            }
+            if let Err(status) = w.open() {
+                return status;
+            }
+            // SAFETY: non-null unless `count` is 0 (checked), `count` ids by the caller's promise;
+            // FrameId is a transparent u32.
+            let ids = unsafe { items(ids.cast::<FrameId>(), count) };
+            match w.writer.write_ids(Taken { timestamp_us, interpreter_id, thread_id, status }, ids) {
+                Ok(()) => TACHYON_OK,
+                Err(e) => w.write_error(e),
+            }
         };
-        if ids.is_null() && count != 0 {
-            return w.fail(TACHYON_E_NULL, format_args!("ids is NULL with count {count}"));
-        }
-        if let Err(status) = w.open() {
-            return status;
-        }
-        // SAFETY: non-null unless `count` is 0 (checked), `count` ids by the caller's promise;
-        // FrameId is a transparent u32.
-        let ids = unsafe { items(ids.cast::<FrameId>(), count) };
-        match w.writer.write_ids(Taken { timestamp_us, interpreter_id, thread_id, status }, ids) {
-            Ok(()) => TACHYON_OK,
-            Err(e) => w.write_error(e),
-        }
+        // SAFETY: the caller's pointer; the period callback runs once `body` is done with it.
+        unsafe { with_periods(writer, body) }
     })
 }
 
@@ -668,39 +672,38 @@ pub unsafe extern "C" fn tachyon_writer_get_period(
 #[no_mangle]
 pub unsafe extern "C" fn tachyon_writer_finalize(writer: *mut tachyon_writer, file_size: *mut u64) -> i32 {
     guard(|| {
-        // SAFETY: the caller's pointer, checked by `live`.
-        let w = match unsafe { live(writer) } {
-            Ok(w) => w,
-            Err(status) => return status,
-        };
-        if let Err(status) = w.open() {
-            return status;
-        }
-        match w.writer.finish() {
-            Ok(size) => {
-                w.state = State::Finalized;
-                w.message.clear();
-                // A journal's complete stream becomes the file CPython reads.
-                #[cfg(feature = "std")]
-                if let Some(path) = w.owned.as_ref().and_then(|o| o.journal.clone()) {
-                    if let Err(e) = tachyon::tachyon::receive::receive_in_place(&path) {
-                        return w.fail(
-                            TACHYON_E_IO,
-                            format_args!(
-                                "finalized, but {} is still the stream ({e}); `tachyon receive` makes the file from it",
-                                path.display()
-                            ),
-                        );
-                    }
-                }
-                if !file_size.is_null() {
-                    // SAFETY: checked non-null.
-                    unsafe { file_size.write(size) };
-                }
-                TACHYON_OK
+        let body = |w: &mut tachyon_writer| {
+            if let Err(status) = w.open() {
+                return status;
             }
-            Err(e) => w.write_error(e),
-        }
+            match w.writer.finish() {
+                Ok(size) => {
+                    w.state = State::Finalized;
+                    w.message.clear();
+                    // A journal's complete stream becomes the file CPython reads.
+                    #[cfg(feature = "std")]
+                    if let Some(path) = w.owned.as_ref().and_then(|o| o.journal.clone()) {
+                        if let Err(e) = tachyon::tachyon::receive::receive_in_place(&path) {
+                            return w.fail(
+                                TACHYON_E_IO,
+                                format_args!(
+                                    "finalized, but {} is still the stream ({e}); `tachyon receive` makes the file from it",
+                                    path.display()
+                                ),
+                            );
+                        }
+                    }
+                    if !file_size.is_null() {
+                        // SAFETY: checked non-null.
+                        unsafe { file_size.write(size) };
+                    }
+                    TACHYON_OK
+                }
+                Err(e) => w.write_error(e),
+            }
+        };
+        // SAFETY: the caller's pointer; the period callback runs once `body` is done with it.
+        unsafe { with_periods(writer, body) }
     })
 }
 
@@ -1079,19 +1082,18 @@ mod file {
     #[no_mangle]
     pub unsafe extern "C" fn tachyon_writer_rotate(writer: *mut tachyon_writer) -> i32 {
         guard(|| {
-            // SAFETY: the caller's pointer, checked by `live`.
-            let w = match unsafe { live(writer) } {
-                Ok(w) => w,
-                Err(status) => return status,
+            let body = |w: &mut tachyon_writer| {
+                if let Err(status) = w.open() {
+                    return status;
+                }
+                match w.writer.rotate() {
+                    Ok(()) => TACHYON_OK,
+                    Err(Ok(e)) => w.write_error(e),
+                    Err(Err(status)) => w.fail(status, format_args!("only a rotating writer rotates")),
+                }
             };
-            if let Err(status) = w.open() {
-                return status;
-            }
-            match w.writer.rotate() {
-                Ok(()) => TACHYON_OK,
-                Err(Ok(e)) => w.write_error(e),
-                Err(Err(status)) => w.fail(status, format_args!("only a rotating writer rotates")),
-            }
+            // SAFETY: the caller's pointer; the period callback runs once `body` is done with it.
+            unsafe { with_periods(writer, body) }
         })
     }
 }

@@ -24,6 +24,15 @@
         samples from before the boundary: the drain runs every 20 ms), and come from at most
         THREADS threads; the SALVAGED file of the killed period reads too; the samples of all of
         them add up to EXPECTED exactly.
+    python3.15 capture_check.py killed PERIOD_US RUN...
+        for each RUN folder (a native_sigprof --rotate --ledger run killed from outside at a
+        random instant, then `tachyon receive`d): every period file RUN/run.SEQUENCE.START.pyb
+        reads on its own, in sequence from 0, its header starting at START, its samples before
+        START + PERIOD_US; each period the writer told holds exactly the samples told for it
+        (RUN/ledger), and the untold follow every told one (periods are told once the call
+        that ended them returns: the killed call's and the live one are not); the period of
+        the last flush that returned holds at least what that flush had written; and all of
+        them hold no more than the handlers pushed and the rings kept.
 
 Prints one line of what it saw; exits 1 with the reason when a check fails.
 """
@@ -161,6 +170,65 @@ def rotated(salvaged_path, expected, threads, periods):
         fail(f"{total} samples in the files, {expected} pushed, kept and flushed")
 
 
+def ledger(path):
+    """native_sigprof's ledger: threads, pushes, refusals, the last flush, the told periods."""
+    import struct
+    raw = open(path, "rb").read()
+    words = struct.unpack(f"<{len(raw) // 8}Q", raw)
+    if raw[:8] != b"TACHLEDG":
+        fail(f"{path}: not a ledger")
+    threads = words[1]
+    attempts, full = sum(words[2:10]), sum(words[10:18])
+    flushed = words[18] - 1 if words[18] else None
+    told = words[19:]
+    return threads, attempts, full, flushed, told
+
+
+def killed(period_us, runs):
+    import os
+    periods_all = told_all = 0
+    for run in runs:
+        threads, attempts, full, flushed, told = ledger(os.path.join(run, "ledger"))
+        paths = sorted(p for p in os.listdir(run) if p.startswith("run.") and p.endswith(".pyb"))
+        if not paths:
+            fail(f"{run}: no period files")
+        total = 0
+        untold = []
+        for seq, name in enumerate(paths):
+            path = os.path.join(run, name)
+            _, number, start, _ = name.rsplit(".", 3)
+            if int(number) != seq:
+                fail(f"{path}: period {seq} expected")
+            info, samples = sequence(path)
+            if info["start_time_us"] != int(start):
+                fail(f"{path}: the header starts at {info['start_time_us']}")
+            if len(samples) != info["sample_count"]:
+                fail(f"{path}: replay {len(samples)}, header {info['sample_count']}")
+            # None at or past the period's end: the writer's rule. (How much earlier than START a
+            # sample can be depends on when the drain ran, which no machine promises.)
+            if samples and max(t for _, t, _ in samples) >= int(start) + period_us:
+                fail(f"{path}: a sample at {max(t for _, t, _ in samples)}, past its period")
+            if told[seq]:
+                told_all += 1
+                if untold:
+                    fail(f"{path}: told, after period {untold[0]} was not")
+                if len(samples) != told[seq] - 1:
+                    fail(f"{path}: {len(samples)} samples, the writer told {told[seq] - 1}")
+            else:
+                # Periods are told in order once the call that ended them is done: those the
+                # kill's call ended, and the live one, are not.
+                untold.append(seq)
+            if flushed is not None and flushed >> 32 == seq and len(samples) < (flushed & 0xFFFF_FFFF):
+                fail(f"{path}: {len(samples)} samples, fewer than its last flush wrote ({flushed & 0xFFFF_FFFF})")
+            total += len(samples)
+        if total > attempts - full:
+            fail(f"{run}: {total} samples in the files, more than the {attempts - full} pushed and kept")
+        periods_all += len(paths)
+    print(f"{len(runs)} killed runs: {periods_all} period files read on their own, {told_all} of them ended and "
+          f"holding exactly the samples told, the last flushed at least what was flushed; no run "
+          f"holds more samples than its handlers pushed and its rings kept")
+
+
 def cuts(complete, paths):
     _, whole = sequence(complete)
     counts = []
@@ -197,6 +265,8 @@ def main():
         counts([path] + rest)
     elif what == "cuts":
         cuts(path, rest)
+    elif what == "killed":
+        killed(int(path), rest)
     elif what == "rotated":
         rotated(path, int(rest[0]), int(rest[1]), rest[2:])
     else:

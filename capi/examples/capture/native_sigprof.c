@@ -2,7 +2,7 @@
  * through tachyon.h's capture rings.
  *
  *   native_sigprof OUT.pyb SECONDS HZ RING_ENTRIES [--malloc-in-handler] [--work N] [--threads T]
- *                  [--rotate] [--kill]
+ *                  [--rotate] [--period-ms MS] [--ledger FILE] [--kill]
  *
  * Eight threads each keep a shadow stack of frame ids (as instrumented engines and
  * interpreters keep one): the ids were interned with tachyon_writer_intern_frame before the
@@ -20,6 +20,12 @@
  * counted as dropped, and how many written samples were not flushed: the current period's
  * samples since its last flush) and kills itself with SIGKILL, so nothing more reaches the
  * file. Every sample pushed is then in a period file, dropped, or among the unflushed.
+ *
+ * --period-ms MS sets the rotation's period (1000 by default). --ledger FILE keeps, in FILE
+ * mapped shared (it outlives a SIGKILL from outside, which the caller sends at any instant),
+ * what a check of the files needs: each handler's pushes (counted before the push) and
+ * refusals, each ended period's final sample count (tachyon_writer_on_period_end), and the
+ * period and sample count of the last flush that returned (at least that much is on disk).
  *
  * --malloc-in-handler makes the handler call malloc and free too: the LD_PRELOAD tripwire
  * (tripwire.c) must see those calls, which shows it can see any.
@@ -39,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +84,26 @@ static int malloc_in_handler;
 static int empty_handler; /* the benchmark's baseline: the signal's own cost */
 static int rotate;
 static int kill_at_end;
+static long period_ms = 1000;
+
+/* The ledger's layout, 64-bit words (capture_check.py's `killed` reads it). */
+#define LEDGER_PERIODS 4096
+struct ledger {
+    uint64_t magic; /* "TACHLEDG" */
+    uint64_t threads;
+    volatile uint64_t attempts[THREADS];
+    volatile uint64_t full[THREADS];
+    /* (sequence << 32 | samples) + 1 of the last flush that returned; 0 before one. */
+    volatile uint64_t flushed;
+    /* told[sequence]: the ended period's samples + 1; 0 while not told. */
+    volatile uint64_t told[LEDGER_PERIODS];
+};
+static struct ledger *ledger;
+
+static void on_period_end(void *context, const tachyon_period *p) {
+    (void)context;
+    if (p->sequence < LEDGER_PERIODS) ledger->told[p->sequence] = p->samples + 1;
+}
 static uint64_t start_us;
 
 static uint64_t now_us(void) {
@@ -93,11 +121,16 @@ static void on_sigprof(int signo) {
     if (w != NULL && !empty_handler) {
         int depth = w->depth;
         atomic_signal_fence(memory_order_acquire);
+        /* Counted before the push: a kill between the two over-counts, never under. */
+        if (ledger) ledger->attempts[w->index]++;
         int s = tachyon_capture_push_ids(w->ring, now_us(), 0, (uint64_t)(w->index + 1),
                                          TACHYON_THREAD_STATUS_HAS_GIL | TACHYON_THREAD_STATUS_ON_CPU,
                                          w->stack, (size_t)depth, TACHYON_CAPTURE_ROOT_FIRST);
         w->attempts++;
-        if (s == TACHYON_E_FULL) w->full++;
+        if (s == TACHYON_E_FULL) {
+            w->full++;
+            if (ledger) ledger->full[w->index]++;
+        }
         if (malloc_in_handler) {
             /* volatile: a compiler may drop a malloc whose block is only freed. */
             void *volatile block = malloc(16);
@@ -192,10 +225,21 @@ int main(int argc, char **argv) {
             rotate = 1;
         else if (strcmp(argv[i], "--kill") == 0)
             kill_at_end = 1;
+        else if (strcmp(argv[i], "--period-ms") == 0 && i + 1 < argc)
+            period_ms = atol(argv[++i]);
+        else if (strcmp(argv[i], "--ledger") == 0 && i + 1 < argc) {
+            int fd = open(argv[++i], O_RDWR | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || ftruncate(fd, sizeof *ledger) != 0) return 2;
+            ledger = mmap(NULL, sizeof *ledger, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            if (ledger == MAP_FAILED) return 2;
+            memcpy(&ledger->magic, "TACHLEDG", 8);
+        }
         else
             return 2;
     }
-    if (seconds <= 0 || hz < 0 || entries == 0 || threads < 1 || threads > THREADS) return 2;
+    if (seconds <= 0 || hz < 0 || entries == 0 || threads < 1 || threads > THREADS || period_ms <= 0) return 2;
+    if (ledger) ledger->threads = (uint64_t)threads;
     interval_ns = hz > 0 ? 1000000000L / hz : 0;
 
     struct timespec wall;
@@ -209,9 +253,10 @@ int main(int argc, char **argv) {
     tachyon_writer *writer;
     int s;
     if (rotate) {
-        tachyon_rotation every_second = {1000000, 0};
+        tachyon_rotation every = {(uint64_t)period_ms * 1000, 0};
         tachyon_flush_policy by_hand = {0, 0}; /* this program flushes, so it knows when */
-        s = tachyon_writer_open_rotating(out, &o, &every_second, &by_hand, &writer);
+        s = tachyon_writer_open_rotating(out, &o, &every, &by_hand, &writer);
+        if (s == TACHYON_OK && ledger) s = tachyon_writer_on_period_end(writer, on_period_end, NULL);
     } else {
         s = tachyon_writer_open_file(out, &o, &writer);
     }
@@ -260,6 +305,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
             flushed_samples = c.samples;
+            if (ledger) ledger->flushed = (flushed_period << 32 | flushed_samples) + 1;
         }
         for (int i = 0; i < threads; i++) {
             size_t n = 0;

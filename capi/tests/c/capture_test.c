@@ -39,6 +39,27 @@ static void copy_file(const char *from, const char *to) {
     if (out) fclose(out);
 }
 
+/* What tachyon_writer_on_period_end told: each period's numbers, the counts the callback
+ * read from the writer itself (the next period's, already under way), and its file's name. */
+struct told {
+    int n;
+    tachyon_period periods[8];
+    uint64_t next_samples[8];
+    char names[8][64];
+    tachyon_writer *writer;
+};
+
+static void on_period_end(void *context, const tachyon_period *p) {
+    struct told *t = context;
+    if (t->n >= 8) return;
+    t->periods[t->n] = *p;
+    const char *slash = strrchr(p->path, '/');
+    snprintf(t->names[t->n], sizeof t->names[t->n], "%s", slash ? slash + 1 : p->path);
+    tachyon_writer_counts c;
+    t->next_samples[t->n] = tachyon_writer_get_counts(t->writer, &c) == TACHYON_OK ? c.samples : 99;
+    t->n++;
+}
+
 static int resolve(void *context, uint64_t code, uint32_t offset, tachyon_frame *frame) {
     (void)context;
     static const char *names[] = {"jit_add", "jit_loop"};
@@ -112,6 +133,8 @@ int main(int argc, char **argv) {
     /* main, work, then jit_add, jit_loop and <unknown> from the drain. */
     CHECK(wc.frames == 5);
     CHECK(tachyon_writer_rotate(w) == TACHYON_E_UNSUPPORTED);
+    CHECK(tachyon_writer_on_period_end(w, on_period_end, NULL) == TACHYON_E_UNSUPPORTED);
+    CHECK(tachyon_writer_on_period_end(NULL, on_period_end, NULL) == TACHYON_E_NULL);
     uint64_t sequence = 9, period_start = 9;
     CHECK(tachyon_writer_get_period(w, &sequence, &period_start) == TACHYON_OK && sequence == 0 && period_start == 0);
     CHECK(tachyon_writer_finalize(w, NULL) == TACHYON_OK);
@@ -171,6 +194,9 @@ int main(int argc, char **argv) {
     CHECK(tachyon_writer_open_rotating(NULL, &z, &every_ms, NULL, &w) == TACHYON_E_NULL && w == NULL);
     CHECK(tachyon_writer_open_rotating(in_dir(dir, "rot"), &z, &every_ms, &never, &w) == TACHYON_E_UNSUPPORTED);
     CHECK(tachyon_writer_open_rotating(in_dir(dir, "rot"), &z, &every_ms, NULL, &w) == TACHYON_OK);
+    struct told told = {0};
+    told.writer = w;
+    CHECK(tachyon_writer_on_period_end(w, on_period_end, &told) == TACHYON_OK);
     CHECK(tachyon_writer_intern_frame(w, &main_frame, &ids[0]) == TACHYON_OK);
     for (int i = 0; i < 10; i++) CHECK(tachyon_capture_push_ids(ring, 100 * (uint64_t)i, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
     CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 10);
@@ -184,9 +210,24 @@ int main(int argc, char **argv) {
     CHECK(tachyon_writer_get_counts(w, &wc) == TACHYON_OK && wc.samples == 0);
     CHECK(tachyon_capture_push_ids(ring, 2600, 0, 1, 0, ids, 1, 0) == TACHYON_OK);
     CHECK(tachyon_capture_drain(ring, w, NULL, NULL, SIZE_MAX, &taken) == TACHYON_OK && taken == 1);
-    CHECK(tachyon_writer_finalize(w, NULL) == TACHYON_OK);
+    uint64_t last_size = 0;
+    CHECK(tachyon_writer_finalize(w, &last_size) == TACHYON_OK);
     CHECK(tachyon_writer_rotate(w) == TACHYON_E_FINALIZED);
     CHECK(tachyon_writer_close(w) == TACHYON_OK);
+    /* Each period told once, in order, complete, with its final counts; the callback, run
+     * after the call's work, read the writer (the next period, its sample not yet written
+     * when a sample's write ended the period; finalize's period itself at the end). */
+    CHECK(told.n == 3);
+    static const uint64_t told_samples[3] = {10, 1, 1}, told_starts[3] = {0, 2000, 2500}, told_next[3] = {1, 0, 1};
+    static const char *told_names[3] = {"rot.00000000.0.pyb", "rot.00000001.2000.pyb", "rot.00000002.2500.pyb"};
+    for (int i = 0; i < told.n && i < 3; i++) {
+        CHECK(told.periods[i].sequence == (uint64_t)i && told.periods[i].start_time_us == told_starts[i]);
+        CHECK(told.periods[i].samples == told_samples[i] && told.periods[i].threads == 1);
+        CHECK(strcmp(told.names[i], told_names[i]) == 0);
+        CHECK(told.next_samples[i] == told_next[i]);
+        CHECK(told.periods[i].file_size > 0);
+    }
+    CHECK(told.n == 3 && told.periods[2].file_size == last_size);
 
     if (failures) {
         fprintf(stderr, "capture_test: %d checks failed\n", failures);
