@@ -17,7 +17,7 @@ use crate::file::FileSink;
 use crate::model::chain::Chain;
 use crate::profile::{Profile, ProfileError, SourceOptions};
 use crate::pstats::source::PstatsOptions;
-use crate::push::follow::{follow, AfterSend, Event, FollowOptions};
+use crate::push::follow::{follow, forget_refused, AfterSend, Event, FollowOptions};
 use crate::push::{
     parse_header, push_file, Endpoint, Protocol, PushRequest, Retry, Secrets, TlsClient, Trust, UNANSWERED,
 };
@@ -229,6 +229,15 @@ enum Command {
         /// --follow: stop (exit 0) once nothing has been sent or waited for in SECONDS.
         #[arg(long, value_name = "SECONDS")]
         exit_after_idle: Option<f64>,
+        /// --follow: try again the files the state records as refused (a 401 before the
+        /// token was fixed …), once each.
+        #[arg(long)]
+        retry_refused: bool,
+        /// Append what would go to stderr (files sent, retries, refusals, possible repeats,
+        /// warnings), each line after its UTC time, to FILE instead; --quiet leaves out only
+        /// the progress bar and the lines of files sent.
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
         /// The server: http[s]://host[:port][/base].
         #[arg(long)]
         endpoint: String,
@@ -799,28 +808,76 @@ fn push_headers(
     Ok(headers)
 }
 
+/// Where `tachyon push` says what happens: stderr, or a log file (each line after its UTC
+/// time). Every line is scrubbed of the push's secrets before it gets here.
+enum LogLines {
+    Stderr,
+    File(File),
+}
+
+impl LogLines {
+    fn to_file(path: &Path) -> Result<LogLines, String> {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map(LogLines::File)
+            .map_err(|e| format!("--log {}: {e}", path.display()))
+    }
+
+    /// `line` (without `tachyon: `), as one write: lines of one follower do not interleave.
+    fn line(&mut self, line: &str) {
+        match self {
+            LogLines::Stderr => eprintln!("tachyon: {line}"),
+            LogLines::File(f) => {
+                let stamped = format!("{} tachyon: {line}\n", utc_now());
+                // A log that cannot be written has nowhere to say so but stderr.
+                if let Err(e) = f.write_all(stamped.as_bytes()) {
+                    eprintln!("tachyon: the log: {e}; tachyon: {line}");
+                }
+            }
+        }
+    }
+}
+
+/// The time now, UTC, as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn utc_now() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, millis) = (since.as_secs(), since.subsec_millis());
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm, public domain).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rest / 3600, rest / 60 % 60, rest % 60)
+}
+
 /// `tachyon push`: each file sent in turn, a bar over the files. Every line it prints is
-/// scrubbed of the push's secrets (a server may echo the request's headers).
+/// scrubbed of the push's secrets (a server may echo the request's headers); retries and
+/// warnings are said with or without --quiet.
 fn push(
     files: &[PathBuf],
     request: &PushRequest,
     secrets: &Secrets,
     keep_going: bool,
     quiet: bool,
+    log: &mut LogLines,
 ) -> Result<(), Failure> {
     let files = expand_folders(files).map_err(|e| Failure(e.to_string()))?;
     let mut bar = Progress::files(files.len() as u64, quiet);
     let mut failed = 0;
-    let mut said = |m: &str| warn(&secrets.scrub(m));
+    let log = std::cell::RefCell::new(log);
+    let say = |m: &str| log.borrow_mut().line(&secrets.scrub(m));
+    let mut said = |m: &str| say(&format!("warning: {m}"));
     for (done, file) in files.iter().enumerate() {
         let mut waiting = |wait: Duration, why: &str| {
-            if !quiet {
-                warn(&secrets.scrub(&format!(
-                    "{}: {why}; trying again in {:.1} s",
-                    file.display(),
-                    wait.as_secs_f64()
-                )));
-            }
+            say(&format!("warning: {}: {why}; trying again in {:.1} s", file.display(), wait.as_secs_f64()))
         };
         match push_file(file, request, &mut said, &mut waiting) {
             Ok(pushed) => {
@@ -833,7 +890,7 @@ fn push(
             }
             Err(e) if keep_going => {
                 failed += 1;
-                eprintln!("{}", secrets.scrub(&format!("tachyon: skipped {}: {e}", file.display())));
+                say(&format!("skipped {}: {e}", file.display()));
             }
             Err(e) => return Err(Failure(secrets.scrub(&format!("{}: {e}", file.display())))),
         }
@@ -872,10 +929,22 @@ fn follow_options(
     Ok(o)
 }
 
-/// `push --follow`: runs until killed (or idle, if asked); every event on stderr, secrets
-/// blanked out.
-fn follow_dir(request: &PushRequest, options: &FollowOptions, secrets: &Secrets, quiet: bool) -> Result<(), Failure> {
-    let mut log = |event: Event<'_>| {
+/// `push --follow`: runs until killed (or idle, if asked); every event to the log (stderr by
+/// default), secrets blanked out; --quiet leaves out only the lines of files sent.
+fn follow_dir(
+    request: &PushRequest,
+    options: &FollowOptions,
+    secrets: &Secrets,
+    quiet: bool,
+    retry_refused: bool,
+    log: &mut LogLines,
+) -> Result<(), Failure> {
+    if retry_refused {
+        let n = forget_refused(&options.dir, &options.state).map_err(|e| Failure(e.to_string()))?;
+        log.line(&format!("{n} files refused before will be tried again"));
+    }
+    let log = std::cell::RefCell::new(log);
+    let mut on_event = |event: Event<'_>| {
         let line = match event {
             Event::Sent { file, partial: None } if !quiet => format!("sent {}", file.display()),
             Event::Sent { file, partial: Some(p) } => format!("warning: {}: taken in part: {p}", file.display()),
@@ -884,16 +953,15 @@ fn follow_dir(request: &PushRequest, options: &FollowOptions, secrets: &Secrets,
                 format!("warning: {}: possibly sent twice: {why}", file.display())
             }
             Event::Refused { file, why } => format!("warning: {}: not sent: {why}", file.display()),
-            Event::Waiting { file, why, wait } if !quiet => {
+            Event::Waiting { file, why, wait } => {
                 format!("warning: {}: {why}; trying again in {:.1} s", file.display(), wait.as_secs_f64())
             }
-            Event::Waiting { .. } => return,
             Event::Warning(w) => format!("warning: {w}"),
         };
-        eprintln!("{}", secrets.scrub(&format!("tachyon: {line}")));
+        log.borrow_mut().line(&secrets.scrub(&line));
     };
-    let mut said = |m: &str| warn(&secrets.scrub(m));
-    follow(request, options, &mut log, &mut said).map_err(|e| Failure(e.to_string()))
+    let mut said = |m: &str| log.borrow_mut().line(&secrets.scrub(&format!("warning: {m}")));
+    follow(request, options, &mut on_event, &mut said).map_err(|e| Failure(e.to_string()))
 }
 
 fn receive(input: &Path, output: Option<&Path>) -> Result<(), Failure> {
@@ -1041,6 +1109,8 @@ where
             settle_ms,
             poll_ms,
             exit_after_idle,
+            retry_refused,
+            log,
             endpoint,
             cacert,
             protocol,
@@ -1077,13 +1147,22 @@ where
                 || after_send.is_some()
                 || settle_ms.is_some()
                 || poll_ms.is_some()
-                || exit_after_idle.is_some();
+                || exit_after_idle.is_some()
+                || retry_refused;
             if follow.is_none() && follow_only {
                 eprintln!(
-                    "tachyon: --state, --after-send, --settle-ms, --poll-ms and --exit-after-idle go with --follow"
+                    "tachyon: --state, --after-send, --settle-ms, --poll-ms, --exit-after-idle and --retry-refused \
+                     go with --follow"
                 );
                 return 2;
             }
+            let mut log = match log.map(|path| LogLines::to_file(&path)).transpose() {
+                Ok(log) => log.unwrap_or(LogLines::Stderr),
+                Err(msg) => {
+                    eprintln!("tachyon: {msg}");
+                    return 2;
+                }
+            };
             let follow = match follow
                 .map(|dir| follow_options(&dir, state, after_send, settle_ms, poll_ms, retry_wait_ms, exit_after_idle))
                 .transpose()
@@ -1094,14 +1173,21 @@ where
                     return 2;
                 }
             };
-            match (request, follow) {
-                (Ok(request), Some(options)) => follow_dir(&request, &options, &secrets, quiet),
-                (Ok(request), None) => push(&files, &request, &secrets, keep_going, quiet),
+            let done = match (request, follow) {
+                (Ok(request), Some(options)) => {
+                    follow_dir(&request, &options, &secrets, quiet, retry_refused, &mut log)
+                }
+                (Ok(request), None) => push(&files, &request, &secrets, keep_going, quiet, &mut log),
                 (Err(msg), _) => {
                     eprintln!("tachyon: {msg}");
                     return 2;
                 }
+            };
+            // Why it stopped ends the log too (stderr has it below).
+            if let (Err(Failure(why)), LogLines::File(_)) = (&done, &log) {
+                log.line(why);
             }
+            done
         }
         Command::Diff { base, new, output, html, title, inputs } => {
             diff(&base, &new, &output, html, title, &inputs, quiet)

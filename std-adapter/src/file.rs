@@ -188,6 +188,24 @@ impl std::ops::Deref for Contents {
     }
 }
 
+/// Takes an exclusive advisory lock (`flock`) on `file` — a folder too — without waiting:
+/// `Ok(false)` when another open file description holds it. Released when `file` is closed
+/// (by the kernel, also when the process is killed).
+#[cfg(unix)]
+pub(crate) fn try_lock(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor `file` keeps open; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
 #[cfg(unix)]
 impl Mapping {
     /// `None` where the system refuses (the caller reads the file instead).

@@ -273,3 +273,148 @@ fn exit_after_idle_counts_from_the_last_file_sent_not_from_the_scan() {
     assert_eq!(server.connections.load(Ordering::SeqCst), n, "every file sent");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A server whose `n`-th connection (from 0) gets `answer(n)`; the requests' heads kept.
+fn serve_scripted(
+    answer: impl Fn(usize) -> &'static str + Send + Sync + 'static,
+) -> (Server, Arc<std::sync::Mutex<Vec<String>>>) {
+    let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = heads.clone();
+    let n = Arc::new(AtomicUsize::new(0));
+    let server = serve(
+        move |head| {
+            kept.lock().unwrap().push(head.to_owned());
+            let i = n.fetch_add(1, Ordering::SeqCst);
+            format!("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", answer(i)).into_bytes()
+        },
+        Duration::ZERO,
+    );
+    (server, heads)
+}
+
+fn follow_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tachyon-push-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A follower's arguments: quick polls, quick retries, exit once idle.
+fn follower(endpoint: &str, dir: &std::path::Path) -> Command {
+    let mut c = tachyon();
+    c.args(["push", "--endpoint", endpoint, "--poll-ms", "20", "--retry-wait-ms", "10", "--exit-after-idle", "0.5"])
+        .arg("--follow")
+        .arg(dir);
+    c
+}
+
+/// With --quiet and --log FILE, a server's outage still logs every retry (to the file, each
+/// line stamped with its UTC time), and every request names its file in `X-Tachyon-File`.
+#[test]
+fn follow_logs_retries_when_quiet_and_requests_name_their_file() {
+    let (server, heads) = serve_scripted(|i| if i < 2 { "503 Service Unavailable" } else { "200 OK" });
+    let dir = follow_dir("quiet");
+    std::fs::copy(profile(), dir.join("a b%.pyb")).unwrap();
+    let log = dir.join(".log");
+    let out = follower(&server.endpoint, &dir).arg("--quiet").arg("--log").arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let retries: Vec<&str> = logged.lines().filter(|l| l.contains("503") && l.contains("trying again in")).collect();
+    assert_eq!(retries.len(), 2, "{logged}");
+    for line in logged.lines() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(time.len() == 24 && time.starts_with("20") && time.ends_with('Z'), "{line}");
+        assert!(rest.starts_with("tachyon: "), "{line}");
+    }
+    assert!(!logged.contains("sent "), "--quiet leaves out the files sent: {logged}");
+    let heads = heads.lock().unwrap();
+    assert_eq!(heads.len(), 3);
+    for head in heads.iter() {
+        assert!(head.contains("\r\nX-Tachyon-File: a%20b%25.pyb\r\n"), "{head}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A follower killed while it could not connect recorded no request, so the next one sends
+/// the file without calling it a possible repeat; a second follower on a folder another holds
+/// stops at once, saying so.
+#[test]
+fn a_follower_killed_before_connecting_leaves_no_possible_repeat_and_one_folder_has_one_follower() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = follow_dir("killed");
+    std::fs::copy(profile(), dir.join("x.pyb")).unwrap();
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("tachyon"))
+        .args([
+            "push",
+            "--endpoint",
+            &nowhere,
+            "--poll-ms",
+            "20",
+            "--retry-wait-ms",
+            "20",
+            "--timeout",
+            "1",
+            "--follow",
+        ])
+        .arg(&dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The state is written at start; then the follower only fails to connect.
+    let state = dir.join(".tachyon-push-state");
+    let began = Instant::now();
+    while !state.exists() && began.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let second = follower(&nowhere, &dir).output().unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{said}");
+    assert!(said.contains("another tachyon push --follow holds this folder"), "{said}");
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+    let state_log = std::fs::read_to_string(&state).unwrap();
+    assert!(!state_log.contains("x.pyb"), "{state_log}");
+    let (server, _) = serve_scripted(|_| "200 OK");
+    let out = follower(&server.endpoint, &dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("sent ") && !said.contains("possibly sent twice"), "{said}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--after-send move:DIR` never replaces a file there (the moved one gets `.1`, and the
+/// warning says where); a file refused with 401 is sent after `--retry-refused`, and not
+/// before.
+#[test]
+fn move_never_overwrites_and_a_refused_file_is_sent_again_when_asked() {
+    let (server, _) = serve_scripted(|i| if i == 0 { "401 Unauthorized" } else { "200 OK" });
+    let dir = follow_dir("move");
+    let sent = dir.join("sent");
+    std::fs::create_dir_all(&sent).unwrap();
+    std::fs::write(sent.join("d.pyb"), b"old").unwrap();
+    std::fs::copy(profile(), dir.join("d.pyb")).unwrap();
+    let after = format!("move:{}", sent.display());
+    let run = |extra: &[&str]| {
+        let out = follower(&server.endpoint, &dir).args(["--after-send", &after]).args(extra).output().unwrap();
+        let said = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        said
+    };
+    let said = run(&[]);
+    assert!(said.contains("d.pyb: not sent: the server refused it (401)"), "{said}");
+    assert!(run(&[]).is_empty(), "a refused file stays refused");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    let said = run(&["--retry-refused"]);
+    assert!(said.contains("1 files refused before will be tried again"), "{said}");
+    assert!(said.contains("was taken, so it was moved to") && said.contains("d.pyb.1"), "{said}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(std::fs::read(sent.join("d.pyb")).unwrap(), b"old");
+    assert_eq!(std::fs::read(sent.join("d.pyb.1")).unwrap(), std::fs::read(profile()).unwrap());
+    assert!(!dir.join("d.pyb").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

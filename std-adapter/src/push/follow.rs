@@ -12,24 +12,37 @@
 //! and ending in `.tmp`, `.part` or `.receiving` are never read (files being written under a
 //! temporary name).
 //!
+//! **One follower per folder.** A follower holds a lock on the folder (`flock`, released by
+//! the kernel when it exits or is killed); a second one on the same folder stops at once,
+//! saying another holds it.
+//!
 //! **Once, across restarts.** The state file (by default `DIR/.tachyon-push-state`) is a log
-//! of one line per event, each synced to disk before the next step: `begin` before a file's
-//! first request, `sent` once a `2xx` status line arrived, `refused` for a file the server or
-//! the reader refused. A file is known by its name, size and modification time: a file
+//! of one line per event, each synced to disk before the next step: `begin` once a file's
+//! first request has its connection and before its first byte is written, `sent` once a `2xx`
+//! status line arrived, `refused` for a file the server or the reader refused. A file is known by its name, size and modification time: a file
 //! written again under the same name is a new file. After a restart (a crash, `SIGKILL`),
 //! a file with `sent` is not sent again (only what `--after-send` says is done, if it had not
 //! been); a file with `begin` and no `sent` is sent again and, whenever that is taken (the
 //! server may be down at first), **logged as possibly sent twice**: the follower stopped
-//! between writing its request and recording the answer, and no OTLP server can tell a
-//! repeat. That window is one request's round trip and one `fsync`. A request written whole
+//! between starting to write its request and recording the answer, and no OTLP server can
+//! tell a repeat. That window is one request's round trip and one `fsync`; a follower stopped
+//! before a request's connection was made recorded nothing, and its file is sent again
+//! without the warning. A request written whole
 //! that got no answer (a time-out, a connection cut after sending) is retried and logged the
 //! same way. Nothing else is sent twice.
 //!
 //! **The server down.** A file the server did not take (connection refused, 5xx, 429, time-out,
 //! TLS refusal) stays first in line: the follower waits, doubling from
 //! [`FollowOptions::first_wait`] to a minute, and tries it again; the files behind it wait in
-//! name order (periods' names sort by sequence). A 4xx other than 429, or a file that cannot
-//! be read, is logged and recorded as refused, and the follower goes on.
+//! name order (periods' names sort by sequence). Each retry is logged. A 4xx other than 429,
+//! or a file that cannot be read, is logged and recorded as refused, and the follower goes
+//! on; [`forget_refused`] (`--retry-refused`) makes the next follower try them again, as does
+//! writing the file again (a new modification time is a new file).
+//!
+//! **After sending**, `move:DIR` moves the file into DIR, which is checked (made if missing)
+//! before anything is sent: on the same file system by a hard link and an unlink, elsewhere
+//! by a copy, synced, and an unlink. It never replaces a file there: a taken name gets `.1`,
+//! `.2` … appended, and the warning says so.
 //!
 //! **Memory** holds one entry per file present in the directory that the state knows (name,
 //! size, time, state: about a hundred bytes) and nothing per file sent and gone; a scan takes
@@ -47,7 +60,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tachyon_core::kind::FileKind;
 
 use crate::push::{
-    percent_decode, percent_encode, push_file, PushError, PushFileError, PushRequest, Retry, UNANSWERED,
+    escape_name, percent_decode, push_file_with, PushError, PushFileError, PushRequest, Retry, UNANSWERED,
 };
 
 /// What is done with a file the server took.
@@ -237,10 +250,10 @@ struct State {
     scan: u32,
 }
 
-/// A name as a state line holds it: bytes outside visible ASCII, `%` and space as `%XX`.
+/// A name as a state line holds it: bytes outside visible ASCII (space among them), and
+/// `%`, as `%XX`.
 fn escape(name: &OsStr) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    percent_encode(name.as_bytes(), |b| b.is_ascii_graphic() && b != b'%')
+    escape_name(name)
 }
 
 fn unescape(s: &str) -> Option<OsString> {
@@ -443,9 +456,14 @@ pub fn follow(
     log: &mut dyn FnMut(Event<'_>),
     warn: &mut dyn FnMut(&str),
 ) -> Result<(), FollowError> {
+    let _lock = lock_folder(&options.dir)?;
     let mut state = State::open(&options.state)?;
     if let AfterSend::Move(to) = &options.after_send {
         fs::create_dir_all(to).map_err(|e| FollowError::Dir(to.clone(), e))?;
+        if !fs::metadata(to).map_err(|e| FollowError::Dir(to.clone(), e))?.is_dir() {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "--after-send move: not a folder");
+            return Err(FollowError::Dir(to.clone(), e));
+        }
     }
     // Files that are not Tachyon: the version first seen, since when, and the last scan that
     // saw it.
@@ -584,11 +602,24 @@ fn send_one(
     warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, FollowError> {
     let path = options.dir.join(&c.name);
-    if state.get(&c.name) != Some((Status::Begun, c.version)) {
-        state.record(&c.name, Status::Begun, c.version)?;
+    let mut waiting = |wait: Duration, why: &str| log(Event::Waiting { file: &path, why, wait });
+    // `begin` once a request has its connection, before its first byte: a follower stopped
+    // earlier sent nothing of it.
+    let mut state_error = None;
+    let mut connected = || {
+        if state.get(&c.name) == Some((Status::Begun, c.version)) {
+            return Ok(());
+        }
+        state.record(&c.name, Status::Begun, c.version).map_err(|e| {
+            let said = io::Error::other(e.to_string());
+            state_error = Some(e);
+            said
+        })
+    };
+    let pushed = push_file_with(&path, request, warn, &mut waiting, &mut connected);
+    if let Some(e) = state_error {
+        return Err(e);
     }
-    let mut waiting = |_: Duration, _: &str| {};
-    let pushed = push_file(&path, request, warn, &mut waiting);
     // Taken before, if this version may have been: known only once an answer is recorded.
     let mut take_earlier = || state.possibly_taken.remove(c.name.as_os_str()).filter(|(v, _)| *v == c.version);
     match pushed {
@@ -627,11 +658,113 @@ fn after_send(what: &AfterSend, path: &Path, name: &OsStr, log: &mut dyn FnMut(E
     let (done, doing) = match what {
         AfterSend::Keep => return,
         AfterSend::Delete => (fs::remove_file(path), "removing it".to_owned()),
-        AfterSend::Move(to) => (fs::rename(path, to.join(name)), format!("moving it into {}", to.display())),
+        AfterSend::Move(to) => match move_into(path, to, name) {
+            Ok(at) => {
+                if at.file_name() != Some(name) {
+                    log(Event::Warning(&format!(
+                        "{}: sent; {} was taken, so it was moved to {}",
+                        path.display(),
+                        to.join(name).display(),
+                        at.display()
+                    )));
+                }
+                return;
+            }
+            Err(e) => (Err(e), format!("moving it into {}", to.display())),
+        },
     };
     if let Err(e) = done {
         log(Event::Warning(&format!("{}: sent, but {doing} failed: {e}", path.display())));
     }
+}
+
+/// Most names tried for a moved file (`NAME`, `NAME.1` … ).
+const MOVE_NAMES: u32 = 1000;
+
+/// Moves `path` into the folder `to` under `name`, or `name.N` for the first N whose name is
+/// free, never replacing a file there; returns where it went. On one file system a hard link
+/// then an unlink (a crash between leaves both: the next attempt finds the link and only
+/// unlinks); across file systems a copy made under a name of its own, synced, then the unlink.
+fn move_into(path: &Path, to: &Path, name: &OsStr) -> io::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let source = fs::metadata(path)?;
+    for n in 0..MOVE_NAMES {
+        let mut target_name = name.to_os_string();
+        if n > 0 {
+            target_name.push(format!(".{n}"));
+        }
+        let target = to.join(&target_name);
+        match fs::hard_link(path, &target) {
+            Ok(()) => {
+                fs::remove_file(path)?;
+                return Ok(target);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // This very file, linked there by an attempt a crash cut short.
+                if fs::metadata(&target).is_ok_and(|t| t.dev() == source.dev() && t.ino() == source.ino()) {
+                    fs::remove_file(path)?;
+                    return Ok(target);
+                }
+            }
+            // Another file system (EXDEV), or one without hard links: copy.
+            Err(_) => match copy_new(path, &target) {
+                Ok(()) => {
+                    fs::remove_file(path)?;
+                    return Ok(target);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} names there taken", MOVE_NAMES)))
+}
+
+/// Copies `path` to `target`, which must not exist (`AlreadyExists` otherwise): written under
+/// a hidden name beside it, synced, then hard-linked into place (so `target` is whole or
+/// absent) and the hidden name removed.
+fn copy_new(path: &Path, target: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(target).is_ok() {
+        return Err(io::ErrorKind::AlreadyExists.into());
+    }
+    let mut hidden = OsString::from(".");
+    hidden.push(target.file_name().unwrap_or_default());
+    hidden.push(format!(".{}.part", std::process::id()));
+    let hidden = target.with_file_name(hidden);
+    let copied = (|| {
+        let mut out = OpenOptions::new().write(true).create_new(true).open(&hidden)?;
+        io::copy(&mut File::open(path)?, &mut out)?;
+        out.sync_all()?;
+        fs::hard_link(&hidden, target)
+    })();
+    let _ = fs::remove_file(&hidden);
+    copied
+}
+
+/// The lock that makes a follower the only one on `dir`, held while it is open.
+fn lock_folder(dir: &Path) -> Result<File, FollowError> {
+    let folder = File::open(dir).map_err(|e| FollowError::Dir(dir.to_path_buf(), e))?;
+    match crate::file::try_lock(&folder) {
+        Ok(true) => Ok(folder),
+        Ok(false) => Err(FollowError::Dir(
+            dir.to_path_buf(),
+            io::Error::new(io::ErrorKind::WouldBlock, "another tachyon push --follow holds this folder"),
+        )),
+        Err(e) => Err(FollowError::Dir(dir.to_path_buf(), e)),
+    }
+}
+
+/// Forgets every file the state at `state` records as refused, so that the next follower
+/// tries each again (once). Takes the folder's lock for the rewrite: refused while a follower
+/// runs on `dir`. Returns how many were forgotten.
+pub fn forget_refused(dir: &Path, state: &Path) -> Result<usize, FollowError> {
+    let _lock = lock_folder(dir)?;
+    let mut s = State::open(state)?;
+    let before = s.entries.len();
+    s.entries.retain(|_, e| e.status != Status::Refused);
+    let forgotten = before - s.entries.len();
+    s.rewrite().map_err(|e| FollowError::State(state.to_path_buf(), e))?;
+    Ok(forgotten)
 }
 
 #[cfg(test)]

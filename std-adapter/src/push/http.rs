@@ -203,6 +203,21 @@ pub fn post(
     timeout: Duration,
     tls: Option<&TlsClient>,
 ) -> Result<Answer, NotSent> {
+    post_with(endpoint, target, headers, body, timeout, tls, &mut || Ok(()))
+}
+
+/// [`post`], calling `connected` once the connection is made (and, for TLS, its handshake
+/// done), before the first byte of the request is written: from then on the server may take
+/// it. An error from `connected` ends the attempt unsent ([`NotSent::Lost`]).
+pub fn post_with(
+    endpoint: &Endpoint,
+    target: &str,
+    headers: &[(String, String)],
+    body: &Body,
+    timeout: Duration,
+    tls: Option<&TlsClient>,
+    connected: &mut dyn FnMut() -> io::Result<()>,
+) -> Result<Answer, NotSent> {
     if !target.chars().all(target_char) {
         return Err(NotSent::Lost(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -231,11 +246,17 @@ pub fn post(
     stream.set_write_timeout(Some(timeout)).map_err(NotSent::Lost)?;
     match tls {
         Some(tls) => match tls.connect(&endpoint.host, stream) {
-            Ok(stream) => exchange(stream, endpoint, target, headers, body, timeout),
+            Ok(stream) => {
+                connected().map_err(NotSent::Lost)?;
+                exchange(stream, endpoint, target, headers, body, timeout)
+            }
             Err(Refusal::Final(why)) => Err(NotSent::Refused(why)),
             Err(Refusal::Retry(e)) => Err(NotSent::Lost(e)),
         },
-        None => exchange(stream, endpoint, target, headers, body, timeout),
+        None => {
+            connected().map_err(NotSent::Lost)?;
+            exchange(stream, endpoint, target, headers, body, timeout)
+        }
     }
 }
 

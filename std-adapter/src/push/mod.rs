@@ -139,12 +139,35 @@ pub fn send(
     tls: Option<&TlsClient>,
     waiting: &mut dyn FnMut(Duration, &str),
 ) -> Result<Delivered, PushError> {
+    send_with(endpoint, target, headers, body, retry, tls, waiting, &mut || Ok(()))
+}
+
+/// [`send`], calling `connected` before each attempt's request is written (see
+/// [`http::post_with`]); an error from it stops the sending at once, as given up, with no
+/// further attempt.
+#[allow(clippy::too_many_arguments)]
+pub fn send_with(
+    endpoint: &Endpoint,
+    target: &str,
+    headers: &[(String, String)],
+    body: &Body,
+    retry: Retry,
+    tls: Option<&TlsClient>,
+    waiting: &mut dyn FnMut(Duration, &str),
+    connected: &mut dyn FnMut() -> io::Result<()>,
+) -> Result<Delivered, PushError> {
     let mut wait = retry.first_wait;
     let mut attempt = 0;
     let mut possibly_taken = false;
     loop {
         attempt += 1;
-        let failure = match post(endpoint, target, headers, body, retry.timeout, tls) {
+        let mut stopped = None;
+        let mut observed = || connected().inspect_err(|e| stopped = Some(e.to_string()));
+        let posted = http::post_with(endpoint, target, headers, body, retry.timeout, tls, &mut observed);
+        if let Some(why) = stopped {
+            return Err(PushError::GaveUp { attempts: attempt, last: why, possibly_taken });
+        }
+        let failure = match posted {
             // Taken, whatever followed the status line: never sent again.
             Ok(answer) if (200..300).contains(&answer.status) => {
                 return Ok(Delivered { answer, possibly_twice: possibly_taken })
@@ -389,15 +412,46 @@ pub fn push_file(
     warn: &mut dyn FnMut(&str),
     waiting: &mut dyn FnMut(Duration, &str),
 ) -> Result<Pushed, PushFileError> {
+    push_file_with(file, request, warn, waiting, &mut || Ok(()))
+}
+
+/// The header every request carries with the name of the file it was made from (its last
+/// component; bytes outside visible ASCII, and `%`, as `%XX`), so that a receiver can tell
+/// the files of one sender apart.
+pub const FILE_HEADER: &str = "X-Tachyon-File";
+
+/// [`push_file`], calling `connected` before each attempt's request is written (see
+/// [`send_with`]).
+pub fn push_file_with(
+    file: &Path,
+    request: &PushRequest,
+    warn: &mut dyn FnMut(&str),
+    waiting: &mut dyn FnMut(Duration, &str),
+    connected: &mut dyn FnMut() -> io::Result<()>,
+) -> Result<Pushed, PushFileError> {
     let (target, body) = request_for(file, request, warn).map_err(PushFileError::Request)?;
+    let mut headers = request.headers.clone();
+    headers.push((FILE_HEADER.to_owned(), file_header_value(file)));
     let delivered =
-        send(&request.endpoint, &target, &request.headers, &body, request.retry, request.tls.as_ref(), waiting)
+        send_with(&request.endpoint, &target, &headers, &body, request.retry, request.tls.as_ref(), waiting, connected)
             .map_err(PushFileError::Push)?;
     let partial = match request.protocol {
         Protocol::Otlp => otlp_partial_success(&delivered.answer),
         _ => None,
     };
     Ok(Pushed { partial, possibly_twice: delivered.possibly_twice })
+}
+
+/// [`FILE_HEADER`]'s value for `file`.
+pub fn file_header_value(file: &Path) -> String {
+    escape_name(file.file_name().unwrap_or(file.as_os_str()))
+}
+
+/// A file name as a header or a state line holds it: bytes outside visible ASCII, and `%`, as
+/// `%XX` ([`percent_decode`] gives the bytes back).
+pub(crate) fn escape_name(name: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    percent_encode(name.as_bytes(), |b| b.is_ascii_graphic() && b != b'%')
 }
 
 #[cfg(test)]
