@@ -36,7 +36,7 @@ LAYERS = {
         ["callgrind", "symbolize"],
         ["model"],
         ["output"],
-        ["choice", "file", "memory", "hash", "pyfmt"],
+        ["choice", "civil", "file", "memory", "hash", "pyfmt"],
     ],
 }
 

@@ -246,30 +246,6 @@ typedef struct tachyon_frame {
 // frame is then `<unknown>` in `~`). Called on the draining thread, never in a handler.
 typedef int32_t (*tachyon_resolve_fn)(void *context, uint64_t code, uint32_t offset, struct tachyon_frame *frame);
 
-#if defined(TACHYON_STD)
-// A rotating writer's period that ended, its file complete.
-typedef struct tachyon_period {
-  // Its sequence number (from 0): the SEQUENCE of its name.
-  uint64_t sequence;
-  // Its start in the samples' µs: its header's `start_time_us`, the START of its name.
-  uint64_t start_time_us;
-  // Samples in its file.
-  uint64_t samples;
-  // Threads in its file.
-  uint64_t threads;
-  // The file's size in bytes.
-  uint64_t file_size;
-  // The file's path, NUL-terminated; valid during the callback only.
-  const char *path;
-} tachyon_period;
-#endif
-
-#if defined(TACHYON_STD)
-// Called with each ended period (see `tachyon_writer_on_period_end`); `context` is the
-// pointer given with it.
-typedef void (*tachyon_period_callback)(void *context, const struct tachyon_period *period);
-#endif
-
 // The statistics trailer CPython's sampler writes (`set_stats`).
 typedef struct tachyon_stats {
   // Profiling duration, seconds (finite, ≥ 0).
@@ -425,6 +401,30 @@ typedef struct tachyon_rotation {
 } tachyon_rotation;
 #endif
 
+#if defined(TACHYON_STD)
+// A rotating writer's period that ended, its file complete.
+typedef struct tachyon_period {
+  // Its sequence number (from 0): the SEQUENCE of its name.
+  uint64_t sequence;
+  // Its start in the samples' µs: its header's `start_time_us`, the START of its name.
+  uint64_t start_time_us;
+  // Samples in its file.
+  uint64_t samples;
+  // Threads in its file.
+  uint64_t threads;
+  // The file's size in bytes.
+  uint64_t file_size;
+  // The file's path, NUL-terminated; valid during the callback only.
+  const char *path;
+} tachyon_period;
+#endif
+
+#if defined(TACHYON_STD)
+// Called with each ended period (see `tachyon_writer_on_period_end`); `context` is the
+// pointer given with it.
+typedef void (*tachyon_period_callback)(void *context, const struct tachyon_period *period);
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -535,25 +535,6 @@ int32_t tachyon_capture_set_stats(struct tachyon_writer *writer,
 // `CPUPROFILESIGNAL` lets a user act on a running process). The handler only stores a
 // flag. Host builds on Unix only; ordinary context.
 int32_t tachyon_flush_on_signal(int32_t signo);
-#endif
-
-#if defined(TACHYON_STD)
-// Calls `callback(context, &period)` for each period of a rotating writer that ends from
-// now on, its file complete (a journaled one: the Tachyon file has replaced the stream),
-// with its final counts: the period a program can hand over, and what it held. Called on
-// the thread whose call ended the period (`tachyon_capture_drain`, a sample's write,
-// `tachyon_writer_rotate`, `tachyon_writer_finalize` for the last period), before that
-// call returns and after its work is done, so the callback may call this writer's
-// functions. A period whose stream could not be replaced (that call's error says so) is
-// not told. NULL `callback` stops the calls. `TACHYON_E_UNSUPPORTED` for a writer not
-// made by `tachyon_writer_open_rotating`.
-//
-// # Safety
-// `writer` must be NULL or a valid handle; `callback` must be safe to call with `context`
-// on the writer's thread.
-int32_t tachyon_writer_on_period_end(struct tachyon_writer *writer,
-                                     tachyon_period_callback callback,
-                                     void *context);
 #endif
 
 #if defined(TACHYON_STD)
@@ -820,6 +801,25 @@ int32_t tachyon_writer_open_rotating(const char *prefix,
 // # Safety
 // `writer` must be NULL or a valid handle.
 int32_t tachyon_writer_rotate(struct tachyon_writer *writer);
+#endif
+
+#if defined(TACHYON_STD)
+// Calls `callback(context, &period)` for each period of a rotating writer that ends from
+// now on, its file complete (a journaled one: the Tachyon file has replaced the stream),
+// with its final counts: the period a program can hand over, and what it held. Called on
+// the thread whose call ended the period (`tachyon_capture_drain`, a sample's write,
+// `tachyon_writer_rotate`, `tachyon_writer_finalize` for the last period), before that
+// call returns and after its work is done, so the callback may call this writer's
+// functions. A period whose stream could not be replaced (that call's error says so) is
+// not told. NULL `callback` stops the calls. `TACHYON_E_UNSUPPORTED` for a writer not
+// made by `tachyon_writer_open_rotating`.
+//
+// # Safety
+// `writer` must be NULL or a valid handle; `callback` must be safe to call with `context`
+// on the writer's thread.
+int32_t tachyon_writer_on_period_end(struct tachyon_writer *writer,
+                                     tachyon_period_callback callback,
+                                     void *context);
 #endif
 
 #if defined(TACHYON_STD)

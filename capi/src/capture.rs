@@ -12,8 +12,7 @@ use core::mem::{align_of, size_of};
 use tachyon_core::capture::{entry_words, AtomicU32, Capture, Resolver, Taken};
 use tachyon_core::{Frame, FrameId};
 
-use crate::period::with_periods;
-use crate::writer::{core_frame, tachyon_frame, tachyon_writer};
+use crate::writer::{core_frame, tachyon_frame, tachyon_writer, with_periods};
 use crate::*;
 
 const LIVE: u64 = 0x5441_4348_4341_5054; // "TACHCAPT"

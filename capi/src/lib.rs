@@ -40,6 +40,7 @@ mod capture;
 mod inner;
 mod layout;
 mod message;
+#[cfg(feature = "std")]
 mod period;
 #[cfg(feature = "std")]
 mod reader;
@@ -53,7 +54,7 @@ use core::ffi::c_char;
 pub use capture::*;
 pub use layout::tachyon_writer_options;
 #[cfg(feature = "std")]
-pub use period::{tachyon_period, tachyon_period_callback, tachyon_writer_on_period_end};
+pub use period::{tachyon_period, tachyon_period_callback};
 #[cfg(feature = "std")]
 pub use reader::*;
 pub use sink::tachyon_sink;

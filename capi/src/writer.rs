@@ -17,7 +17,6 @@ use tachyon_core::{Compression, Frame, FrameId, Location, RunTimeEndian, Stats, 
 use crate::inner::{Failure, Inner};
 use crate::layout::{memory_size, plan, tachyon_writer_options, Part, Plan};
 use crate::message::Message;
-use crate::period::with_periods;
 use crate::sink::{tachyon_sink, CallbackSink};
 use crate::*;
 
@@ -170,6 +169,36 @@ pub(crate) unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_
         CLOSED => Err(TACHYON_E_CLOSED),
         _ => Err(TACHYON_E_BAD_HANDLE),
     }
+}
+
+/// Runs `body` on the live handle `writer`, then calls the period callback with the periods
+/// `body` ended, once `body`'s borrow of the handle is over (`crate::period`). Returns
+/// `body`'s status.
+///
+/// # Safety
+/// `writer` as for [`live`].
+pub(crate) unsafe fn with_periods(writer: *mut tachyon_writer, body: impl FnOnce(&mut tachyon_writer) -> i32) -> i32 {
+    let (status, calls) = {
+        // SAFETY: the caller's pointer, checked by `live`.
+        let w = match unsafe { live(writer) } {
+            Ok(w) => w,
+            Err(status) => return status,
+        };
+        let status = body(w);
+        #[cfg(feature = "std")]
+        let calls = crate::period::PeriodCalls::take(w.periods.as_ref());
+        #[cfg(not(feature = "std"))]
+        let calls = ();
+        (status, calls)
+    };
+    // SAFETY: the handle's borrow ended with the block above.
+    #[cfg(feature = "std")]
+    unsafe {
+        calls.make()
+    };
+    #[cfg(not(feature = "std"))]
+    let () = calls;
+    status
 }
 
 /// Bytes of memory a writer with these options needs: the handle, every table, the zstd
@@ -1096,11 +1125,51 @@ mod file {
             unsafe { with_periods(writer, body) }
         })
     }
+
+    /// Calls `callback(context, &period)` for each period of a rotating writer that ends from
+    /// now on, its file complete (a journaled one: the Tachyon file has replaced the stream),
+    /// with its final counts: the period a program can hand over, and what it held. Called on
+    /// the thread whose call ended the period (`tachyon_capture_drain`, a sample's write,
+    /// `tachyon_writer_rotate`, `tachyon_writer_finalize` for the last period), before that
+    /// call returns and after its work is done, so the callback may call this writer's
+    /// functions. A period whose stream could not be replaced (that call's error says so) is
+    /// not told. NULL `callback` stops the calls. `TACHYON_E_UNSUPPORTED` for a writer not
+    /// made by `tachyon_writer_open_rotating`.
+    ///
+    /// # Safety
+    /// `writer` must be NULL or a valid handle; `callback` must be safe to call with `context`
+    /// on the writer's thread.
+    #[no_mangle]
+    pub unsafe extern "C" fn tachyon_writer_on_period_end(
+        writer: *mut tachyon_writer,
+        callback: crate::period::tachyon_period_callback,
+        context: *mut c_void,
+    ) -> i32 {
+        guard(|| {
+            // SAFETY: the caller's pointer, checked by `live`.
+            let w = match unsafe { live(writer) } {
+                Ok(w) => w,
+                Err(status) => return status,
+            };
+            let hook = callback.map(|callback| crate::period::PeriodHook::new(callback, context));
+            // Without a callback nothing is queued.
+            let told = match &hook {
+                Some(hook) => w.writer.on_period_end(hook.teller()),
+                None => w.writer.on_period_end(|_| {}),
+            };
+            if !told {
+                return w.fail(TACHYON_E_UNSUPPORTED, format_args!("only a rotating writer has periods"));
+            }
+            w.periods = hook;
+            TACHYON_OK
+        })
+    }
 }
 
 #[cfg(feature = "std")]
 pub use file::{
-    tachyon_writer_open_file, tachyon_writer_open_journal, tachyon_writer_open_rotating, tachyon_writer_rotate,
+    tachyon_writer_on_period_end, tachyon_writer_open_file, tachyon_writer_open_journal, tachyon_writer_open_rotating,
+    tachyon_writer_rotate,
 };
 
 #[cfg(all(feature = "std", unix))]

@@ -139,23 +139,35 @@ def sequence(path):
     return reader.get_info(), seq.samples
 
 
+def period(path, seq, period_us):
+    """A period file PREFIX.SEQUENCE.START.pyb read on its own: its SEQUENCE is `seq`, its
+    header starts at START, replay and header count alike, and no sample is at or past START +
+    `period_us` (the writer's rule). Its start and samples."""
+    _, number, start, _ = path.rsplit(".", 3)
+    if int(number) != seq:
+        fail(f"{path}: period {seq} expected")
+    info, samples = sequence(path)
+    if info["start_time_us"] != int(start):
+        fail(f"{path}: the header starts at {info['start_time_us']}")
+    if len(samples) != info["sample_count"]:
+        fail(f"{path}: replay {len(samples)}, header {info['sample_count']}")
+    if samples and max(t for _, t, _ in samples) >= int(start) + period_us:
+        fail(f"{path}: a sample at {max(t for _, t, _ in samples)}, past its period")
+    return int(start), samples
+
+
 def rotated(salvaged_path, expected, threads, periods):
     total = 0
     seen = set()
     early = 0
     for seq, path in enumerate(periods):
-        _, number, start, _ = path.rsplit(".", 3)
-        if int(number) != seq:
-            fail(f"{path}: period {seq} expected")
-        info, samples = sequence(path)
-        if info["start_time_us"] != int(start):
-            fail(f"{path}: the header starts at {info['start_time_us']}")
-        if len(samples) != info["sample_count"] or not samples:
-            fail(f"{path}: replay {len(samples)}, header {info['sample_count']}")
-        first, last = min(t for _, t, _ in samples), max(t for _, t, _ in samples)
-        if not (int(start) - 100_000 <= first and last < int(start) + 1_000_000):
-            fail(f"{path}: samples from {first} to {last}, outside its second")
-        early = max(early, int(start) - first)
+        start, samples = period(path, seq, 1_000_000)
+        if not samples:
+            fail(f"{path}: no samples")
+        first = min(t for _, t, _ in samples)
+        if first < start - 100_000:
+            fail(f"{path}: a sample at {first}, more than 100 ms before its start")
+        early = max(early, start - first)
         in_file = {thread for thread, _, _ in samples}
         if len(in_file) > threads:
             fail(f"{path}: {len(in_file)} threads")
@@ -196,18 +208,9 @@ def killed(period_us, runs):
         untold = []
         for seq, name in enumerate(paths):
             path = os.path.join(run, name)
-            _, number, start, _ = name.rsplit(".", 3)
-            if int(number) != seq:
-                fail(f"{path}: period {seq} expected")
-            info, samples = sequence(path)
-            if info["start_time_us"] != int(start):
-                fail(f"{path}: the header starts at {info['start_time_us']}")
-            if len(samples) != info["sample_count"]:
-                fail(f"{path}: replay {len(samples)}, header {info['sample_count']}")
-            # None at or past the period's end: the writer's rule. (How much earlier than START a
-            # sample can be depends on when the drain ran, which no machine promises.)
-            if samples and max(t for _, t, _ in samples) >= int(start) + period_us:
-                fail(f"{path}: a sample at {max(t for _, t, _ in samples)}, past its period")
+            # (How much earlier than START a sample can be depends on when the drain ran,
+            # which no machine promises: not checked here.)
+            _, samples = period(path, seq, period_us)
             if told[seq]:
                 told_all += 1
                 if untold:

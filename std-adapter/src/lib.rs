@@ -26,7 +26,7 @@
 //!   its call graph in it too).
 //! * Shared: [`choice`] (the named values options take), [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
-//!   [`hash`] (keyed fast hashing, string tables).
+//!   [`hash`] (keyed fast hashing, string tables), `civil` (UTC dates).
 //!
 //! Dependencies point one way, each layer using only layers below it (`scripts/module-cycles.py`
 //! reports an arrow that runs back up): `cli` → `push` → `request` → `profile` → `convert` → the format
@@ -43,6 +43,7 @@
 
 pub mod callgrind;
 pub mod choice;
+mod civil;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod convert;

@@ -702,19 +702,8 @@ fn local_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
     utc_time(seconds)
 }
 
-/// Civil time in UTC (days from 1970-01-01 to a date: Howard Hinnant's algorithm).
+/// Civil time in UTC, as `local_time` gives it (month from 0).
 fn utc_time(seconds: i64) -> (i64, usize, u32, u32, u32, u32, usize) {
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let weekday = (days + 4).rem_euclid(7) as usize;
-    (year, (month - 1) as usize, day, (secs / 3600) as u32, (secs % 3600 / 60) as u32, (secs % 60) as u32, weekday)
+    let c = crate::civil::utc(seconds);
+    (c.year, (c.month - 1) as usize, c.day, c.hour, c.minute, c.second, c.weekday as usize)
 }
