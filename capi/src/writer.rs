@@ -178,26 +178,18 @@ pub(crate) unsafe fn live<'a>(w: *mut tachyon_writer) -> Result<&'a mut tachyon_
 /// # Safety
 /// `writer` as for [`live`].
 pub(crate) unsafe fn with_periods(writer: *mut tachyon_writer, body: impl FnOnce(&mut tachyon_writer) -> i32) -> i32 {
-    let (status, calls) = {
-        // SAFETY: the caller's pointer, checked by `live`.
-        let w = match unsafe { live(writer) } {
-            Ok(w) => w,
-            Err(status) => return status,
-        };
-        let status = body(w);
-        #[cfg(feature = "std")]
-        let calls = crate::period::PeriodCalls::take(w.periods.as_ref());
-        #[cfg(not(feature = "std"))]
-        let calls = ();
-        (status, calls)
+    // SAFETY: the caller's pointer, checked by `live`.
+    let w = match unsafe { live(writer) } {
+        Ok(w) => w,
+        Err(status) => return status,
     };
-    // SAFETY: the handle's borrow ended with the block above.
+    let status = body(w);
     #[cfg(feature = "std")]
-    unsafe {
-        calls.make()
-    };
-    #[cfg(not(feature = "std"))]
-    let () = calls;
+    {
+        let calls = crate::period::PeriodCalls::take(w.periods.as_ref());
+        // SAFETY: `w` is not used after this: the callback may use the handle.
+        unsafe { calls.make() };
+    }
     status
 }
 

@@ -19,17 +19,17 @@
 //! **Once, across restarts.** The state file (by default `DIR/.tachyon-push-state`) is a log
 //! of one line per event, each synced to disk before the next step: `begin` once a file's
 //! first request has its connection and before its first byte is written, `sent` once a `2xx`
-//! status line arrived, `refused` for a file the server or the reader refused. A file is known by its name, size and modification time: a file
-//! written again under the same name is a new file. After a restart (a crash, `SIGKILL`),
+//! status line arrived, `refused` for a file the server or the reader refused. A file is
+//! known by its name, size and modification time: a file written again under the same name
+//! is a new file. After a restart (a crash, `SIGKILL`),
 //! a file with `sent` is not sent again (only what `--after-send` says is done, if it had not
 //! been); a file with `begin` and no `sent` is sent again and, whenever that is taken (the
 //! server may be down at first), **logged as possibly sent twice**: the follower stopped
 //! between starting to write its request and recording the answer, and no OTLP server can
 //! tell a repeat. That window is one request's round trip and one `fsync`; a follower stopped
 //! before a request's connection was made recorded nothing, and its file is sent again
-//! without the warning. A request written whole
-//! that got no answer (a time-out, a connection cut after sending) is retried and logged the
-//! same way. Nothing else is sent twice.
+//! without the warning. A request written whole that got no answer (a time-out, a connection
+//! cut after sending) is retried and logged the same way. Nothing else is sent twice.
 //!
 //! **The server down.** A file the server did not take (connection refused, 5xx, 429, time-out,
 //! TLS refusal) stays first in line: the follower waits, doubling from
@@ -250,12 +250,6 @@ struct State {
     scan: u32,
 }
 
-/// A name as a state line holds it: bytes outside visible ASCII (space among them), and
-/// `%`, as `%XX`.
-fn escape(name: &OsStr) -> String {
-    escape_name(name)
-}
-
 fn unescape(s: &str) -> Option<OsString> {
     use std::os::unix::ffi::OsStringExt;
     percent_decode(s).map(OsString::from_vec)
@@ -263,7 +257,7 @@ fn unescape(s: &str) -> Option<OsString> {
 
 /// A state line (without its newline); [`parse_line`] reads it back.
 fn state_line(name: &OsStr, status: Status, v: Version) -> String {
-    format!("{} {} {} {}", status.word(), v.len, v.mtime_ns, escape(name))
+    format!("{} {} {} {}", status.word(), v.len, v.mtime_ns, escape_name(name))
 }
 
 fn parse_line(line: &str) -> Option<(OsString, Status, Version)> {
@@ -459,11 +453,8 @@ pub fn follow(
     let _lock = lock_folder(&options.dir)?;
     let mut state = State::open(&options.state)?;
     if let AfterSend::Move(to) = &options.after_send {
+        // Fails on a file of that name too.
         fs::create_dir_all(to).map_err(|e| FollowError::Dir(to.clone(), e))?;
-        if !fs::metadata(to).map_err(|e| FollowError::Dir(to.clone(), e))?.is_dir() {
-            let e = io::Error::new(io::ErrorKind::InvalidInput, "--after-send move: not a folder");
-            return Err(FollowError::Dir(to.clone(), e));
-        }
     }
     // Files that are not Tachyon: the version first seen, since when, and the last scan that
     // saw it.
@@ -801,11 +792,11 @@ mod tests {
     #[test]
     fn names_escape_and_come_back() {
         for name in ["run.00000001.5000000.pyb", "a b%c", "tab\there", "é.pyb"] {
-            let e = escape(OsStr::new(name));
+            let e = escape_name(OsStr::new(name));
             assert!(!e.contains(' ') && !e.contains('\t'), "{e}");
             assert_eq!(unescape(&e).unwrap(), OsString::from(name));
         }
-        assert_eq!(escape(OsStr::new("a b%")), "a%20b%25");
+        assert_eq!(escape_name(OsStr::new("a b%")), "a%20b%25");
         assert_eq!(unescape("%2"), None);
         assert_eq!(unescape("%zz"), None);
     }

@@ -123,12 +123,21 @@ pub enum InPlace {
 /// lose what it writes next. A stream damaged elsewhere is left as it is (`InvalidData`).
 pub fn salvage_in_place(path: &Path) -> io::Result<InPlace> {
     let capture = std::fs::read(path)?;
-    if FileKind::detect(&capture) == FileKind::Tachyon {
-        return Ok(InPlace::Complete);
+    salvage_read(path, &capture)?.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+}
+
+/// [`salvage_in_place`] of `capture`, the bytes read from `path`: the stream's own error apart
+/// from the file system's.
+pub(crate) fn salvage_read(path: &Path, capture: &[u8]) -> io::Result<Result<InPlace, ReceiveError>> {
+    if FileKind::detect(capture) == FileKind::Tachyon {
+        return Ok(Ok(InPlace::Complete));
     }
-    let received = receive(&capture).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    let received = match receive(capture) {
+        Ok(received) => received,
+        Err(e) => return Ok(Err(e)),
+    };
     replace(path, &received.file)?;
-    Ok(received.salvage.map_or(InPlace::Received, InPlace::Salvaged))
+    Ok(Ok(received.salvage.map_or(InPlace::Received, InPlace::Salvaged)))
 }
 
 /// True when `prefix` (the first bytes of a file) starts as a framed stream: its first frame

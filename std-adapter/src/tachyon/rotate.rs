@@ -32,10 +32,10 @@ use std::path::{Path, PathBuf};
 use tachyon_core::capture::{Taken, Target};
 use tachyon_core::storage::WriterStorage;
 use tachyon_core::transport::{FlushPolicy, JournalWriter, SinkError};
-use tachyon_core::{Endianity, FileKind, Frame, FrameId, Stats, WriteError, Writer, WriterConfig};
+use tachyon_core::{Endianity, Frame, FrameId, Stats, WriteError, Writer, WriterConfig};
 
 use crate::file::FileSink;
-use crate::tachyon::receive::{receive, receive_in_place, salvage_in_place, InPlace, ReceiveError, RECEIVING_SUFFIX};
+use crate::tachyon::receive::{receive_in_place, salvage_read, InPlace, ReceiveError, RECEIVING_SUFFIX};
 
 /// When a [`RotatingWriter`] starts a new file (each `0` means never by that measure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -391,8 +391,8 @@ pub enum Recovery {
 /// file in it, when `prefix` is a folder — is replaced by its Tachyon file (a cut one
 /// salvaged up to its last flush), and the `.receiving` files of an interrupted hand-over
 /// are removed; complete files are left as they are. Every period file found is reported, in
-/// order, after the leftovers removed. Run it once the writing process has ended: a live period's stream replaced under
-/// its writer would lose what it writes next.
+/// order, after the leftovers removed. Run it once the writing process has ended: a live
+/// period's stream replaced under its writer would lose what it writes next.
 pub fn recover(prefix: &Path) -> io::Result<Vec<Recovered>> {
     let (folder, stem) = if prefix.is_dir() {
         (prefix.to_path_buf(), None)
@@ -434,19 +434,17 @@ pub fn recover(prefix: &Path) -> io::Result<Vec<Recovered>> {
     for (i, path) in periods.into_iter().enumerate() {
         let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let capture = std::fs::read(&path).map_err(in_path)?;
-        // Only the newest can be empty: every earlier period's stream got its header before
-        // the next period's file was made.
-        if i == last && FileKind::detect(&capture) != FileKind::Tachyon {
-            if let Err(ReceiveError::NoEnd { .. }) = receive(&capture) {
+        let outcome = match salvage_read(&path, &capture).map_err(in_path)? {
+            Ok(outcome) => Recovery::Period(outcome),
+            // Only the newest can have no header: every earlier period's stream got its header
+            // before the next period's file was made.
+            Err(ReceiveError::NoEnd { .. }) if i == last => {
                 std::fs::remove_file(&path).map_err(in_path)?;
-                done.push(Recovered { path, outcome: Recovery::EmptyRemoved });
-                continue;
+                Recovery::EmptyRemoved
             }
-        }
-        match salvage_in_place(&path) {
-            Ok(outcome) => done.push(Recovered { path, outcome: Recovery::Period(outcome) }),
-            Err(e) => return Err(in_path(e)),
-        }
+            Err(e) => return Err(in_path(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))),
+        };
+        done.push(Recovered { path, outcome });
     }
     Ok(done)
 }
