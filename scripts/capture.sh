@@ -11,6 +11,12 @@
 #    malloc/free/pthread_mutex_*/write calls inside handlers (0, and > 0 for a handler that
 #    does call malloc: the tripwire can see), and the file's missed_samples equal to the
 #    drops the program counted, in CPython's reading.
+#  - native addresses: a library built without frame pointers (static functions, an inlined
+#    helper), SIGPROF unwinding it with libunwind and pushing raw addresses
+#    (tachyon_capture_push_addresses, drained with tachyon_modules_resolve); `tachyon
+#    symbolize` names every frame of the library and the program as binutils' addr2line does,
+#    the probe's known stack with its lines; a stripped copy with its debugging file found by
+#    build id names them alike; without the library its frames stay MODULE+0xADDRESS.
 #  - rotation: 4 threads, SIGPROF at 1 kHz each, one-second journaled periods for 30.5 s, the
 #    run ended by SIGKILL: every finished period reads in CPython on its own (start, span,
 #    threads), the killed period is salvaged by `tachyon receive`, and the samples of all the
@@ -43,6 +49,7 @@ for pair in gcc:gcc objdump:binutils pkg-config:pkg-config python3:python3; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 [ -f /usr/include/lua5.4/lua.h ] || need+=(liblua5.4-dev)
+[ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || need+=(libunwind-dev)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || fail "missing ${need[*]} and this is not root"
   log "installing ${need[*]}"
@@ -70,6 +77,7 @@ LIBS="-lpthread -ldl -lm"
 
 log "machine code: what the async-signal-safe functions can reach"
 python3 scripts/signal-safety.py target/release/libtachyon_c.so tachyon_capture_push_ids tachyon_capture_push_code \
+  tachyon_capture_push_addresses \
   tachyon_capture_get_counts tachyon_capture_get_counts64 tachyon_capture_memory_size > "$WORK/signal-safety.txt" \
   || { cat "$WORK/signal-safety.txt"; fail "a push function can reach code that is not async-signal-safe"; }
 log "$(cat "$WORK/signal-safety.txt")"
@@ -136,6 +144,52 @@ status=0
 oracle native "$OUT/native-sigprof.pyb" "$counted" 8 > "$WORK/native-check.txt" || status=$?
 log "CPython: $(sed "s|$ROOT/||" "$WORK/native-check.txt")"
 [ "$status" = 0 ] || fail "CPython's reading of native-sigprof.pyb"
+
+log "native addresses: a library without frame pointers, unwound by libunwind in SIGPROF, named offline"
+# Absolute source paths: the DWARF names them so, and the check finds the marks there.
+SRC="$ROOT/capi/examples/capture"
+N="$WORK/addresses"
+mkdir -p "$N/build" "$N/stripped"
+gcc -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Wextra -Werror -Wl,--build-id "$SRC/native_lib.c" \
+  -o "$N/build/libnative_lib.so" || fail "compiling native_lib.c"
+gcc -std=c11 -Wall -Wextra -Werror -O1 -g -I capi/include "$SRC/native_addresses.c" -L"$N/build" -lnative_lib \
+  -Wl,-rpath,"$N/build" "$LIB" -lunwind $LIBS -o "$N/build/native_addresses" || fail "compiling native_addresses.c"
+TRIPWIRE_OUT="$N/tripwire.txt" LD_PRELOAD="$WORK/tripwire.so" "$N/build/native_addresses" "$N/raw.pyb" 1 \
+  > "$N/run.log" 2> "$N/run.err" || { cat "$N/run.err"; fail "native_addresses"; }
+written=$(sed -n 's/.*, \([0-9]*\) written.*/\1/p' "$N/run.log")
+log "$(sed "s|$ROOT/||" "$N/run.log"); tripwire: $(tail -1 "$N/run.err")"
+# What the handler calls besides the push is libunwind's: the tripwire must see it run, never
+# allocate or write; the mutex calls it makes are libunwind's and glibc's loader's (docs/capture.md).
+grep -q " inside [1-9][0-9]* handler runs (allocator 0, mutex [0-9]*, write 0)" "$N/run.err" \
+  || fail "libunwind's handler: $(tail -1 "$N/run.err")"
+"$TACHYON" verify "$N/raw.pyb" > /dev/null || fail "native_addresses' file does not verify"
+"$TACHYON" symbolize "$N/raw.pyb" -o "$N/named.pyb" 2> "$N/symbolize.txt" || fail "tachyon symbolize: $(cat "$N/symbolize.txt")"
+log "$(sed "s|$ROOT/||" "$N/symbolize.txt")"
+status=0
+oracle addresses "$N/raw.pyb" "$N/named.pyb" "$written" "$SRC" "$N/build/libnative_lib.so" "$N/build/native_addresses" \
+  > "$N/check.txt" || status=$?
+log "CPython: $(cat "$N/check.txt")"
+[ "$status" = 0 ] || fail "CPython's reading of the named native frames"
+# The library as a distribution ships it: stripped, its debugging file apart, found by build id;
+# the built one moved away so that only the copy can be read.
+id=$(readelf -n "$N/build/libnative_lib.so" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+[ -n "$id" ] || fail "libnative_lib.so has no build id"
+mkdir -p "$N/stripped/.build-id/${id:0:2}"
+objcopy --only-keep-debug "$N/build/libnative_lib.so" "$N/stripped/.build-id/${id:0:2}/${id:2}.debug"
+objcopy --strip-all "$N/build/libnative_lib.so" "$N/stripped/libnative_lib.so"
+mv "$N/build/libnative_lib.so" "$N/libnative_lib.so.moved"
+"$TACHYON" symbolize "$N/raw.pyb" -o "$N/stripped.pyb" --binary-path "$N/stripped" 2> "$N/stripped.txt" \
+  || fail "tachyon symbolize with the stripped copy: $(cat "$N/stripped.txt")"
+status=0
+oracle same "$N/named.pyb" "$N/stripped.pyb" > "$N/same.txt" || status=$?
+[ "$status" = 0 ] || fail "the stripped copy and its debugging file name the frames otherwise: $(cat "$N/same.txt")"
+log "stripped copy, debugging file by build id: $(cat "$N/same.txt") in CPython"
+"$TACHYON" symbolize "$N/raw.pyb" -o "$N/gone.pyb" 2> "$N/gone.txt" || fail "tachyon symbolize without the library"
+grep -q "libnative_lib.so: not found" "$N/gone.txt" || fail "no warning for the missing library: $(cat "$N/gone.txt")"
+status=0
+oracle unnamed "$N/gone.pyb" libnative_lib.so > "$N/unnamed.txt" || status=$?
+[ "$status" = 0 ] || fail "the missing library's frames: $(cat "$N/unnamed.txt")"
+log "library gone: $(cat "$N/unnamed.txt") in CPython"
 
 log "rotation: 4 threads, SIGPROF at 1 kHz, one-second journaled periods for 30.5 s, then SIGKILL"
 mkdir -p "$WORK/rotate"

@@ -31,7 +31,7 @@ LAYERS = {
         ["profile"],
         ["convert"],
         # The format folders and the pages and traces the hub's outputs draw.
-        ["tachyon", "gperftools", "pprof", "mojo", "pstats", "otlp", "html", "perfetto"],
+        ["tachyon", "gperftools", "pprof", "mojo", "pstats", "otlp", "html", "perfetto", "native"],
         # What several formats share.
         ["callgrind", "symbolize"],
         ["model"],

@@ -177,6 +177,13 @@
 typedef struct tachyon_capture tachyon_capture;
 
 #if defined(TACHYON_STD)
+// A process's modules (opaque to C): which module each native address is in, its build id
+// and the address as the module was linked. Made by `tachyon_modules_open`, used as the
+// context of `tachyon_modules_resolve`.
+typedef struct tachyon_modules tachyon_modules;
+#endif
+
+#if defined(TACHYON_STD)
 // A reader (opaque to C).
 typedef struct tachyon_reader tachyon_reader;
 #endif
@@ -484,6 +491,25 @@ int32_t tachyon_capture_push_code(const struct tachyon_capture *capture,
                                   const struct tachyon_code_frame *frames,
                                   size_t count);
 
+// Pushes a sample whose stack is native addresses as an unwinder gives them, innermost
+// first: the interrupted instruction (the signal context's program counter), then return
+// addresses (256 kept). They are kept as code pairs `(address, 0)`, each return address
+// less one (an address inside its call, so that the call's own line is the one named);
+// drain the ring with `tachyon_modules_resolve` and its `tachyon_modules` as context to
+// write them as `MODULE+0xADDRESS` frames that `tachyon symbolize` names later. As
+// `tachyon_capture_push_ids`: **async-signal-safe**, `TACHYON_E_FULL` when dropped.
+//
+// # Safety
+// `capture` must be NULL or a ring handle; `addresses` NULL (with `count` 0) or `count`
+// addresses.
+int32_t tachyon_capture_push_addresses(const struct tachyon_capture *capture,
+                                       uint64_t timestamp_us,
+                                       uint32_t interpreter_id,
+                                       uint64_t thread_id,
+                                       uint8_t status,
+                                       const size_t *addresses,
+                                       size_t count);
+
 // What the ring has seen so far, each count's low 32 bits (see `tachyon_capture_counts`;
 // `tachyon_capture_get_counts64` gives them whole). Async-signal-safe.
 //
@@ -535,6 +561,41 @@ int32_t tachyon_capture_set_stats(struct tachyon_writer *writer,
 // `CPUPROFILESIGNAL` lets a user act on a running process). The handler only stores a
 // flag. Host builds on Unix only; ordinary context.
 int32_t tachyon_flush_on_signal(int32_t signo);
+#endif
+
+#if defined(TACHYON_STD)
+// Stores in `*modules` the modules of this process (its `/proc/self/maps`, read when first
+// needed and again, at most every 100 ms, for an address in none of them: a library loaded
+// since). For the draining thread; never in a signal handler.
+//
+// # Safety
+// `modules` must be NULL or valid.
+int32_t tachyon_modules_open(struct tachyon_modules **modules);
+#endif
+
+#if defined(TACHYON_STD)
+// A `tachyon_resolve_fn` for `tachyon_capture_drain`, with a `tachyon_modules` as its
+// context: the frame of native address `code + offset` (pushed by
+// `tachyon_capture_push_addresses`, or by `tachyon_capture_push_code` as a function's start
+// and an offset) as `MODULE+0xADDRESS` in the file `MODULE (build id HEX)`; an address in no
+// module is `0xADDRESS` in `[unknown]`. The names stay valid until the next call. Returns
+// non-zero (the frame is then `<unknown>`) for a context that is not a live
+// `tachyon_modules`.
+//
+// # Safety
+// `context` must be NULL or a pointer this library gave; `frame` NULL or valid.
+int32_t tachyon_modules_resolve(void *context,
+                                uint64_t code,
+                                uint32_t offset,
+                                struct tachyon_frame *frame);
+#endif
+
+#if defined(TACHYON_STD)
+// Frees the modules. A second close (or any call after) is `TACHYON_E_CLOSED`.
+//
+// # Safety
+// `modules` must be NULL or a pointer this library gave.
+int32_t tachyon_modules_close(struct tachyon_modules *modules);
 #endif
 
 #if defined(TACHYON_STD)

@@ -2,7 +2,8 @@
 //! writer by another thread (`tachyon_core::capture`).
 //!
 //! Which functions may run in a signal handler: `tachyon_capture_push_ids`,
-//! `tachyon_capture_push_code` and `tachyon_capture_get_counts` — they touch only the ring's
+//! `tachyon_capture_push_code`, `tachyon_capture_push_addresses` and
+//! `tachyon_capture_get_counts` — they touch only the ring's
 //! memory with atomic loads and stores, allocate nothing, take no lock, call nothing and do
 //! work bounded by the stack's depth. Every other function is for ordinary context.
 
@@ -225,6 +226,48 @@ pub unsafe extern "C" fn tachyon_capture_push_code(
     };
     let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
     match ring.push_code_from(taken, frames.iter().map(|f| (f.code, f.offset))) {
+        Ok(()) => TACHYON_OK,
+        Err(_) => TACHYON_E_FULL,
+    }
+}
+
+/// Pushes a sample whose stack is native addresses as an unwinder gives them, innermost
+/// first: the interrupted instruction (the signal context's program counter), then return
+/// addresses (256 kept). They are kept as code pairs `(address, 0)`, each return address
+/// less one (an address inside its call, so that the call's own line is the one named);
+/// drain the ring with `tachyon_modules_resolve` and its `tachyon_modules` as context to
+/// write them as `MODULE+0xADDRESS` frames that `tachyon symbolize` names later. As
+/// `tachyon_capture_push_ids`: **async-signal-safe**, `TACHYON_E_FULL` when dropped.
+///
+/// # Safety
+/// `capture` must be NULL or a ring handle; `addresses` NULL (with `count` 0) or `count`
+/// addresses.
+#[no_mangle]
+pub unsafe extern "C" fn tachyon_capture_push_addresses(
+    capture: *const tachyon_capture,
+    timestamp_us: u64,
+    interpreter_id: u32,
+    thread_id: u64,
+    status: u8,
+    addresses: *const usize,
+    count: usize,
+) -> i32 {
+    // SAFETY: by the function's contract.
+    let ring = match unsafe { ring(capture) } {
+        Ok(r) => r,
+        Err(status) => return status,
+    };
+    if addresses.is_null() && count != 0 {
+        return TACHYON_E_NULL;
+    }
+    let addresses: &[usize] = if count == 0 {
+        &[]
+    } else {
+        // SAFETY: `count` addresses by the caller's promise.
+        unsafe { core::slice::from_raw_parts(addresses, count) }
+    };
+    let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
+    match ring.push_addresses(taken, addresses) {
         Ok(()) => TACHYON_OK,
         Err(_) => TACHYON_E_FULL,
     }

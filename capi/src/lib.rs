@@ -41,6 +41,8 @@ mod inner;
 mod layout;
 mod message;
 #[cfg(feature = "std")]
+mod native;
+#[cfg(feature = "std")]
 mod period;
 #[cfg(feature = "std")]
 mod reader;
@@ -53,6 +55,8 @@ use core::ffi::c_char;
 
 pub use capture::*;
 pub use layout::tachyon_writer_options;
+#[cfg(feature = "std")]
+pub use native::tachyon_modules;
 #[cfg(feature = "std")]
 pub use period::{tachyon_period, tachyon_period_callback};
 #[cfg(feature = "std")]

@@ -19,6 +19,7 @@ enum Slot {
 pub(crate) enum Kind {
     Reader,
     Writer,
+    Modules,
 }
 
 /// Handle address → state. A closed handle's address stays (one entry) until the allocator

@@ -72,6 +72,22 @@ fn root_first_stacks_are_reversed_and_deep_ones_cut_like_the_writer() {
 }
 
 #[test]
+fn native_addresses_are_code_pairs_with_return_addresses_less_one() {
+    let w = words(2000);
+    let ring = Capture::new(&w);
+    // The interrupted instruction as it is; each return address less one (0 wraps, as an
+    // unwinder's garbage may hold it, rather than panicking).
+    ring.push_addresses(taken(0), &[0x1000, 0x2005, 0]).unwrap();
+    assert_eq!(pop(&ring).unwrap().2, vec![(0x1000, 0), (0x2004, 0), ((0usize as u64).wrapping_sub(1), 0)]);
+    let deep: Vec<usize> = (1..=300).collect();
+    ring.push_addresses(taken(1), &deep).unwrap();
+    let kept = pop(&ring).unwrap().2;
+    assert_eq!((kept.len(), kept[0], kept[255]), (256, (1, 0), (255, 0)));
+    ring.push_addresses(taken(2), &[]).unwrap();
+    assert_eq!(pop(&ring).unwrap().2, vec![]);
+}
+
+#[test]
 fn a_full_ring_drops_and_counts_and_never_overwrites() {
     // 33 words: four 8-word entries and the word a push keeps free (a full ring would look
     // empty).

@@ -33,10 +33,26 @@
         that ended them returns: the killed call's and the live one are not); the period of
         the last flush that returned holds at least what that flush had written; and all of
         them hold no more than the handlers pushed and the rings kept.
+    python3.15 capture_check.py addresses RAW NAMED WRITTEN SOURCE_DIR MODULE...
+        (native_addresses' run, then `tachyon symbolize RAW -o NAMED`) both read, with
+        WRITTEN samples each, in the same order with the same threads and times; every frame
+        of RAW is a native frame (`BASE+0xADDRESS` in `PATH (build id HEX)`, or `0xADDRESS`
+        in `[unknown]`); NAMED keeps none of the MODULEs' frames unnamed, and the frames
+        NAMED has from them are exactly those binutils' `addr2line -f -i` gives for RAW's
+        addresses in them; and the sample the probe raised is, innermost first, probe,
+        mix_round inlined into hash_block, walk_blocks, native_lib_run and main, each at the
+        line native_lib.c's PROBE marks (and native_addresses.c's) name.
+    python3.15 capture_check.py same A B
+        A and B read to the same samples: threads, times and frames.
+    python3.15 capture_check.py unnamed FILE BASE
+        FILE reads, and still has frames `BASE+0xADDRESS` (a module that was not found).
 
 Prints one line of what it saw; exits 1 with the reason when a check fails.
 """
 import collections
+import os
+import re
+import subprocess
 import sys
 
 import _remote_debugging as rd
@@ -256,6 +272,144 @@ def counts(pairs):
     print(f"{len(pairs)} files read, each with the samples it should hold")
 
 
+class Stacks:
+    """Every sample as (thread, timestamp, frames), frames innermost first as
+    (funcname, filename, lineno)."""
+
+    def __init__(self):
+        self.samples = []
+
+    def collect(self, stack_frames, timestamps_us=None):
+        for interp in stack_frames:
+            for thread in interp.threads:
+                frames = tuple((f.funcname, f.filename, max(f.location[0], 0) if f.location else 0)
+                               for f in thread.frame_info)
+                for t in timestamps_us:
+                    self.samples.append((thread.thread_id, t, frames))
+
+
+def stacks(path):
+    reader = rd.BinaryReader(path)
+    out = Stacks()
+    reader.replay(out, None)
+    return reader.get_info(), out.samples
+
+
+NATIVE = re.compile(r"^(?P<base>[^/]+)\+0x(?P<address>[0-9a-f]+)$")
+IN_FILE = re.compile(r"^(?P<path>/.*?)(?: \(build id (?P<id>[0-9a-f]+)\))?$")
+
+
+def native_frame(funcname, filename):
+    """(module path, address) of a native frame, (None, address) for one in no module."""
+    if filename == "[unknown]" and re.fullmatch(r"0x[0-9a-f]+", funcname):
+        return None, int(funcname, 16)
+    m, f = NATIVE.match(funcname), IN_FILE.match(filename)
+    if not m or not f or os.path.basename(f["path"]) != m["base"]:
+        fail(f"not a native frame: {funcname} in {filename}")
+    return f["path"], int(m["address"], 16)
+
+
+def addr2line(module, addresses):
+    """binutils' frames for each address: (function, file base name, line), innermost first; a
+    function without debugging information (file `??`) is in the module, line 0."""
+    out = subprocess.run(["addr2line", "-f", "-i", "-a", "-e", module] + [hex(a) for a in addresses],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    frames, current = {}, None
+    i = 0
+    while i < len(out):
+        if out[i].startswith("0x") and i + 1 < len(out) and not out[i + 1].startswith("0x"):
+            current = int(out[i], 16)
+            frames[current] = []
+            i += 1
+            continue
+        function, where = out[i], out[i + 1]
+        file, _, line = where.split(" (discriminator")[0].rpartition(":")
+        if function != "??":
+            file = module if file == "??" else file
+            frames[current].append((function, os.path.basename(file), int(line) if line.isdigit() else 0))
+        i += 2
+    return frames
+
+
+def marked_lines(path):
+    """Line of each `PROBE: NAME` mark in a source file."""
+    lines = {}
+    with open(path) as f:
+        for number, text in enumerate(f, 1):
+            m = re.search(r"PROBE: (\w+)", text)
+            if m:
+                lines[m[1]] = number
+    return lines
+
+
+def addresses(raw, named, written, source_dir, modules):
+    raw_info, raw_samples = stacks(raw)
+    _, named_samples = stacks(named)
+    if not (len(raw_samples) == len(named_samples) == written == raw_info["sample_count"]):
+        fail(f"{len(raw_samples)} samples raw, {len(named_samples)} named, {written} written")
+    if [s[:2] for s in raw_samples] != [s[:2] for s in named_samples]:
+        fail("the named file's threads or times differ from the raw file's")
+    wanted = collections.defaultdict(set)
+    for _, _, frames in raw_samples:
+        for funcname, filename, _ in frames:
+            module, address = native_frame(funcname, filename)
+            if module in modules:
+                wanted[module].add(address)
+    if set(wanted) != set(modules):
+        fail(f"no frame of {sorted(set(modules) - set(wanted))} sampled")
+    expected = set()
+    for module, found in wanted.items():
+        for chain in addr2line(module, sorted(found)).values():
+            expected.update(chain)
+    sources = {os.path.basename(m) for m in modules}
+    ours = set()
+    for _, _, frames in named_samples:
+        for funcname, filename, lineno in frames:
+            base = NATIVE.match(funcname)
+            if base and base["base"] in sources:
+                fail(f"{funcname} left unnamed")
+            if os.path.dirname(filename) == source_dir or filename in modules:
+                ours.add((funcname, os.path.basename(filename), lineno))
+    if ours != expected:
+        fail(f"named frames differ from addr2line's: ours only {sorted(ours - expected)[:5]}, "
+             f"addr2line's only {sorted(expected - ours)[:5]}")
+    lib = marked_lines(os.path.join(source_dir, "native_lib.c"))
+    want = [("mix_round", lib["mix_round"]), ("hash_block", lib["hash_block"]),
+            ("walk_blocks", lib["walk_blocks"]), ("native_lib_run", lib["native_lib_run"])]
+    probed = 0
+    for _, _, frames in named_samples:
+        names = [f[0] for f in frames]
+        if "probe" not in names:
+            continue
+        at = names.index("probe")
+        got = [(f[0], f[2]) for f in frames[at + 1:at + 5]]
+        if got != want or frames[at + 5][0] != "main":
+            fail(f"the probe's stack is {frames[at:at + 6]}, not probe, {want}, main")
+        probed += 1
+    if probed != 1:
+        fail(f"{probed} samples hold the probe, not 1")
+    print(f"{written} samples, {sum(len(a) for a in wanted.values())} addresses in {len(modules)} modules named "
+          f"as addr2line names them ({len(expected)} distinct frames); the probe's stack: probe, "
+          + ", ".join(f"{n}:{line}" for n, line in want) + ", main")
+
+
+def same(a, b):
+    _, first = stacks(a)
+    _, second = stacks(b)
+    if first != second:
+        diff = next(i for i, (x, y) in enumerate(zip(first + [None], second + [None])) if x != y)
+        fail(f"{a} and {b} differ from sample {diff}")
+    print(f"{len(first)} samples alike")
+
+
+def unnamed(path, base):
+    _, samples = stacks(path)
+    left = {f[0] for _, _, frames in samples for f in frames if f[0].startswith(base + "+0x")}
+    if not left:
+        fail(f"no {base}+0x… frame left in {path}")
+    print(f"{len(samples)} samples; {len(left)} distinct {base}+0x… frames kept")
+
+
 def main():
     what, path, *rest = sys.argv[1:]
     if what == "native":
@@ -270,6 +424,12 @@ def main():
         cuts(path, rest)
     elif what == "killed":
         killed(int(path), rest)
+    elif what == "addresses":
+        addresses(path, rest[0], int(rest[1]), rest[2], rest[3:])
+    elif what == "same":
+        same(path, rest[0])
+    elif what == "unnamed":
+        unnamed(path, rest[0])
     elif what == "rotated":
         rotated(path, int(rest[0]), int(rest[1]), rest[2:])
     else:

@@ -158,6 +158,26 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Names the native frames of a Tachyon profile from the binaries.
+    ///
+    /// Frames a runtime's writer recorded as `MODULE+0xADDRESS` (tachyon_modules_resolve,
+    /// tachyon::native) become the functions the binary says they are in — static functions
+    /// too, each inlined call a frame of its own, with file and line — from its ELF symbol
+    /// table and DWARF, or its debugging file found by build id or .gnu_debuglink. A module
+    /// not found, or found as another build, leaves its frames as they were. `convert` does
+    /// the same for any output.
+    Symbolize {
+        /// The profile.
+        input: PathBuf,
+        /// The profile to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Look for the binaries here first (repeatable): DIR/<their whole path>, then
+        /// DIR/<their file name>; debugging files in DIR/.build-id/ too, before
+        /// /usr/lib/debug.
+        #[arg(long, value_name = "DIR")]
+        binary_path: Vec<PathBuf>,
+    },
     /// Folds many profiles into one (or adds pstats files together).
     ///
     /// With --to: folds any number of sample profiles of any formats (Tachyon, gperftools,
@@ -985,6 +1005,37 @@ fn receive(input: &Path, output: Option<&Path>) -> Result<(), Failure> {
     std::fs::write(output, received.file).map_err(|e| Failure(format!("{}: {e}", output.display())))
 }
 
+/// `tachyon symbolize`: a Tachyon profile written again with its native frames named.
+fn symbolize(input: &Path, output: &Path, binary_path: Vec<PathBuf>) -> Result<(), Failure> {
+    let mut profile = Profile::open(input).map_err(failure)?;
+    if profile.kind() != FileKind::Tachyon {
+        return Err(Failure(format!(
+            "{}: a {}; symbolize writes Tachyon files again (convert names a gperftools or pprof profile's addresses)",
+            input.display(),
+            profile.kind().title()
+        )));
+    }
+    // The hub's Tachyon writer reads the samples twice.
+    let options = SourceOptions { replayable: true, symbolize: Some(binary_path), ..SourceOptions::default() };
+    let mut source = profile.source(&options).map_err(failure)?;
+    for w in source.warnings() {
+        warn(w);
+    }
+    let counts = source.native_counts().unwrap_or_default();
+    let out = Output::Tachyon { big_endian: None, compression: None };
+    crate::convert::convert(&mut source, &out, Destination::File(output), &mut |_| {})
+        .map_err(|error| Failure(RequestError::Convert { file: input.to_owned(), error }.to_string()))?;
+    eprintln!(
+        "tachyon symbolize: {}: {} native frames, {} named (as {} frames with their inlined calls), {} left as MODULE+0xADDRESS",
+        input.display(),
+        counts.native,
+        counts.named,
+        counts.frames,
+        counts.native - counts.named
+    );
+    Ok(())
+}
+
 /// `tachyon receive PREFIX`: every period of a rotating run made a profile, in place.
 fn recover(prefix: &Path) -> Result<(), Failure> {
     use crate::tachyon::receive::InPlace;
@@ -1191,6 +1242,7 @@ where
             diff(&base, &new, &output, html, title, &inputs, quiet)
         }
         Command::Receive { input, output } => receive(&input, output.as_deref()),
+        Command::Symbolize { input, output, binary_path } => symbolize(&input, &output, binary_path),
         Command::Merge {
             files,
             output,

@@ -54,6 +54,7 @@ pub mod html;
 pub mod memory;
 pub mod model;
 pub mod mojo;
+pub mod native;
 pub mod otlp;
 pub mod output;
 pub mod perfetto;

@@ -31,6 +31,7 @@ use crate::file::FileSource;
 use crate::gperftools::source::GperftoolsSource;
 use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, SourceInfo};
 use crate::mojo::source::{MojoMetric, MojoSource};
+use crate::native::{Named, NamedCounts};
 use crate::output::{ConvertError, Destination, Output};
 use crate::pprof::source::{PprofSource, SampleIndex};
 use crate::pstats::source::{PstatsOptions, PstatsSource};
@@ -208,7 +209,8 @@ pub struct SourceOptions {
     /// MOJO: what a sample weighs.
     pub metric: MojoMetric,
     /// gperftools and pprof: symbolise native addresses from the binaries the profile's
-    /// mappings name, also looked for in these folders; `None` leaves addresses as they are.
+    /// mappings name, also looked for in these folders; Tachyon: name its native frames
+    /// ([`crate::native`]) the same way; `None` leaves addresses as they are.
     pub symbolize: Option<Vec<PathBuf>>,
     /// pstats: how the table is printed and the file written again.
     pub pstats: PstatsOptions,
@@ -224,6 +226,8 @@ pub struct AnySource<'p> {
     path: PathBuf,
     kind: FileKind,
     inner: Inner<'p>,
+    /// The source's native frames named (Tachyon inputs that hold any), for every consumer.
+    named: Option<Named>,
     warnings: Vec<String>,
 }
 
@@ -240,6 +244,12 @@ impl AnySource<'_> {
     /// What the symboliser could not do (a binary not found, say), for the user.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// How the native frames (`module+0xADDRESS`, [`crate::native`]) of a Tachyon input
+    /// fared; `None` when it has none or symbolising was not asked for.
+    pub fn native_counts(&self) -> Option<NamedCounts> {
+        self.named.as_ref().map(Named::counts)
     }
 }
 
@@ -265,11 +275,22 @@ impl Source for AnySource<'_> {
     }
 
     fn frames(&self) -> &FrameTable {
-        each!(&self.inner, s => s.frames())
+        match &self.named {
+            Some(named) => named.frames(),
+            None => each!(&self.inner, s => s.frames()),
+        }
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, Self::Error> {
         let (path, kind) = (&self.path, self.kind);
+        let mut expanding;
+        let collector: &mut dyn Collector = match &self.named {
+            Some(named) => {
+                expanding = named.collector(collector);
+                &mut expanding
+            }
+            None => collector,
+        };
         each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| ProfileError::invalid(path, kind, e)))
     }
 
@@ -289,6 +310,10 @@ impl Source for AnySource<'_> {
         dest: &mut Destination<'_>,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
+        // The file's own bytes would keep the native frames unnamed.
+        if self.named.is_some() {
+            return None;
+        }
         let (path, kind) = (&self.path, self.kind);
         each!(&mut self.inner, s => s
             .pass_through(output, dest, progress)
@@ -410,7 +435,11 @@ impl Profile {
             ),
             FileKind::Unknown => return Err(ProfileError::UnknownFormat { path }),
         };
-        Ok(AnySource { path, kind, inner, warnings })
+        let mut named = None;
+        if let Inner::Tachyon(_) | Inner::TachyonFile(_) = &inner {
+            symbolize(&mut |s| named = Named::of(each!(&inner, i => i.frames()), s));
+        }
+        Ok(AnySource { path, kind, inner, named, warnings })
     }
 
     /// A pstats file, loaded whole.

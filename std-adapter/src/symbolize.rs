@@ -4,8 +4,11 @@
 //! An address is mapped through its [`Mapping`] to an offset in the mapped file, through the
 //! ELF's `PT_LOAD` segments to the address the file was linked at, then to frames: DWARF
 //! first (one frame per inlined call, innermost first), else the nearest symbol of
-//! `.symtab` or `.dynsym`. Debugging information split off into `/usr/lib/debug` is found
-//! by build id, then by `.gnu_debuglink`, as binutils and gdb find it.
+//! `.symtab` or `.dynsym`. Debugging information split off is found by build id under each
+//! `--binary-path` folder's `.build-id/` and `/usr/lib/debug/.build-id/`, then by
+//! `.gnu_debuglink`, as binutils and gdb find it. Addresses already in a binary's own address
+//! space (the capture path's native frames, [`crate::native`]) skip the mapping:
+//! [`Symbolizer::symbolize_linked`].
 //!
 //! A binary is looked for under each `--binary-path` directory (its whole path there, then
 //! its base name), then at the path the profile names, as google/pprof's
@@ -62,8 +65,13 @@ pub fn symbol_frames(found: Vec<Symbol>, address: u64, mapping: Option<u32>) -> 
 /// Where binaries are looked for, and those already opened.
 pub struct Symbolizer {
     binary_paths: Vec<PathBuf>,
-    debug_root: PathBuf,
+    /// Where split-off debugging files are looked for: each binary path, then
+    /// `/usr/lib/debug`.
+    debug_roots: Vec<PathBuf>,
     binaries: HashMap<String, Option<Rc<Binary>>>,
+    /// Binaries by path and the build id a profile recorded for them: the binary found when
+    /// its build id is that one, else its debugging file found by that build id.
+    builds: HashMap<(String, String), Option<Rc<Binary>>>,
     warnings: Vec<String>,
 }
 
@@ -76,15 +84,18 @@ struct Binary {
     dwarf: Option<addr2line::Context<Slice>>,
     /// `(address, name)`, sorted by address.
     symbols: Vec<(u64, String)>,
+    /// The GNU build id note, if the binary has one.
+    build_id: Option<Vec<u8>>,
 }
 
 impl Symbolizer {
     /// Looks for binaries under `binary_paths` first, then where the profile says they are.
     pub fn new(binary_paths: Vec<PathBuf>) -> Self {
         Symbolizer {
+            debug_roots: binary_paths.iter().cloned().chain([PathBuf::from("/usr/lib/debug")]).collect(),
             binary_paths,
-            debug_root: PathBuf::from("/usr/lib/debug"),
             binaries: HashMap::new(),
+            builds: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -103,6 +114,56 @@ impl Symbolizer {
         binary.frames(linked)
     }
 
+    /// The frames of `address` as linked in the binary at `file` (the address space
+    /// `addr2line -e FILE` and `nm` use), innermost first; empty when nothing is known of it.
+    /// With `build_id` (lowercase hex), a binary found with another build id is not used (a
+    /// rebuilt library would name the wrong functions): its debugging file found by that
+    /// build id is, if installed, else nothing.
+    pub fn symbolize_linked(&mut self, file: &str, build_id: Option<&str>, address: u64) -> Vec<Symbol> {
+        let binary = match build_id {
+            None => self.binary(file),
+            Some(id) => self.build(file, id),
+        };
+        binary.map_or_else(Vec::new, |b| b.frames(address))
+    }
+
+    /// The binary at `file` if its build id is `id`, else the debugging file of build `id`;
+    /// opened once.
+    fn build(&mut self, file: &str, id: &str) -> Option<Rc<Binary>> {
+        let key = (file.to_owned(), id.to_owned());
+        if let Some(known) = self.builds.get(&key) {
+            return known.clone();
+        }
+        let found = match self.locate(file) {
+            Some(path) => match Binary::open(&path, &self.debug_roots) {
+                Ok(binary) if binary.build_id.as_deref().map(hex) == Some(id.to_owned()) => Some(Rc::new(binary)),
+                Ok(binary) => {
+                    let theirs = binary.build_id.as_deref().map_or_else(|| "none".to_owned(), hex);
+                    self.warnings.push(format!(
+                        "{}: build id {theirs}, not the profile's {id}: another build, its addresses stay unsymbolised \
+                         unless its debugging file is installed",
+                        path.display()
+                    ));
+                    None
+                }
+                Err(why) => {
+                    self.warnings.push(format!("{}: {why}, its addresses stay unsymbolised", path.display()));
+                    None
+                }
+            },
+            None => None,
+        };
+        let found = found.or_else(|| {
+            let debug = build_id_path(&self.debug_roots, &unhex(id)?)?;
+            read_bounded(&debug).ok().and_then(|data| Binary::parse(&data, None).ok()).map(Rc::new)
+        });
+        if found.is_none() && self.locate(file).is_none() {
+            self.warnings.push(format!("{file}: not found, its addresses stay unsymbolised"));
+        }
+        self.builds.insert(key, found.clone());
+        found
+    }
+
     /// The binary a mapping names, opened once.
     fn binary(&mut self, file: &str) -> Option<Rc<Binary>> {
         // Anonymous mappings and the kernel's pseudo-files ([vdso], [stack]) name no binary.
@@ -117,7 +178,7 @@ impl Symbolizer {
                 self.warnings.push(format!("{file}: not found, its addresses stay unsymbolised"));
                 None
             }
-            Some(path) => match Binary::open(&path, &self.debug_root) {
+            Some(path) => match Binary::open(&path, &self.debug_roots) {
                 Ok(binary) => Some(Rc::new(binary)),
                 Err(why) => {
                     self.warnings.push(format!("{}: {why}, its addresses stay unsymbolised", path.display()));
@@ -143,6 +204,48 @@ impl Symbolizer {
     }
 }
 
+/// The mappings of a `/proc/self/maps` text: `start-limit perms offset dev inode path`. A line
+/// `attr=value` (a word, `=`, no spaces: `build=/src/out`) makes `$attr` stand for the value
+/// in the lines after it, as go pprof reads them (google-pprof knows `build=` alone). Lines
+/// of mappings without `x` permission, like other lines, are skipped.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some((attr, value)) = line.split_once('=') {
+            if !attr.is_empty() && attr.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !value.contains(' ')
+            {
+                let var = format!("${attr}");
+                vars.retain(|(a, _)| *a != var);
+                vars.push((var, value.to_owned()));
+                continue;
+            }
+        }
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        // Code runs only from executable mappings; both real readers skip the others, so an
+        // address in a data mapping (a stale return address, say) stays a bare address rather
+        // than taking the nearest symbol of code it cannot be in.
+        if !perms.contains('x') {
+            continue;
+        }
+        let Some((start, limit)) = range.split_once('-') else { continue };
+        let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+        let (Some(start), Some(limit), Some(offset)) = (hex(start), hex(limit), hex(offset)) else { continue };
+        let (_dev, _inode) = (fields.next(), fields.next());
+        let mut file = fields.collect::<Vec<_>>().join(" ");
+        for (var, value) in &vars {
+            if file.contains(var.as_str()) {
+                file = file.replace(var.as_str(), value);
+            }
+        }
+        out.push(Mapping { start, limit, offset, file, build_id: String::new() });
+    }
+    out
+}
+
 /// Reads a file of at most [`MAX_BINARY_BYTES`].
 fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
     let size = fs::metadata(path).map_err(|e| e.to_string())?.len();
@@ -160,14 +263,14 @@ pub fn symbolize_image(data: &[u8], address: u64) -> Result<Vec<Symbol>, String>
 }
 
 impl Binary {
-    fn open(path: &Path, debug_root: &Path) -> Result<Binary, String> {
+    fn open(path: &Path, debug_roots: &[PathBuf]) -> Result<Binary, String> {
         let data = read_bounded(path)?;
-        Binary::parse(&data, Some((path, debug_root)))
+        Binary::parse(&data, Some((path, debug_roots)))
     }
 
     /// A binary from its bytes; its debugging file looked for when `installed` says where
     /// the binary is and where debugging files are installed.
-    fn parse(data: &[u8], installed: Option<(&Path, &Path)>) -> Result<Binary, String> {
+    fn parse(data: &[u8], installed: Option<(&Path, &[PathBuf])>) -> Result<Binary, String> {
         let file = object::File::parse(data).map_err(|e| format!("not a binary this reads ({e})"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(format!("a {:?} file, not ELF", file.format()));
@@ -185,7 +288,7 @@ impl Binary {
         // Split-off debugging information, when installed, has the DWARF and the full symbol
         // table; the binary itself keeps the segments and at least `.dynsym`.
         let debug_data = installed
-            .and_then(|(path, debug_root)| debug_file(&file, path, debug_root))
+            .and_then(|(path, debug_roots)| debug_file(&file, path, debug_roots))
             .and_then(|p| read_bounded(&p).ok());
         let debug_file = debug_data.as_deref().and_then(|d| object::File::parse(d).ok());
         let dwarf_source = debug_file.as_ref().filter(|d| has_dwarf(d)).unwrap_or(&file);
@@ -194,7 +297,8 @@ impl Binary {
         if symbols.is_empty() {
             symbols = symbols_of(&file);
         }
-        Ok(Binary { segments, dwarf, symbols })
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        Ok(Binary { segments, dwarf, symbols, build_id })
     }
 
     /// The linked address of a file offset, through the segment holding it.
@@ -261,25 +365,37 @@ fn has_dwarf(file: &object::File<'_>) -> bool {
     file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
 }
 
-/// The installed debugging file for `file`: `<root>/.build-id/xx/rest.debug`, then the
-/// `.gnu_debuglink` name in `<dir>`, `<dir>/.debug` and `<root><dir>`.
-fn debug_file(file: &object::File<'_>, path: &Path, root: &Path) -> Option<PathBuf> {
-    if let Ok(Some(id)) = file.build_id() {
-        if let Some((first, rest)) = id.split_first() {
-            let hex: String = rest.iter().map(|b| format!("{b:02x}")).collect();
-            let candidate = root.join(".build-id").join(format!("{first:02x}")).join(format!("{hex}.debug"));
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
+/// The installed debugging file for `file`: `<root>/.build-id/xx/rest.debug` under each root,
+/// then the `.gnu_debuglink` name in `<dir>`, `<dir>/.debug` and each `<root><dir>`.
+fn debug_file(file: &object::File<'_>, path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    if let Some(found) = file.build_id().ok().flatten().and_then(|id| build_id_path(roots, id)) {
+        return Some(found);
     }
     let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
     let name = std::str::from_utf8(name).ok()?;
     let dir = path.parent()?;
-    let under_root = root.join(dir.strip_prefix("/").unwrap_or(dir));
-    [dir.join(name), dir.join(".debug").join(name), under_root.join(name)]
-        .into_iter()
-        .find(|p| p.is_file() && p != path)
+    let under_roots = roots.iter().map(|root| root.join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
+    [dir.join(name), dir.join(".debug").join(name)].into_iter().chain(under_roots).find(|p| p.is_file() && p != path)
+}
+
+/// `<root>/.build-id/xx/rest.debug` for build id `xxrest` under the first root that has it.
+fn build_id_path(roots: &[PathBuf], id: &[u8]) -> Option<PathBuf> {
+    let (first, rest) = id.split_first()?;
+    let relative = Path::new(".build-id").join(format!("{first:02x}")).join(format!("{}.debug", hex(rest)));
+    roots.iter().map(|root| root.join(&relative)).find(|p| p.is_file())
+}
+
+/// Lowercase hex, as build ids are written.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of lowercase or uppercase hex; `None` for anything else (or an odd length).
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 fn load_dwarf(file: &object::File<'_>) -> Option<addr2line::Context<Slice>> {

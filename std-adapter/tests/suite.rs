@@ -12,6 +12,7 @@ mod collapsed_order;
 mod error_site;
 mod merge;
 mod mojo_austin;
+mod native;
 mod pstats_input;
 mod push;
 mod receive;

@@ -144,6 +144,19 @@ impl<'a> Capture<'a> {
         self.push_code_from(taken, frames.iter().copied())
     }
 
+    /// Pushes a sample whose stack is native addresses as an unwinder gives them, innermost
+    /// first: the interrupted instruction, then return addresses (the innermost 256 kept).
+    /// Each is stored as the code pair `(address, 0)`, a return address less one — an
+    /// address inside its call, so that the call's line and the calls inlined there are the
+    /// ones named, as gperftools' pprof adjusts them. The consumer's [`super::Resolver`]
+    /// says which module each is in (the std layer's `tachyon::native::Modules`).
+    /// Async-signal-safe and wait-free (see the type's docs).
+    #[inline]
+    pub fn push_addresses(&self, taken: Taken, addresses: &[usize]) -> Result<(), Dropped> {
+        let adjusted = addresses.iter().enumerate().map(|(i, &a)| ((a as u64).wrapping_sub(u64::from(i > 0)), 0));
+        self.push_code_from(taken, adjusted)
+    }
+
     /// As [`push_code`](Capture::push_code) from any exact-size iterator of pairs (a C
     /// caller's array of structs, say), without copying them first.
     pub fn push_code_from<I>(&self, taken: Taken, frames: I) -> Result<(), Dropped>

@@ -31,8 +31,7 @@ use tachyon_core::kind::FileKind;
 use crate::gperftools::write::{reencode, IoSink};
 use crate::hash::IdMap;
 use crate::model::{
-    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times,
-    MAX_COUNTED_TOTAL,
+    Call, Clock, Collector, FrameInfo, FrameTable, Naming, Source, SourceInfo, Ticker, Times, MAX_COUNTED_TOTAL,
 };
 use crate::output::{ConvertError, Destination, Output};
 use crate::symbolize::{symbol_frames, Symbol, Symbolizer};
@@ -416,47 +415,9 @@ impl<R: Read + Seek> GperftoolsSource<R> {
     }
 }
 
-/// The mappings of a `/proc/self/maps` text: `start-limit perms offset dev inode path`. A line
-/// `attr=value` (a word, `=`, no spaces: `build=/src/out`) makes `$attr` stand for the value
-/// in the lines after it, as go pprof reads them (google-pprof knows `build=` alone). Lines
-/// of mappings without `x` permission, like other lines, are skipped.
-pub fn parse_maps(text: &str) -> Vec<Mapping> {
-    let mut out = Vec::new();
-    let mut vars: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        if let Some((attr, value)) = line.split_once('=') {
-            if !attr.is_empty() && attr.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !value.contains(' ')
-            {
-                let var = format!("${attr}");
-                vars.retain(|(a, _)| *a != var);
-                vars.push((var, value.to_owned()));
-                continue;
-            }
-        }
-        let mut fields = line.split_ascii_whitespace();
-        let (Some(range), Some(perms), Some(offset)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
-        };
-        // Code runs only from executable mappings; both real readers skip the others, so an
-        // address in a data mapping (a stale return address, say) stays a bare address rather
-        // than taking the nearest symbol of code it cannot be in.
-        if !perms.contains('x') {
-            continue;
-        }
-        let Some((start, limit)) = range.split_once('-') else { continue };
-        let hex = |s: &str| u64::from_str_radix(s, 16).ok();
-        let (Some(start), Some(limit), Some(offset)) = (hex(start), hex(limit), hex(offset)) else { continue };
-        let (_dev, _inode) = (fields.next(), fields.next());
-        let mut file = fields.collect::<Vec<_>>().join(" ");
-        for (var, value) in &vars {
-            if file.contains(var.as_str()) {
-                file = file.replace(var.as_str(), value);
-            }
-        }
-        out.push(Mapping { start, limit, offset, file, build_id: String::new() });
-    }
-    out
-}
+/// The maps text's reader lives with the symboliser, which the capture path's module table
+/// shares.
+pub use crate::symbolize::parse_maps;
 
 impl<R: Read + Seek> Source for GperftoolsSource<R> {
     type Error = GperftoolsError<R::Error>;
