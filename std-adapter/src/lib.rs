@@ -23,14 +23,15 @@
 //!   [`mojo`] (also Austin's text and speedscope as Austin makes it), [`pstats`] (also its
 //!   table, dump, merge and gprof2dot's graph); [`otlp`] (an output only: OpenTelemetry's
 //!   profiles signal); [`callgrind`] (an output only, below the format folders: pstats writes
-//!   its call graph in it too).
+//!   its call graph in it too); [`native`] (a runtime's native addresses written as
+//!   `MODULE+0xADDRESS` frames, and named from the binaries when read).
 //! * Shared: [`choice`] (the named values options take), [`file`](mod@file) (positioned reads, seekable files), [`memory`] (in-memory
 //!   sinks), [`symbolize`] (ELF symbols and DWARF lines), [`pyfmt`] (Python-compatible text),
 //!   [`hash`] (keyed fast hashing, string tables), `civil` (UTC dates).
 //!
 //! Dependencies point one way, each layer using only layers below it (`scripts/module-cycles.py`
 //! reports an arrow that runs back up): `cli` → `push` → `request` → `profile` → `convert` → the format
-//! folders, [`html`] and [`perfetto`] → what formats share ([`callgrind`], [`symbolize`]) →
+//! folders, [`native`], [`html`] and [`perfetto`] → what formats share ([`callgrind`], [`symbolize`]) →
 //! `model` → `output` → the shared modules.
 //!
 //! ## Contributing
