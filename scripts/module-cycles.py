@@ -27,7 +27,7 @@ LAYERS = {
     "std-adapter/src": [
         ["cli"],
         ["push"],
-        ["request"],
+        ["request", "top"],
         ["profile"],
         ["convert"],
         # The format folders and the pages and traces the hub's outputs draw.

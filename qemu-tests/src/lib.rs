@@ -19,6 +19,7 @@ pub mod gperftools_oracle;
 pub mod inputs;
 pub mod model;
 pub mod recordings;
+pub mod top;
 
 use serde_json::Value;
 use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};

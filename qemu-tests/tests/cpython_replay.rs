@@ -5,7 +5,8 @@
 //!
 //! - re-encoding (`--to tachyon`, same order and compression) gives CPython's files back byte
 //!   for byte, and every thread's samples of the generated ones;
-//! - collapsed stacks byte for byte;
+//! - collapsed stacks byte for byte, and `tachyon top`'s own and total samples per function
+//!   as CPython's collapsed stacks give them;
 //! - the pstats table `replay` prints, for every sort order, with limits and without summary;
 //! - `--jsonl` byte for byte (given CPython's run id);
 //! - `--flamegraph`: our page's tree has CPython's page's nodes with the same numbers, per
@@ -23,6 +24,7 @@ use qemu_tests::inputs::{
     root, TEXT_VARIANTS,
 };
 use qemu_tests::model::per_thread;
+use qemu_tests::top;
 use qemu_tests::{compare_bytes, decode_to_json};
 use serde_json::Value;
 use tachyon::convert::Output;
@@ -107,6 +109,17 @@ fn conversions_match_cpython_replay() {
             Err(e) => failures.push(format!("{name}: re-encoding failed: {e}")),
         }
         let cpython_failed = |what: &str| dir.join(format!("error-{what}.txt")).exists();
+        // `tachyon top`: each function's own and total samples, as CPython's collapsed stacks
+        // give them (generated streams may give two files one base name, which collapsed
+        // stacks merge; the real files and vectors do not).
+        if !cpython_failed("collapsed") && !file.starts_with(&work) {
+            checked += 1;
+            let theirs = top::from_collapsed(&std::fs::read_to_string(dir.join("collapsed.txt")).unwrap());
+            match top::from_top(file) {
+                Ok(got) => failures.extend(top::compare(&format!("{name} top"), &got, &theirs).err()),
+                Err(e) => failures.push(format!("{name} top: {e}")),
+            }
+        }
         let mut check = |what: &str, got: Result<Vec<u8>, String>, want: &dyn Fn() -> Vec<u8>| {
             checked += 1;
             match (got, cpython_failed(what)) {

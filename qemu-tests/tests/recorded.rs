@@ -9,3 +9,4 @@ mod gperftools_convert;
 mod gperftools_symbols;
 mod mojo_recorded;
 mod pprof_input;
+mod top_inputs;

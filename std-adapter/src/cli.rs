@@ -158,6 +158,33 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// The functions the samples spend their time in: own and total samples of each.
+    ///
+    /// Own: samples whose innermost frame is the function; total: samples whose stack holds
+    /// it. A function is a (file, line, name) as CPython's collectors count them. PATH is any
+    /// profile, a framed stream (a journaled writer's live period, a device's capture) or a
+    /// rotating writer's prefix or folder. --once prints one table and exits (the live,
+    /// refreshing view is not built yet, so --once is required).
+    Top {
+        /// The profile, stream, prefix or folder.
+        path: PathBuf,
+        /// Print the table once and exit.
+        #[arg(long, required = true)]
+        once: bool,
+        /// One JSON object: {"total", "threads", "functions": [{"function", "file", "line",
+        /// "own", "total"}]}.
+        #[arg(long)]
+        json: bool,
+        /// Order of the rows: own, total or name.
+        #[arg(long, default_value = "own")]
+        sort: crate::top::SortBy,
+        /// Only the samples of this thread id.
+        #[arg(long, value_name = "TID")]
+        thread: Option<u64>,
+        /// At most this many rows (text only).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
     /// Names the native frames of a Tachyon profile from the binaries.
     ///
     /// Frames a runtime's writer recorded as `MODULE+0xADDRESS` (tachyon_modules_resolve,
@@ -1005,6 +1032,23 @@ fn receive(input: &Path, output: Option<&Path>) -> Result<(), Failure> {
     std::fs::write(output, received.file).map_err(|e| Failure(format!("{}: {e}", output.display())))
 }
 
+/// `tachyon top --once`: one table of the functions' own and total samples.
+fn top(
+    path: &Path,
+    json: bool,
+    sort: crate::top::SortBy,
+    thread: Option<u64>,
+    limit: Option<usize>,
+) -> Result<(), Failure> {
+    let mut counts = crate::top::Counts::new(thread);
+    counts.add_path(path).map_err(|e| match e {
+        crate::top::TopError::Profile(e) => failure(e),
+        other => Failure(other.to_string()),
+    })?;
+    let text = if json { format!("{}\n", counts.json(sort)) } else { counts.text(sort, limit, None) };
+    io::stdout().lock().write_all(text.as_bytes()).map_err(|e| Failure(format!("stdout: {e}")))
+}
+
 /// `tachyon symbolize`: a Tachyon profile written again with its native frames named.
 fn symbolize(input: &Path, output: &Path, binary_path: Vec<PathBuf>) -> Result<(), Failure> {
     let mut profile = Profile::open(input).map_err(failure)?;
@@ -1243,6 +1287,7 @@ where
         }
         Command::Receive { input, output } => receive(&input, output.as_deref()),
         Command::Symbolize { input, output, binary_path } => symbolize(&input, &output, binary_path),
+        Command::Top { path, once: _, json, sort, thread, limit } => top(&path, json, sort, thread, limit),
         Command::Merge {
             files,
             output,

@@ -67,5 +67,6 @@ pub mod pyfmt;
 pub mod request;
 pub mod symbolize;
 pub mod tachyon;
+pub mod top;
 
 pub use tachyon_core as core;

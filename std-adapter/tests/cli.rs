@@ -654,3 +654,32 @@ fn help_lists_each_command_in_one_short_line() {
         assert!(String::from_utf8(out.stdout).unwrap().replace('\n', " ").contains(long), "tachyon help {command}");
     }
 }
+
+#[test]
+fn top_once_prints_the_table_and_json() {
+    // Every vector: the JSON's shape, totals that add up (own sums to the samples with a
+    // stack; no function's total exceeds them), and the text's header.
+    for name in names() {
+        let file = vectors().join(format!("{name}.x86_64.bin"));
+        let out = tachyon().args(["top", "--once", "--json"]).arg(&file).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let total = v["total"].as_u64().unwrap();
+        let functions = v["functions"].as_array().unwrap();
+        let own: u64 = functions.iter().map(|f| f["own"].as_u64().unwrap()).sum();
+        assert_eq!(own, total, "{name}");
+        for f in functions {
+            assert!(f["total"].as_u64().unwrap() <= total && f["own"].as_u64() <= f["total"].as_u64(), "{name}: {f}");
+            assert!(f["function"].is_string() && f["file"].is_string() && f["line"].is_i64(), "{name}: {f}");
+        }
+        let text = tachyon().args(["top", "--once", "--limit", "2"]).arg(&file).output().unwrap();
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.starts_with(&format!("Total samples: {total}   Threads: ")), "{name}: {text}");
+        assert!(text.lines().count() <= 4, "{name}: {text}");
+    }
+    // Not a profile: exit 1 naming the file; no --once: a usage error.
+    let out = tachyon().args(["top", "--once", "Cargo.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
+    assert_eq!(tachyon().args(["top", "Cargo.toml"]).output().unwrap().status.code(), Some(2));
+}

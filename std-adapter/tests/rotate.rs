@@ -399,3 +399,54 @@ fn the_command_names_a_stream_and_receives_a_killed_runs_prefix() {
     tachyon().arg("verify").arg(&live).assert().success();
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `tachyon top` of a journaled rotating run still being written: the ended periods' files
+/// and the live period's stream, each function's own and total samples as the workload
+/// makes them (every third sample `main` alone, the others `even` or `odd` under `main`).
+#[test]
+fn top_counts_a_live_rotating_run() {
+    use tachyon::top::{Counts, SortBy};
+    let d = dir("top");
+    let prefix = d.join("run");
+    let mut s = storage();
+    let mut scratch = vec![0u8; 4096];
+    let journal = Some((&mut scratch[..], FlushPolicy { every_samples: 16, every_us: 0 }));
+    let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
+    let config = WriterConfig::new(START, 10_000);
+    let mut w =
+        RotatingWriter::create(&prefix, s.storage(), config, NativeEndian::default(), rotation, journal).unwrap();
+    let stamps = timestamps();
+    for (i, &ts) in stamps.iter().enumerate() {
+        let leaf = Frame::new(b"app.py", if i % 2 == 0 { b"even" } else { b"odd" });
+        let stack =
+            if i % 3 == 0 { vec![Frame::new(b"app.py", b"main")] } else { vec![leaf, Frame::new(b"app.py", b"main")] };
+        w.write_thread_sample(taken(ts, 1 + i as u64 % 3), stack).unwrap();
+    }
+    w.flush().unwrap();
+    // The live period is a stream: the run has not ended.
+    let live = files(&d).pop().unwrap();
+    assert_eq!(FileKind::detect(&std::fs::read(&live).unwrap()), FileKind::Unknown, "{}", live.display());
+
+    let n = stamps.len() as u64;
+    let (main_own, even, odd) = (
+        (0..n).filter(|i| i % 3 == 0).count() as u64,
+        (0..n).filter(|i| i % 3 != 0 && i % 2 == 0).count() as u64,
+        (0..n).filter(|i| i % 3 != 0 && i % 2 == 1).count() as u64,
+    );
+    let mut counts = Counts::new(None);
+    counts.add_path(&prefix).unwrap();
+    let rows: Vec<(String, u64, u64)> =
+        counts.table(SortBy::Name).into_iter().map(|r| (r.function, r.own, r.total)).collect();
+    assert_eq!(counts.samples(), n);
+    assert_eq!(
+        rows,
+        vec![("even".to_owned(), even, even), ("main".to_owned(), main_own, n), ("odd".to_owned(), odd, odd)]
+    );
+    assert_eq!(counts.threads().iter().copied().collect::<Vec<_>>(), vec![1, 2, 3]);
+    // One thread: its samples only.
+    let mut one = Counts::new(Some(2));
+    one.add_path(&d).unwrap();
+    assert_eq!(one.samples(), (0..n).filter(|i| i % 3 == 1).count() as u64);
+    drop(w);
+    std::fs::remove_dir_all(&d).unwrap();
+}

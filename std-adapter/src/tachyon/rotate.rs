@@ -394,6 +394,34 @@ pub enum Recovery {
 /// order, after the leftovers removed. Run it once the writing process has ended: a live
 /// period's stream replaced under its writer would lose what it writes next.
 pub fn recover(prefix: &Path) -> io::Result<Vec<Recovered>> {
+    let (periods, leftovers) = period_files(prefix)?;
+    let mut done = Vec::new();
+    for path in leftovers {
+        std::fs::remove_file(&path)?;
+        done.push(Recovered { path, outcome: Recovery::LeftoverRemoved });
+    }
+    let last = periods.len().saturating_sub(1);
+    for (i, path) in periods.into_iter().enumerate() {
+        let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let capture = std::fs::read(&path).map_err(in_path)?;
+        let outcome = match salvage_read(&path, &capture).map_err(in_path)? {
+            Ok(outcome) => Recovery::Period(outcome),
+            // Only the newest can have no header: every earlier period's stream got its header
+            // before the next period's file was made.
+            Err(ReceiveError::NoEnd { .. }) if i == last => {
+                std::fs::remove_file(&path).map_err(in_path)?;
+                Recovery::EmptyRemoved
+            }
+            Err(e) => return Err(in_path(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))),
+        };
+        done.push(Recovered { path, outcome });
+    }
+    Ok(done)
+}
+
+/// The period files of a rotating writer's prefix (or of every prefix in a folder), in
+/// order, and the `.receiving` files an interrupted hand-over left.
+pub fn period_files(prefix: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let (folder, stem) = if prefix.is_dir() {
         (prefix.to_path_buf(), None)
     } else {
@@ -425,28 +453,7 @@ pub fn recover(prefix: &Path) -> io::Result<Vec<Recovered>> {
     }
     periods.sort();
     leftovers.sort();
-    let mut done = Vec::new();
-    for path in leftovers {
-        std::fs::remove_file(&path)?;
-        done.push(Recovered { path, outcome: Recovery::LeftoverRemoved });
-    }
-    let last = periods.len().saturating_sub(1);
-    for (i, path) in periods.into_iter().enumerate() {
-        let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-        let capture = std::fs::read(&path).map_err(in_path)?;
-        let outcome = match salvage_read(&path, &capture).map_err(in_path)? {
-            Ok(outcome) => Recovery::Period(outcome),
-            // Only the newest can have no header: every earlier period's stream got its header
-            // before the next period's file was made.
-            Err(ReceiveError::NoEnd { .. }) if i == last => {
-                std::fs::remove_file(&path).map_err(in_path)?;
-                Recovery::EmptyRemoved
-            }
-            Err(e) => return Err(in_path(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))),
-        };
-        done.push(Recovered { path, outcome });
-    }
-    Ok(done)
+    Ok((periods, leftovers))
 }
 
 /// `SEQUENCE.START.pyb`, as [`period_path`] names a period.

@@ -1,0 +1,297 @@
+//! `tachyon top`: the functions a profile's samples spend their time in, as py-spy's `top` and
+//! CPython's live view show them — each function's own samples (those whose innermost frame
+//! it is) and total samples (those whose stack holds it at least once).
+//!
+//! A function is what the input's own tools aggregate on, as the collapsed stacks name it:
+//! for Python profiles CPython's `(file, line, function name)` of a frame ([`FunctionKey`]),
+//! for native ones (gperftools, pprof) the function name alone, shown with the file it was
+//! first seen in and line 0. Samples with an empty stack (and the profiler's own frames) are
+//! left out, as every conversion leaves them out, so the total is the sum of the collapsed
+//! stacks' counts. Every input comes through the hub ([`crate::profile`]); framed streams (a
+//! journaled writer's period not yet ended, a device's capture) through
+//! [`crate::tachyon::receive`], as `tachyon receive` reads them; a rotating writer's prefix
+//! or folder is each of its period files in turn.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::convert::Output;
+use crate::model::{Call, Collector, FrameTable, FunctionKey, Naming, Source};
+use crate::profile::{Profile, ProfileError, SourceOptions};
+use crate::tachyon::receive::{is_stream, receive};
+use crate::tachyon::rotate::period_files;
+use crate::tachyon::source::TachyonSource;
+use crate::tachyon::storage::{Limits, OwnedReaderStorage};
+
+/// Bytes read to tell a framed stream from a profile.
+const PROBE_BYTES: u64 = 4096;
+
+/// One function's counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionCounts {
+    /// Function name.
+    pub function: String,
+    /// File (for native frames without lines, the binary).
+    pub file: String,
+    /// Line, 0 when unknown.
+    pub line: i32,
+    /// Samples whose innermost frame is this function.
+    pub own: u64,
+    /// Samples whose stack holds this function at least once.
+    pub total: u64,
+}
+
+/// The order of the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SortBy {
+    /// Own samples, most first (then total, then name).
+    #[default]
+    Own,
+    /// Total samples, most first (then own, then name).
+    Total,
+    /// Function name, then file and line.
+    Name,
+}
+
+impl std::str::FromStr for SortBy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "own" => Ok(SortBy::Own),
+            "total" => Ok(SortBy::Total),
+            "name" => Ok(SortBy::Name),
+            _ => Err(format!("{s}: sort by own, total or name")),
+        }
+    }
+}
+
+/// Counts per function over everything added, for one thread or all.
+#[derive(Debug, Default)]
+pub struct Counts {
+    thread: Option<u64>,
+    keys: Vec<FunctionKey>,
+    index: HashMap<FunctionKey, u32>,
+    /// Per function, the file shown (a native function's first file).
+    files: Vec<String>,
+    own: Vec<u64>,
+    total: Vec<u64>,
+    /// Per function, the last call that counted it in `total` (a function twice in a stack
+    /// counts once).
+    stamp: Vec<u64>,
+    calls: u64,
+    samples: u64,
+    threads: BTreeSet<u64>,
+}
+
+/// Why `top` could not read an input.
+#[derive(Debug)]
+pub enum TopError {
+    /// A profile could not be read.
+    Profile(ProfileError),
+    /// A framed stream (or a period file) could not be read or put back together.
+    Stream {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+}
+
+impl fmt::Display for TopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopError::Profile(e) => e.fmt(f),
+            TopError::Stream { path, why } => write!(f, "{}: {why}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for TopError {}
+
+impl From<ProfileError> for TopError {
+    fn from(e: ProfileError) -> Self {
+        TopError::Profile(e)
+    }
+}
+
+impl Counts {
+    /// Counts of the samples of thread `thread` (of every thread when `None`).
+    pub fn new(thread: Option<u64>) -> Self {
+        Counts { thread, ..Counts::default() }
+    }
+
+    /// Samples counted (with a stack, of the thread asked for).
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Every thread seen, counted or not.
+    pub fn threads(&self) -> &BTreeSet<u64> {
+        &self.threads
+    }
+
+    /// Adds every sample of `source`.
+    pub fn add<S: Source>(&mut self, source: &mut S) -> Result<u64, S::Error> {
+        source.prepare(&Output::Collapsed)?;
+        let native = source.info().naming == Naming::Native;
+        let map: Vec<u32> = source.frames().functions.iter().map(|key| self.function(key, native)).collect();
+        source.replay(&mut Adding { counts: self, map }, &mut |_| {})
+    }
+
+    /// Adds every sample of the profile, stream or rotating writer's prefix or folder at
+    /// `path`.
+    pub fn add_path(&mut self, path: &Path) -> Result<(), TopError> {
+        if path.is_dir() || !path.exists() {
+            let (periods, _) =
+                period_files(path).map_err(|e| TopError::Stream { path: path.to_owned(), why: e.to_string() })?;
+            if periods.is_empty() {
+                return Err(TopError::Stream {
+                    path: path.to_owned(),
+                    why: "no such file, and no period files of a rotating writer there".into(),
+                });
+            }
+            return periods.iter().try_for_each(|p| self.add_file(p));
+        }
+        self.add_file(path)
+    }
+
+    fn add_file(&mut self, path: &Path) -> Result<(), TopError> {
+        let stream = |why: String| TopError::Stream { path: path.to_owned(), why };
+        let mut start = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(PROBE_BYTES).read_to_end(&mut start))
+            .map_err(|e| stream(e.to_string()))?;
+        if !is_stream(&start) {
+            let mut profile = Profile::open(path)?;
+            // Native addresses named from the binaries, as `convert` names them.
+            let options = SourceOptions { symbolize: Some(Vec::new()), ..SourceOptions::default() };
+            let mut source = profile.source(&options)?;
+            return self.add(&mut source).map(drop).map_err(TopError::Profile);
+        }
+        // A framed stream: the file it stands for so far, as `tachyon receive` makes it.
+        let capture = std::fs::read(path).map_err(|e| stream(e.to_string()))?;
+        let file = receive(&capture).map_err(|e| stream(e.to_string()))?.file;
+        let meta = tachyon_core::reader::Metadata::read(&mut tachyon_core::io::Cursor::new(&file[..]))
+            .map_err(|e| stream(e.to_string()))?;
+        let mut storage =
+            OwnedReaderStorage::for_metadata(&meta, Limits::default()).map_err(|e| stream(e.to_string()))?;
+        let mut reader = storage.open(tachyon_core::io::Cursor::new(&file[..])).map_err(|e| stream(e.to_string()))?;
+        self.add(&mut TachyonSource::new(&mut reader)).map(drop).map_err(|e| stream(e.to_string()))
+    }
+
+    /// The table, in `sort`'s order.
+    pub fn table(&self, sort: SortBy) -> Vec<FunctionCounts> {
+        let mut rows: Vec<FunctionCounts> = (0..self.keys.len())
+            .filter(|&i| self.total[i] > 0)
+            .map(|i| FunctionCounts {
+                function: self.keys[i].funcname.clone(),
+                file: self.files[i].clone(),
+                line: self.keys[i].lineno,
+                own: self.own[i],
+                total: self.total[i],
+            })
+            .collect();
+        let by_name = |a: &FunctionCounts, b: &FunctionCounts| {
+            a.function.cmp(&b.function).then_with(|| a.file.cmp(&b.file)).then(a.line.cmp(&b.line))
+        };
+        match sort {
+            SortBy::Own => {
+                rows.sort_by(|a, b| b.own.cmp(&a.own).then(b.total.cmp(&a.total)).then_with(|| by_name(a, b)))
+            }
+            SortBy::Total => {
+                rows.sort_by(|a, b| b.total.cmp(&a.total).then(b.own.cmp(&a.own)).then_with(|| by_name(a, b)))
+            }
+            SortBy::Name => rows.sort_by(by_name),
+        }
+        rows
+    }
+
+    /// `{"total": N, "threads": [...], "functions": [{"function", "file", "line", "own",
+    /// "total"}, …]}`.
+    pub fn json(&self, sort: SortBy) -> Value {
+        let functions: Vec<Value> = self
+            .table(sort)
+            .into_iter()
+            .map(|r| json!({"function": r.function, "file": r.file, "line": r.line, "own": r.own, "total": r.total}))
+            .collect();
+        json!({"total": self.samples, "threads": self.threads, "functions": functions})
+    }
+
+    /// The table as text, `limit` rows at most, lines cut to `width` columns when given.
+    pub fn text(&self, sort: SortBy, limit: Option<usize>, width: Option<usize>) -> String {
+        use std::fmt::Write as _;
+        let percent = |n: u64| if self.samples > 0 { n as f64 * 100.0 / self.samples as f64 } else { 0.0 };
+        let mut out = String::new();
+        let _ = writeln!(out, "Total samples: {}   Threads: {}", self.samples, self.threads.len());
+        let _ = writeln!(out, "{:>7} {:>7} {:>9} {:>9}  Function (file:line)", "%Own", "%Total", "Own", "Total");
+        for row in self.table(sort).into_iter().take(limit.unwrap_or(usize::MAX)) {
+            let mut line = format!(
+                "{:>6.2}% {:>6.2}% {:>9} {:>9}  {} ({}:{})",
+                percent(row.own),
+                percent(row.total),
+                row.own,
+                row.total,
+                row.function,
+                row.file,
+                row.line
+            );
+            if let Some(width) = width {
+                if let Some((cut, _)) = line.char_indices().nth(width) {
+                    line.truncate(cut);
+                }
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn function(&mut self, key: &FunctionKey, native: bool) -> u32 {
+        let named = native.then(|| FunctionKey { filename: String::new(), lineno: 0, funcname: key.funcname.clone() });
+        let counted = named.as_ref().unwrap_or(key);
+        if let Some(&i) = self.index.get(counted) {
+            return i;
+        }
+        let i = self.keys.len() as u32;
+        self.files.push(key.filename.clone());
+        self.keys.push(counted.clone());
+        self.index.insert(counted.clone(), i);
+        self.own.push(0);
+        self.total.push(0);
+        self.stamp.push(0);
+        i
+    }
+}
+
+/// The collector adding one source's calls: its functions' indices in the counts.
+struct Adding<'a> {
+    counts: &'a mut Counts,
+    map: Vec<u32>,
+}
+
+impl Collector for Adding<'_> {
+    fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        let c = &mut *self.counts;
+        c.threads.insert(call.thread_id);
+        if call.stack.is_empty() || c.thread.is_some_and(|t| t != call.thread_id) {
+            return;
+        }
+        let n = call.samples();
+        c.samples += n;
+        c.calls += 1;
+        let function = |id: u32| self.map[frames.function(id) as usize] as usize;
+        c.own[function(call.stack[0])] += n;
+        for &id in call.stack {
+            let f = function(id);
+            if c.stamp[f] != c.calls {
+                c.stamp[f] = c.calls;
+                c.total[f] += n;
+            }
+        }
+    }
+}
