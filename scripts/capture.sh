@@ -22,6 +22,9 @@
 #    threads), the killed period is salvaged by `tachyon receive`, and the samples of all the
 #    files equal what the handlers pushed minus the drops they counted minus what the program
 #    logged as unflushed at the kill, exactly.
+#  - tachyon top under tmux: the live view of a rotating run being written shows the hot
+#    function within two refreshes, its counts grow, n sorts by name, Tab picks a thread, q
+#    exits 0 and leaves the terminal as it was.
 #  - hand-over kills: 20 ms journaled periods killed from outside at a random instant, 40
 #    times: only the newest period file is ever a stream, `tachyon receive PREFIX` recovers
 #    it, and CPython's reading matches the run's ledger (qemu-tests/oracle/capture_check.py
@@ -50,6 +53,7 @@ for pair in gcc:gcc objdump:binutils pkg-config:pkg-config python3:python3; do
 done
 [ -f /usr/include/lua5.4/lua.h ] || need+=(liblua5.4-dev)
 [ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || need+=(libunwind-dev)
+command -v tmux > /dev/null || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || fail "missing ${need[*]} and this is not root"
   log "installing ${need[*]}"
@@ -216,6 +220,46 @@ oracle rotated "$WORK/rotate-salvaged.pyb" $((pushes - refused - unflushed)) 4 "
   || status=$?
 log "CPython: $(cat "$WORK/rotated.txt")"
 [ "$status" = 0 ] || fail "the rotated periods"
+
+log "tachyon top under tmux: the live view of a rotating run being written"
+# The workload's split is render 4 : collide 2 : integrate 2 : mix_audio 1 (its design), so
+# render leads by own samples; by name, collide comes first of its six functions.
+L="$WORK/top"
+mkdir -p "$L"
+"$WORK/native_sigprof" "$L/run" 8 1000 256 --rotate --threads 4 > "$L/run.log" 2>&1 &
+writer=$!
+for _ in $(seq 100); do compgen -G "$L/run.*.pyb" > /dev/null && break; sleep 0.05; done
+compgen -G "$L/run.*.pyb" > /dev/null || fail "native_sigprof --rotate made no period file"
+tmux kill-session -t tachyon-top 2>/dev/null || true
+tmux new-session -d -s tachyon-top -x 110 -y 24 \
+  "bash -c '\"$TACHYON\" top \"$L/run\" --interval 0.5; echo exit=\$?; stty -a | grep -o -- \"-\\?icanon\"; sleep 60'"
+screen() { tmux capture-pane -p -t tachyon-top; }
+samples() { screen | sed -n '1s/.* - \([0-9]*\) samples, .*/\1/p'; }
+sleep 1.2  # two refreshes
+screen > "$L/first.txt"
+sed -n 4p "$L/first.txt" | grep -q " render (native.c:20)" || fail "top's first row is not render: $(cat "$L/first.txt")"
+first=$(samples)
+sleep 1.5
+second=$(samples)
+[ -n "$first" ] && [ "${second:-0}" -gt "$first" ] || fail "top's samples did not grow: ${first:-none}, then ${second:-none}"
+tmux send-keys -t tachyon-top n
+sleep 0.3
+screen > "$L/by-name.txt"
+sed -n 1p "$L/by-name.txt" | grep -q "sort name" && sed -n 4p "$L/by-name.txt" | grep -q " collide (native.c:40)" \
+  || fail "n did not sort by name: $(cat "$L/by-name.txt")"
+tmux send-keys -t tachyon-top Tab
+sleep 0.3
+screen > "$L/thread.txt"
+sed -n 1p "$L/thread.txt" | grep -q " - thread 1 - " || fail "Tab did not pick thread 1: $(cat "$L/thread.txt")"
+tmux send-keys -t tachyon-top q
+sleep 0.5
+screen > "$L/after.txt"
+tmux kill-session -t tachyon-top
+kill "$writer" 2>/dev/null || true
+wait "$writer" 2>/dev/null || true
+grep -qx "exit=0" "$L/after.txt" || fail "top did not exit 0 on q: $(cat "$L/after.txt")"
+grep -qx "icanon" "$L/after.txt" || fail "the terminal was left in raw mode: $(cat "$L/after.txt")"
+log "top: render first within two refreshes, ${first} then ${second} samples, n sorted by name, Tab showed thread 1, q exited 0 with the terminal restored"
 
 log "hand-over kills: 20 ms journaled periods, SIGKILL from outside at a random instant, 40 runs"
 # Each run: only the newest period file may be a stream (and only its name may have a

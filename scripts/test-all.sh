@@ -194,7 +194,7 @@ WITH_RECOMMENDS=(cc:gcc g++:g++ /usr/include/stdio.h:libc6-dev qemu-s390x:qemu-u
   objdump:binutils)
 WITHOUT_RECOMMENDS=(qemu-system-arm:qemu-system-arm cbindgen:cbindgen clang:clang valgrind:valgrind
   pkg-config:pkg-config lua5.4:lua5.4 /usr/include/lua5.4/lua.h:liblua5.4-dev arm-none-eabi-ld:binutils-arm-none-eabi
-  /usr/include/x86_64-linux-gnu/libunwind.h:libunwind-dev
+  /usr/include/x86_64-linux-gnu/libunwind.h:libunwind-dev tmux:tmux
   /usr/bin/time:time sccache:sccache openssl:openssl pgrep:procps chromium:chromium
   /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core cmake:cmake musl-gcc:musl-tools)
 not_installed() { # not_installed WHAT:PACKAGE...: the packages whose command or file is missing

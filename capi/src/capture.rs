@@ -147,6 +147,21 @@ unsafe fn ring<'a>(c: *const tachyon_capture) -> Result<&'a Capture<'static>, i3
     }
 }
 
+/// The caller's `count` items at `ptr`: NULL is no items when `count` is 0, else
+/// `TACHYON_E_NULL`. Async-signal-safe (no call, no allocation).
+///
+/// # Safety
+/// `ptr` must be NULL or point at `count` readable items.
+#[inline(always)]
+unsafe fn items<'a, T>(ptr: *const T, count: usize) -> Result<&'a [T], i32> {
+    match (ptr.is_null(), count) {
+        (_, 0) => Ok(&[]),
+        (true, _) => Err(TACHYON_E_NULL),
+        // SAFETY: `count` items by the caller's promise.
+        (false, _) => Ok(unsafe { core::slice::from_raw_parts(ptr, count) }),
+    }
+}
+
 /// Pushes a sample whose stack is frame ids from `tachyon_writer_intern_frame` (innermost
 /// first, or outermost first with `TACHYON_CAPTURE_ROOT_FIRST`; 256 kept). Returns
 /// `TACHYON_OK`, or `TACHYON_E_FULL` when the ring had no room (the sample is dropped and
@@ -172,14 +187,10 @@ pub unsafe extern "C" fn tachyon_capture_push_ids(
         Ok(r) => r,
         Err(status) => return status,
     };
-    if ids.is_null() && count != 0 {
-        return TACHYON_E_NULL;
-    }
-    let ids: &[u32] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: `count` ids by the caller's promise.
-        unsafe { core::slice::from_raw_parts(ids, count) }
+    // SAFETY: `count` ids by the caller's promise.
+    let ids = match unsafe { items(ids, count) } {
+        Ok(items) => items,
+        Err(status) => return status,
     };
     let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
     let pushed = if flags & TACHYON_CAPTURE_ROOT_FIRST != 0 {
@@ -215,14 +226,10 @@ pub unsafe extern "C" fn tachyon_capture_push_code(
         Ok(r) => r,
         Err(status) => return status,
     };
-    if frames.is_null() && count != 0 {
-        return TACHYON_E_NULL;
-    }
-    let frames: &[tachyon_code_frame] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: `count` frames by the caller's promise.
-        unsafe { core::slice::from_raw_parts(frames, count) }
+    // SAFETY: `count` frames by the caller's promise.
+    let frames = match unsafe { items(frames, count) } {
+        Ok(items) => items,
+        Err(status) => return status,
     };
     let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
     match ring.push_code_from(taken, frames.iter().map(|f| (f.code, f.offset))) {
@@ -257,14 +264,10 @@ pub unsafe extern "C" fn tachyon_capture_push_addresses(
         Ok(r) => r,
         Err(status) => return status,
     };
-    if addresses.is_null() && count != 0 {
-        return TACHYON_E_NULL;
-    }
-    let addresses: &[usize] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: `count` addresses by the caller's promise.
-        unsafe { core::slice::from_raw_parts(addresses, count) }
+    // SAFETY: `count` addresses by the caller's promise.
+    let addresses = match unsafe { items(addresses, count) } {
+        Ok(items) => items,
+        Err(status) => return status,
     };
     let taken = Taken { timestamp_us, interpreter_id, thread_id, status };
     match ring.push_addresses(taken, addresses) {

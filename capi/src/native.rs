@@ -98,15 +98,6 @@ pub unsafe extern "C" fn tachyon_modules_close(modules: *mut tachyon_modules) ->
 /// # Safety
 /// `m` must be NULL or a pointer this library gave (closed ones are recognised).
 unsafe fn live<'a>(m: *mut tachyon_modules) -> Result<&'a mut tachyon_modules, i32> {
-    if m.is_null() {
-        return Err(TACHYON_E_NULL);
-    }
-    if registry::is_live(m as usize, registry::Kind::Modules) {
-        // SAFETY: the registry says modules live here.
-        return Ok(unsafe { &mut *m });
-    }
-    if registry::is_closed(m as usize) {
-        return Err(TACHYON_E_CLOSED);
-    }
-    Err(TACHYON_E_BAD_HANDLE)
+    // SAFETY: the caller's promise.
+    unsafe { registry::live(m, registry::Kind::Modules) }
 }

@@ -57,6 +57,25 @@ pub(crate) fn is_live(addr: usize, kind: Kind) -> bool {
     with(|m| m.get(&addr) == Some(&Slot::Live(kind)))
 }
 
+/// The live heap handle of `kind` at `handle`: `TACHYON_E_NULL`, `TACHYON_E_CLOSED` for one
+/// closed, `TACHYON_E_BAD_HANDLE` for anything else.
+///
+/// # Safety
+/// `handle` must be NULL or a pointer this library gave (closed ones are recognised).
+pub(crate) unsafe fn live<'a, T>(handle: *mut T, kind: Kind) -> Result<&'a mut T, i32> {
+    if handle.is_null() {
+        return Err(crate::TACHYON_E_NULL);
+    }
+    if is_live(handle as usize, kind) {
+        // SAFETY: the registry says a handle of this kind lives here.
+        return Ok(unsafe { &mut *handle });
+    }
+    if is_closed(handle as usize) {
+        return Err(crate::TACHYON_E_CLOSED);
+    }
+    Err(crate::TACHYON_E_BAD_HANDLE)
+}
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }

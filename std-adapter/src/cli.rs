@@ -161,16 +161,21 @@ enum Command {
     /// The functions the samples spend their time in: own and total samples of each.
     ///
     /// Own: samples whose innermost frame is the function; total: samples whose stack holds
-    /// it. A function is a (file, line, name) as CPython's collectors count them. PATH is any
-    /// profile, a framed stream (a journaled writer's live period, a device's capture) or a
-    /// rotating writer's prefix or folder. --once prints one table and exits (the live,
-    /// refreshing view is not built yet, so --once is required).
+    /// it. A function is a (file, line, name) as CPython's collectors count them (native
+    /// profiles: the name). PATH is any profile, a framed stream (a journaled writer's live
+    /// period, a device's capture) or a rotating writer's prefix or folder. In a terminal, the
+    /// table is redrawn every --interval seconds: q quits, o/t/n sort by own/total/name, Tab
+    /// picks the next thread, a all threads, p pauses, f shows full paths. --once (or output
+    /// that is not a terminal) prints one table and exits.
     Top {
         /// The profile, stream, prefix or folder.
         path: PathBuf,
-        /// Print the table once and exit.
-        #[arg(long, required = true)]
+        /// Print the table once and exit (as when the output is not a terminal).
+        #[arg(long)]
         once: bool,
+        /// Seconds between refreshes of the live view.
+        #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+        interval: f64,
         /// One JSON object: {"total", "threads", "functions": [{"function", "file", "line",
         /// "own", "total"}]}.
         #[arg(long)]
@@ -1287,7 +1292,23 @@ where
         }
         Command::Receive { input, output } => receive(&input, output.as_deref()),
         Command::Symbolize { input, output, binary_path } => symbolize(&input, &output, binary_path),
-        Command::Top { path, once: _, json, sort, thread, limit } => top(&path, json, sort, thread, limit),
+        Command::Top { path, once, interval, json, sort, thread, limit } => {
+            if once || json || !io::stdout().is_terminal() {
+                top(&path, json, sort, thread, limit)
+            } else if !(interval.is_finite() && interval > 0.0 && interval <= 3600.0) {
+                eprintln!("tachyon: --interval {interval}: seconds between refreshes, more than 0 and at most 3600");
+                return 2;
+            } else {
+                let styled = std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty());
+                let view = crate::top::screen::View { sort, thread, full_paths: false, paused: false, styled };
+                crate::top::screen::run(&path, std::time::Duration::from_secs_f64(interval), view).map_err(
+                    |e| match e {
+                        crate::top::TopError::Profile(e) => failure(e),
+                        other => Failure(other.to_string()),
+                    },
+                )
+            }
+        }
         Command::Merge {
             files,
             output,

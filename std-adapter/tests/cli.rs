@@ -677,9 +677,15 @@ fn top_once_prints_the_table_and_json() {
         assert!(text.starts_with(&format!("Total samples: {total}   Threads: ")), "{name}: {text}");
         assert!(text.lines().count() <= 4, "{name}: {text}");
     }
-    // Not a profile: exit 1 naming the file; no --once: a usage error.
+    // Output that is not a terminal gets one table, as with --once.
+    let file = vectors().join("08_opcodes.x86_64.bin");
+    let piped = tachyon().arg("top").arg(&file).output().unwrap();
+    let once = tachyon().args(["top", "--once"]).arg(&file).output().unwrap();
+    assert!(piped.status.success() && !piped.stdout.is_empty());
+    assert_eq!(piped.stdout, once.stdout);
+    // Not a profile: exit 1 naming the file; a bad option: a usage error.
     let out = tachyon().args(["top", "--once", "Cargo.toml"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
-    assert_eq!(tachyon().args(["top", "Cargo.toml"]).output().unwrap().status.code(), Some(2));
+    assert_eq!(tachyon().args(["top", "--sort", "size", "Cargo.toml"]).output().unwrap().status.code(), Some(2));
 }

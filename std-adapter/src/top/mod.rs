@@ -12,6 +12,9 @@
 //! [`crate::tachyon::receive`], as `tachyon receive` reads them; a rotating writer's prefix
 //! or folder is each of its period files in turn.
 
+#[cfg(feature = "cli")]
+pub mod screen;
+
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::io::Read as _;
