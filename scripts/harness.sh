@@ -59,7 +59,7 @@ unit_timed() {
   # are target/, one level or two below it, and the fuzz workspace's.)
   while IFS= read -r report; do
     mv "$report" "$TACHYON_UNIT_TIMES/$(date +%s%N)-$(basename "$report")"
-  done < <(find "$_HARNESS_ROOT/target" "$_HARNESS_ROOT/fuzz/target" -maxdepth 4 -path '*/cargo-timings/cargo-timing-2*.html' 2>/dev/null)
+  done < <(find -H "$_HARNESS_ROOT/target" "$_HARNESS_ROOT/fuzz/target" -maxdepth 4 -path '*/cargo-timings/cargo-timing-2*.html' 2>/dev/null)
   return "$status"
 }
 

@@ -4,7 +4,8 @@
 # what a compatible release may not do (a public item removed or renamed, a signature
 # changed, a trait bound added ...) and fails on it.
 #
-#   bash scripts/semver.sh
+#   bash scripts/semver.sh           builds the checker if needed, then checks
+#   bash scripts/semver.sh --build   only builds the checker (the test command starts this early)
 #
 # cargo-semver-checks (pinned) is built once into ~/.cache/tachyon-tools/. A release that
 # means to break the API bumps the version and records a new baseline: `bash
@@ -23,11 +24,14 @@ CRATES=(tachyon-core tachyon)
 if [ ! -x "$T/bin/cargo-semver-checks" ]; then
   printf 'building cargo-semver-checks %s (once; cached in %s)\n' "$SEMVER_CHECKS_VERSION" "$T"
   rm -rf "$T"
-  # Its own target folder, removed after: its tree shares nothing with the workspace's.
-  timed build cargo install -q --locked --root "$T" --target-dir "$T.build" "cargo-semver-checks@$SEMVER_CHECKS_VERSION" \
+  # Its own target folder, removed after: its tree shares nothing with the workspace's. Its
+  # release profile's fat LTO and one codegen unit per crate are turned off: both keep
+  # compiling on one core, for a tool whose check spends its time in rustdoc.
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 timed build cargo install -q --locked --root "$T" --target-dir "$T.build" "cargo-semver-checks@$SEMVER_CHECKS_VERSION" \
     || fail "cargo install cargo-semver-checks@$SEMVER_CHECKS_VERSION failed"
   rm -rf "$T.build"
 fi
+[ "${1:-}" = --build ] && exit 0
 
 # The baseline as crates.io would give it: the .crate files unpacked into one workspace, with
 # tachyon-core's registry source replaced by its unpacked crate (it is not published).

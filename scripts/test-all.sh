@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/harness.sh
 . scripts/harness.sh
 START=$(date +%s)
+# cargo's build folders of the last run at this path, with the files whose bytes did not
+# change set back to their mtimes then (scripts/build-cache.py): what was built from the same
+# bytes is not built again, links included. A tree with its own target/ keeps it.
+python3 scripts/build-cache.py attach "$PWD"
 mkdir -p target
 # Every timed command of every step script appends "KIND MILLISECONDS" here (harness.sh).
 export TACHYON_STEP_TIMES=$PWD/target/step-times.txt
@@ -63,7 +67,7 @@ close_step() {
 step() {
   close_step
   local t=$(($(date +%s) - START)) held free
-  held=$({ du -sk target 2>/dev/null || echo 0; } | cut -f1 | gigabytes)
+  held=$({ du -sk target/ 2>/dev/null || echo 0; } | cut -f1 | gigabytes)
   free=$(free_kb | gigabytes)
   printf '\n==> %s   [%dm%02ds; target/ %s GB, %s GB free]\n' "$*" $((t / 60)) $((t % 60)) "$held" "$free"
   STEP_NAMES+=("$*")
@@ -140,9 +144,17 @@ trap time_table EXIT
 # CI once stopped at 27 minutes with "No space left on device". A failing step stops the run
 # before its pruning, so what it left is there to look at. TACHYON_KEEP_BUILDS=1 keeps it all
 # (for running this again on one machine: the builds are then reused).
+# (With the build cache attached, target/ is a link into it and cargo's build folders stay
+# for the next run; everything else goes.)
 prune() {
   [ -n "${TACHYON_KEEP_BUILDS:-}" ] && return 0
-  rm -rf "$@"
+  local path
+  for path in "$@"; do
+    if [ -L target ] && [ -d "$path" ] && [ -n "$(find "$path" -maxdepth 3 -name .fingerprint -type d -print -quit)" ]; then
+      continue
+    fi
+    rm -rf "$path"
+  done
 }
 # A run builds each crate once, so cargo's incremental caches (about a quarter of the host's
 # debug build, measured) are never read again; and line tables are all a test's backtrace
@@ -255,6 +267,14 @@ job crates bash -c '. scripts/harness.sh
   cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml'
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
+# The API checker, cargo-semver-checks, is built once into ~/.cache/tachyon-tools (about 10
+# core-minutes); from empty caches that build starts here, in a session of its own at
+# autogroup nice 19 (as the fuzz build, below) and without the compiler cache (whose server
+# would compile at normal weight; a tool built once gains nothing from it), so that it takes
+# what the steps up to the release step leave idle; that step waits for what is left of it.
+background target/semver-build-log semver-build setsid -w bash -c \
+  'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
+  env -u RUSTC_WRAPPER TACHYON_STEP_TIMES= bash scripts/semver.sh --build
 tail -n 3 "$LOGS/oracle-and-python.log"
 
 # The recordings of the real tools: each made by a script from a workload, cached in
@@ -437,7 +457,8 @@ fi
 # build through zstd-sys's pkg-config switch: compiled by the fuzz build itself, through its
 # own compiler cache, it was the largest unit of a cold run's fuzz build (190 s at the
 # lowest weight, 2026-12-01). What differs: no line tables in zstd's own C frames.
-zstd_lib=$(find target/release/build -path '*/zstd-sys-*/out/libzstd.a' 2>/dev/null | head -1)
+# (The newest: a kept build folder may also hold an earlier run's.)
+zstd_lib=$(find target/release/build -path '*/zstd-sys-*/out/libzstd.a' -printf '%T@ %p\n' 2>/dev/null | sort -rn | head -1 | cut -d' ' -f2-)
 [ -n "$zstd_lib" ] || missing "target/release's libzstd.a (the release build above makes it)"
 mkdir -p target/fuzz-zstd
 printf 'Name: libzstd\nDescription: zstd as the release build compiled it\nVersion: 1.5.7\nLibs: -L%s -lzstd\nCflags:\n' \
@@ -498,10 +519,11 @@ RUNS=1 NATIVE_WORK=4000 LUA_WORK=600 RING_SECONDS=0.1 bash scripts/capture-bench
 prune target/capture-bench
 
 step "release: the published crates' API against 0.1.0's (cargo-semver-checks, scripts/semver.sh); every artifact made (scripts/release.sh: the static musl command, the C tarball, the abi3 wheel, the sdist, the crates verified by cargo package, SHA256SUMS), then each installed afresh runs the README's main job with the cargo-built command's output (scripts/release-check.sh)"
-bash scripts/semver.sh
 bash scripts/release.sh target/release-artifacts
 bash scripts/release-check.sh target/release-artifacts
-prune target/release-artifacts target/x86_64-unknown-linux-musl target/package
+background_wait semver-build || exit 1
+bash scripts/semver.sh
+prune target/release-artifacts target/x86_64-unknown-linux-musl target/package target/semver-build-log
 
 step "README main job: flame graph and info of the profile in the box; the SVG renders"
 cargo run --release -p tachyon -- convert examples/stdlib_work.pyb --to flamegraph -o target/flame.svg
