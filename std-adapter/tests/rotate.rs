@@ -450,3 +450,74 @@ fn top_counts_a_live_rotating_run() {
     drop(w);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn top_follow_reads_again_only_what_changed() {
+    use tachyon::top::{Counts, Follow, SortBy};
+    let d = dir("follow");
+    let prefix = d.join("run");
+    let mut s = storage();
+    let mut scratch = vec![0u8; 4096];
+    let journal = Some((&mut scratch[..], FlushPolicy { every_samples: 16, every_us: 0 }));
+    let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
+    let mut w = RotatingWriter::create(
+        &prefix,
+        s.storage(),
+        WriterConfig::new(START, 10_000),
+        NativeEndian::default(),
+        rotation,
+        journal,
+    )
+    .unwrap();
+    let write = |w: &mut RotatingWriter<'_, '_, _>, stamps: &[u64]| {
+        for (i, &ts) in stamps.iter().enumerate() {
+            let leaf = Frame::new(b"app.py", if i % 2 == 0 { b"even" } else { b"odd" });
+            w.write_thread_sample(taken(ts, 1 + i as u64 % 3), vec![leaf, Frame::new(b"app.py", b"main")]).unwrap();
+        }
+        w.flush().unwrap();
+    };
+    let stamps = timestamps();
+    let (first, later) = stamps.split_at(290);
+    write(&mut w, first);
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    // What counting everything from nothing gives, for one thread or all.
+    let afresh = |thread| {
+        let mut c = Counts::new(thread);
+        c.add_path(&prefix).unwrap();
+        c.json(SortBy::Name)
+    };
+
+    let mut follow = Follow::new(&prefix, None);
+    let mut two = Follow::new(&prefix, Some(2));
+    assert_eq!(follow.refresh().unwrap().json(SortBy::Name), afresh(None));
+    assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
+    let periods = files(&d);
+    assert_eq!(periods.len(), 3, "{periods:?}");
+    assert_eq!(follow.bytes_read(), periods.iter().map(|p| size(p)).sum::<u64>());
+
+    // Nothing changed: only the live period's stream is read.
+    let live = periods.last().unwrap().clone();
+    assert_eq!(follow.refresh().unwrap().json(SortBy::Name), afresh(None));
+    assert_eq!(follow.bytes_read(), size(&live));
+
+    // The live period ends and a new one begins: the ended one is read, then kept.
+    write(&mut w, later);
+    let periods = files(&d);
+    assert_eq!(periods.len(), 4, "{periods:?}");
+    let counts = follow.refresh().unwrap();
+    assert_eq!(counts.json(SortBy::Name), afresh(None));
+    assert_eq!(counts.samples(), stamps.len() as u64);
+    assert_eq!(follow.bytes_read(), size(&live) + size(&periods[3]));
+    assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
+
+    // A kept period removed (a writer's retention): its counts leave with it, nothing read
+    // but the live stream.
+    std::fs::remove_file(&periods[0]).unwrap();
+    let counts = follow.refresh().unwrap();
+    assert_eq!(counts.json(SortBy::Name), afresh(None));
+    assert!(counts.samples() < stamps.len() as u64);
+    assert_eq!(follow.bytes_read(), size(&periods[3]));
+    assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
+    drop(w);
+    std::fs::remove_dir_all(&d).unwrap();
+}

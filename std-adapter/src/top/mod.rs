@@ -12,8 +12,11 @@
 //! [`crate::tachyon::receive`], as `tachyon receive` reads them; a rotating writer's prefix
 //! or folder is each of its period files in turn.
 
+mod follow;
 #[cfg(feature = "cli")]
 pub mod screen;
+
+pub use follow::Follow;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -74,7 +77,7 @@ impl std::str::FromStr for SortBy {
 }
 
 /// Counts per function over everything added, for one thread or all.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Counts {
     thread: Option<u64>,
     keys: Vec<FunctionKey>,
@@ -149,27 +152,12 @@ impl Counts {
     /// Adds every sample of the profile, stream or rotating writer's prefix or folder at
     /// `path`.
     pub fn add_path(&mut self, path: &Path) -> Result<(), TopError> {
-        if path.is_dir() || !path.exists() {
-            let (periods, _) =
-                period_files(path).map_err(|e| TopError::Stream { path: path.to_owned(), why: e.to_string() })?;
-            if periods.is_empty() {
-                return Err(TopError::Stream {
-                    path: path.to_owned(),
-                    why: "no such file, and no period files of a rotating writer there".into(),
-                });
-            }
-            return periods.iter().try_for_each(|p| self.add_file(p));
-        }
-        self.add_file(path)
+        files_at(path)?.iter().try_for_each(|p| self.add_file(p))
     }
 
     fn add_file(&mut self, path: &Path) -> Result<(), TopError> {
         let stream = |why: String| TopError::Stream { path: path.to_owned(), why };
-        let mut start = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(PROBE_BYTES).read_to_end(&mut start))
-            .map_err(|e| stream(e.to_string()))?;
-        if !is_stream(&start) {
+        if !probe_is_stream(path)? {
             let mut profile = Profile::open(path)?;
             // Native addresses named from the binaries, as `convert` names them.
             let options = SourceOptions { symbolize: Some(Vec::new()), ..SourceOptions::default() };
@@ -269,6 +257,31 @@ impl Counts {
         self.stamp.push(0);
         i
     }
+}
+
+/// The files at `path`: the file itself, or a rotating writer's period files in order.
+fn files_at(path: &Path) -> Result<Vec<PathBuf>, TopError> {
+    if !path.is_dir() && path.exists() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let (periods, _) =
+        period_files(path).map_err(|e| TopError::Stream { path: path.to_owned(), why: e.to_string() })?;
+    if periods.is_empty() {
+        return Err(TopError::Stream {
+            path: path.to_owned(),
+            why: "no such file, and no period files of a rotating writer there".into(),
+        });
+    }
+    Ok(periods)
+}
+
+/// Whether the file at `path` is a framed stream, from its first bytes.
+fn probe_is_stream(path: &Path) -> Result<bool, TopError> {
+    let mut start = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(PROBE_BYTES).read_to_end(&mut start))
+        .map_err(|e| TopError::Stream { path: path.to_owned(), why: e.to_string() })?;
+    Ok(is_stream(&start))
 }
 
 /// The collector adding one source's calls: its functions' indices in the counts.

@@ -14,7 +14,7 @@ use crossterm::style::{Attribute, Print, SetAttribute};
 use crossterm::terminal::{self, ClearType};
 use crossterm::{cursor, execute, queue};
 
-use super::{Counts, FunctionCounts, SortBy, TopError};
+use super::{Counts, Follow, FunctionCounts, SortBy, TopError};
 use crate::model::basename;
 
 /// What the view shows; the keys change it.
@@ -46,7 +46,8 @@ impl Drop for Restore {
 pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopError> {
     let io_error = |e: io::Error| TopError::Stream { path: path.to_owned(), why: format!("the terminal: {e}") };
     // Read once before touching the terminal: a bad input fails as with --once.
-    let mut counts = read(path, view.thread)?;
+    let mut follow = Follow::new(path, view.thread);
+    let mut counts = follow.refresh()?;
     terminal::enable_raw_mode().map_err(io_error)?;
     let _restore = Restore;
     execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide).map_err(io_error)?;
@@ -54,12 +55,18 @@ pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopErr
     // A read that fails once the view is up (a file replaced as it was read) keeps the last
     // table on the screen, saying why.
     let mut problem: Option<String> = None;
-    let reread = |counts: &mut Counts, problem: &mut Option<String>, thread| match read(path, thread) {
-        Ok(read) => {
-            *counts = read;
-            *problem = None;
+    // Another thread asked for: counted anew (the counts keep one thread's samples).
+    let reread = |follow: &mut Follow, counts: &mut Counts, problem: &mut Option<String>, thread| {
+        if follow.thread() != thread {
+            *follow = Follow::new(path, thread);
         }
-        Err(e) => *problem = Some(e.to_string()),
+        match follow.refresh() {
+            Ok(read) => {
+                *counts = read;
+                *problem = None;
+            }
+            Err(e) => *problem = Some(e.to_string()),
+        }
     };
     let mut next = Instant::now() + interval;
     loop {
@@ -69,7 +76,7 @@ pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopErr
             if let Event::Key(key) = event::read().map_err(io_error)? {
                 match act(key, &mut view, &threads) {
                     Act::Quit => return Ok(()),
-                    Act::Reread => reread(&mut counts, &mut problem, view.thread),
+                    Act::Reread => reread(&mut follow, &mut counts, &mut problem, view.thread),
                     Act::Redraw => {}
                 }
             }
@@ -77,16 +84,10 @@ pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopErr
         }
         next = Instant::now() + interval;
         if !view.paused {
-            reread(&mut counts, &mut problem, view.thread);
+            reread(&mut follow, &mut counts, &mut problem, view.thread);
             threads = counts.threads().iter().copied().collect();
         }
     }
-}
-
-fn read(path: &Path, thread: Option<u64>) -> Result<Counts, TopError> {
-    let mut counts = Counts::new(thread);
-    counts.add_path(path)?;
-    Ok(counts)
 }
 
 enum Act {
