@@ -1,17 +1,18 @@
-//! Reading a path again and again, as the live view does, without reading again what cannot
-//! have changed: a profile file (a rotating writer's completed period, a finished profile)
-//! is read once and its counts kept, under its length and modification time; a refresh
-//! reads the files that are new or changed and the framed streams (the live period), so its
-//! time follows those, not the whole run. A kept file that is gone or changed has its counts
-//! taken back out (a writer's retention removing old periods costs nothing to read).
+//! Reading a path again and again, as the live view does, without reading again what has
+//! not changed: each file's counts are kept under its length and modification time (taken
+//! before it is read), and a refresh reads only the files that are new or whose length or
+//! time moved — a rotating writer's live period as it grows, not its ended periods; nothing
+//! while the writer is idle. A kept file that is gone or changed has its counts taken back
+//! out (a writer's retention removing old periods costs nothing to read).
 //!
-//! A single growing stream is still read whole at each refresh.
+//! A file that changed is read again whole: a single growing stream costs its whole length
+//! at each refresh that finds it grown.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{files_at, probe_is_stream, Counts, TopError};
+use super::{files_at, Counts, TopError};
 
 /// Counts of one path, kept across refreshes.
 #[derive(Debug)]
@@ -76,25 +77,16 @@ impl Follow {
             }
         }
         self.kept.threads = self.parts.values().flat_map(|p| p.threads.iter().copied()).collect();
-        let mut streams = Vec::new();
         for path in &files {
             if self.parts.contains_key(path) {
                 continue;
             }
             let stamp = stamp(path)?;
-            if probe_is_stream(path)? {
-                streams.push((path, stamp.0));
-                continue;
-            }
             let part = self.kept.add_kept(path, stamp)?;
             self.bytes_read += stamp.0;
             self.parts.insert(path.clone(), part);
         }
-        let mut counts = self.kept.clone();
-        for (path, len) in streams {
-            counts.add_file(path)?;
-            self.bytes_read += len;
-        }
+        let counts = self.kept.clone();
         Ok(counts)
     }
 }
