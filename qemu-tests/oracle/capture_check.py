@@ -343,6 +343,9 @@ def marked_lines(path):
 
 
 def addresses(raw, named, written, source_dir, modules):
+    # The frames name each module as /proc/self/maps does: its path with links resolved (the
+    # test command's target/ may be a link into its build cache).
+    modules = [os.path.realpath(m) for m in modules]
     raw_info, raw_samples = stacks(raw)
     _, named_samples = stacks(named)
     if not (len(raw_samples) == len(named_samples) == written == raw_info["sample_count"]):
