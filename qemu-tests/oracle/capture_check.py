@@ -310,8 +310,8 @@ def native_frame(funcname, filename):
 
 
 def addr2line(module, addresses):
-    """binutils' frames for each address: (function, file base name, line), innermost first; a
-    function without debugging information (file `??`) is in the module, line 0."""
+    """binutils' frames for each address: (function, file, line), innermost first; a function
+    without debugging information (file `??`) is in the module, line 0."""
     out = subprocess.run(["addr2line", "-f", "-i", "-a", "-e", module] + [hex(a) for a in addresses],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     frames, current = {}, None
@@ -326,7 +326,7 @@ def addr2line(module, addresses):
         file, _, line = where.split(" (discriminator")[0].rpartition(":")
         if function != "??":
             file = module if file == "??" else file
-            frames[current].append((function, os.path.basename(file), int(line) if line.isdigit() else 0))
+            frames[current].append((function, file, int(line) if line.isdigit() else 0))
         i += 2
     return frames
 
@@ -360,10 +360,15 @@ def addresses(raw, named, written, source_dir, modules):
                 wanted[module].add(address)
     if set(wanted) != set(modules):
         fail(f"no frame of {sorted(set(modules) - set(wanted))} sampled")
+    # Compared: the frames of the test's own C sources (built with debugging information).
+    # Where else a sample lands is up to the machine's timing (the statically linked C
+    # library's Rust, named by symbol: demangled by us, not by addr2line), so frames outside
+    # those sources are only required to be named (below).
     expected = set()
     for module, found in wanted.items():
         for chain in addr2line(module, sorted(found)).values():
-            expected.update(chain)
+            expected.update((f, os.path.basename(file), line) for f, file, line in chain
+                            if os.path.dirname(file) == source_dir)
     sources = {os.path.basename(m) for m in modules}
     ours = set()
     for _, _, frames in named_samples:
@@ -371,7 +376,7 @@ def addresses(raw, named, written, source_dir, modules):
             base = NATIVE.match(funcname)
             if base and base["base"] in sources:
                 fail(f"{funcname} left unnamed")
-            if os.path.dirname(filename) == source_dir or filename in modules:
+            if os.path.dirname(filename) == source_dir:
                 ours.add((funcname, os.path.basename(filename), lineno))
     if ours != expected:
         fail(f"named frames differ from addr2line's: ours only {sorted(ours - expected)[:5]}, "
