@@ -229,10 +229,19 @@ fn journaled<'s, 'b>(
     s: &'s mut VecWriterStorage,
     scratch: &'b mut [u8],
 ) -> RotatingWriter<'s, 'b, NativeEndian> {
+    journaled_with(prefix, s, scratch, WriterConfig::new(0, 1000))
+}
+
+/// [`journaled`] with the writer's start time and interval from `config`.
+fn journaled_with<'s, 'b>(
+    prefix: &Path,
+    s: &'s mut VecWriterStorage,
+    scratch: &'b mut [u8],
+    config: WriterConfig,
+) -> RotatingWriter<'s, 'b, NativeEndian> {
     let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
     let journal = Some((scratch, FlushPolicy { every_samples: 16, every_us: 0 }));
-    RotatingWriter::create(prefix, s.storage(), WriterConfig::new(0, 1000), NativeEndian::default(), rotation, journal)
-        .unwrap()
+    RotatingWriter::create(prefix, s.storage(), config, NativeEndian::default(), rotation, journal).unwrap()
 }
 
 #[test]
@@ -410,11 +419,7 @@ fn top_counts_a_live_rotating_run() {
     let prefix = d.join("run");
     let mut s = storage();
     let mut scratch = vec![0u8; 4096];
-    let journal = Some((&mut scratch[..], FlushPolicy { every_samples: 16, every_us: 0 }));
-    let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
-    let config = WriterConfig::new(START, 10_000);
-    let mut w =
-        RotatingWriter::create(&prefix, s.storage(), config, NativeEndian::default(), rotation, journal).unwrap();
+    let mut w = journaled_with(&prefix, &mut s, &mut scratch, WriterConfig::new(START, 10_000));
     let stamps = timestamps();
     for (i, &ts) in stamps.iter().enumerate() {
         let leaf = Frame::new(b"app.py", if i % 2 == 0 { b"even" } else { b"odd" });
@@ -458,17 +463,7 @@ fn top_follow_reads_again_only_what_changed() {
     let prefix = d.join("run");
     let mut s = storage();
     let mut scratch = vec![0u8; 4096];
-    let journal = Some((&mut scratch[..], FlushPolicy { every_samples: 16, every_us: 0 }));
-    let rotation = Rotation { every_us: SECOND, every_bytes: 0 };
-    let mut w = RotatingWriter::create(
-        &prefix,
-        s.storage(),
-        WriterConfig::new(START, 10_000),
-        NativeEndian::default(),
-        rotation,
-        journal,
-    )
-    .unwrap();
+    let mut w = journaled_with(&prefix, &mut s, &mut scratch, WriterConfig::new(START, 10_000));
     let write = |w: &mut RotatingWriter<'_, '_, _>, stamps: &[u64]| {
         for (i, &ts) in stamps.iter().enumerate() {
             let leaf = Frame::new(b"app.py", if i % 2 == 0 { b"even" } else { b"odd" });

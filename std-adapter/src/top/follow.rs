@@ -86,8 +86,7 @@ impl Follow {
             self.bytes_read += stamp.0;
             self.parts.insert(path.clone(), part);
         }
-        let counts = self.kept.clone();
-        Ok(counts)
+        Ok(self.kept.clone())
     }
 }
 
