@@ -2,6 +2,7 @@
 """cargo's build folders kept between test runs of clean checkouts at the same path.
 
     python3 scripts/build-cache.py attach ROOT
+    python3 scripts/build-cache.py is-build-folder PATH   (exit 0 if cargo's, else 1)
     python3 scripts/build-cache.py --self-test
 
 A clean clone has no target/ and every file's mtime is the clone's time, so cargo rebuilds
@@ -181,6 +182,8 @@ def self_test():
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
+    if len(sys.argv) == 3 and sys.argv[1] == "is-build-folder":
+        sys.exit(0 if is_build_folder(sys.argv[2]) else 1)
     if len(sys.argv) != 3 or sys.argv[1] != "attach":
         sys.exit(__doc__)
     attach(sys.argv[2])

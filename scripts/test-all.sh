@@ -150,7 +150,7 @@ prune() {
   [ -n "${TACHYON_KEEP_BUILDS:-}" ] && return 0
   local path
   for path in "$@"; do
-    if [ -L target ] && [ -d "$path" ] && [ -n "$(find "$path" -maxdepth 3 -name .fingerprint -type d -print -quit)" ]; then
+    if [ -L target ] && python3 scripts/build-cache.py is-build-folder "$path"; then
       continue
     fi
     rm -rf "$path"
@@ -267,13 +267,15 @@ job crates bash -c '. scripts/harness.sh
   cargo fetch --locked --manifest-path qemu-tests/firmware/defmt-log/Cargo.toml'
 job fleet-packages bash scripts/fleet.sh --prepare
 together_wait --failed-only || missing "the set-up jobs above"
+# A command in a session of its own at autogroup nice 19 (see the fuzz build, below): it takes
+# what the other steps leave idle. (A kernel without autogroups has no such file; nice alone.)
+LOWEST_WEIGHT=(setsid -w bash -c 'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _)
 # The API checker, cargo-semver-checks, is built once into ~/.cache/tachyon-tools (about 10
 # core-minutes); from empty caches that build starts here, in a session of its own at
 # autogroup nice 19 (as the fuzz build, below) and without the compiler cache (whose server
 # would compile at normal weight; a tool built once gains nothing from it), so that it takes
 # what the steps up to the release step leave idle; that step waits for what is left of it.
-background target/semver-build-log semver-build setsid -w bash -c \
-  'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
+background target/semver-build-log semver-build "${LOWEST_WEIGHT[@]}" \
   env -u RUSTC_WRAPPER TACHYON_STEP_TIMES= bash scripts/semver.sh --build
 tail -n 3 "$LOGS/oracle-and-python.log"
 
@@ -469,8 +471,7 @@ FUZZ_ENV+=(FUZZ_ZSTD_PC="$PWD/target/fuzz-zstd")
 # cargo, the links and build scripts in a session of their own at the same weight; clippy in a
 # folder of its own (in the main one it would hold cargo's lock on target/debug, which the C
 # API's and the capture path's builds wait for).
-background target/fuzz-build-log fuzz-build setsid -w bash -c \
-  'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 "$@"' _ \
+background target/fuzz-build-log fuzz-build "${LOWEST_WEIGHT[@]}" \
   env "${FUZZ_ENV[@]}" TACHYON_STEP_TIMES= bash -c \
   'ZSTD_SYS_USE_PKG_CONFIG=1 PKG_CONFIG_PATH=$FUZZ_ZSTD_PC cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --target-dir target/fuzz-clippy -- -D warnings &&
     bash scripts/fuzz.sh --build'
