@@ -54,6 +54,23 @@ main_job() { # main_job LABEL COMMAND...: the README's main job with COMMAND, co
   printf '    %s: the main job, flame.svg and info identical to the cargo-built command'"'"'s\n' "$label"
 }
 
+# pip_env NAME ARTIFACT: a fresh virtual environment of 3.11 with ARTIFACT pip-installed; the
+# sdist builds with the pinned maturin and the shared target folder's registry crates.
+echo "maturin==${MATURIN_VERSION:-1.16.0}" >"$W/constraints.txt"
+pip_env() {
+  rm -rf "$W/$1-env"
+  /usr/bin/python3.11 -m venv "$W/$1-env" || fail "$1" "cannot make a virtual environment"
+  PIP_CONSTRAINT="$W/constraints.txt" CARGO_TARGET_DIR="$ROOT/target" timed build "$W/$1-env/bin/pip" install -q "$2" \
+    || fail "$1" "pip install $2 failed"
+  main_job "$1" "$W/$1-env/bin/tachyon"
+  local out
+  out=$("$W/$1-env/bin/python" python/tests/test_command.py 2>&1) || { printf '%s\n' "$out"; fail "$1" "test_command.py"; }
+  printf '    %s: python/tests/test_command.py: %s\n' "$1" "$(tail -1 <<<"$out")"
+}
+# The sdist builds the whole command from its sources (about a minute, its fat-LTO link on one
+# core): it runs beside the other checks, none of which builds in target/release.
+background "$W/logs" sdist pip_env sdist "$OUT/tachyon_profiles-$V.tar.gz"
+
 step "the static tachyon command: unpacked, run with an empty environment"
 mkdir -p "$W/musl"
 tar -C "$W/musl" -xzf "$OUT/tachyon-$V-x86_64-unknown-linux-musl.tar.gz"
@@ -74,23 +91,8 @@ mkdir -p "$W/c"
 tar -C "$W/c" -xzf "$OUT/tachyon-c-$V-x86_64-linux-gnu.tar.gz"
 bash capi/tests/installed/check.sh "$W/c/tachyon-c-$V-x86_64-linux-gnu" || fail "C tarball" "see above"
 
-# pip_env NAME ARTIFACT: a fresh virtual environment of 3.11 with ARTIFACT pip-installed; the
-# sdist builds with the pinned maturin and the shared target folder's registry crates.
-pip_env() {
-  rm -rf "$W/$1-env"
-  /usr/bin/python3.11 -m venv "$W/$1-env" || fail "$1" "cannot make a virtual environment"
-  echo "maturin==${MATURIN_VERSION:-1.16.0}" >"$W/constraints.txt"
-  PIP_CONSTRAINT="$W/constraints.txt" CARGO_TARGET_DIR="$ROOT/target" timed build "$W/$1-env/bin/pip" install -q "$2" \
-    || fail "$1" "pip install $2 failed"
-  main_job "$1" "$W/$1-env/bin/tachyon"
-  local out
-  out=$("$W/$1-env/bin/python" python/tests/test_command.py 2>&1) || { printf '%s\n' "$out"; fail "$1" "test_command.py"; }
-  printf '    %s: python/tests/test_command.py: %s\n' "$1" "$(tail -1 <<<"$out")"
-}
 step "the abi3 wheel, pip-installed into a fresh virtual environment"
 pip_env wheel "$OUT/$WHEEL"
-step "the sdist, pip-installed into a fresh virtual environment (built from its sources)"
-pip_env sdist "$OUT/tachyon_profiles-$V.tar.gz"
 
 step "the crates: the command built from the two .crate files alone"
 mkdir -p "$W/crates"
@@ -101,3 +103,6 @@ tar -C "$W/crates" -xzf "$OUT/tachyon-$V.crate"
 CARGO_TARGET_DIR="$ROOT/target" cargo build -q --manifest-path "$W/crates/tachyon-$V/Cargo.toml" --bin tachyon \
   --config "patch.crates-io.tachyon-core.path=\"$W/crates/tachyon-core-$V\"" || fail crates "cargo build of the unpacked crates failed"
 main_job crates "$ROOT/target/debug/tachyon"
+
+step "the sdist, pip-installed into a fresh virtual environment (built from its sources, beside the checks above)"
+background_wait sdist || fail sdist "see above"

@@ -524,7 +524,7 @@ bash scripts/release.sh target/release-artifacts
 bash scripts/release-check.sh target/release-artifacts
 background_wait semver-build || exit 1
 bash scripts/semver.sh
-prune target/release-artifacts target/x86_64-unknown-linux-musl target/package target/semver-build-log
+prune target/release-artifacts target/musl target/package target/semver-build-log
 
 step "README main job: flame graph and info of the profile in the box; the SVG renders"
 cargo run --release -p tachyon -- convert examples/stdlib_work.pyb --to flamegraph -o target/flame.svg
