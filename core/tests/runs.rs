@@ -339,3 +339,94 @@ fn repeat_entries_of_every_length_and_status() {
         assert_eq!(got, expect, "batches of {batch}");
     }
 }
+
+/// The bytes of a sample region up to `limit` (a record boundary), as a file still being
+/// written has them: a growing reader's region source.
+struct Grown<'a> {
+    region: &'a [u8],
+    pos: usize,
+    limit: &'a std::cell::Cell<usize>,
+}
+
+impl tachyon_core::reader::RegionSource<tachyon_core::io::CursorError> for Grown<'_> {
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<tachyon_core::io::CursorError>> {
+        let n = dst.len().min(self.limit.get() - self.pos);
+        dst[..n].copy_from_slice(&self.region[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// A file read while it grows, a few records at a time (the region cut at record
+/// boundaries, `Reader::open_growing`), gives the samples of the whole file read at once, in
+/// the same order with the same stacks and timestamps; the tables read again between two
+/// growths change nothing; a reload in the middle of a run is refused.
+#[test]
+fn a_growing_region_read_in_pieces_gives_the_samples_of_the_whole() {
+    use tachyon_core::header::HEADER_SIZE;
+    use tachyon_core::reader::Metadata;
+    let mut checked = 0;
+    for (name, file) in vectors() {
+        let meta = Metadata::read(&mut Cursor::new(&file[..])).unwrap();
+        if meta.is_compressed() {
+            continue;
+        }
+        let reference = decode(&file, 1 << 16, Walk::Records, false);
+        // Each record's end in the region, from a reader of the whole file.
+        let mut storage = VecReaderStorage::new(SMALL_READER).unwrap();
+        let mut reader = Reader::open(Cursor::new(&file[..]), storage.storage()).unwrap();
+        let mut ends = Vec::new();
+        while let Some(item) = reader.next_item().unwrap() {
+            if let Record::Repeat(mut run) = item {
+                tachyon_core::reader::Run::skip(&mut run).unwrap();
+            }
+            ends.push(reader.sample_region_bytes() as usize);
+        }
+        let region = &file[HEADER_SIZE..meta.header.string_table_offset as usize];
+        assert_eq!(ends.last().copied().unwrap_or(0), region.len(), "{name}");
+        for step in [1, 3, 1000] {
+            let limit = std::cell::Cell::new(0);
+            let mut grown = Grown { region, pos: 0, limit: &limit };
+            let mut storage = VecReaderStorage::growing(64, 1 << 10);
+            let mut reader = Reader::open_growing(Cursor::new(&file[..]), storage.storage(), &mut grown).unwrap();
+            let mut samples = Vec::new();
+            assert_eq!(walk_all(&mut reader, Walk::Records, &mut samples).unwrap(), 0, "{name}: nothing yet");
+            for (i, end) in ends.iter().enumerate().skip(step - 1).step_by(step).chain([(ends.len(), &region.len())]) {
+                limit.set(*end);
+                walk_all(&mut reader, Walk::Records, &mut samples).unwrap();
+                if i % 2 == 0 {
+                    assert!(reader.reload_tables(Cursor::new(&file[..])).unwrap(), "{name}: reload at {end}");
+                }
+            }
+            assert_eq!(Ok(reader.samples_decoded()), reference.end, "{name}: step {step}");
+            assert_eq!(samples, reference.samples, "{name}: step {step}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} raw vectors");
+
+    // A reload while a run has entries left is refused, and the run goes on after it.
+    let mut b = FileBuilder::new(LittleEndian);
+    // FULL (delta 0, status 0, depth 1, frame 0), then REPEAT of 2 (delta 5 status 0, delta 5 status 1).
+    b.prefix(1, 0, 1).bytes(&[0, 0, 1, 0]);
+    b.prefix(1, 0, 0).bytes(&[2, 5, 0, 5, 1]);
+    b.sample_count = 3;
+    b.thread_count = 1;
+    let file = b.build();
+    let meta = Metadata::read(&mut Cursor::new(&file[..])).unwrap();
+    let region = &file[HEADER_SIZE..meta.header.string_table_offset as usize];
+    let limit = std::cell::Cell::new(region.len());
+    let mut grown = Grown { region, pos: 0, limit: &limit };
+    let mut storage = VecReaderStorage::growing(64, 4);
+    let mut reader = Reader::open_growing(Cursor::new(&file[..]), storage.storage(), &mut grown).unwrap();
+    assert!(matches!(reader.next_item().unwrap(), Some(Record::Sample(_))));
+    match reader.next_item().unwrap() {
+        Some(Record::Repeat(mut run)) => assert!(run.next_entry().unwrap().is_some()),
+        _ => panic!("a run"),
+    }
+    assert!(!reader.reload_tables(Cursor::new(&file[..])).unwrap(), "a reload in a run");
+    assert_eq!(reader.next_sample().unwrap().map(|s| s.status), Some(1));
+    assert!(reader.next_sample().unwrap().is_none());
+    assert!(reader.reload_tables(Cursor::new(&file[..])).unwrap());
+    assert_eq!(reader.samples_decoded(), 3);
+}

@@ -29,7 +29,7 @@ use crate::header::{
 /// Where a reader's record counts are defined (the writer counts the same way).
 pub use crate::records::RecordCounts;
 use crate::records::{Encoding, Prefix, MAX_RLE_ENTRY_LEN, MAX_STACK_DEPTH, PREFIX_LEN};
-use crate::storage::{Keep, ReaderStorage, ReaderThreads, Resource, StringTable};
+use crate::storage::{Keep, ReaderStorage, ReaderThreads, Resource, StringTable, Table};
 use crate::tables::{frame_from_fields, FrameEntry, FrameField, Location};
 use crate::varint::{self, VarintError, MAX_VARINT_LEN};
 
@@ -93,6 +93,54 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         Self::open_inner(source, storage, |_| Region::External(region))
     }
 
+    /// Opens a file that is still being written: the metadata and tables from `source` (as
+    /// far as they are known: a file rebuilt from what a writer sent so far), the sample
+    /// region from `region` as it grows. Unlike a finished file's reader:
+    ///
+    /// - [`Self::next_item`] gives `Ok(None)` when `region` has no bytes now, and goes on
+    ///   where it stopped when called again after `region` got more; `region` must end each
+    ///   read on a record boundary (a record cut short is [`Rule::TruncatedRecord`]);
+    /// - the header's sample and thread counts are not checked (they are the finished
+    ///   file's; the thread table is bounded by the storage's capacity alone);
+    /// - the tables may grow: [`Self::reload_tables`].
+    pub fn open_growing(
+        source: R,
+        storage: ReaderStorage<'s>,
+        region: &'s mut dyn RegionSource<R::Error>,
+    ) -> Res<Self, R::Error> {
+        let mut reader = Self::open_inner(source, storage, |_| Region::External(region))?;
+        reader.stream.growing = true;
+        Ok(reader)
+    }
+
+    /// Reads the metadata and tables again, from `source`, which replaces the reader's: the
+    /// tables of a file still being written, grown since the reader opened (a reader opened
+    /// with [`Self::open_growing`]). Strings and frames already read must keep their
+    /// indices (a writer only appends to its tables); the threads' stacks are kept. Only
+    /// between records, when [`Self::next_item`] has given `Ok(None)`: otherwise nothing is
+    /// read and the result is `Ok(false)`. Growable storage grows with the tables; fixed
+    /// storage gives a capacity error when they no longer fit.
+    pub fn reload_tables(&mut self, mut source: R) -> Res<bool, R::Error> {
+        let between = self.stream.run.remaining == 0 && self.stream.input.window.available().is_empty();
+        if !self.stream.growing || !between {
+            return Ok(false);
+        }
+        let meta = Metadata::read(&mut source)?;
+        let pos = self.stream.input.window.pos;
+        let window = &mut self.stream.input.window;
+        self.tables.strings.clear();
+        self.tables.frame_count = 0;
+        self.tables.frames_valid = false;
+        let loaded = load_strings(&mut source, &meta, window, &mut self.tables)
+            .and_then(|()| load_frames(&mut source, &meta, window, &mut self.tables));
+        window.reset(pos);
+        loaded?;
+        self.tables.frames_valid = self.tables.all_frames_valid();
+        self.stream.input.source = source;
+        self.meta = meta;
+        Ok(true)
+    }
+
     fn open_inner(
         mut source: R,
         storage: ReaderStorage<'s>,
@@ -104,10 +152,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let mut tables = Tables { strings, frames, frame_count: 0, frames_valid: false };
         load_strings(&mut source, &meta, &mut window, &mut tables)?;
         load_frames(&mut source, &meta, &mut window, &mut tables)?;
-        let strings = tables.strings.len() as u64;
-        tables.frames_valid = tables.frames[..tables.frame_count]
-            .iter()
-            .all(|f| u64::from(f.filename) < strings && u64::from(f.funcname) < strings);
+        tables.frames_valid = tables.all_frames_valid();
         let region = region(&meta);
         let start = HEADER_SIZE as u64;
         if !matches!(region, Region::External(_)) {
@@ -121,6 +166,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             input,
             run: Pending { thread: 0, remaining: 0 },
             done: false,
+            growing: false,
             decoded: 0,
             counts: RecordCounts::default(),
         };
@@ -214,7 +260,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 })))
             }
             Ok(Decoded::End) => {
-                self.stream.done = true;
+                self.stream.done = !self.stream.growing;
                 Ok(None)
             }
             Err(e) => Err(self.stream.fail(e)),
@@ -243,7 +289,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 }
                 Ok(Decoded::Run { .. }) => {}
                 Ok(Decoded::End) => {
-                    self.stream.done = true;
+                    self.stream.done = !self.stream.growing;
                     return Ok(None);
                 }
                 Err(e) => return Err(self.stream.fail(e)),
@@ -288,7 +334,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 return Err(ReadError::format(input.at(record_at), Rule::TruncatedRecord { trailing }));
             }
             let declared = self.meta.header.sample_count;
-            if self.stream.decoded != declared {
+            if self.stream.decoded != declared && !self.stream.growing {
                 let rule = Rule::SampleCountMismatch { declared, decoded: self.stream.decoded };
                 return Err(ReadError::format(input.at(record_at), rule));
             }
@@ -306,15 +352,18 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         })?;
         let decompressed = input.decompressed;
         let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
-        let (meta, tables, threads) = (&self.meta, &self.tables, &mut self.threads);
+        // Where the region's length is known: a raw file's, not one still being written.
+        let region_end =
+            (!self.meta.is_compressed() && !self.stream.growing).then_some(self.meta.header.string_table_offset);
+        let (tables, threads) = (&self.tables, &mut self.threads);
         let body = if whole {
             let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
-            let body = record_body(&mut held, at, meta, tables, threads, thread, encoding);
+            let body = record_body(&mut held, at, region_end, tables, threads, thread, encoding);
             let used = held.used;
             input.window.consume(used);
             body?
         } else {
-            record_body(&mut Streamed { input }, at, meta, tables, threads, thread, encoding)?
+            record_body(&mut Streamed { input }, at, region_end, tables, threads, thread, encoding)?
         };
         let stream = &mut self.stream;
         match body {
@@ -345,7 +394,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 let pos = self.stream.input.at(record_at);
                 let declared = self.meta.header.thread_count;
                 let found = self.threads.len() as u64 + 1;
-                if found > u64::from(declared) {
+                if found > u64::from(declared) && !self.stream.growing {
                     return Err(ReadError::format(pos, Rule::TooManyThreads { declared, found }));
                 }
                 let start = self.meta.header.start_time_us;

@@ -362,6 +362,9 @@ pub(super) struct Stream<'s, R: Read + Seek> {
     pub(super) run: Pending,
     /// The region ended, or an error ended it.
     pub(super) done: bool,
+    /// The file is still being written: the region's end is only where it ends now
+    /// ([`Reader::open_growing`]).
+    pub(super) growing: bool,
     pub(super) decoded: u64,
     pub(super) counts: RecordCounts,
 }
@@ -476,11 +479,12 @@ impl<R: Read + Seek> Stream<'_, R> {
 }
 
 /// Reads a record body through `b`: a REPEAT count, or a stack record into the thread's
-/// stack (spec 2 and the checks of 9.3, CPython's quirks included).
+/// stack (spec 2 and the checks of 9.3, CPython's quirks included). `region_end` is where
+/// the sample region ends, where that is known.
 pub(super) fn record_body<E, B: RecordBytes<E>>(
     b: &mut B,
     at: impl Fn(u64) -> Position,
-    meta: &Metadata,
+    region_end: Option<u64>,
     tables: &Tables<'_>,
     threads: &mut ReaderThreads<'_>,
     thread: usize,
@@ -490,8 +494,8 @@ pub(super) fn record_body<E, B: RecordBytes<E>>(
         let pos = b.offset();
         let count = b.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedRleCount))?;
         // Where the region's length is known, reject counts it cannot hold, as CPython.
-        if !meta.is_compressed() {
-            let left = meta.header.string_table_offset.saturating_sub(b.offset());
+        if let Some(end) = region_end {
+            let left = end.saturating_sub(b.offset());
             if u64::from(count) > left / 2 {
                 return Err(ReadError::format(at(pos), Rule::RleCountTooLarge { count, max: left / 2 }));
             }

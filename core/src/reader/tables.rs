@@ -6,7 +6,7 @@ use super::*;
 /// The string and frame tables of an open file.
 pub struct Tables<'a> {
     pub(super) strings: StringTable<'a>,
-    pub(super) frames: &'a mut [FrameEntry],
+    pub(super) frames: Table<'a, FrameEntry>,
     pub(super) frame_count: usize,
     /// Every frame names strings that exist (known once the tables are loaded), so a frame
     /// index needs only a range check.
@@ -44,7 +44,7 @@ impl<'a> Tables<'a> {
 
     /// Raw frame-table entry `index`.
     pub fn frame_entry(&self, index: u32) -> Option<&FrameEntry> {
-        self.frames[..self.frame_count].get(index as usize)
+        self.frames.as_slice()[..self.frame_count].get(index as usize)
     }
 
     /// Frame `index` with its strings; `None` if the index or its string indices are out of
@@ -57,6 +57,14 @@ impl<'a> Tables<'a> {
             location: f.reported_location(),
             opcode: f.reported_opcode(),
         })
+    }
+
+    /// Whether every frame names strings that exist.
+    pub(super) fn all_frames_valid(&self) -> bool {
+        let strings = self.strings.len() as u64;
+        self.frames.as_slice()[..self.frame_count]
+            .iter()
+            .all(|f| u64::from(f.filename) < strings && u64::from(f.funcname) < strings)
     }
 
     /// Indices below this need no check: the frame count when every frame names valid
@@ -146,15 +154,15 @@ pub(super) fn load_frames<R: Read + Seek>(
         let rule = Rule::FrameCountTooLarge { count, max };
         return Err(ReadError::format(Position::File(meta.file_len - FOOTER_SIZE as u64 + 4), rule));
     }
-    if count as usize > tables.frames.len() {
-        let capacity = tables.frames.len();
+    if !tables.frames.grow(count as usize, FrameEntry::EMPTY) {
+        let capacity = tables.frames.as_slice().len();
         return Err(ReadError::Capacity { position: Position::File(start), resource: Resource::Frames, capacity });
     }
     src.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
     window.reset(start);
     let mut pos = start;
     let mut file = FileRange { src, pos: &mut pos, end: meta.file_len };
-    for slot in tables.frames[..count as usize].iter_mut() {
+    for slot in tables.frames.as_mut_slice()[..count as usize].iter_mut() {
         let mut fields = [0u32; 6];
         for (value, field) in fields.iter_mut().zip(FrameField::VARINTS) {
             let at = window.pos;

@@ -96,7 +96,7 @@ pub(crate) enum Table<'a, T> {
 
 impl<T: Copy> Table<'_, T> {
     #[inline]
-    fn as_slice(&self) -> &[T] {
+    pub(crate) fn as_slice(&self) -> &[T] {
         match self {
             Table::Fixed(s) => s,
             #[cfg(feature = "alloc")]
@@ -105,7 +105,7 @@ impl<T: Copy> Table<'_, T> {
     }
 
     #[inline]
-    fn as_mut_slice(&mut self) -> &mut [T] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
             Table::Fixed(s) => s,
             #[cfg(feature = "alloc")]
@@ -115,7 +115,7 @@ impl<T: Copy> Table<'_, T> {
 
     /// Makes the table at least `len` long, doubling a growable one so that growth costs
     /// amortised constant time per element; false if it cannot (fixed, or out of memory).
-    fn grow(&mut self, len: usize, fill: T) -> bool {
+    pub(crate) fn grow(&mut self, len: usize, fill: T) -> bool {
         match self {
             Table::Fixed(s) => {
                 let _ = fill;

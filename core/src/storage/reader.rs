@@ -246,7 +246,7 @@ pub struct ReaderBuffers<'a> {
 /// Validated reader storage, ready for [`crate::reader::Reader::open`].
 pub struct ReaderStorage<'a> {
     pub(crate) strings: StringTable<'a>,
-    pub(crate) frames: &'a mut [FrameEntry],
+    pub(crate) frames: Table<'a, FrameEntry>,
     pub(crate) threads: ReaderThreads<'a>,
     pub(crate) read_buffer: &'a mut [u8],
 }
@@ -262,7 +262,7 @@ impl<'a> ReaderStorage<'a> {
         }
         Ok(ReaderStorage {
             strings: StringTable::new(b.string_bytes, b.string_spans),
-            frames: b.frames,
+            frames: Table::Fixed(b.frames),
             threads: ReaderThreads::fixed(b.threads, b.thread_slots, b.stacks),
             read_buffer: b.read_buffer,
         })

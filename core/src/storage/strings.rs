@@ -41,6 +41,12 @@ impl<'a> StringTable<'a> {
         self.count
     }
 
+    /// Forgets every string, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.used = 0;
+        self.count = 0;
+    }
+
     /// True when there are no strings.
     pub fn is_empty(&self) -> bool {
         self.count == 0

@@ -238,6 +238,8 @@ pub struct VecReaderStorage {
     pub(super) stacks: Vec<u32>,
     pub(super) read_buffer: Vec<u8>,
     pub(super) max_threads: usize,
+    /// String and frame tables grow by use.
+    pub(super) growing: bool,
 }
 
 impl VecReaderStorage {
@@ -254,14 +256,39 @@ impl VecReaderStorage {
             stacks: Vec::new(),
             read_buffer: vec![0; cap.read_buffer.max(MIN_READ_BUFFER)],
             max_threads: cap.threads.max(1),
+            growing: false,
         })
+    }
+
+    /// Storage whose string and frame tables start empty and grow as the tables loaded
+    /// ask (bounded by the bytes of the tables read, which the reader checks first): for a
+    /// file whose tables are not known in advance, one still being written say
+    /// ([`crate::reader::Reader::open_growing`]). The window is `read_buffer` bytes (at
+    /// least [`MIN_READ_BUFFER`]), the thread table holds at most `max_threads`.
+    pub fn growing(read_buffer: usize, max_threads: usize) -> Self {
+        VecReaderStorage {
+            string_bytes: Vec::new(),
+            string_spans: Vec::new(),
+            frames: Vec::new(),
+            threads: Vec::new(),
+            thread_slots: Vec::new(),
+            stacks: Vec::new(),
+            read_buffer: vec![0; read_buffer.max(MIN_READ_BUFFER)],
+            max_threads: max_threads.max(1),
+            growing: true,
+        }
     }
 
     /// Lends the tables to a reader.
     pub fn storage(&mut self) -> ReaderStorage<'_> {
+        let (strings, frames) = if self.growing {
+            (StringTable::growable(&mut self.string_bytes, &mut self.string_spans), Table::Growable(&mut self.frames))
+        } else {
+            (StringTable::new(&mut self.string_bytes, &mut self.string_spans), Table::Fixed(&mut self.frames[..]))
+        };
         ReaderStorage {
-            strings: StringTable::new(&mut self.string_bytes, &mut self.string_spans),
-            frames: &mut self.frames,
+            strings,
+            frames,
             threads: ReaderThreads::growable(
                 &mut self.threads,
                 &mut self.thread_slots,
