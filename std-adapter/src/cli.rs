@@ -1045,8 +1045,8 @@ fn top(
     thread: Option<u64>,
     limit: Option<usize>,
 ) -> Result<(), Failure> {
-    let mut counts = crate::top::Counts::new(thread);
-    counts.add_path(path).map_err(|e| match e {
+    // As the live view's first refresh reads it: a stream in pieces, whatever its length.
+    let counts = crate::top::Follow::new(path, thread).refresh().map_err(|e| match e {
         crate::top::TopError::Profile(e) => failure(e),
         other => Failure(other.to_string()),
     })?;

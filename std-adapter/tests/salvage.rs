@@ -281,3 +281,93 @@ fn a_finished_journal_file_is_replaced_by_the_tachyon_file_in_place() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A stream received as it grows (`Growing`, what `tachyon top` follows), one byte more at
+/// each step: the records handed out so far are, byte for byte, the sample region of the file
+/// `receive` salvages from the same bytes, and its tables file names the same strings and
+/// frames (but a string still being sent).
+#[test]
+fn a_stream_received_as_it_grows_hands_out_what_a_salvage_of_it_keeps() {
+    use tachyon::tachyon::receive::Growing;
+    use tachyon_core::reader::Metadata;
+    let (_, stream) = file_and_stream();
+    let mut growing = Growing::new();
+    let mut records = Vec::new();
+    let mut tables = None;
+    let mut compared = 0;
+    for cut in 1..=stream.len() {
+        growing.feed(&stream[cut - 1..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        if let Some(t) = growing.tables().unwrap() {
+            tables = Some(t);
+        }
+        records.extend(growing.take_records().unwrap());
+        assert_eq!(growing.taken(), cut as u64);
+        let received = match receive(&stream[..cut]) {
+            Ok(r) => r,
+            Err(ReceiveError::NoEnd { .. }) if cut < 100 => {
+                assert!(records.is_empty() && tables.is_none(), "cut at {cut}");
+                continue;
+            }
+            Err(e) => panic!("cut at {cut}: {e}"),
+        };
+        let meta = Metadata::read(&mut Cursor::new(&received.file[..])).unwrap();
+        let region = &received.file[64..meta.header.string_table_offset as usize];
+        assert!(records == region, "cut at {cut}: {} bytes handed out, {} salvaged", records.len(), region.len());
+        assert_eq!(growing.samples(), meta.header.sample_count, "cut at {cut}");
+        let t = tables.as_ref().expect("tables once the header arrived");
+        let t_meta = Metadata::read(&mut Cursor::new(&t[..])).unwrap();
+        assert_eq!(t_meta.footer.frame_count, meta.footer.frame_count, "cut at {cut}");
+        let strings = meta.footer.string_count;
+        assert!((strings.saturating_sub(1)..=strings).contains(&t_meta.footer.string_count), "cut at {cut}");
+        compared += 1;
+    }
+    assert!(compared > 5000, "{compared}");
+    assert!(growing.is_complete());
+    assert_eq!(growing.samples(), SAMPLES);
+}
+
+/// `tachyon top`'s follower on a journaled stream written a few bytes at a time (cut inside
+/// frames, records and long strings): each refresh reads only the bytes added, and counts
+/// what counting the file from nothing counts.
+#[test]
+fn top_follows_a_growing_stream_reading_only_what_it_gained() {
+    use std::io::Write as _;
+    use tachyon::top::{Counts, Follow, SortBy};
+    let (_, stream) = file_and_stream();
+    let path = std::env::temp_dir().join(format!("tachyon-follow-stream-{}.pyb", std::process::id()));
+    let mut out = std::fs::File::create(&path).unwrap();
+    let mut follow = Follow::new(&path, None);
+    let mut two = Follow::new(&path, Some(101));
+    let (mut at, mut step, mut refreshed, mut read_to) = (0, 1, 0, 0);
+    while at < stream.len() {
+        let next = (at + step).min(stream.len());
+        out.write_all(&stream[at..next]).unwrap();
+        at = next;
+        step = step % 97 + 13;
+        let counts = match follow.refresh() {
+            Ok(counts) => counts,
+            // Before the stream's first frame ends it is not a stream yet, nor a profile.
+            Err(e) => {
+                assert!(at < 100, "at {at}: {e}");
+                two = Follow::new(&path, Some(101));
+                continue;
+            }
+        };
+        // What was added since the last refresh that read (one that failed read nothing).
+        assert_eq!(follow.bytes_read(), (at - read_to) as u64, "at {at}");
+        read_to = at;
+        for (f, thread) in [(&counts, None), (&two.refresh().unwrap(), Some(101))] {
+            let mut afresh = Counts::new(thread);
+            match afresh.add_path(&path) {
+                Ok(()) => assert_eq!(f.json(SortBy::Name), afresh.json(SortBy::Name), "at {at}, thread {thread:?}"),
+                // Before the journal's header arrived: nothing to count yet.
+                Err(_) => assert!(at < 100 && f.samples() == 0, "at {at}"),
+            }
+        }
+        refreshed += 1;
+    }
+    assert!(refreshed > 100);
+    assert_eq!(follow.refresh().unwrap().samples(), SAMPLES);
+    assert_eq!(follow.bytes_read(), 0, "nothing new");
+    std::fs::remove_file(&path).unwrap();
+}

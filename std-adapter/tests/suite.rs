@@ -21,3 +21,4 @@ mod salvage;
 mod samples;
 mod threaded_compression;
 mod threaded_region;
+mod top;

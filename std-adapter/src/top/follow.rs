@@ -5,14 +5,19 @@
 //! while the writer is idle. A kept file that is gone or changed has its counts taken back
 //! out (a writer's retention removing old periods costs nothing to read).
 //!
-//! A file that changed is read again whole: a single growing stream costs its whole length
-//! at each refresh that finds it grown.
+//! A framed stream (a journal, a live period, a device's capture) is followed as it grows:
+//! a refresh reads the bytes it gained and counts the records they completed
+//! ([`super::live`]). Any other file that changed is read again whole; so is a stream that
+//! cannot be followed (a compressed region, bytes that are not a journaled stream), which
+//! then says what is wrong.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{files_at, Counts, TopError};
+use super::live::LiveStream;
+use super::{files_at, probe_is_stream, Counts, TopError};
 
 /// Counts of one path, kept across refreshes.
 #[derive(Debug)]
@@ -21,6 +26,10 @@ pub struct Follow {
     /// The kept files' counts, added up.
     kept: Counts,
     parts: BTreeMap<PathBuf, Part>,
+    /// The streams followed as they grow.
+    live: HashMap<PathBuf, LiveStream>,
+    /// Streams that could not be followed, by device and inode: read whole.
+    whole: HashMap<PathBuf, (u64, u64)>,
     bytes_read: u64,
 }
 
@@ -46,7 +55,14 @@ impl Follow {
     /// Follows `path` (a profile, a framed stream, a rotating writer's prefix or folder),
     /// counting thread `thread`'s samples (every thread's when `None`).
     pub fn new(path: &Path, thread: Option<u64>) -> Self {
-        Follow { path: path.to_owned(), kept: Counts::new(thread), parts: BTreeMap::new(), bytes_read: 0 }
+        Follow {
+            path: path.to_owned(),
+            kept: Counts::new(thread),
+            parts: BTreeMap::new(),
+            live: HashMap::new(),
+            whole: HashMap::new(),
+            bytes_read: 0,
+        }
     }
 
     /// The thread counted (every thread when `None`).
@@ -77,11 +93,16 @@ impl Follow {
             }
         }
         self.kept.threads = self.parts.values().flat_map(|p| p.threads.iter().copied()).collect();
+        self.live.retain(|path, _| present.contains(path));
         for path in &files {
             if self.parts.contains_key(path) {
                 continue;
             }
             let stamp = stamp(path)?;
+            if let Some(part) = self.follow_stream(path, stamp)? {
+                self.parts.insert(path.clone(), part);
+                continue;
+            }
             let part = self.kept.add_kept(path, stamp)?;
             self.bytes_read += stamp.0;
             self.parts.insert(path.clone(), part);
@@ -90,7 +111,60 @@ impl Follow {
     }
 }
 
+impl Follow {
+    /// The counts of the stream at `path` so far, reading only what it gained since the last
+    /// refresh; `None` when the file is not a stream that can be followed.
+    fn follow_stream(&mut self, path: &Path, stamp: Stamp) -> Result<Option<Part>, TopError> {
+        let identity = std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+        if identity.is_some() && self.whole.get(path).copied() == identity {
+            return Ok(None);
+        }
+        if self.live.get(path).is_some_and(|live| !live.follows(path, stamp.0)) {
+            self.live.remove(path);
+        }
+        if !self.live.contains_key(path) {
+            if !probe_is_stream(path)? {
+                return Ok(None);
+            }
+            self.live.insert(path.to_owned(), LiveStream::new(path, self.kept.thread)?);
+        }
+        let Some(live) = self.live.get_mut(path) else { return Ok(None) };
+        match live.refresh() {
+            Ok(read) => {
+                self.bytes_read += read;
+                Ok(Some(self.kept.absorb(live.counts(), stamp)))
+            }
+            Err(_) => {
+                // Read whole instead, which says what is wrong if anything is.
+                self.live.remove(path);
+                if let Some(identity) = identity {
+                    self.whole.insert(path.to_owned(), identity);
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
 impl Counts {
+    /// Adds `other`'s counts (of a file's samples), returning what they added.
+    fn absorb(&mut self, other: &Counts, stamp: Stamp) -> Part {
+        let mut counts = Vec::new();
+        for (i, key) in other.keys.iter().enumerate() {
+            let (own, total) = (other.own[i], other.total[i]);
+            if total == 0 {
+                continue;
+            }
+            let f = self.function(key, false) as usize;
+            self.own[f] += own;
+            self.total[f] += total;
+            counts.push((f as u32, own, total));
+        }
+        self.samples += other.samples;
+        self.threads.extend(&other.threads);
+        Part { stamp, counts, samples: other.samples, threads: other.threads.clone() }
+    }
+
     /// Adds the file at `path`, returning what it added; on an error, adds nothing.
     fn add_kept(&mut self, path: &Path, stamp: Stamp) -> Result<Part, TopError> {
         let (own, total, samples) = (self.own.clone(), self.total.clone(), self.samples);

@@ -13,6 +13,7 @@
 //! or folder is each of its period files in turn.
 
 mod follow;
+mod live;
 #[cfg(feature = "cli")]
 pub mod screen;
 

@@ -9,6 +9,10 @@
 //! then rebuilds a valid file from the samples that arrived whole and the tables the journal
 //! carried, and says what was cut.
 
+mod growing;
+
+pub use growing::{Growing, MAX_PENDING_BYTES};
+
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Write};
@@ -18,7 +22,7 @@ use tachyon_core::header::{Footer, Header, HEADER_SIZE, STATS_TRAILER_SIZE};
 use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
 use tachyon_core::varint;
-use tachyon_core::FileKind;
+use tachyon_core::{FileKind, RunTimeEndian};
 
 /// Why a capture does not give a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,18 +308,12 @@ fn salvage(
     frames: u32,
     incomplete_bytes: usize,
 ) -> Result<Received, ReceiveError> {
-    let bad = |why: String| ReceiveError::BadJournal { why };
-    let (mut head, endian, _) = Header::decode(&header, u64::MAX).map_err(|e| bad(format!("{e:?}")))?;
-    if head.compression != tachyon_core::Compression::None {
-        return Err(bad("the sample region is compressed; only an uncompressed one can be salvaged".into()));
-    }
-    if let Some(stats) = journal.stats.as_ref().filter(|s| s.len() != STATS_TRAILER_SIZE) {
-        return Err(bad(format!("a stats record of {} bytes ({STATS_TRAILER_SIZE} expected)", stats.len())));
-    }
+    let (mut head, endian) = journal_header(journal, header)?;
     // Once `finish` said where the samples end, what follows is tables, never samples.
     if let Some(end) = journal.tables {
         if end < HEADER_SIZE as u64 || end > file.len() as u64 {
-            return Err(bad(format!("the sample region ends at {end}, outside the {} bytes received", file.len())));
+            let why = format!("the sample region ends at {end}, outside the {} bytes received", file.len());
+            return Err(ReceiveError::BadJournal { why });
         }
         file.truncate(end as usize);
     }
@@ -324,6 +322,30 @@ fn salvage(
     let region_end = HEADER_SIZE + scan.whole_bytes;
     let cut_record_bytes = (file.len() - region_end) as u64;
     file.truncate(region_end);
+    head.sample_count = scan.samples;
+    head.thread_count = scan.threads;
+    append_tables(&mut file, journal, head, endian);
+    let salvage = Salvage { frames, incomplete_bytes, cut_record_bytes, samples: scan.samples };
+    Ok(Received { file, salvage: Some(salvage) })
+}
+
+/// The journal's header, checked as a rebuilt file needs it: an uncompressed region (zstd
+/// holds bytes back, so a cut region cannot be decoded) and stats of the trailer's size.
+fn journal_header(journal: &Journal, header: [u8; HEADER_SIZE]) -> Result<(Header, RunTimeEndian), ReceiveError> {
+    let bad = |why: String| ReceiveError::BadJournal { why };
+    let (head, endian, _) = Header::decode(&header, u64::MAX).map_err(|e| bad(format!("{e:?}")))?;
+    if head.compression != tachyon_core::Compression::None {
+        return Err(bad("the sample region is compressed; only an uncompressed one can be salvaged".into()));
+    }
+    if let Some(stats) = journal.stats.as_ref().filter(|s| s.len() != STATS_TRAILER_SIZE) {
+        return Err(bad(format!("a stats record of {} bytes ({STATS_TRAILER_SIZE} expected)", stats.len())));
+    }
+    Ok((head, endian))
+}
+
+/// Appends the journal's tables, its last stats and the footer to `file` (the header and
+/// the whole records), and writes `head`, with the tables' offsets, over its header.
+fn append_tables<E: tachyon_core::Endianity>(file: &mut Vec<u8>, journal: &Journal, mut head: Header, endian: E) {
     let string_table_offset = file.len() as u64;
     for string in &journal.strings {
         let mut len = [0u8; varint::MAX_VARINT_LEN];
@@ -344,13 +366,9 @@ fn salvage(
         file_size: file.len() as u64 + tachyon_core::header::FOOTER_SIZE as u64,
     };
     file.extend_from_slice(&footer.encode(endian));
-    head.sample_count = scan.samples;
-    head.thread_count = scan.threads;
     head.string_table_offset = string_table_offset;
     head.frame_table_offset = frame_table_offset;
     file[..HEADER_SIZE].copy_from_slice(&head.encode(endian));
-    let salvage = Salvage { frames, incomplete_bytes, cut_record_bytes, samples: scan.samples };
-    Ok(Received { file, salvage: Some(salvage) })
 }
 
 /// What the whole records at the start of a sample region hold.

@@ -1,0 +1,214 @@
+//! A journaled stream counted while its writer writes it: each refresh reads the bytes added
+//! since the last ([`Growing`]) and decodes only the records they completed, with a reader
+//! opened once on the stream's tables ([`Reader::open_growing`]) that keeps every thread's
+//! stack between refreshes. The reader borrows its storage, so both live in a thread of
+//! their own for as long as the stream is followed; a refresh hands it the new records (and
+//! the tables when the journal grew them) and takes back the counts so far.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::mpsc;
+
+use tachyon_core::io::{Cursor, CursorError};
+use tachyon_core::reader::RegionSource;
+use tachyon_core::storage::VecReaderStorage;
+use tachyon_core::{ReadError, Reader};
+
+use super::{Adding, Counts, TopError};
+use crate::tachyon::receive::Growing;
+use crate::tachyon::source::{frame_table, replay};
+
+/// The window the growing reader decodes through.
+const READ_BUFFER: usize = 256 << 10;
+
+/// Bytes read and decoded at a time: a stream met when it is already large (a view started
+/// late, `--once`) is read in pieces of this size, so memory does not follow its length.
+const READ_CHUNK: usize = 1 << 20;
+
+/// A stream followed as it grows.
+pub(super) struct LiveStream {
+    path: PathBuf,
+    /// The file's device and inode: another file at the path (a stream replaced by the
+    /// profile it holds) is read anew.
+    identity: (u64, u64),
+    growing: Growing,
+    batches: Option<mpsc::Sender<Batch>>,
+    counted: mpsc::Receiver<Result<Counts, String>>,
+    /// Counts so far (those of the last refresh).
+    counts: Counts,
+}
+
+/// What a refresh hands the decoding thread.
+struct Batch {
+    /// The stream's header and tables, when they changed.
+    tables: Option<Vec<u8>>,
+    /// Records that arrived whole.
+    records: Vec<u8>,
+}
+
+impl LiveStream {
+    /// Follows the stream at `path`, counting thread `thread` (every thread when `None`).
+    pub(super) fn new(path: &Path, thread: Option<u64>) -> Result<Self, TopError> {
+        let identity = identity(path)?;
+        let (batches, inbox) = mpsc::channel();
+        let (outbox, counted) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("tachyon-top-stream".into())
+            .spawn(move || decode_batches(thread, &inbox, &outbox))
+            .map_err(|e| stream_error(path, e.to_string()))?;
+        Ok(LiveStream {
+            path: path.to_owned(),
+            identity,
+            growing: Growing::new(),
+            batches: Some(batches),
+            counted,
+            counts: Counts::new(thread),
+        })
+    }
+
+    /// Whether the file at the path is still the one followed, and no shorter than what was
+    /// read of it (a writer only appends).
+    pub(super) fn follows(&self, path: &Path, len: u64) -> bool {
+        path == self.path && identity(path).ok() == Some(self.identity) && len >= self.growing.taken()
+    }
+
+    /// Reads what the stream gained and counts the records it completed; the bytes read.
+    pub(super) fn refresh(&mut self) -> Result<u64, TopError> {
+        let mut file = File::open(&self.path).map_err(|e| stream_error(&self.path, e.to_string()))?;
+        file.seek(SeekFrom::Start(self.growing.taken())).map_err(|e| stream_error(&self.path, e.to_string()))?;
+        let mut chunk = vec![0; READ_CHUNK];
+        let mut read = 0;
+        loop {
+            let n = match file.read(&mut chunk) {
+                Ok(0) => return Ok(read),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(stream_error(&self.path, e.to_string())),
+            };
+            read += n as u64;
+            self.take_in(&chunk[..n]).map_err(|why| stream_error(&self.path, why))?;
+        }
+    }
+
+    /// Receives `bytes` and counts the records they complete.
+    fn take_in(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.growing.feed(bytes).map_err(|e| e.to_string())?;
+        let tables = self.growing.tables().map_err(|e| e.to_string())?;
+        let records = self.growing.take_records().map_err(|e| e.to_string())?;
+        if tables.is_none() && records.is_empty() {
+            return Ok(());
+        }
+        let batches = self.batches.as_ref().ok_or("the stream's decoding ended")?;
+        let sent = batches.send(Batch { tables, records });
+        match sent.ok().and_then(|()| self.counted.recv().ok()) {
+            Some(Ok(counts)) => {
+                self.counts = counts;
+                Ok(())
+            }
+            Some(Err(why)) => {
+                self.batches = None;
+                Err(why)
+            }
+            None => {
+                self.batches = None;
+                Err("the stream's decoding thread ended".into())
+            }
+        }
+    }
+
+    /// The counts of every record read so far.
+    pub(super) fn counts(&self) -> &Counts {
+        &self.counts
+    }
+}
+
+impl std::fmt::Debug for LiveStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveStream").field("path", &self.path).field("taken", &self.growing.taken()).finish()
+    }
+}
+
+fn stream_error(path: &Path, why: String) -> TopError {
+    TopError::Stream { path: path.to_owned(), why }
+}
+
+fn identity(path: &Path) -> Result<(u64, u64), TopError> {
+    let meta = std::fs::metadata(path).map_err(|e| stream_error(path, e.to_string()))?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The records handed over and not yet read by the reader: its region source.
+#[derive(Clone, Default)]
+struct Queue(Rc<RefCell<(Vec<u8>, usize)>>);
+
+impl RegionSource<CursorError> for Queue {
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<CursorError>> {
+        let mut queue = self.0.borrow_mut();
+        let (bytes, read) = &mut *queue;
+        let n = dst.len().min(bytes.len() - *read);
+        dst[..n].copy_from_slice(&bytes[*read..*read + n]);
+        *read += n;
+        if *read == bytes.len() {
+            bytes.clear();
+            *read = 0;
+        }
+        Ok(n)
+    }
+}
+
+/// The decoding thread: opens the reader on the first batch's tables, then counts each
+/// batch's records, sending the counts so far after each; ends when the stream is dropped or
+/// on the first error.
+fn decode_batches(thread: Option<u64>, inbox: &mpsc::Receiver<Batch>, outbox: &mpsc::Sender<Result<Counts, String>>) {
+    let Ok(first) = inbox.recv() else { return };
+    let Some(tables) = first.tables else {
+        let _ = outbox.send(Err("records before the stream's header".into()));
+        return;
+    };
+    let queue = Queue::default();
+    let mut region = queue.clone();
+    let mut storage = VecReaderStorage::growing(READ_BUFFER, usize::MAX);
+    let seed = crate::hash::IdHash::default().key();
+    let opened = Reader::open_growing(Cursor::new(tables), storage.storage().with_seed(seed), &mut region);
+    let mut reader = match opened {
+        Ok(reader) => reader,
+        Err(e) => {
+            let _ = outbox.send(Err(e.to_string()));
+            return;
+        }
+    };
+    let mut counts = Counts::new(thread);
+    let mut frames = frame_table(reader.tables());
+    let mut batch = Batch { tables: None, records: first.records };
+    loop {
+        if let Some(tables) = batch.tables.take() {
+            match reader.reload_tables(Cursor::new(tables)) {
+                Ok(true) => frames = frame_table(reader.tables()),
+                Ok(false) => {
+                    let _ = outbox.send(Err("the tables grew in the middle of a record".into()));
+                    return;
+                }
+                Err(e) => {
+                    let _ = outbox.send(Err(e.to_string()));
+                    return;
+                }
+            }
+        }
+        queue.0.borrow_mut().0.extend_from_slice(&batch.records);
+        let map: Vec<u32> = frames.functions.iter().map(|key| counts.function(key, false)).collect();
+        let counted = replay(&mut reader, &frames, &mut Adding { counts: &mut counts, map }, &mut |_| {});
+        let result = counted.map(|_| counts.clone()).map_err(|e| e.to_string());
+        let failed = result.is_err();
+        if outbox.send(result).is_err() || failed {
+            return;
+        }
+        match inbox.recv() {
+            Ok(next) => batch = next,
+            Err(_) => return,
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `tachyon top` on a journaled stream of ten million samples as it grows: each refresh reads
+//! only the bytes the stream gained, its counts are every sample written so far, and the
+//! command's memory stays bounded while the file grows past what a view could hold.
+
+use std::path::PathBuf;
+
+use tachyon::memory::IoSink;
+use tachyon::top::Follow;
+use tachyon_core::capture::Taken;
+use tachyon_core::storage::VecWriterStorage;
+use tachyon_core::transport::{FlushPolicy, JournalWriter};
+use tachyon_core::{Frame, WriterConfig};
+
+const SAMPLES: u64 = 10_000_000;
+const GROWTHS: u64 = 10;
+/// Samples in a row with the same stack: the REPEAT runs a hot loop gives.
+const RUN: u64 = 16;
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("tachyon-top-{name}-{}", std::process::id()))
+}
+
+#[test]
+fn ten_million_samples_followed_reading_only_new_bytes_in_bounded_memory() {
+    // A child's peak resident set counts the process it was forked from: this test runs in a
+    // process of its own (about 14 MB here), not in one with the harness's other tests.
+    if tachyon_test_kit::in_a_process_of_its_own(
+        "top::ten_million_samples_followed_reading_only_new_bytes_in_bounded_memory",
+    ) {
+        return;
+    }
+    let path = temp("growing.pyb");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let mut storage = VecWriterStorage::growing(16, 16384);
+    let mut scratch = vec![0u8; 64 << 10];
+    let config = WriterConfig::new(1_000_000, 100);
+    let policy = FlushPolicy { every_samples: 100_000, every_us: 0 };
+    let mut w = JournalWriter::new(IoSink(&mut file), &mut scratch, storage.storage(), config, policy).unwrap();
+    let names: Vec<Vec<u8>> = (0..8).map(|f| format!("function_{f}").into_bytes()).collect();
+    let ids: Vec<_> = names.iter().map(|n| w.intern_frame(Frame::new(b"/srv/app/engine.py", n)).unwrap()).collect();
+    let mut follow = Follow::new(&path, None);
+    let mut size = 0;
+    for growth in 0..GROWTHS {
+        for i in growth * SAMPLES / GROWTHS..(growth + 1) * SAMPLES / GROWTHS {
+            // Four threads, each on stacks of 2 to 5 frames that change every RUN samples.
+            let variant = (i / RUN) as usize;
+            let depth = 2 + variant % 4;
+            let stack: Vec<_> = (0..depth).map(|d| ids[(variant + d) % ids.len()]).collect();
+            let taken = Taken { timestamp_us: 1_000_000 + i * 100, thread_id: 1 + i % 4, ..Taken::default() };
+            w.write_thread_sample_ids(taken, &stack).unwrap();
+        }
+        w.flush().unwrap();
+        let grown = std::fs::metadata(&path).unwrap().len();
+        let counts = follow.refresh().unwrap();
+        assert_eq!(follow.bytes_read(), grown - size, "growth {growth}: only the new bytes are read");
+        assert_eq!(counts.samples(), (growth + 1) * SAMPLES / GROWTHS, "growth {growth}");
+        size = grown;
+    }
+    eprintln!("{SAMPLES} samples: {size} bytes of stream");
+
+    // The command on the stream as it stands (still being written), in one process of its
+    // own: every sample, in memory that does not follow the file's length.
+    let out = temp("top.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tachyon"))
+        .args(["top", "--once", "--json"])
+        .arg(&path)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    let (status, peak) = tachyon_test_kit::wait_with_peak_rss(child).unwrap();
+    assert!(status.success(), "{status}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(json["total"], SAMPLES);
+    eprintln!("tachyon top --once on {size} bytes: peak RSS {} KiB", peak >> 10);
+    assert!(peak < 64 << 20, "peak RSS {} KiB", peak >> 10);
+    assert!(size > 64 << 20, "the stream ({size} bytes) is not larger than the bound");
+    for p in [path, out] {
+        std::fs::remove_file(p).unwrap();
+    }
+}
