@@ -23,8 +23,8 @@
 #    files equal what the handlers pushed minus the drops they counted minus what the program
 #    logged as unflushed at the kill, exactly.
 #  - tachyon top under tmux: the live view of a rotating run being written shows the hot
-#    function within two refreshes, its counts grow, n sorts by name, Tab picks a thread, q
-#    exits 0 and leaves the terminal as it was.
+#    function within two refreshes, its counts grow, n sorts by name, Tab picks a thread, w
+#    shows the last 10 s, q exits 0 and leaves the terminal as it was.
 #  - hand-over kills: 20 ms journaled periods killed from outside at a random instant, 40
 #    times: only the newest period file is ever a stream, `tachyon receive PREFIX` recovers
 #    it, and CPython's reading matches the run's ledger (qemu-tests/oracle/capture_check.py
@@ -251,6 +251,10 @@ tmux send-keys -t tachyon-top Tab
 sleep 0.3
 screen > "$L/thread.txt"
 sed -n 1p "$L/thread.txt" | grep -q " - thread 1 - " || fail "Tab did not pick thread 1: $(cat "$L/thread.txt")"
+tmux send-keys -t tachyon-top w
+sleep 0.3
+screen > "$L/window.txt"
+sed -n 1p "$L/window.txt" | grep -q " samples in the last 10 s, " || fail "w did not show the last 10 s: $(cat "$L/window.txt")"
 tmux send-keys -t tachyon-top q
 sleep 0.5
 screen > "$L/after.txt"

@@ -165,7 +165,8 @@ enum Command {
     /// profiles: the name). PATH is any profile, a framed stream (a journaled writer's live
     /// period, a device's capture) or a rotating writer's prefix or folder. In a terminal, the
     /// table is redrawn every --interval seconds: q quits, o/t/n sort by own/total/name, Tab
-    /// picks the next thread, a all threads, p pauses, f shows full paths. --once (or output
+    /// picks the next thread, a all threads, p pauses, f shows full paths, w the last --window
+    /// seconds or the whole recording. --once (or output
     /// that is not a terminal) prints one table and exits.
     Top {
         /// The profile, stream, prefix or folder.
@@ -189,6 +190,11 @@ enum Command {
         /// At most this many rows (text only).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Count only the last SECONDS of sample time (the span ends at the newest sample;
+        /// its start is rounded down to a tenth of it). In the live view, w switches
+        /// between this span (10 s when not given) and the whole recording.
+        #[arg(long, value_name = "SECONDS")]
+        window: Option<f64>,
     },
     /// Names the native frames of a Tachyon profile from the binaries.
     ///
@@ -1044,13 +1050,28 @@ fn top(
     sort: crate::top::SortBy,
     thread: Option<u64>,
     limit: Option<usize>,
+    span_us: Option<u64>,
 ) -> Result<(), Failure> {
     // As the live view's first refresh reads it: a stream in pieces, whatever its length.
-    let counts = crate::top::Follow::new(path, thread).refresh().map_err(|e| match e {
+    let mut follow = match span_us {
+        Some(span) => crate::top::Follow::windowed(path, thread, span),
+        None => crate::top::Follow::new(path, thread),
+    };
+    let counts = follow.refresh().map_err(|e| match e {
         crate::top::TopError::Profile(e) => failure(e),
         other => Failure(other.to_string()),
     })?;
-    let text = if json { format!("{}\n", counts.json(sort)) } else { counts.text(sort, limit, None) };
+    let span_us = counts.span_us();
+    let counts = counts.recent().unwrap_or(counts);
+    let text = if json {
+        let mut value = counts.json(sort);
+        if let Some(span) = span_us {
+            value["window_us"] = span.into();
+        }
+        format!("{value}\n")
+    } else {
+        counts.text(sort, limit, None)
+    };
     io::stdout().lock().write_all(text.as_bytes()).map_err(|e| Failure(format!("stdout: {e}")))
 }
 
@@ -1292,15 +1313,31 @@ where
         }
         Command::Receive { input, output } => receive(&input, output.as_deref()),
         Command::Symbolize { input, output, binary_path } => symbolize(&input, &output, binary_path),
-        Command::Top { path, once, interval, json, sort, thread, limit } => {
+        Command::Top { path, once, interval, json, sort, thread, limit, window } => {
+            let span_us = match window {
+                None => None,
+                Some(s) if s.is_finite() && (1e-5..=1e7).contains(&s) => Some((s * 1e6) as u64),
+                Some(s) => {
+                    eprintln!("tachyon: --window {s}: seconds of sample time, from 0.00001 to 10000000");
+                    return 2;
+                }
+            };
             if once || json || !io::stdout().is_terminal() {
-                top(&path, json, sort, thread, limit)
+                top(&path, json, sort, thread, limit, span_us)
             } else if !(interval.is_finite() && interval > 0.0 && interval <= 3600.0) {
                 eprintln!("tachyon: --interval {interval}: seconds between refreshes, more than 0 and at most 3600");
                 return 2;
             } else {
                 let styled = std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty());
-                let view = crate::top::screen::View { sort, thread, full_paths: false, paused: false, styled };
+                let view = crate::top::screen::View {
+                    sort,
+                    thread,
+                    full_paths: false,
+                    paused: false,
+                    styled,
+                    span_us: span_us.unwrap_or(10_000_000),
+                    windowed: span_us.is_some(),
+                };
                 crate::top::screen::run(&path, std::time::Duration::from_secs_f64(interval), view).map_err(
                     |e| match e {
                         crate::top::TopError::Profile(e) => failure(e),

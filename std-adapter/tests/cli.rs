@@ -655,6 +655,44 @@ fn help_lists_each_command_in_one_short_line() {
     }
 }
 
+/// `--window SECONDS` counts only the last span of sample time: a file of 1,000 samples of
+/// `early` in its first second and 100 of `late` ten seconds on (and one of `early` among
+/// them); the last second holds `late`'s hundred and that one, the whole file everything.
+#[test]
+fn top_window_counts_only_the_last_seconds_of_sample_time() {
+    use tachyon_core::{Frame, Writer, WriterConfig};
+    let mut storage = tachyon_core::storage::VecWriterStorage::growing(4, 16384);
+    let mut w =
+        Writer::new(tachyon::memory::VecSink::default(), storage.storage(), WriterConfig::new(0, 1000)).unwrap();
+    let stack = |f: &'static [u8]| [Frame::new(b"w.py", f), Frame::new(b"w.py", b"main")];
+    for i in 0..1000u64 {
+        w.write_thread_sample(i * 1000, 0, 1, 0, stack(b"early")).unwrap();
+    }
+    for i in 0..100u64 {
+        let name: &'static [u8] = if i == 50 { b"early" } else { b"late" };
+        w.write_thread_sample(10_000_000 + i * 1000, 0, 1, 0, stack(name)).unwrap();
+    }
+    w.finish().unwrap();
+    let path = std::env::temp_dir().join(format!("tachyon-top-window-{}.pyb", std::process::id()));
+    std::fs::write(&path, w.into_inner().into_inner()).unwrap();
+    let own = |args: &[&str]| {
+        let out = tachyon().args(["top", "--once", "--json"]).args(args).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let functions = v["functions"].as_array().unwrap().clone();
+        let of =
+            |name: &str| functions.iter().find(|f| f["function"] == name).map_or(0, |f| f["own"].as_u64().unwrap());
+        (v["total"].as_u64().unwrap(), of("early"), of("late"), v["window_us"].as_u64())
+    };
+    assert_eq!(own(&[]), (1100, 1001, 99, None));
+    assert_eq!(own(&["--window", "1"]), (100, 1, 99, Some(1_000_000)));
+    // The span reaches back 1.1 s at most: none of the first second's samples.
+    assert_eq!(own(&["--window", "5"]), (100, 1, 99, Some(5_000_000)));
+    assert_eq!(own(&["--window", "11"]), (1100, 1001, 99, Some(11_000_000)));
+    assert_eq!(tachyon().args(["top", "--once", "--window", "0"]).arg(&path).output().unwrap().status.code(), Some(2));
+    std::fs::remove_file(&path).unwrap();
+}
+
 #[test]
 fn top_once_prints_the_table_and_json() {
     // Every vector: the JSON's shape, totals that add up (own sums to the samples with a

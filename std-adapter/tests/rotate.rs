@@ -486,6 +486,14 @@ fn top_follow_reads_again_only_what_changed() {
     let mut two = Follow::new(&prefix, Some(2));
     assert_eq!(follow.refresh().unwrap().json(SortBy::Name), afresh(None));
     assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
+    // The last 1.5 s of sample time, kept per file and merged: as counted afresh.
+    let recent = |counts: Counts| counts.recent().unwrap().json(SortBy::Name);
+    let mut windowed = Follow::windowed(&prefix, None, 1_500_000);
+    let mut whole_window = Counts::windowed(None, 1_500_000);
+    whole_window.add_path(&prefix).unwrap();
+    let got = windowed.refresh().unwrap();
+    assert_eq!(recent(got.clone()), recent(whole_window));
+    assert!(got.recent().unwrap().samples() > 0 && got.recent().unwrap().samples() < got.samples());
     let periods = files(&d);
     assert_eq!(periods.len(), 3, "{periods:?}");
     assert_eq!(follow.bytes_read(), periods.iter().map(|p| size(p)).sum::<u64>());

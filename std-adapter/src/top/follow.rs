@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::live::LiveStream;
+use super::window::Recent;
 use super::{files_at, probe_is_stream, Counts, TopError};
 
 /// Counts of one path, kept across refreshes.
@@ -41,6 +42,8 @@ struct Part {
     counts: Vec<(u32, u64, u64)>,
     samples: u64,
     threads: BTreeSet<u64>,
+    /// Its last span of sample time, the functions as the kept counts number them.
+    recent: Option<Recent>,
 }
 
 /// A file's length and modification time: a file with both unchanged is not read again.
@@ -55,9 +58,19 @@ impl Follow {
     /// Follows `path` (a profile, a framed stream, a rotating writer's prefix or folder),
     /// counting thread `thread`'s samples (every thread's when `None`).
     pub fn new(path: &Path, thread: Option<u64>) -> Self {
+        Self::with_counts(path, Counts::new(thread))
+    }
+
+    /// As [`Follow::new`], also counting the last `span_us` µs of sample time
+    /// ([`Counts::recent`]).
+    pub fn windowed(path: &Path, thread: Option<u64>, span_us: u64) -> Self {
+        Self::with_counts(path, Counts::windowed(thread, span_us))
+    }
+
+    fn with_counts(path: &Path, kept: Counts) -> Self {
         Follow {
             path: path.to_owned(),
-            kept: Counts::new(thread),
+            kept,
             parts: BTreeMap::new(),
             live: HashMap::new(),
             whole: HashMap::new(),
@@ -103,9 +116,18 @@ impl Follow {
                 self.parts.insert(path.clone(), part);
                 continue;
             }
-            let part = self.kept.add_kept(path, stamp)?;
+            let mut file = self.kept.empty_like();
+            file.add_file(path)?;
             self.bytes_read += stamp.0;
+            let part = self.kept.absorb(&file, stamp);
             self.parts.insert(path.clone(), part);
+        }
+        if let Some(span) = self.kept.span_us() {
+            let mut recent = Recent::new(span);
+            for part in self.parts.values().filter_map(|p| p.recent.as_ref()) {
+                recent.merge(part, |f| f);
+            }
+            self.kept.recent = Some(recent);
         }
         Ok(self.kept.clone())
     }
@@ -126,7 +148,7 @@ impl Follow {
             if !probe_is_stream(path)? {
                 return Ok(None);
             }
-            self.live.insert(path.to_owned(), LiveStream::new(path, self.kept.thread)?);
+            self.live.insert(path.to_owned(), LiveStream::new(path, self.kept.empty_like())?);
         }
         let Some(live) = self.live.get_mut(path) else { return Ok(None) };
         match live.refresh() {
@@ -150,45 +172,30 @@ impl Counts {
     /// Adds `other`'s counts (of a file's samples), returning what they added.
     fn absorb(&mut self, other: &Counts, stamp: Stamp) -> Part {
         let mut counts = Vec::new();
+        let mut rename = vec![0; other.keys.len()];
         for (i, key) in other.keys.iter().enumerate() {
+            // (A native function's key is its name alone already; its file is the first seen.)
+            let f = self.function(key, false) as usize;
+            if self.files[f].is_empty() {
+                self.files[f] = other.files[i].clone();
+            }
+            rename[i] = f as u32;
             let (own, total) = (other.own[i], other.total[i]);
             if total == 0 {
                 continue;
             }
-            let f = self.function(key, false) as usize;
             self.own[f] += own;
             self.total[f] += total;
             counts.push((f as u32, own, total));
         }
         self.samples += other.samples;
         self.threads.extend(&other.threads);
-        Part { stamp, counts, samples: other.samples, threads: other.threads.clone() }
-    }
-
-    /// Adds the file at `path`, returning what it added; on an error, adds nothing.
-    fn add_kept(&mut self, path: &Path, stamp: Stamp) -> Result<Part, TopError> {
-        let (own, total, samples) = (self.own.clone(), self.total.clone(), self.samples);
-        let threads = std::mem::take(&mut self.threads);
-        let added = self.add_file(path);
-        let file_threads = std::mem::replace(&mut self.threads, threads);
-        let before = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        if let Err(e) = added {
-            // Functions the file named stay known, with nothing counted.
-            for i in 0..self.own.len() {
-                self.own[i] = before(&own, i);
-                self.total[i] = before(&total, i);
-            }
-            self.samples = samples;
-            return Err(e);
-        }
-        self.threads.extend(&file_threads);
-        let counts = (0..self.own.len())
-            .filter_map(|i| {
-                let (o, t) = (self.own[i] - before(&own, i), self.total[i] - before(&total, i));
-                (t > 0).then_some((i as u32, o, t))
-            })
-            .collect();
-        Ok(Part { stamp, counts, samples: self.samples - samples, threads: file_threads })
+        let recent = other.recent.as_ref().map(|r| {
+            let mut renamed = Recent::new(r.span_us());
+            renamed.merge(r, |f| rename[f as usize]);
+            renamed
+        });
+        Part { stamp, counts, samples: other.samples, threads: other.threads.clone(), recent }
     }
 
     /// Takes out what `part` added.

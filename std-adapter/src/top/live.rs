@@ -51,14 +51,15 @@ struct Batch {
 }
 
 impl LiveStream {
-    /// Follows the stream at `path`, counting thread `thread` (every thread when `None`).
-    pub(super) fn new(path: &Path, thread: Option<u64>) -> Result<Self, TopError> {
+    /// Follows the stream at `path`, counting into `empty` (its thread, its window).
+    pub(super) fn new(path: &Path, empty: Counts) -> Result<Self, TopError> {
         let identity = identity(path)?;
         let (batches, inbox) = mpsc::channel();
         let (outbox, counted) = mpsc::channel();
+        let counts = empty.clone();
         std::thread::Builder::new()
             .name("tachyon-top-stream".into())
-            .spawn(move || decode_batches(thread, &inbox, &outbox))
+            .spawn(move || decode_batches(counts, &inbox, &outbox))
             .map_err(|e| stream_error(path, e.to_string()))?;
         Ok(LiveStream {
             path: path.to_owned(),
@@ -66,7 +67,7 @@ impl LiveStream {
             growing: Growing::new(),
             batches: Some(batches),
             counted,
-            counts: Counts::new(thread),
+            counts: empty,
         })
     }
 
@@ -163,7 +164,7 @@ impl RegionSource<CursorError> for Queue {
 /// The decoding thread: opens the reader on the first batch's tables, then counts each
 /// batch's records, sending the counts so far after each; ends when the stream is dropped or
 /// on the first error.
-fn decode_batches(thread: Option<u64>, inbox: &mpsc::Receiver<Batch>, outbox: &mpsc::Sender<Result<Counts, String>>) {
+fn decode_batches(mut counts: Counts, inbox: &mpsc::Receiver<Batch>, outbox: &mpsc::Sender<Result<Counts, String>>) {
     let Ok(first) = inbox.recv() else { return };
     let Some(tables) = first.tables else {
         let _ = outbox.send(Err("records before the stream's header".into()));
@@ -181,7 +182,6 @@ fn decode_batches(thread: Option<u64>, inbox: &mpsc::Receiver<Batch>, outbox: &m
             return;
         }
     };
-    let mut counts = Counts::new(thread);
     let mut frames = frame_table(reader.tables());
     let mut batch = Batch { tables: None, records: first.records };
     loop {
@@ -200,7 +200,7 @@ fn decode_batches(thread: Option<u64>, inbox: &mpsc::Receiver<Batch>, outbox: &m
         }
         queue.0.borrow_mut().0.extend_from_slice(&batch.records);
         let map: Vec<u32> = frames.functions.iter().map(|key| counts.function(key, false)).collect();
-        let counted = replay(&mut reader, &frames, &mut Adding { counts: &mut counts, map }, &mut |_| {});
+        let counted = replay(&mut reader, &frames, &mut Adding::new(&mut counts, map), &mut |_| {});
         let result = counted.map(|_| counts.clone()).map_err(|e| e.to_string());
         let failed = result.is_err();
         if outbox.send(result).is_err() || failed {

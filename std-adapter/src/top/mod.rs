@@ -16,6 +16,7 @@ mod follow;
 mod live;
 #[cfg(feature = "cli")]
 pub mod screen;
+mod window;
 
 pub use follow::Follow;
 
@@ -27,12 +28,13 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::convert::Output;
-use crate::model::{Call, Collector, FrameTable, FunctionKey, Naming, Source};
+use crate::model::{Call, Collector, FrameTable, FunctionKey, Naming, Source, Times};
 use crate::profile::{Profile, ProfileError, SourceOptions};
 use crate::tachyon::receive::{is_stream, receive};
 use crate::tachyon::rotate::period_files;
 use crate::tachyon::source::TachyonSource;
 use crate::tachyon::storage::{Limits, OwnedReaderStorage};
+use window::Recent;
 
 /// Bytes read to tell a framed stream from a profile.
 const PROBE_BYTES: u64 = 4096;
@@ -93,6 +95,8 @@ pub struct Counts {
     calls: u64,
     samples: u64,
     threads: BTreeSet<u64>,
+    /// The counts of the last span of sample time, when asked for.
+    recent: Option<Recent>,
 }
 
 /// Why `top` could not read an input.
@@ -132,6 +136,44 @@ impl Counts {
         Counts { thread, ..Counts::default() }
     }
 
+    /// As [`Counts::new`], also keeping the counts of the last `span_us` µs of sample time
+    /// (see [`Counts::recent`]).
+    pub fn windowed(thread: Option<u64>, span_us: u64) -> Self {
+        Counts { thread, recent: Some(Recent::new(span_us)), ..Counts::default() }
+    }
+
+    /// Empty counts of the same thread and span.
+    fn empty_like(&self) -> Self {
+        Counts {
+            thread: self.thread,
+            recent: self.recent.as_ref().map(|r| Recent::new(r.span_us())),
+            ..Counts::default()
+        }
+    }
+
+    /// The counts of the last span of sample time only, for counts made
+    /// [`Counts::windowed`]: the span ends at the newest sample of any thread and starts at
+    /// most a tenth of the span earlier than asked; samples without times (gperftools,
+    /// pprof) are not in it. `None` for counts of the whole recording.
+    pub fn recent(&self) -> Option<Counts> {
+        let recent = self.recent.as_ref()?;
+        let (samples, sums) = recent.sums();
+        let mut out = self.clone();
+        out.recent = None;
+        out.samples = samples;
+        for i in 0..out.keys.len() {
+            let (own, total) = sums.get(&(i as u32)).copied().unwrap_or((0, 0));
+            out.own[i] = own;
+            out.total[i] = total;
+        }
+        Some(out)
+    }
+
+    /// The span of [`Counts::recent`], µs.
+    pub fn span_us(&self) -> Option<u64> {
+        self.recent.as_ref().map(Recent::span_us)
+    }
+
     /// Samples counted (with a stack, of the thread asked for).
     pub fn samples(&self) -> u64 {
         self.samples
@@ -147,7 +189,7 @@ impl Counts {
         source.prepare(&Output::Collapsed)?;
         let native = source.info().naming == Naming::Native;
         let map: Vec<u32> = source.frames().functions.iter().map(|key| self.function(key, native)).collect();
-        source.replay(&mut Adding { counts: self, map }, &mut |_| {})
+        source.replay(&mut Adding::new(self, map), &mut |_| {})
     }
 
     /// Adds every sample of the profile, stream or rotating writer's prefix or folder at
@@ -289,6 +331,14 @@ fn probe_is_stream(path: &Path) -> Result<bool, TopError> {
 struct Adding<'a> {
     counts: &'a mut Counts,
     map: Vec<u32>,
+    /// The call's distinct functions (for the window's buckets).
+    distinct: Vec<u32>,
+}
+
+impl<'a> Adding<'a> {
+    fn new(counts: &'a mut Counts, map: Vec<u32>) -> Self {
+        Adding { counts, map, distinct: Vec::new() }
+    }
 }
 
 impl Collector for Adding<'_> {
@@ -302,13 +352,19 @@ impl Collector for Adding<'_> {
         c.samples += n;
         c.calls += 1;
         let function = |id: u32| self.map[frames.function(id) as usize] as usize;
-        c.own[function(call.stack[0])] += n;
+        let own = function(call.stack[0]);
+        c.own[own] += n;
+        self.distinct.clear();
         for &id in call.stack {
             let f = function(id);
             if c.stamp[f] != c.calls {
                 c.stamp[f] = c.calls;
                 c.total[f] += n;
+                self.distinct.push(f as u32);
             }
+        }
+        if let (Some(recent), Times::Stamped(times)) = (c.recent.as_mut(), call.times) {
+            recent.add(times, own as u32, &self.distinct);
         }
     }
 }

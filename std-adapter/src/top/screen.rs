@@ -3,7 +3,7 @@
 //!
 //! Built on crossterm (raw mode, the alternate screen, key events with a timeout, sizes):
 //! the table is plain text, which needs no widget library, and crossterm is what ratatui
-//! itself draws with. Each refresh reads the input again from its start.
+//! itself draws with. Each refresh reads what changed ([`Follow`]).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -30,6 +30,10 @@ pub struct View {
     pub paused: bool,
     /// Bold header and key names (off with `NO_COLOR`).
     pub styled: bool,
+    /// The span of sample time the window key shows, µs.
+    pub span_us: u64,
+    /// The last span only, instead of the whole recording.
+    pub windowed: bool,
 }
 
 /// Restores the terminal however the view ends (an error, a panic unwinding).
@@ -46,7 +50,7 @@ impl Drop for Restore {
 pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopError> {
     let io_error = |e: io::Error| TopError::Stream { path: path.to_owned(), why: format!("the terminal: {e}") };
     // Read once before touching the terminal: a bad input fails as with --once.
-    let mut follow = Follow::new(path, view.thread);
+    let mut follow = Follow::windowed(path, view.thread, view.span_us);
     let mut counts = follow.refresh()?;
     terminal::enable_raw_mode().map_err(io_error)?;
     let _restore = Restore;
@@ -56,9 +60,10 @@ pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopErr
     // table on the screen, saying why.
     let mut problem: Option<String> = None;
     // Another thread asked for: counted anew (the counts keep one thread's samples).
+    let view_span = view.span_us;
     let reread = |follow: &mut Follow, counts: &mut Counts, problem: &mut Option<String>, thread| {
         if follow.thread() != thread {
-            *follow = Follow::new(path, thread);
+            *follow = Follow::windowed(path, thread, view_span);
         }
         match follow.refresh() {
             Ok(read) => {
@@ -70,7 +75,8 @@ pub fn run(path: &Path, interval: Duration, mut view: View) -> Result<(), TopErr
     };
     let mut next = Instant::now() + interval;
     loop {
-        draw(path, &counts, &view, problem.as_deref()).map_err(io_error)?;
+        let recent = if view.windowed { counts.recent() } else { None };
+        draw(path, recent.as_ref().unwrap_or(&counts), &view, problem.as_deref()).map_err(io_error)?;
         let wait = next.saturating_duration_since(Instant::now());
         if event::poll(wait).map_err(io_error)? {
             if let Event::Key(key) = event::read().map_err(io_error)? {
@@ -97,7 +103,8 @@ enum Act {
 }
 
 /// What a key does: `q` quits; `o`, `t`, `n` sort by own, total, name; Tab the next thread
-/// (after the last, all again); `a` all threads; `p` or space pauses; `f` full paths.
+/// (after the last, all again); `a` all threads; `p` or space pauses; `f` full paths; `w`
+/// the last span of sample time, or the whole recording again.
 fn act(key: KeyEvent, view: &mut View, threads: &[u64]) -> Act {
     if key.kind == KeyEventKind::Release {
         return Act::Redraw;
@@ -136,6 +143,10 @@ fn act(key: KeyEvent, view: &mut View, threads: &[u64]) -> Act {
             view.full_paths = !view.full_paths;
             Act::Redraw
         }
+        KeyCode::Char('w') => {
+            view.windowed = !view.windowed;
+            Act::Redraw
+        }
         _ => Act::Redraw,
     }
 }
@@ -154,9 +165,10 @@ pub fn lines(
     let thread = view.thread.map_or_else(|| "all".to_owned(), |t| t.to_string());
     let mut out = vec![
         format!(
-            "tachyon top {} - {} samples, {} threads - thread {thread} - sort {}{}",
+            "tachyon top {} - {} samples{}, {} threads - thread {thread} - sort {}{}",
             path.display(),
             counts.samples(),
+            if view.windowed { format!(" in the last {} s", seconds(view.span_us)) } else { String::new() },
             counts.threads().len(),
             match view.sort {
                 SortBy::Own => "own",
@@ -166,7 +178,10 @@ pub fn lines(
             if view.paused { " - paused" } else { "" }
         ),
         problem.map_or_else(
-            || "q quit  o/t/n sort own/total/name  Tab next thread  a all threads  p pause  f full paths".to_owned(),
+            || {
+                "q quit  o/t/n sort own/total/name  Tab next thread  a all threads  p pause  f full paths  w window"
+                    .to_owned()
+            },
             |why| format!("reading again failed, the last table shown: {why}"),
         ),
     ];
@@ -201,6 +216,16 @@ pub fn lines(
     out
 }
 
+/// `span_us` in seconds, as short as it reads.
+fn seconds(span_us: u64) -> String {
+    let s = span_us as f64 / 1e6;
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
 fn draw(path: &Path, counts: &Counts, view: &View, problem: Option<&str>) -> io::Result<()> {
     let (width, height) = terminal::size().map(|(w, h)| (w as usize, h as usize))?;
     let mut out = io::stdout().lock();
@@ -228,7 +253,15 @@ mod tests {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-tests/vectors/cpython-3.15.2/08_opcodes.x86_64.bin");
         let mut counts = Counts::new(None);
         counts.add_path(&path).unwrap();
-        let view = View { sort: SortBy::Own, thread: None, full_paths: false, paused: false, styled: false };
+        let view = View {
+            sort: SortBy::Own,
+            thread: None,
+            full_paths: false,
+            paused: false,
+            styled: false,
+            span_us: 10_000_000,
+            windowed: false,
+        };
         for (width, titles) in [
             (12, "   %Own  Function"),
             (39, "   %Own  Function"),
