@@ -75,6 +75,13 @@ cp "$W"/wheels/tachyon_profiles-"$V"-cp39-abi3-*.whl "$W/wheels/tachyon_profiles
   || fail "wheel" "no abi3 wheel or sdist of version $V"
 
 step "the crates (cargo package, each verified by a build from its packaged sources)"
+# cargo package verifies tachyon against the tachyon-core it packaged, through a local
+# registry. cargo takes a registry's crate of a given version to be immutable: it unpacks it
+# under $CARGO_HOME/registry/src/-HASH/ once per version and registry path, and does not
+# build it again in target/debug. An earlier run's tachyon-core of the same version (another
+# commit's sources; the build cache keeps target/ between runs) would then be verified
+# against instead of this one: both are removed first. (crates.io's folders are index.*.)
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/tachyon-core-"$V" target/debug/.fingerprint/tachyon-core-*
 cargo package --locked -q -p tachyon-core -p tachyon || fail "crates" "cargo package failed"
 cp "target/package/tachyon-core-$V.crate" "target/package/tachyon-$V.crate" "$OUT/"
 
