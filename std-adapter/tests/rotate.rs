@@ -488,12 +488,17 @@ fn top_follow_reads_again_only_what_changed() {
     assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
     // The last 1.5 s of sample time, kept per file and merged: as counted afresh.
     let recent = |counts: Counts| counts.recent().unwrap().json(SortBy::Name);
+    let afresh_window = || {
+        let mut c = Counts::windowed(None, 1_500_000);
+        c.add_path(&prefix).unwrap();
+        recent(c)
+    };
     let mut windowed = Follow::windowed(&prefix, None, 1_500_000);
-    let mut whole_window = Counts::windowed(None, 1_500_000);
-    whole_window.add_path(&prefix).unwrap();
     let got = windowed.refresh().unwrap();
-    assert_eq!(recent(got.clone()), recent(whole_window));
+    assert_eq!(recent(got.clone()), afresh_window());
     assert!(got.recent().unwrap().samples() > 0 && got.recent().unwrap().samples() < got.samples());
+    // Again, nothing changed: the buckets each file kept still make the span.
+    assert_eq!(recent(windowed.refresh().unwrap()), afresh_window());
     let periods = files(&d);
     assert_eq!(periods.len(), 3, "{periods:?}");
     assert_eq!(follow.bytes_read(), periods.iter().map(|p| size(p)).sum::<u64>());
@@ -521,6 +526,8 @@ fn top_follow_reads_again_only_what_changed() {
     assert_eq!(counts.samples(), (stamps.len() + 30) as u64);
     assert_eq!(follow.bytes_read(), size(&live) + size(&periods[3]));
     assert_eq!(two.refresh().unwrap().json(SortBy::Name), afresh(Some(2)));
+    // Later refreshes, after the files' buckets older than the span were dropped.
+    assert_eq!(recent(windowed.refresh().unwrap()), afresh_window());
 
     // A kept period removed (a writer's retention): its counts leave with it, nothing is
     // read.

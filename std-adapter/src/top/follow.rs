@@ -127,6 +127,12 @@ impl Follow {
             for part in self.parts.values().filter_map(|p| p.recent.as_ref()) {
                 recent.merge(part, |f| f);
             }
+            // What is older than the span now never counts again (a writer's retention
+            // removes the oldest files first): a day of rotated periods keeps nothing of
+            // those before the last span.
+            for part in self.parts.values_mut().filter_map(|p| p.recent.as_mut()) {
+                part.drop_before(&recent);
+            }
             self.kept.recent = Some(recent);
         }
         Ok(self.kept.clone())

@@ -88,6 +88,15 @@ impl Recent {
         }
     }
 
+    /// Drops the buckets that end before `other`'s span begins (a file whose samples are
+    /// all older than the newest span of all the files keeps nothing).
+    pub(super) fn drop_before(&mut self, other: &Recent) {
+        let first = other.first_bucket() * other.bucket_us / self.bucket_us;
+        while self.buckets.first_key_value().is_some_and(|(&k, _)| k < first) {
+            self.buckets.pop_first();
+        }
+    }
+
     /// The span's samples and each function's (own, total).
     pub(super) fn sums(&self) -> (u64, HashMap<u32, (u64, u64)>) {
         let mut sums: HashMap<u32, (u64, u64)> = HashMap::new();
@@ -144,5 +153,8 @@ mod tests {
         all.merge(&b, |f| f + 5);
         // Span 1,000 µs ending at 1,600: buckets 600 µs on (100 µs each).
         assert_eq!(sums(&all), (3, vec![(5, (3, 3)), (6, (0, 2))]));
+        // What of `a` precedes that span is dropped; what is in it stays.
+        a.drop_before(&all);
+        assert_eq!(a.buckets.keys().copied().collect::<Vec<_>>(), [9]);
     }
 }
