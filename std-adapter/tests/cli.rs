@@ -726,4 +726,12 @@ fn top_once_prints_the_table_and_json() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
     assert_eq!(tachyon().args(["top", "--sort", "size", "Cargo.toml"]).output().unwrap().status.code(), Some(2));
+    // A recording CPython has not finalized: 64 zero bytes, then samples (its names come at
+    // finalize), said as such.
+    let unfinalized = std::env::temp_dir().join(format!("tachyon-top-unfinalized-{}.bin", std::process::id()));
+    std::fs::write(&unfinalized, [vec![0u8; 64], vec![7u8; 500]].concat()).unwrap();
+    let out = tachyon().args(["top", "--once"]).arg(&unfinalized).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not finalized"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(&unfinalized).unwrap();
 }

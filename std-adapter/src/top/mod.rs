@@ -34,6 +34,7 @@ use crate::tachyon::receive::{is_stream, receive};
 use crate::tachyon::rotate::period_files;
 use crate::tachyon::source::TachyonSource;
 use crate::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon_core::header::HEADER_SIZE;
 use window::Recent;
 
 /// Bytes read to tell a framed stream from a profile.
@@ -200,7 +201,15 @@ impl Counts {
 
     fn add_file(&mut self, path: &Path) -> Result<(), TopError> {
         let stream = |why: String| TopError::Stream { path: path.to_owned(), why };
-        if !probe_is_stream(path)? {
+        let start = probe(path)?;
+        if start.len() >= HEADER_SIZE && start[..HEADER_SIZE].iter().all(|&b| b == 0) {
+            return Err(stream(format!(
+                "{HEADER_SIZE} zero bytes where a Tachyon header goes: a recording its writer has not finalized \
+                 (CPython 3.15 writes the header and the names only at finalize, so nothing can be counted \
+                 before), or not a profile"
+            )));
+        }
+        if !is_stream(&start) {
             let mut profile = Profile::open(path)?;
             // Native addresses named from the binaries, as `convert` names them.
             let options = SourceOptions { symbolize: Some(Vec::new()), ..SourceOptions::default() };
@@ -320,11 +329,16 @@ fn files_at(path: &Path) -> Result<Vec<PathBuf>, TopError> {
 
 /// Whether the file at `path` is a framed stream, from its first bytes.
 fn probe_is_stream(path: &Path) -> Result<bool, TopError> {
+    probe(path).map(|start| is_stream(&start))
+}
+
+/// The first bytes of the file at `path`.
+fn probe(path: &Path) -> Result<Vec<u8>, TopError> {
     let mut start = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(PROBE_BYTES).read_to_end(&mut start))
         .map_err(|e| TopError::Stream { path: path.to_owned(), why: e.to_string() })?;
-    Ok(is_stream(&start))
+    Ok(start)
 }
 
 /// The collector adding one source's calls: its functions' indices in the counts.
