@@ -110,6 +110,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     ) -> Res<Self, R::Error> {
         let mut reader = Self::open_inner(source, storage, |_| Region::External(region))?;
         reader.stream.growing = true;
+        reader.stream.region_end = None;
         Ok(reader)
     }
 
@@ -167,6 +168,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             run: Pending { thread: 0, remaining: 0 },
             done: false,
             growing: false,
+            region_end: (!decompressed).then_some(meta.header.string_table_offset),
             decoded: 0,
             counts: RecordCounts::default(),
         };
@@ -352,9 +354,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         })?;
         let decompressed = input.decompressed;
         let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
-        // Where the region's length is known: a raw file's, not one still being written.
-        let region_end =
-            (!self.meta.is_compressed() && !self.stream.growing).then_some(self.meta.header.string_table_offset);
+        let region_end = self.stream.region_end;
         let (tables, threads) = (&self.tables, &mut self.threads);
         let body = if whole {
             let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };

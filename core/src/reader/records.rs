@@ -365,6 +365,9 @@ pub(super) struct Stream<'s, R: Read + Seek> {
     /// The file is still being written: the region's end is only where it ends now
     /// ([`Reader::open_growing`]).
     pub(super) growing: bool,
+    /// Where the sample region ends, where its length is known: a raw file's, not a
+    /// compressed one's nor one still being written (set once at open, read per record).
+    pub(super) region_end: Option<u64>,
     pub(super) decoded: u64,
     pub(super) counts: RecordCounts,
 }

@@ -137,9 +137,7 @@ impl Follow {
         }
         Ok(self.kept.clone())
     }
-}
 
-impl Follow {
     /// The counts of the stream at `path` so far, reading only what it gained since the last
     /// refresh; `None` when the file is not a stream that can be followed.
     fn follow_stream(&mut self, path: &Path, stamp: Stamp) -> Result<Option<Part>, TopError> {

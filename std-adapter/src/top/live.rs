@@ -19,6 +19,7 @@ use tachyon_core::storage::VecReaderStorage;
 use tachyon_core::{ReadError, Reader};
 
 use super::{Adding, Counts, TopError};
+use crate::model::FrameTable;
 use crate::tachyon::receive::Growing;
 use crate::tachyon::source::{frame_table, replay};
 
@@ -183,11 +184,19 @@ fn decode_batches(mut counts: Counts, inbox: &mpsc::Receiver<Batch>, outbox: &mp
         }
     };
     let mut frames = frame_table(reader.tables());
+    // Each frame's function in the counts, made again only when the tables grow.
+    let function_map = |frames: &FrameTable, counts: &mut Counts| -> Vec<u32> {
+        frames.functions.iter().map(|key| counts.function(key, false)).collect()
+    };
+    let mut map = function_map(&frames, &mut counts);
     let mut batch = Batch { tables: None, records: first.records };
     loop {
         if let Some(tables) = batch.tables.take() {
             match reader.reload_tables(Cursor::new(tables)) {
-                Ok(true) => frames = frame_table(reader.tables()),
+                Ok(true) => {
+                    frames = frame_table(reader.tables());
+                    map = function_map(&frames, &mut counts);
+                }
                 Ok(false) => {
                     let _ = outbox.send(Err("the tables grew in the middle of a record".into()));
                     return;
@@ -199,8 +208,7 @@ fn decode_batches(mut counts: Counts, inbox: &mpsc::Receiver<Batch>, outbox: &mp
             }
         }
         queue.0.borrow_mut().0.extend_from_slice(&batch.records);
-        let map: Vec<u32> = frames.functions.iter().map(|key| counts.function(key, false)).collect();
-        let counted = replay(&mut reader, &frames, &mut Adding::new(&mut counts, map), &mut |_| {});
+        let counted = replay(&mut reader, &frames, &mut Adding::new(&mut counts, &map), &mut |_| {});
         let result = counted.map(|_| counts.clone()).map_err(|e| e.to_string());
         let failed = result.is_err();
         if outbox.send(result).is_err() || failed {

@@ -190,7 +190,7 @@ impl Counts {
         source.prepare(&Output::Collapsed)?;
         let native = source.info().naming == Naming::Native;
         let map: Vec<u32> = source.frames().functions.iter().map(|key| self.function(key, native)).collect();
-        source.replay(&mut Adding::new(self, map), &mut |_| {})
+        source.replay(&mut Adding::new(self, &map), &mut |_| {})
     }
 
     /// Adds every sample of the profile, stream or rotating writer's prefix or folder at
@@ -344,13 +344,13 @@ fn probe(path: &Path) -> Result<Vec<u8>, TopError> {
 /// The collector adding one source's calls: its functions' indices in the counts.
 struct Adding<'a> {
     counts: &'a mut Counts,
-    map: Vec<u32>,
+    map: &'a [u32],
     /// The call's distinct functions (for the window's buckets).
     distinct: Vec<u32>,
 }
 
 impl<'a> Adding<'a> {
-    fn new(counts: &'a mut Counts, map: Vec<u32>) -> Self {
+    fn new(counts: &'a mut Counts, map: &'a [u32]) -> Self {
         Adding { counts, map, distinct: Vec::new() }
     }
 }
