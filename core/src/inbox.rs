@@ -28,7 +28,12 @@ pub(crate) struct Inbox<'w, R> {
 
 impl<'w, R: Read> Inbox<'w, R> {
     pub(crate) fn new(source: R, window: &'w mut [u8]) -> Self {
-        Inbox { source, window, start: 0, end: 0, offset: 0, eof: false }
+        Self::at(source, window, 0)
+    }
+
+    /// An inbox whose source is the file from `offset` on.
+    pub(crate) fn at(source: R, window: &'w mut [u8], offset: u64) -> Self {
+        Inbox { source, window, start: 0, end: 0, offset, eof: false }
     }
 
     /// The bytes read and not yet consumed.

@@ -908,3 +908,64 @@ fn sample_events_before_a_stack_or_of_undefined_keys_are_named() {
     let s = samples.sample().unwrap();
     assert_eq!((s.pid, s.tid, s.time, s.frames().len(), s.offset), (4, &b"2a"[..], Some(3), 0, 6));
 }
+
+/// A file still being written, read as it grows: a reader resumed at each cut where the last
+/// one stopped gives the events and samples of the whole file, and at every cut the samples
+/// finished plus the one [pending](tachyon_core::mojo::Samples::pending) are those of the file
+/// ending at the last whole event before the cut (read by a reader of the whole file).
+#[test]
+#[cfg_attr(target_endian = "big", ignore = "MOJO has no byte order: run on the host")]
+fn a_file_read_as_it_grows_gives_the_samples_of_each_whole_prefix() {
+    let small = REAL.iter().filter(|(n, _)| n.contains("small")).copied();
+    let v4 = V4.iter().map(|(n, f, _)| (*n, *f));
+    for (name, file) in small.chain(v4) {
+        let (version, all, end) = read_all(file, 64 << 10);
+        assert_eq!(end, Ok(()), "{name}");
+        let header = all[0].0;
+        let boundaries: Vec<u64> = all.iter().map(|(o, _)| *o).chain([file.len() as u64]).collect();
+        let mut samples = tachyon_core::mojo::Samples::new(
+            tachyon_core::mojo::Tables::growable(TABLE_LIMITS, 5),
+            tachyon_core::mojo::SampleStorage::growable(SAMPLE_LIMITS),
+        );
+        let (mut at, mut finished, mut events) = (header, Vec::new(), Vec::new());
+        let mut window = vec![0u8; MIN_WINDOW];
+        for len in header as usize..=file.len() {
+            let mut reader = Reader::resume(Cursor::new(&file[at as usize..len]), &mut window, version, at).unwrap();
+            while let Some((offset, event)) = reader.next_item().unwrap() {
+                events.push((offset, event.map(<[u8]>::to_vec)));
+                if samples.push(offset, &event).unwrap() {
+                    finished.push(sample_json(&samples.sample().unwrap(), version));
+                }
+            }
+            at = reader.offset();
+            let whole = *boundaries.iter().rev().find(|&&b| b <= len as u64).unwrap();
+            assert_eq!(at, whole, "{name} cut at {len}");
+            let mut now = finished.clone();
+            now.extend(samples.pending().map(|s| sample_json(&s, version)));
+            let fresh = tachyon_core::mojo::Samples::new(
+                tachyon_core::mojo::Tables::growable(TABLE_LIMITS, 5),
+                tachyon_core::mojo::SampleStorage::growable(SAMPLE_LIMITS),
+            );
+            assert_eq!(now, samples_of(&file[..whole as usize], fresh).unwrap(), "{name} cut at {len}");
+        }
+        assert_eq!(events, all, "{name}");
+        assert!(finished.len() >= 2, "{name}");
+    }
+}
+
+#[test]
+fn a_resumed_reader_refuses_what_a_whole_reader_refuses() {
+    let mut window = vec![0u8; MIN_WINDOW];
+    let version = |version| Reader::resume(Cursor::new(&[][..]), &mut [0u8; MIN_WINDOW], version, 4).err();
+    assert_eq!(version(0), Some(ReadError::Format { offset: 0, rule: Rule::Version { version: 0 } }));
+    assert_eq!(version(5), Some(ReadError::Format { offset: 0, rule: Rule::Version { version: 5 } }));
+    let small = Reader::resume(Cursor::new(&[][..]), &mut window[..MIN_WINDOW - 1], 3, 4).err();
+    assert_eq!(small, Some(ReadError::WindowTooSmall { len: MIN_WINDOW - 1, needed: MIN_WINDOW }));
+    // An unknown event is named at its offset; a string longer than the window is a capacity
+    // error even where the source ends, not a wait for more that would never end.
+    let mut reader = Reader::resume(Cursor::new(&[99u8][..]), &mut window, 3, 40).unwrap();
+    assert_eq!(reader.next_item().err(), Some(ReadError::Format { offset: 40, rule: Rule::UnknownEvent { id: 99 } }));
+    let long = [&[1u8][..], &[b'k'; MIN_WINDOW]].concat();
+    let mut reader = Reader::resume(Cursor::new(&long[..]), &mut window, 3, 40).unwrap();
+    assert_eq!(reader.next_item().err(), Some(ReadError::TooLarge { offset: 40, window: MIN_WINDOW }));
+}

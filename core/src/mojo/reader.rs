@@ -23,6 +23,9 @@ pub const MIN_WINDOW: usize = 80;
 pub struct Reader<'w, R: Read> {
     inbox: Inbox<'w, R>,
     version: u8,
+    /// The file is still being written: an event cut by the source's end is not yet whole,
+    /// not truncated.
+    growing: bool,
 }
 
 /// Why an event could not be decoded from the buffered bytes.
@@ -122,7 +125,7 @@ impl<'w, R: Read> Reader<'w, R> {
         if window.len() < MIN_WINDOW {
             return Err(ReadError::WindowTooSmall { len: window.len(), needed: MIN_WINDOW });
         }
-        let mut r = Reader { inbox: Inbox::new(source, window), version: 0 };
+        let mut r = Reader { inbox: Inbox::new(source, window), version: 0, growing: false };
         r.inbox.fill(MIN_WINDOW)?;
         let head = r.inbox.buffered();
         let format = |rule| Err(ReadError::Format { offset: 0, rule });
@@ -145,6 +148,23 @@ impl<'w, R: Read> Reader<'w, R> {
         Ok(r)
     }
 
+    /// Reads on in a file still being written: `source` holds the file from `offset`, where
+    /// an event starts (the [`Reader::offset`] of an earlier reader of the file, after its
+    /// header or an event), and the file is of `version` (that reader's
+    /// [`Reader::version`]). Events come as [`Reader::next_item`] gives them, except that
+    /// the end of what the source holds ends them even in the middle of an event: `Ok(None)`,
+    /// with [`Reader::offset`] where that event starts, for a later reader to resume at once
+    /// more is written.
+    pub fn resume(source: R, window: &'w mut [u8], version: u8, offset: u64) -> Result<Self, ReadError<R::Error>> {
+        if window.len() < MIN_WINDOW {
+            return Err(ReadError::WindowTooSmall { len: window.len(), needed: MIN_WINDOW });
+        }
+        if !(1..=LATEST_VERSION).contains(&version) {
+            return Err(ReadError::Format { offset: 0, rule: Rule::Version { version: u64::from(version) } });
+        }
+        Ok(Reader { inbox: Inbox::at(source, window, offset), version, growing: true })
+    }
+
     /// The file's version (1 to 4).
     pub fn version(&self) -> u8 {
         self.version
@@ -155,7 +175,8 @@ impl<'w, R: Read> Reader<'w, R> {
         self.inbox.offset()
     }
 
-    /// The next event and its file offset; `None` at the end of the file.
+    /// The next event and its file offset; `None` at the end of the file (of what has been
+    /// written, for a reader that [resumes](Reader::resume)).
     #[allow(clippy::type_complexity)]
     pub fn next_item(&mut self) -> Result<Option<(u64, Event<&[u8]>)>, ReadError<R::Error>> {
         let inbox = &mut self.inbox;
@@ -175,6 +196,10 @@ impl<'w, R: Read> Reader<'w, R> {
                     return Ok(Some((offset, event)));
                 }
                 Err(Stop::Broken(rule)) => return Err(ReadError::Format { offset, rule }),
+                // (One longer than the window never will be: a capacity error, below.)
+                Err(Stop::Incomplete) if inbox.eof() && self.growing && inbox.len() < inbox.capacity() => {
+                    return Ok(None)
+                }
                 Err(Stop::Incomplete) if inbox.eof() => {
                     return Err(ReadError::Format { offset, rule: Rule::Truncated })
                 }

@@ -484,8 +484,26 @@ impl<'s> Samples<'s> {
     /// The finished sample, after [`Samples::push`] or [`Samples::finish`] said one is.
     pub fn sample(&self) -> Option<Sample<'_>> {
         let head = self.current.filter(|_| self.finished)?;
-        let text = self.store.text.get(..self.text).unwrap_or_default();
-        Some(Sample {
+        Some(self.show(head, self.items, self.text))
+    }
+
+    /// The sample the events so far end in, as [`Samples::finish`] would finish it if the
+    /// file ended here, without finishing it: a file still being written may add to it.
+    /// `None` when there is none (before the first STACK, or after `finish`).
+    pub fn pending(&self) -> Option<Sample<'_>> {
+        let (head, items, text) = match (self.finished, self.current, self.next) {
+            (false, Some(head), _) => (head, self.items, self.text),
+            // The shown sample is finished; a STACK met since is the next one, so far without frames.
+            (true, _, Some(head)) => (head, 0, head.tid.1),
+            _ => return None,
+        };
+        Some(self.show(head, items, text))
+    }
+
+    /// The sample of `head`, its first `items` items and `text` bytes of text.
+    fn show(&self, head: Head, items: usize, text: usize) -> Sample<'_> {
+        let text = self.store.text.get(..text).unwrap_or_default();
+        Sample {
             offset: head.offset,
             pid: head.pid,
             iid: head.iid,
@@ -495,10 +513,10 @@ impl<'s> Samples<'s> {
             idle: head.idle,
             gc: head.gc,
             running_task: head.running_task,
-            items: self.store.items.get(..self.items).unwrap_or_default(),
+            items: self.store.items.get(..items).unwrap_or_default(),
             text,
             tables: &self.tables,
-        })
+        }
     }
 
     /// Takes the event at `offset`; true when it finished a sample (a STACK after one),
