@@ -78,3 +78,70 @@ fn ten_million_samples_followed_reading_only_new_bytes_in_bounded_memory() {
         std::fs::remove_file(p).unwrap();
     }
 }
+
+/// `tachyon top`'s follower on MOJO files Austin wrote (3.7.0 and 4.0.0, the committed
+/// recordings and a small vector), written out a few bytes at a time as Austin's buffered
+/// writes leave them (cut inside events and strings): each refresh reads only what the file
+/// gained and the event cut at the last refresh's end, and counts what counting the file
+/// from nothing counts where it ends at the last whole event.
+#[test]
+fn top_follows_a_growing_mojo_file_reading_only_what_it_gained() {
+    use std::io::Write as _;
+    use tachyon::top::{Counts, SortBy};
+    use tachyon_core::mojo::Reader;
+    use tachyon_test_kit::fixtures;
+    let root = fixtures::root();
+    let files = [
+        (root.join("qemu-tests/vectors/mojo-austin-3.7/a37_full_small_threads_py311.mojo"), 1),
+        (root.join("qemu-tests/fixtures/recorded/austin-3.7.0/threads.mojo"), 509),
+        (root.join("qemu-tests/fixtures/recorded/austin-4.0.0/a40-threads.mojo"), 701),
+    ];
+    for (source, most) in files {
+        let name = source.file_name().unwrap().to_string_lossy().into_owned();
+        let file = fixtures::read(&source);
+        // Where each event starts, read by the reader of whole files.
+        let mut window = vec![0u8; 1 << 16];
+        let mut reader = Reader::open(tachyon_core::io::Cursor::new(&file[..]), &mut window).unwrap();
+        let mut boundaries = vec![reader.offset()];
+        while let Some((_, _)) = reader.next_item().unwrap() {
+            boundaries.push(reader.offset());
+        }
+        let path = temp(&format!("growing-{name}"));
+        let whole = temp(&format!("whole-{name}"));
+        let mut out = std::fs::File::create(&path).unwrap();
+        let mut follow = Follow::new(&path, None);
+        let (mut at, mut step, mut taken, mut refreshed) = (0, 1, 0u64, 0);
+        while at < file.len() {
+            let next = (at + step).min(file.len());
+            out.write_all(&file[at..next]).unwrap();
+            at = next;
+            step = step % most + 1;
+            let counts = follow.refresh().unwrap_or_else(|e| panic!("{name} at {at}: {e}"));
+            let end = *boundaries.iter().rev().find(|&&b| b <= at as u64).unwrap_or(&0);
+            if end == 0 {
+                // The header is not all written yet: nothing counted.
+                assert_eq!((follow.bytes_read(), counts.samples()), (at as u64, 0), "{name} at {at}");
+                continue;
+            }
+            // The header once (through a window it fits in), then from where the last
+            // refresh stopped: the new bytes and the event that was cut.
+            let header = if taken == 0 { (at as u64).min(80) } else { 0 };
+            assert_eq!(follow.bytes_read(), header + at as u64 - taken.max(boundaries[0]), "{name} at {at}");
+            taken = end;
+            std::fs::write(&whole, &file[..end as usize]).unwrap();
+            let mut afresh = Counts::new(None);
+            afresh.add_path(&whole).unwrap();
+            assert_eq!(counts.json(SortBy::Name), afresh.json(SortBy::Name), "{name} at {at}");
+            refreshed += 1;
+        }
+        assert!(refreshed > 100, "{name}: {refreshed}");
+        let last = follow.refresh().unwrap();
+        assert_eq!(follow.bytes_read(), 0, "{name}: nothing new");
+        let mut afresh = Counts::new(None);
+        afresh.add_path(&source).unwrap();
+        assert!(afresh.samples() > 0, "{name}");
+        assert_eq!(last.json(SortBy::Name), afresh.json(SortBy::Name), "{name}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&whole).unwrap();
+    }
+}

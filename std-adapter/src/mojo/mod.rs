@@ -2,9 +2,11 @@
 //! dump`, and re-encoding (`--to mojo`) (here); the file as an input of the hub
 //! ([`source`]); Austin's text written from MOJO events ([`austin`]); the hub's samples as
 //! MOJO events, into a file or into Austin's text ([`write`](mod@write)); and speedscope JSON as Austin's
-//! own pipeline makes it, which reads Austin's text ([`speedscope`]).
+//! own pipeline makes it, which reads Austin's text ([`speedscope`]); a file read while
+//! Austin writes it ([`growing`]).
 
 pub mod austin;
+pub mod growing;
 pub mod source;
 pub mod speedscope;
 pub mod write;

@@ -95,12 +95,7 @@ pub struct MojoSource<R: Read + Seek> {
     /// The metric asked for (`Default` until the scan resolves it by the file's mode).
     asked: MojoMetric,
     info: SourceInfo,
-    frames: FrameTable,
-    /// `(pid, definition)` → frame id; a definition's names are its strings' when defined.
-    defined: IdMap<(u64, FrameDef), u32>,
-    kernel: HashMap<Vec<u8>, u32>,
-    invalid: u32,
-    gc: u32,
+    frames: MojoFrames,
     /// Chosen by the caller; `Default` resolved by the file's mode.
     metric: MojoMetric,
     /// Replay every sample with its time (true), or weighed by `metric`.
@@ -169,11 +164,7 @@ impl<R: Read + Seek> MojoSource<R> {
             scanned: false,
             asked: metric,
             info,
-            frames: FrameTable::default(),
-            defined: IdMap::default(),
-            kernel: HashMap::new(),
-            invalid: 0,
-            gc: 0,
+            frames: MojoFrames::new(),
             metric,
             timeline: false,
             interval_us: 0,
@@ -189,71 +180,25 @@ impl<R: Read + Seek> MojoSource<R> {
         source
             .seek(SeekFrom::Start(0))
             .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
-        let mut frames = FrameTable::default();
-        let pseudo = |name: &str| FrameInfo { filename: "~".into(), funcname: name.into(), ..FrameInfo::default() };
-        let invalid = frames.push(pseudo("<invalid>"));
-        let gc = frames.push(pseudo("<GC>"));
-        let mut defined: IdMap<(u64, FrameDef), u32> = IdMap::default();
-        let mut kernel: HashMap<Vec<u8>, u32> = HashMap::new();
+        let mut frames = MojoFrames::new();
         let (mut mode, mut interval_us) = (String::new(), 0u64);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let samples = for_each(source, |_, item| {
             match item {
-                Item::Metadata { key: b"mode", value } => mode = text(value),
-                Item::Metadata { key: b"interval", value } => {
-                    interval_us = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-                }
-                Item::Metadata { .. } => {}
-                Item::Sample(s) => {
-                    for f in s.frames() {
-                        match f {
-                            Frame::Defined(f) => {
-                                defined.entry((s.pid, f.def)).or_insert_with(|| {
-                                    // MOJO's GC marks only the innermost frame: a `~:<GC>`
-                                    // further out is written as a FRAME of that name at line
-                                    // 0, and reads back as the pseudo-frame it was.
-                                    if (f.filename, f.scope, f.def.line) == (&b"~"[..], &b"<GC>"[..], 0) {
-                                        return gc;
-                                    }
-                                    frames.push(FrameInfo {
-                                        filename: text(f.filename),
-                                        funcname: text(f.scope),
-                                        location: Some(location(&f.def)),
-                                        ..FrameInfo::default()
-                                    })
-                                });
-                            }
-                            Frame::Kernel(symbol) if !kernel.contains_key(symbol) => {
-                                let id = frames.push(FrameInfo {
-                                    filename: "kernel".into(),
-                                    funcname: text(symbol),
-                                    ..FrameInfo::default()
-                                });
-                                kernel.insert(symbol.to_vec(), id);
-                            }
-                            Frame::Kernel(_) | Frame::Invalid => {}
-                        }
-                    }
-                }
+                Item::Metadata { key, value } => read_metadata(key, value, &mut mode, &mut interval_us),
+                Item::Sample(s) => frames.learn(&s),
             }
             Ok(())
         })
         .map_err(read_failure)?;
-        let metric = match self.asked {
-            MojoMetric::Default if mode == "memory" => MojoMetric::Alloc,
-            MojoMetric::Default => MojoMetric::Time,
-            m => m,
-        };
-        let cpython_mode = match mode.as_str() {
+        self.metric = self.asked.resolve(&mode);
+        self.info.cpython_mode = match mode.as_str() {
             "cpu" => Some(ProfilingMode::Cpu),
             "wall" | "full" => Some(ProfilingMode::Wall),
             _ => None,
         };
         self.info.mode = mode.into();
-        self.info.cpython_mode = cpython_mode;
         self.info.expected_samples = samples;
-        (self.frames, self.defined, self.kernel) = (frames, defined, kernel);
-        (self.invalid, self.gc, self.metric, self.interval_us) = (invalid, gc, metric, interval_us);
+        (self.frames, self.interval_us) = (frames, interval_us);
         self.scanned = true;
         self.shape(self.timeline);
         Ok(())
@@ -276,7 +221,7 @@ impl<R: Read + Seek> Source for MojoSource<R> {
     }
 
     fn frames(&self) -> &FrameTable {
-        &self.frames
+        &self.frames.table
     }
 
     /// Austin's own formats come from the file's events, not the hub: the text as
@@ -335,62 +280,180 @@ impl<R: Read + Seek> Source for MojoSource<R> {
         self.source
             .seek(SeekFrom::Start(0))
             .map_err(|error| SamplesError::Read(tachyon_core::mojo::ReadError::Io { offset: 0, error }))?;
-        let (frames, defined, kernel) = (&self.frames, &self.defined, &self.kernel);
-        let (invalid, gc, metric, timeline) = (self.invalid, self.gc, self.metric, self.timeline);
-        // The mode decides once whether samples are on CPU: always, unless idle, or never.
-        let (cpu, full) = (self.info.mode == "cpu", self.info.mode == "full");
-        let on_cpu = |s: &Sample<'_>| if cpu || (full && !s.idle) { ON_CPU } else { 0 };
-        let step = self.interval_us;
-        // A thread is its process, interpreter and thread id (CPython's are interpreter and thread).
-        let mut clocks: IdMap<(u64, u64, u64), u64> = IdMap::default();
-        let mut stack: Vec<u32> = Vec::new();
+        let frames = &self.frames;
+        let mut calls = Calls::new(&self.info.mode, self.metric, self.timeline, self.interval_us);
         let mut ticker = Ticker::default();
         let mut done = 0u64;
         for_each(&mut self.source, |_, item| {
-            let Item::Sample(s) = item else { return Ok(()) };
-            done += 1;
-            ticker.tick(done, progress);
-            let thread_id = thread_id(s.tid);
-            let time;
-            let times = if timeline {
-                // A sample is taken at the end of the time it stands for.
-                let clock = clocks.entry((s.pid, s.iid, thread_id)).or_insert(0);
-                *clock = match s.time {
-                    Some(t) => clock.saturating_add_signed(t),
-                    None => clock.saturating_add(step),
-                };
-                time = [*clock];
-                Times::Stamped(&time)
-            } else {
-                match u64::try_from(metric.weight(&s)) {
-                    Ok(w) if w > 0 => Times::Counted(w),
-                    _ => return Ok(()),
-                }
-            };
-            stack.clear();
-            if s.gc {
-                stack.push(gc);
+            if let Item::Sample(s) = item {
+                done += 1;
+                ticker.tick(done, progress);
+                calls.collect(frames, &s, collector, true);
             }
-            let mut at = s.frames();
-            while let Some(f) = at.next_back() {
-                stack.push(match f {
-                    Frame::Defined(f) => defined.get(&(s.pid, f.def)).copied().unwrap_or(invalid),
-                    Frame::Kernel(symbol) => kernel.get(symbol).copied().unwrap_or(invalid),
-                    Frame::Invalid => invalid,
-                });
-            }
-            let call = Call {
-                times,
-                interpreter_id: u32::try_from(s.iid).unwrap_or(u32::MAX),
-                thread_id,
-                status: on_cpu(&s),
-                stack: &stack,
-                continued: false,
-            };
-            collector.collect(frames, &call);
             Ok(())
         })
         .map_err(read_failure)?;
         Ok(done)
+    }
+}
+
+impl MojoMetric {
+    /// The metric asked for, `Default` resolved by the file's mode (Austin's `mode`
+    /// metadata): allocations for a memory profile, else time.
+    pub(crate) fn resolve(self, mode: &str) -> MojoMetric {
+        match self {
+            MojoMetric::Default if mode == "memory" => MojoMetric::Alloc,
+            MojoMetric::Default => MojoMetric::Time,
+            m => m,
+        }
+    }
+}
+
+/// Takes the metadata the hub uses: the mode and the sampling interval (µs).
+pub(crate) fn read_metadata(key: &[u8], value: &[u8], mode: &mut String, interval_us: &mut u64) {
+    match key {
+        b"mode" => *mode = String::from_utf8_lossy(value).into_owned(),
+        b"interval" => *interval_us = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0),
+        _ => {}
+    }
+}
+
+/// The hub's frames of a MOJO file's definitions, learnt from its samples: a frame per
+/// process and definition, per kernel symbol, and the `~:<invalid>` and `~:<GC>` frames.
+pub(crate) struct MojoFrames {
+    pub(crate) table: FrameTable,
+    /// `(pid, definition)` → frame id; a definition's names are its strings' when defined.
+    defined: IdMap<(u64, FrameDef), u32>,
+    kernel: HashMap<Vec<u8>, u32>,
+    invalid: u32,
+    gc: u32,
+}
+
+impl MojoFrames {
+    pub(crate) fn new() -> Self {
+        let mut table = FrameTable::default();
+        let pseudo = |name: &str| FrameInfo { filename: "~".into(), funcname: name.into(), ..FrameInfo::default() };
+        let invalid = table.push(pseudo("<invalid>"));
+        let gc = table.push(pseudo("<GC>"));
+        MojoFrames { table, defined: IdMap::default(), kernel: HashMap::new(), invalid, gc }
+    }
+
+    /// Gives the sample's frames not met before their ids.
+    pub(crate) fn learn(&mut self, s: &Sample<'_>) {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let (table, gc) = (&mut self.table, self.gc);
+        for f in s.frames() {
+            match f {
+                Frame::Defined(f) => {
+                    self.defined.entry((s.pid, f.def)).or_insert_with(|| {
+                        // MOJO's GC marks only the innermost frame: a `~:<GC>` further out
+                        // is written as a FRAME of that name at line 0, and reads back as
+                        // the pseudo-frame it was.
+                        if (f.filename, f.scope, f.def.line) == (&b"~"[..], &b"<GC>"[..], 0) {
+                            return gc;
+                        }
+                        table.push(FrameInfo {
+                            filename: text(f.filename),
+                            funcname: text(f.scope),
+                            location: Some(location(&f.def)),
+                            ..FrameInfo::default()
+                        })
+                    });
+                }
+                Frame::Kernel(symbol) if !self.kernel.contains_key(symbol) => {
+                    let id = table.push(FrameInfo {
+                        filename: "kernel".into(),
+                        funcname: text(symbol),
+                        ..FrameInfo::default()
+                    });
+                    self.kernel.insert(symbol.to_vec(), id);
+                }
+                Frame::Kernel(_) | Frame::Invalid => {}
+            }
+        }
+    }
+
+    /// The sample's stack, innermost first, into `stack` (a frame not learnt is the invalid one).
+    fn stack(&self, s: &Sample<'_>, stack: &mut Vec<u32>) {
+        stack.clear();
+        if s.gc {
+            stack.push(self.gc);
+        }
+        let mut at = s.frames();
+        while let Some(f) = at.next_back() {
+            stack.push(match f {
+                Frame::Defined(f) => self.defined.get(&(s.pid, f.def)).copied().unwrap_or(self.invalid),
+                Frame::Kernel(symbol) => self.kernel.get(symbol).copied().unwrap_or(self.invalid),
+                Frame::Invalid => self.invalid,
+            });
+        }
+    }
+}
+
+/// Samples made the hub's calls: weighed by the metric, or each at its thread's time on a
+/// timeline.
+pub(crate) struct Calls {
+    metric: MojoMetric,
+    timeline: bool,
+    /// Austin's `interval`, µs: a timeline's step for a sample without a time.
+    step: u64,
+    /// The mode decides once whether samples are on CPU: always, unless idle, or never.
+    cpu: bool,
+    full: bool,
+    /// A thread is its process, interpreter and thread id (CPython's are interpreter and
+    /// thread); its clock on a timeline.
+    clocks: IdMap<(u64, u64, u64), u64>,
+    stack: Vec<u32>,
+}
+
+impl Calls {
+    /// Calls of a file of `mode`, weighed by `metric` (resolved) or on a timeline.
+    pub(crate) fn new(mode: &str, metric: MojoMetric, timeline: bool, interval_us: u64) -> Self {
+        Calls {
+            metric,
+            timeline,
+            step: interval_us,
+            cpu: mode == "cpu",
+            full: mode == "full",
+            clocks: IdMap::default(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// Hands `collector` the sample's call, unless it weighs nothing. A sample not `kept`
+    /// leaves its thread's clock where it was (a sample a file still being written may add
+    /// to).
+    pub(crate) fn collect(&mut self, frames: &MojoFrames, s: &Sample<'_>, collector: &mut dyn Collector, kept: bool) {
+        let thread_id = thread_id(s.tid);
+        let time;
+        let times = if self.timeline {
+            // A sample is taken at the end of the time it stands for.
+            let clock = self.clocks.entry((s.pid, s.iid, thread_id)).or_insert(0);
+            let at = match s.time {
+                Some(t) => clock.saturating_add_signed(t),
+                None => clock.saturating_add(self.step),
+            };
+            if kept {
+                *clock = at;
+            }
+            time = [at];
+            Times::Stamped(&time)
+        } else {
+            match u64::try_from(self.metric.weight(s)) {
+                Ok(w) if w > 0 => Times::Counted(w),
+                _ => return,
+            }
+        };
+        frames.stack(s, &mut self.stack);
+        let on_cpu = self.cpu || (self.full && !s.idle);
+        let call = Call {
+            times,
+            interpreter_id: u32::try_from(s.iid).unwrap_or(u32::MAX),
+            thread_id,
+            status: if on_cpu { ON_CPU } else { 0 },
+            stack: &self.stack,
+            continued: false,
+        };
+        collector.collect(&frames.table, &call);
     }
 }

@@ -5,20 +5,20 @@
 //! while the writer is idle. A kept file that is gone or changed has its counts taken back
 //! out (a writer's retention removing old periods costs nothing to read).
 //!
-//! A framed stream (a journal, a live period, a device's capture) is followed as it grows:
-//! a refresh reads the bytes it gained and counts the records they completed
-//! ([`super::live`]). Any other file that changed is read again whole; so is a stream that
-//! cannot be followed (a compressed region, bytes that are not a journaled stream), which
-//! then says what is wrong.
+//! A framed stream (a journal, a live period, a device's capture) and a MOJO file are
+//! followed as they grow: a refresh reads the bytes they gained and counts the records or
+//! samples those completed ([`super::live`]). Any other file that changed is read again
+//! whole; so is a file that cannot be followed (a compressed region, bytes that are not a
+//! journaled stream, a MOJO file that breaks a rule), which then says what is wrong.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::live::LiveStream;
+use super::live::Live;
 use super::window::Recent;
-use super::{files_at, probe_is_stream, Counts, TopError};
+use super::{files_at, Counts, TopError};
 
 /// Counts of one path, kept across refreshes.
 #[derive(Debug)]
@@ -27,8 +27,8 @@ pub struct Follow {
     /// The kept files' counts, added up.
     kept: Counts,
     parts: BTreeMap<PathBuf, Part>,
-    /// The streams followed as they grow.
-    live: HashMap<PathBuf, LiveStream>,
+    /// The files followed as they grow.
+    live: HashMap<PathBuf, Live>,
     /// Streams that could not be followed, by device and inode: read whole.
     whole: HashMap<PathBuf, (u64, u64)>,
     bytes_read: u64,
@@ -149,10 +149,8 @@ impl Follow {
             self.live.remove(path);
         }
         if !self.live.contains_key(path) {
-            if !probe_is_stream(path)? {
-                return Ok(None);
-            }
-            self.live.insert(path.to_owned(), LiveStream::new(path, self.kept.empty_like())?);
+            let Some(live) = Live::open(path, self.kept.empty_like())? else { return Ok(None) };
+            self.live.insert(path.to_owned(), live);
         }
         let Some(live) = self.live.get_mut(path) else { return Ok(None) };
         match live.refresh() {

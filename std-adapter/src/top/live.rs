@@ -1,4 +1,7 @@
-//! A journaled stream counted while its writer writes it: each refresh reads the bytes added
+//! Files counted while their writers write them: a journaled stream ([`LiveStream`]) and a
+//! MOJO file ([`LiveMojo`]), each refresh reading only what the file gained.
+//!
+//! A journaled stream: each refresh reads the bytes added
 //! since the last ([`Growing`]) and decodes only the records they completed, with a reader
 //! opened once on the stream's tables ([`Reader::open_growing`]) that keeps every thread's
 //! stack between refreshes. The reader borrows its storage, so both live in a thread of
@@ -18,8 +21,11 @@ use tachyon_core::reader::RegionSource;
 use tachyon_core::storage::VecReaderStorage;
 use tachyon_core::{ReadError, Reader};
 
-use super::{Adding, Counts, TopError};
-use crate::model::FrameTable;
+use super::{probe, Adding, Counts, TopError};
+use crate::file::FileSource;
+use crate::mojo::growing::GrowingMojo;
+use crate::mojo::source::MojoMetric;
+use crate::tachyon::receive::is_stream;
 use crate::tachyon::receive::Growing;
 use crate::tachyon::source::{frame_table, replay};
 
@@ -29,6 +35,58 @@ const READ_BUFFER: usize = 256 << 10;
 /// Bytes read and decoded at a time: a stream met when it is already large (a view started
 /// late, `--once`) is read in pieces of this size, so memory does not follow its length.
 const READ_CHUNK: usize = 1 << 20;
+
+/// A file followed as it grows.
+#[derive(Debug)]
+pub(super) enum Live {
+    /// A framed stream: a journal, a live period, a device's capture.
+    Stream(Box<LiveStream>),
+    /// A MOJO file Austin is writing.
+    Mojo(Box<LiveMojo>),
+}
+
+impl Live {
+    /// Follows the file at `path`, counting into `empty` (its thread, its window), when its
+    /// first bytes say it is a file that can be followed; `None` otherwise.
+    pub(super) fn open(path: &Path, empty: Counts) -> Result<Option<Self>, TopError> {
+        let start = probe(path)?;
+        if is_stream(&start) {
+            return LiveStream::new(path, empty).map(|s| Some(Live::Stream(Box::new(s))));
+        }
+        // (A MOJO file whose first bytes are all written so far.)
+        let magic = tachyon_core::mojo::MAGIC;
+        if start.starts_with(magic) || (!start.is_empty() && magic.starts_with(&start)) {
+            return LiveMojo::new(path, empty).map(|m| Some(Live::Mojo(Box::new(m))));
+        }
+        Ok(None)
+    }
+
+    /// Whether the file at the path is still the one followed, and no shorter than what was
+    /// read of it (a writer only appends).
+    pub(super) fn follows(&self, path: &Path, len: u64) -> bool {
+        let (followed, identity, taken) = match self {
+            Live::Stream(s) => (&s.path, s.identity, s.growing.taken()),
+            Live::Mojo(m) => (&m.path, m.identity, m.growing.taken()),
+        };
+        path == followed && self::identity(path).ok() == Some(identity) && len >= taken
+    }
+
+    /// Reads what the file gained and counts the samples it completed; the bytes read.
+    pub(super) fn refresh(&mut self) -> Result<u64, TopError> {
+        match self {
+            Live::Stream(s) => s.refresh(),
+            Live::Mojo(m) => m.refresh(),
+        }
+    }
+
+    /// The counts of every sample read so far.
+    pub(super) fn counts(&self) -> &Counts {
+        match self {
+            Live::Stream(s) => &s.counts,
+            Live::Mojo(m) => &m.counts,
+        }
+    }
+}
 
 /// A stream followed as it grows.
 pub(super) struct LiveStream {
@@ -53,7 +111,7 @@ struct Batch {
 
 impl LiveStream {
     /// Follows the stream at `path`, counting into `empty` (its thread, its window).
-    pub(super) fn new(path: &Path, empty: Counts) -> Result<Self, TopError> {
+    fn new(path: &Path, empty: Counts) -> Result<Self, TopError> {
         let identity = identity(path)?;
         let (batches, inbox) = mpsc::channel();
         let (outbox, counted) = mpsc::channel();
@@ -72,14 +130,8 @@ impl LiveStream {
         })
     }
 
-    /// Whether the file at the path is still the one followed, and no shorter than what was
-    /// read of it (a writer only appends).
-    pub(super) fn follows(&self, path: &Path, len: u64) -> bool {
-        path == self.path && identity(path).ok() == Some(self.identity) && len >= self.growing.taken()
-    }
-
     /// Reads what the stream gained and counts the records it completed; the bytes read.
-    pub(super) fn refresh(&mut self) -> Result<u64, TopError> {
+    fn refresh(&mut self) -> Result<u64, TopError> {
         let mut file = File::open(&self.path).map_err(|e| stream_error(&self.path, e.to_string()))?;
         file.seek(SeekFrom::Start(self.growing.taken())).map_err(|e| stream_error(&self.path, e.to_string()))?;
         let mut chunk = vec![0; READ_CHUNK];
@@ -121,16 +173,58 @@ impl LiveStream {
             }
         }
     }
-
-    /// The counts of every record read so far.
-    pub(super) fn counts(&self) -> &Counts {
-        &self.counts
-    }
 }
 
 impl std::fmt::Debug for LiveStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveStream").field("path", &self.path).field("taken", &self.growing.taken()).finish()
+    }
+}
+
+/// A MOJO file followed as it grows ([`GrowingMojo`]): the counts of the samples read whole
+/// are kept, and each refresh adds the one the file ends in so far to a copy of them.
+pub(super) struct LiveMojo {
+    path: PathBuf,
+    identity: (u64, u64),
+    growing: GrowingMojo,
+    /// The file's functions in the counts.
+    map: Vec<u32>,
+    /// Counts of the samples read whole.
+    kept: Counts,
+    /// Those and the pending sample's.
+    counts: Counts,
+}
+
+impl LiveMojo {
+    fn new(path: &Path, empty: Counts) -> Result<Self, TopError> {
+        Ok(LiveMojo {
+            path: path.to_owned(),
+            identity: identity(path)?,
+            growing: GrowingMojo::new(MojoMetric::Default),
+            map: Vec::new(),
+            kept: empty.clone(),
+            counts: empty,
+        })
+    }
+
+    fn refresh(&mut self) -> Result<u64, TopError> {
+        let file = FileSource::open(&self.path).map_err(|e| stream_error(&self.path, e.to_string()))?;
+        let read = self
+            .growing
+            .read(file, &mut Adding::new(&mut self.kept, &mut self.map, false))
+            .map_err(|e| stream_error(&self.path, e.to_string()))?;
+        // The pending sample's functions are mapped in the kept counts, so the copy numbers
+        // them as the kept counts will.
+        Adding::new(&mut self.kept, &mut self.map, false).extend(self.growing.frames());
+        self.counts = self.kept.clone();
+        self.growing.pending(&mut Adding::new(&mut self.counts, &mut self.map, false));
+        Ok(read)
+    }
+}
+
+impl std::fmt::Debug for LiveMojo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveMojo").field("path", &self.path).field("taken", &self.growing.taken()).finish()
     }
 }
 
@@ -185,17 +279,14 @@ fn decode_batches(mut counts: Counts, inbox: &mpsc::Receiver<Batch>, outbox: &mp
     };
     let mut frames = frame_table(reader.tables());
     // Each frame's function in the counts, made again only when the tables grow.
-    let function_map = |frames: &FrameTable, counts: &mut Counts| -> Vec<u32> {
-        frames.functions.iter().map(|key| counts.function(key, false)).collect()
-    };
-    let mut map = function_map(&frames, &mut counts);
+    let mut map = Vec::new();
     let mut batch = Batch { tables: None, records: first.records };
     loop {
         if let Some(tables) = batch.tables.take() {
             match reader.reload_tables(Cursor::new(tables)) {
                 Ok(true) => {
                     frames = frame_table(reader.tables());
-                    map = function_map(&frames, &mut counts);
+                    map.clear();
                 }
                 Ok(false) => {
                     let _ = outbox.send(Err("the tables grew in the middle of a record".into()));
@@ -208,7 +299,7 @@ fn decode_batches(mut counts: Counts, inbox: &mpsc::Receiver<Batch>, outbox: &mp
             }
         }
         queue.0.borrow_mut().0.extend_from_slice(&batch.records);
-        let counted = replay(&mut reader, &frames, &mut Adding::new(&mut counts, &map), &mut |_| {});
+        let counted = replay(&mut reader, &frames, &mut Adding::new(&mut counts, &mut map, false), &mut |_| {});
         let result = counted.map(|_| counts.clone()).map_err(|e| e.to_string());
         let failed = result.is_err();
         if outbox.send(result).is_err() || failed {

@@ -189,8 +189,7 @@ impl Counts {
     pub fn add<S: Source>(&mut self, source: &mut S) -> Result<u64, S::Error> {
         source.prepare(&Output::Collapsed)?;
         let native = source.info().naming == Naming::Native;
-        let map: Vec<u32> = source.frames().functions.iter().map(|key| self.function(key, native)).collect();
-        source.replay(&mut Adding::new(self, &map), &mut |_| {})
+        source.replay(&mut Adding::new(self, &mut Vec::new(), native), &mut |_| {})
     }
 
     /// Adds every sample of the profile, stream or rotating writer's prefix or folder at
@@ -327,11 +326,6 @@ fn files_at(path: &Path) -> Result<Vec<PathBuf>, TopError> {
     Ok(periods)
 }
 
-/// Whether the file at `path` is a framed stream, from its first bytes.
-fn probe_is_stream(path: &Path) -> Result<bool, TopError> {
-    probe(path).map(|start| is_stream(&start))
-}
-
 /// The first bytes of the file at `path`.
 fn probe(path: &Path) -> Result<Vec<u8>, TopError> {
     let mut start = Vec::new();
@@ -341,22 +335,36 @@ fn probe(path: &Path) -> Result<Vec<u8>, TopError> {
     Ok(start)
 }
 
-/// The collector adding one source's calls: its functions' indices in the counts.
+/// The collector adding one source's calls.
 struct Adding<'a> {
     counts: &'a mut Counts,
-    map: &'a [u32],
+    /// Per function of the source's frame table, its index in the counts: extended as the
+    /// table grows (a source read as it is written learns frames as it goes).
+    map: &'a mut Vec<u32>,
+    /// The source names native functions (by name alone).
+    native: bool,
     /// The call's distinct functions (for the window's buckets).
     distinct: Vec<u32>,
 }
 
 impl<'a> Adding<'a> {
-    fn new(counts: &'a mut Counts, map: &'a [u32]) -> Self {
-        Adding { counts, map, distinct: Vec::new() }
+    fn new(counts: &'a mut Counts, map: &'a mut Vec<u32>, native: bool) -> Self {
+        Adding { counts, map, native, distinct: Vec::new() }
+    }
+
+    /// Maps the functions of `frames` not mapped yet.
+    fn extend(&mut self, frames: &FrameTable) {
+        if let Some(new) = frames.functions.get(self.map.len()..) {
+            for key in new {
+                self.map.push(self.counts.function(key, self.native));
+            }
+        }
     }
 }
 
 impl Collector for Adding<'_> {
     fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        self.extend(frames);
         let c = &mut *self.counts;
         c.threads.insert(call.thread_id);
         if call.stack.is_empty() || c.thread.is_some_and(|t| t != call.thread_id) {
