@@ -3,7 +3,8 @@
 # thumbv6m-none-eabi, runs each under qemu-system-arm (mps2-an386, mps2-an385) with a time
 # limit, checks its exit status, decodes its defmt log with defmt-decoder 1.2.0 (the library
 # defmt-print is a front for: qemu-tests/firmware/defmt-log), puts the UART stream
-# back together with `tachyon receive`, checks it is the RAM file byte for byte, and has
+# back together with `tachyon receive`, checks it is the RAM file byte for byte and that
+# `tachyon top` counts the capture as it grows (cut at each quarter) as receive salvages it, and has
 # CPython 3.15.2's reader read both. Leaves in target/firmware/: <target>.ram.pyb,
 # <target>.uart.pyb, <target>.uart.bin (the raw capture), <target>.defmt and <target>.log.
 # Installs what it needs on a fresh Debian machine (as root); says which step failed.
@@ -68,6 +69,27 @@ for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   "$TACHYON" receive "$OUT/$target.uart.bin" -o "$OUT/$target.uart.pyb" || fail "$target: tachyon receive"
   cmp "$OUT/$target.ram.pyb" "$OUT/$target.uart.pyb" || fail "$target: the UART file is not the RAM file"
   log "$target: the UART file is the RAM file, $(stat -c %s "$OUT/$target.ram.pyb") bytes"
+  # The capture as the host has it while the firmware runs (cut at a quarter, half, three
+  # quarters): `tachyon top` counts what `tachyon receive` salvages from it, and the whole
+  # capture counts every sample the firmware wrote.
+  capture="$OUT/$target.uart.bin"
+  size=$(stat -c %s "$capture")
+  before=0
+  for quarter in 1 2 3 4; do
+    cut="$OUT/$target.cut.bin"
+    head -c $((size * quarter / 4)) "$capture" > "$cut"
+    "$TACHYON" receive "$cut" -o "$OUT/$target.cut.pyb" 2>/dev/null || fail "$target: tachyon receive of the capture's first $quarter/4"
+    live=$("$TACHYON" top --once --json "$cut") || fail "$target: tachyon top on the capture's first $quarter/4"
+    [ "$live" = "$("$TACHYON" top --once --json "$OUT/$target.cut.pyb")" ] \
+      || fail "$target: top on the capture's first $quarter/4 does not count what receive salvages from it"
+    total=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["total"])' <<<"$live")
+    [ "$total" -gt "$before" ] || fail "$target: the capture's first $quarter/4 counts $total samples, no more than before"
+    before=$total
+  done
+  written=$(sed -n 's/.* \([0-9]*\) written.*/\1/p' "$OUT/$target.log")
+  [ "$total" = "$written" ] || fail "$target: top counts $total samples in the capture, the firmware wrote $written"
+  rm -f "$OUT/$target.cut.bin" "$OUT/$target.cut.pyb"
+  log "$target: top counts the capture as it grows: at each quarter what receive salvages, in all $total samples"
 done
 
 # Flash (what is loaded: vector table, code, read-only data, initialised data) and RAM

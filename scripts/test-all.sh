@@ -346,7 +346,7 @@ recording chroot TACHYON_LONG_PROFILES long "$O/make_real_profiles.sh" "$O/chroo
   bash -c '"$0" --long "$1" >/dev/null' "$O/make_real_profiles.sh" "{}"
 recordings_start
 
-step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together, CPython 3.15.2 reading both files"
+step "firmware: the interpreter profiled on Cortex-M under qemu-system-arm (thumbv7em on mps2-an386, thumbv6m on mps2-an385), its UART stream put back together and counted by top as it grows, CPython 3.15.2 reading both files"
 export TACHYON_FIRMWARE="$PWD/target/firmware"
 bash scripts/firmware.sh
 background_wait release-build || exit 1

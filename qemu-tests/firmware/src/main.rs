@@ -1,9 +1,11 @@
 //! Profiles a small interpreter ([`vm`]) on a Cortex-M with tachyon-core, no heap, every
 //! buffer static: SysTick interrupts push the interpreter's call stack into the library's
 //! capture ring (`tachyon_core::capture`, wait-free, no critical section) as (function,
-//! line) pairs, the main loop drains it into two Tachyon writers through the frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one
-//! over the UART in frames (`tachyon_core::transport`), which `tachyon receive` puts back
-//! together. defmt logs what happened (read on the host by defmt-log, with defmt-decoder).
+//! line) pairs, the main loop drains it into two Tachyon writers through the frame-id API,
+//! one over a RAM buffer (sent to the host by semihosting at the end), one over the UART as
+//! a journaled stream (`tachyon_core::transport::JournalWriter`: the tables go out as they
+//! grow, so the host can read the capture while it grows, and a cut capture keeps every
+//! sample before the cut), which `tachyon receive` puts back together. defmt logs what happened (read on the host by defmt-log, with defmt-decoder).
 
 #![no_std]
 #![no_main]
@@ -22,7 +24,7 @@ use defmt_semihosting as _;
 use tachyon_core::capture::{entry_words, Capture, Stack, Taken};
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::StaticWriterStorage;
-use tachyon_core::transport::FramedSink;
+use tachyon_core::transport::{FlushPolicy, JournalWriter};
 use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
 
 /// SysTick reload: QEMU's MPS2 clocks SysTick at 25 MHz, so 2,500 cycles are 100 µs.
@@ -83,8 +85,11 @@ fn main() -> ! {
     let Ok(mut ram_writer) = Writer::new(Cursor::new(&mut ram[..]), ram_storage.storage(), config) else {
         fail("the RAM writer could not start")
     };
-    let Ok(link) = FramedSink::new(uart::Uart::take(), &mut scratch[..]) else { fail("the UART link could not start") };
-    let Ok(mut uart_writer) = Writer::new(link, uart_storage.storage(), config) else {
+    // Never flushed but by its staging filling, as the RAM writer: the same bytes, CPython's.
+    let policy = FlushPolicy::default();
+    let Ok(mut uart_writer) =
+        JournalWriter::new(uart::Uart::take(), &mut scratch[..], uart_storage.storage(), config, policy)
+    else {
         fail("the UART writer could not start")
     };
 
@@ -152,19 +157,15 @@ fn main() -> ! {
         Ok(_) => ram_writer.into_inner().written_len(),
         Err(e) => fail_with("finishing the RAM file", e),
     };
-    if let Err(e) = uart_writer.finish() {
-        fail_with("finishing the UART stream", e);
-    }
-    let mut link = uart_writer.into_inner();
-    let stream_len = match link.finish() {
+    let stream_len = match uart_writer.finish() {
         Ok(len) => len,
-        Err(_) => fail("ending the UART stream"),
+        Err(e) => fail_with("finishing the UART stream", e),
     };
     defmt::info!(
         "files: RAM {=usize} bytes; UART stream {=u64} bytes in {=u32} frames",
         ram_len,
         stream_len,
-        link.frames()
+        uart_writer.writer().get_ref().frames()
     );
 
     let name = concat!(env!("FIRMWARE_TARGET"), ".ram.pyb\0");
@@ -235,13 +236,13 @@ fn take() -> Option<Sample> {
 fn drain<A, B>(
     frames: &mut Frames,
     ram: &mut Writer<'_, A>,
-    uart: &mut Writer<'_, B>,
+    uart: &mut JournalWriter<'_, '_, B>,
     written: &mut u32,
     refused: &mut u32,
     costs: &mut [Cost; 2],
 ) where
     A: embedded_io::Write + embedded_io::Seek,
-    B: embedded_io::Write + embedded_io::Seek,
+    B: embedded_io::Write,
 {
     while let Some(sample) = take() {
         let mut ids = [FrameId(0); vm::MAX_DEPTH];
@@ -273,7 +274,10 @@ fn drain<A, B>(
         let ts = u64::from(sample.tick) * INTERVAL_US;
         let done = ok
             && costs[0].measure(|| ram.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok())
-            && costs[1].measure(|| uart.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok());
+            && costs[1].measure(|| {
+                let taken = Taken { timestamp_us: ts, interpreter_id: 0, thread_id: 1, status: 0 };
+                uart.write_thread_sample_ids(taken, &ids[..depth]).is_ok()
+            });
         if done {
             *written += 1;
         } else {
