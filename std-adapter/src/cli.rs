@@ -162,8 +162,10 @@ enum Command {
     ///
     /// Own: samples whose innermost frame is the function; total: samples whose stack holds
     /// it. A function is a (file, line, name) as CPython's collectors count them (native
-    /// profiles: the name). PATH is any profile, a framed stream (a journaled writer's live
-    /// period, a device's capture) or a rotating writer's prefix or folder. In a terminal, the
+    /// profiles: the name); MOJO's counts are Austin's weights (µs or bytes). PATH is any profile, a framed
+    /// stream (a journaled writer's live period, a device's capture), a MOJO file Austin is
+    /// writing or a rotating writer's prefix or folder; streams and MOJO files are read as
+    /// they grow, a refresh reading only what they gained. In a terminal, the
     /// table is redrawn every --interval seconds: q quits, o/t/n sort by own/total/name, Tab
     /// picks the next thread, a all threads, p pauses, f shows full paths, w the last --window
     /// seconds or the whole recording. --once (or output
