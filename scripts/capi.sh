@@ -62,6 +62,9 @@ diff -u capi/include/tachyon.h "$OUT/tachyon.h" \
 # against the dev build's library and 10 s against this one (writer_test 18 s and 6.6 s;
 # 2026-11-28), and valgrind was the step's long pole.
 cargo build -q --profile checked -p tachyon-capi || fail "building the C library"
+# The same functions called from Rust as C calls them (capi/tests/api; scripts/miri.sh runs
+# them under Miri).
+cargo test -q --profile checked -p tachyon-capi --test api || fail "the C API's Rust tests"
 release_build || fail "building the tachyon command"
 TACHYON="$ROOT/target/release/tachyon"
 LIB="$ROOT/target/checked"

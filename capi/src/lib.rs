@@ -56,11 +56,13 @@ use core::ffi::c_char;
 pub use capture::*;
 pub use layout::tachyon_writer_options;
 #[cfg(feature = "std")]
-pub use native::tachyon_modules;
+pub use native::*;
 #[cfg(feature = "std")]
 pub use period::{tachyon_period, tachyon_period_callback};
 #[cfg(feature = "std")]
 pub use reader::*;
+#[cfg(feature = "std")]
+pub use registry::tachyon_last_error;
 pub use sink::tachyon_sink;
 pub use writer::*;
 

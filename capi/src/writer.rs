@@ -772,6 +772,9 @@ pub unsafe extern "C" fn tachyon_writer_close(writer: *mut tachyon_writer) -> i3
         at_exit::forget(writer);
         #[cfg(feature = "std")]
         let owned = w.owned.take();
+        // (The period callback's queue: the handle's memory is not dropped as a whole.)
+        #[cfg(feature = "std")]
+        drop(w.periods.take());
         // SAFETY: the handle was live; it is not used again (the magic says closed).
         unsafe { core::ptr::addr_of_mut!((*writer).writer).drop_in_place() };
         #[cfg(feature = "std")]
@@ -1160,8 +1163,8 @@ mod file {
 
 #[cfg(feature = "std")]
 pub use file::{
-    tachyon_writer_on_period_end, tachyon_writer_open_file, tachyon_writer_open_journal, tachyon_writer_open_rotating,
-    tachyon_writer_rotate,
+    tachyon_flush_policy, tachyon_rotation, tachyon_writer_on_period_end, tachyon_writer_open_file,
+    tachyon_writer_open_journal, tachyon_writer_open_rotating, tachyon_writer_rotate,
 };
 
 #[cfg(all(feature = "std", unix))]
