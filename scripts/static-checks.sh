@@ -89,6 +89,9 @@ step "clippy and build: the C API's no_std static library (thumbv7em, no std, no
 cargo clippy -p tachyon-capi --target thumbv7em-none-eabihf --no-default-features -- -D warnings
 cargo rustc -q -p tachyon-capi --lib --crate-type staticlib --release --target thumbv7em-none-eabihf --no-default-features
 
+step "feature sets: tachyon-core with none, each alone and all, and the C API's no_std build (alone, with zstd), for the host, thumbv6m, riscv32imc (no atomic read-modify-write) and s390x"
+bash scripts/feature-sets.sh
+
 step "docs: host (all features, as docs.rs builds the published crates: --cfg docsrs) and no_std targets"
 RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps

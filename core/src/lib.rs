@@ -82,6 +82,14 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+#[cfg(all(feature = "zstd", target_os = "none"))]
+compile_error!(
+    "tachyon-core's `zstd` feature compiles libzstd's C (zstd-sys) for the target against a C \
+     library, which a bare-metal target (target_os = \"none\") does not have: leave it off there; \
+     a device writes the raw sample region and the host compresses it (`tachyon convert FILE \
+     --to tachyon --compression zstd`)"
+);
+
 /// Tachyon's wire format as this crate reads and writes it (the crate's `FORMAT.md`).
 #[doc = include_str!("../FORMAT.md")]
 pub mod spec {}
