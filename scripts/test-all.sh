@@ -485,6 +485,10 @@ step "C API: header current, C tests (gcc, clang, static, shared, pkg-config) ag
 bash scripts/capi.sh
 prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 
+step "C API under Miri: its Rust tests (every entry point of tachyon.h, as C calls it) and the std layer's unsafe, interpreted for x86_64 and s390x (Stacked Borrows, strict provenance)"
+bash scripts/miri.sh
+prune target/miri
+
 step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
 bash scripts/capture.sh
 prune target/loom target/capture/work
