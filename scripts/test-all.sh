@@ -241,7 +241,14 @@ if [ -z "${TACHYON_NO_SCCACHE:-}" ]; then
   # on the same port fails. A server this run left on its port is stopped first.
   export SCCACHE_SERVER_PORT=${SCCACHE_SERVER_PORT:-4227}
   sccache --stop-server >/dev/null 2>&1 || true
-  sccache --start-server >/dev/null 2>&1 || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
+  # (A server stopping, its own or a run's just ended, can hold the port a moment: a run
+  # started a minute after another failed here once, 2026-12-06.)
+  started=
+  for _ in 1 2 3 4 5; do
+    sccache --start-server >/dev/null 2>&1 && { started=1; break; }
+    sleep 2
+  done
+  [ -n "$started" ] || missing "sccache (its server did not start on port $SCCACHE_SERVER_PORT)"
 fi
 
 step "set-up, side by side: the real CPython 3.15.2 oracle (x86_64, s390x) and the Python step's downloads; what conversions are checked with; every workspace's crates; the fleet step's packages; the release build every step shares, started beside them in the background"
