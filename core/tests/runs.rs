@@ -31,6 +31,9 @@ enum Walk {
     /// `next_item`, runs dropped unread (their samples are then missing from the trace,
     /// but the decoded count and the first error must not change).
     DropRuns,
+    /// `check_to_end`, which keeps no stacks: no samples in the trace, the same count and
+    /// first error.
+    Check,
 }
 
 /// A reader over `file` with a window of `window` bytes, through the built-in decompressor
@@ -76,6 +79,9 @@ fn walk_all<R: embedded_io::Read + embedded_io::Seek>(
     walk: Walk,
     out: &mut Vec<(u64, u32, u64, u8, Vec<u32>)>,
 ) -> Result<u64, ReadError<R::Error>> {
+    if walk == Walk::Check {
+        return reader.check_to_end(|_| {});
+    }
     if walk == Walk::Samples {
         while let Some(s) = reader.next_sample()? {
             out.push((s.timestamp_us, s.interpreter_id, s.thread_id, s.status, s.stack.to_vec()));
@@ -149,6 +155,8 @@ fn all_ways_agree(name: &str, file: &[u8]) {
         }
         let dropped = decode(file, window, Walk::DropRuns, false);
         assert_eq!(dropped.end, same_window.end, "{name}: window {window}, runs dropped");
+        let checked = decode(file, window, Walk::Check, false);
+        assert_eq!(checked.end, same_window.end, "{name}: window {window}, checked without stacks");
         if compressed {
             for walk in [Walk::Samples, Walk::Records] {
                 let got = decode(file, window, walk, true);
@@ -292,20 +300,25 @@ fn stacks_grow_and_shrink_through_every_chunk_size() {
 #[test]
 fn repeat_entries_of_every_length_and_status() {
     // Deltas of one, two, three and ten bytes in every order the decoder's paths meet them
-    // (four three-byte entries in a row, pairs of short ones, long ones between), statuses
-    // with the high bit set, in runs of 1 to 40 entries and one of 3,000.
+    // (eight two-byte entries in a row, four three-byte ones, pairs of short ones, long ones
+    // between), statuses with the high bit set, in runs of 1 to 40 entries and two of 3,000.
     let deltas = [5u64, 200, 1000, 127, 128, 16_383, 16_384, 2_000_000, u64::MAX, 0, 900, 901, 902, 903, 40];
     let mut b = FileBuilder::new(LittleEndian);
     b.start_time_us = 1000;
     let mut expect = Vec::new();
     let mut ts = 1000u64;
     let mut k = 0usize;
-    let lengths: Vec<usize> = (1..=40).chain([3000]).collect();
+    let lengths: Vec<usize> = (1..=40).chain([3000, 3001]).collect();
     for (i, &n) in lengths.iter().enumerate() {
         b.prefix(7, 0, 0).varint(n as u64);
         for _ in 0..n {
-            // Mostly three-byte entries, as a sampler's, with the others mixed in.
-            let delta = if k % 5 < 3 { 1000 + (k as u64 % 7) } else { deltas[k % deltas.len()] };
+            // Mostly three-byte entries (a 1 kHz sampler's) in even runs, mostly two-byte ones
+            // (a 50 kHz sampler's) in odd runs, with the others mixed in.
+            let delta = match (i % 2, k % 16) {
+                (0, 0..=9) => 1000 + (k as u64 % 7),
+                (1, 0..=12) => 20 + (k as u64 % 7),
+                _ => deltas[k % deltas.len()],
+            };
             let status = (k * 37 + i) as u8;
             b.varint(delta).bytes(&[status]);
             ts = ts.wrapping_add(delta);

@@ -47,8 +47,19 @@ pub fn tachyon_metadata(data: &[u8]) {
 pub fn tachyon_replay(data: &[u8]) {
     let Ok(meta) = Metadata::read(&mut Cursor::new(data)) else { return };
     let Ok(mut storage) = OwnedReaderStorage::for_metadata(&meta, limits()) else { return };
-    if let Ok(mut reader) = storage.open(Cursor::new(data)) {
-        while let Ok(Some(_)) = reader.next_sample() {}
+    // Reading every sample and checking without stacks end alike: the same count or the
+    // same first error.
+    let read = storage.open(Cursor::new(data)).map(|mut reader| loop {
+        match reader.next_sample() {
+            Ok(Some(_)) => {}
+            Ok(None) => break Ok(reader.samples_decoded()),
+            Err(e) => break Err(format!("{e:?}")),
+        }
+    });
+    if let Ok(read) = read {
+        let mut reader = storage.open(Cursor::new(data)).expect("it opened before");
+        let checked = reader.check_to_end(|_| {}).map_err(|e| format!("{e:?}"));
+        assert_eq!(checked, read, "check_to_end and next_sample disagree");
     }
     if let Ok(mut reader) = storage.open(Cursor::new(data)) {
         let mut source = TachyonSource::new(&mut reader);

@@ -580,17 +580,14 @@ impl Profile {
     }
 }
 
-/// Decodes every remaining record (a REPEAT run's entries are checked and skipped when the
-/// next record is read).
+/// Decodes and checks every remaining record as a reader of the samples would, without
+/// building the stacks no one reads ([`Reader::check_to_end`]).
 fn drain(
     reader: &mut Reader<'_, FileSource>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), tachyon_core::ReadError<io::Error>> {
     let mut ticker = crate::model::Ticker::default();
-    while reader.next_item()?.is_some() {
-        ticker.tick(reader.samples_decoded(), progress);
-    }
-    Ok(())
+    reader.check_to_end(|done| ticker.tick(done, progress)).map(drop)
 }
 
 enum DumpError {

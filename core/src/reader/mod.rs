@@ -131,12 +131,12 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let window = &mut self.stream.input.window;
         self.tables.strings.clear();
         self.tables.frame_count = 0;
-        self.tables.frames_valid = false;
+        self.tables.trusted_limit = 0;
         let loaded = load_strings(&mut source, &meta, window, &mut self.tables)
             .and_then(|()| load_frames(&mut source, &meta, window, &mut self.tables));
         window.reset(pos);
         loaded?;
-        self.tables.frames_valid = self.tables.all_frames_valid();
+        self.tables.trust();
         self.stream.input.source = source;
         self.meta = meta;
         Ok(true)
@@ -150,10 +150,10 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let meta = Metadata::read(&mut source)?;
         let ReaderStorage { strings, frames, threads, read_buffer } = storage;
         let mut window = Window { buf: read_buffer, start: 0, end: 0, pos: 0 };
-        let mut tables = Tables { strings, frames, frame_count: 0, frames_valid: false };
+        let mut tables = Tables { strings, frames, frame_count: 0, trusted_limit: 0 };
         load_strings(&mut source, &meta, &mut window, &mut tables)?;
         load_frames(&mut source, &meta, &mut window, &mut tables)?;
-        tables.frames_valid = tables.all_frames_valid();
+        tables.trust();
         let region = region(&meta);
         let start = HEADER_SIZE as u64;
         if !matches!(region, Region::External(_)) {
@@ -314,17 +314,58 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     }
 
     /// Decodes what is left of the pending run, advancing its thread's clock.
+    #[inline(always)]
     fn finish_run(&mut self) -> Res<(), R::Error> {
         if self.stream.run.remaining == 0 {
             return Ok(());
         }
-        let (_, entry) = self.threads.stack_and_entry(self.stream.run.thread);
+        let entry = self.threads.entry(self.stream.run.thread);
         self.stream.entries(u32::MAX, entry, |_, _| {}).map(drop)
+    }
+
+    /// Decodes and checks every record left, as [`Self::next_item`] would to its end, without
+    /// building the stacks no one will read: each thread's depth is kept (the next record's
+    /// counts are checked against it) and each frame index checked against the tables, the
+    /// errors and counts those of reading every sample. Returns the samples decoded, and
+    /// calls `progress` with the count so far every 65,536 records. The stream is over after
+    /// it, as after the last record. A file still being written
+    /// ([`Self::open_growing`]) is read as by [`Self::next_item`], to where it ends now, and
+    /// may be read on.
+    pub fn check_to_end(&mut self, mut progress: impl FnMut(u64)) -> Res<u64, R::Error> {
+        let mut records = 0u32;
+        let mut tick = |decoded: u64| {
+            records = records.wrapping_add(1);
+            if records % (1 << 16) == 0 {
+                progress(decoded);
+            }
+        };
+        if self.stream.growing {
+            while self.next_item()?.is_some() {
+                tick(self.stream.decoded);
+            }
+            return Ok(self.stream.decoded);
+        }
+        while !self.stream.done {
+            tick(self.stream.decoded);
+            let checked = self.finish_run().and_then(|()| self.decode_record_as::<false>());
+            match checked {
+                Ok(Decoded::End) => self.stream.done = true,
+                Ok(_) => {}
+                Err(e) => return Err(self.stream.fail(e)),
+            }
+        }
+        Ok(self.stream.decoded)
     }
 
     /// Decodes the next record (the pending run is finished): a stack record into its
     /// thread's stack, or a REPEAT record's count.
     fn decode_record(&mut self) -> Res<Decoded, R::Error> {
+        self.decode_record_as::<true>()
+    }
+
+    /// [`Self::decode_record`], keeping the threads' stacks (`BUILD`) or only their depths.
+    #[inline(always)]
+    fn decode_record_as<const BUILD: bool>(&mut self) -> Res<Decoded, R::Error> {
         let input = &mut self.stream.input;
         let record_at = input.window.pos;
         let whole = input.ensure_record()?;
@@ -358,12 +399,12 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
         let (tables, threads) = (&self.tables, &mut self.threads);
         let body = if whole {
             let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
-            let body = record_body(&mut held, at, region_end, tables, threads, thread, encoding);
+            let body = record_body::<BUILD, _, _>(&mut held, at, region_end, tables, threads, thread, encoding);
             let used = held.used;
             input.window.consume(used);
             body?
         } else {
-            record_body(&mut Streamed { input }, at, region_end, tables, threads, thread, encoding)?
+            record_body::<BUILD, _, _>(&mut Streamed { input }, at, region_end, tables, threads, thread, encoding)?
         };
         let stream = &mut self.stream;
         match body {
@@ -372,21 +413,20 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 stream.run = Pending { thread, remaining: count };
                 Ok(Decoded::Run { thread, count })
             }
-            Body::Stack { delta, status } => {
+            Body::Stack { status } => {
                 match encoding {
                     Encoding::Full => stream.counts.full += 1,
                     Encoding::Suffix => stream.counts.suffix += 1,
                     _ => stream.counts.pop_push += 1,
                 }
                 stream.decoded += 1;
-                let (_, entry) = self.threads.stack_and_entry(thread);
-                entry.prev_ts = entry.prev_ts.wrapping_add(delta);
                 Ok(Decoded::Sample { thread, status, encoding })
             }
         }
     }
 
     /// The thread of a record, created on first sight within the header's thread count.
+    #[inline(always)]
     fn thread(&mut self, p: Prefix, record_at: u64) -> Res<usize, R::Error> {
         match self.threads.find(p.thread_id, p.interpreter_id) {
             Ok(i) => Ok(i),

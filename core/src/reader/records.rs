@@ -26,6 +26,23 @@ pub(super) fn four_three_byte_entries(bytes: &[u8]) -> Option<[(u64, u8); 4]> {
     }))
 }
 
+/// The status bytes' places in eight REPEAT entries of two bytes (a one-byte delta and the
+/// status): the deltas' continuation bits, all clear.
+pub(super) const TWO_BYTE_CONTINUED: u128 = 0x0080_0080_0080_0080_0080_0080_0080_0080;
+
+/// Eight REPEAT entries `(delta, status)` if `bytes` starts with eight of two bytes each:
+/// intervals under 128 µs (8 kHz and faster) give one-byte deltas, so a fast sampler's runs
+/// are made of these. One 16-byte load and one check of the continuation bits.
+#[inline(always)]
+pub(super) fn eight_two_byte_entries(bytes: &[u8]) -> Option<[(u64, u8); 8]> {
+    let mut c = [0u8; 16];
+    c.copy_from_slice(bytes.get(..16)?);
+    if u128::from_le_bytes(c) & TWO_BYTE_CONTINUED != 0 {
+        return None;
+    }
+    Some(core::array::from_fn(|k| (u64::from(c[2 * k]), c[2 * k + 1])))
+}
+
 /// Two REPEAT entries and their length in bytes if `bytes` starts with two whose deltas take
 /// one or two bytes: decoded from one 8-byte word with shifts and masks, without a branch on
 /// the lengths (which the data decides, so they predict badly).
@@ -49,6 +66,50 @@ pub(super) fn two_short_entries(bytes: &[u8]) -> Option<([(u64, u8); 2], usize)>
 pub(super) const LARGEST_RECORD: usize =
     PREFIX_LEN + MAX_VARINT_LEN + 1 + 2 * MAX_VARINT_LEN + MAX_STACK_DEPTH * MAX_VARINT_LEN;
 
+/// Where a record's frame indices go: the thread's stack slots, or, for a check that keeps
+/// no stacks ([`Reader::check_to_end`]), only their count.
+pub(super) trait Indices {
+    fn count(&self) -> usize;
+    fn set(&mut self, k: usize, index: u32);
+    /// Sets all of them from one-byte indices (`run` is `count` long).
+    fn set_bytes(&mut self, run: &[u8]);
+}
+
+impl Indices for [u32] {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn set(&mut self, k: usize, index: u32) {
+        self[k] = index;
+    }
+
+    #[inline(always)]
+    fn set_bytes(&mut self, run: &[u8]) {
+        for (slot, &b) in self.iter_mut().zip(run) {
+            *slot = u32::from(b);
+        }
+    }
+}
+
+/// Indices checked and dropped.
+pub(super) struct Dropped(pub(super) usize);
+
+impl Indices for Dropped {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
+    fn set(&mut self, _: usize, _: u32) {}
+
+    #[inline(always)]
+    fn set_bytes(&mut self, _: &[u8]) {}
+}
+
 /// The bytes of one record after its prefix, seen either in the window, which holds all of
 /// it (or all the region has left), or through the window with refills, for windows smaller
 /// than the largest record. The record rules are written once over this.
@@ -66,12 +127,17 @@ pub(super) trait RecordBytes<E> {
     /// Fills `slots` with frame indices (spec 2: `uvarint32` each, checked against the
     /// tables as CPython checks them), positioned by `at`.
     #[inline]
-    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
-        for entry in slots {
+    fn frame_indices<S: Indices + ?Sized>(
+        &mut self,
+        slots: &mut S,
+        tables: &Tables<'_>,
+        at: &impl Fn(u64) -> Position,
+    ) -> Res<(), E> {
+        for k in 0..slots.count() {
             let pos = self.offset();
             let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
             tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
-            *entry = index;
+            slots.set(k, index);
         }
         Ok(())
     }
@@ -110,35 +176,38 @@ impl<E> RecordBytes<E> for Held<'_> {
     /// tables whose frames are all valid. Anything else (a longer or malformed varint, an
     /// index out of range, a table with a bad frame) goes through the general path for that
     /// one index, which reports the error.
-    #[inline]
-    fn frame_indices(&mut self, slots: &mut [u32], tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<(), E> {
+    #[inline(always)]
+    fn frame_indices<S: Indices + ?Sized>(
+        &mut self,
+        slots: &mut S,
+        tables: &Tables<'_>,
+        at: &impl Fn(u64) -> Position,
+    ) -> Res<(), E> {
         let limit = tables.trusted_index_limit();
         let bytes = self.bytes;
         // Frame tables of real profiles put the frames met first, the hot ones, first: most
         // records list one-byte indices only. Then one pass finds the largest and one copies
         // them out, both over plain bytes (the compiler vectorises them).
-        if let Some(run) = bytes.get(self.used..self.used + slots.len()) {
+        if let Some(run) = bytes.get(self.used..self.used + slots.count()) {
             let max = run.iter().fold(0u8, |m, &b| m.max(b));
             if max < 0x80 && u32::from(max) < limit {
-                for (slot, &b) in slots.iter_mut().zip(run) {
-                    *slot = u32::from(b);
-                }
+                slots.set_bytes(run);
                 self.used += run.len();
                 return Ok(());
             }
         }
         let mut used = self.used;
-        for slot in slots {
+        for k in 0..slots.count() {
             match bytes.get(used..used + 2) {
                 Some(&[b0, _]) if b0 < 0x80 && u32::from(b0) < limit => {
-                    *slot = u32::from(b0);
+                    slots.set(k, u32::from(b0));
                     used += 1;
                     continue;
                 }
                 Some(&[b0, b1]) if b1 < 0x80 => {
                     let index = u32::from(b0 & 0x7f) | u32::from(b1) << 7;
                     if index < limit {
-                        *slot = index;
+                        slots.set(k, index);
                         used += 2;
                         continue;
                     }
@@ -150,7 +219,7 @@ impl<E> RecordBytes<E> for Held<'_> {
             let index = RecordBytes::<E>::varint32(self)?
                 .map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
             tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
-            *slot = index;
+            slots.set(k, index);
             used = self.used;
         }
         self.used = used;
@@ -384,8 +453,13 @@ pub(super) enum Decoded {
 
 /// The body of a record after its prefix.
 pub(super) enum Body {
-    Stack { delta: u64, status: u8 },
-    Run { count: u32 },
+    /// A stack record, its thread's stack and clock updated.
+    Stack {
+        status: u8,
+    },
+    Run {
+        count: u32,
+    },
 }
 
 impl<R: Read + Seek> Stream<'_, R> {
@@ -434,7 +508,21 @@ impl<R: Read + Seek> Stream<'_, R> {
                 if rest.len() < MAX_RLE_ENTRY_LEN && !(short && used == 0) {
                     break;
                 }
-                if want - done >= 4 {
+                // A run's deltas mostly take as many bytes as the one before: the first
+                // byte picks the fast path to try, one branch that predicts well.
+                let one_byte_delta = rest.first().is_some_and(|&b| b < 0x80);
+                if one_byte_delta && want - done >= 8 {
+                    if let Some(eight) = eight_two_byte_entries(rest) {
+                        for (delta, status) in eight {
+                            ts = ts.wrapping_add(delta);
+                            each(ts, status);
+                        }
+                        used += 16;
+                        done += 8;
+                        continue;
+                    }
+                }
+                if !one_byte_delta && want - done >= 4 {
                     if let Some(four) = four_three_byte_entries(rest) {
                         for (delta, status) in four {
                             ts = ts.wrapping_add(delta);
@@ -482,9 +570,10 @@ impl<R: Read + Seek> Stream<'_, R> {
 }
 
 /// Reads a record body through `b`: a REPEAT count, or a stack record into the thread's
-/// stack (spec 2 and the checks of 9.3, CPython's quirks included). `region_end` is where
-/// the sample region ends, where that is known.
-pub(super) fn record_body<E, B: RecordBytes<E>>(
+/// stack, or without `BUILD` into its depth alone (spec 2 and the checks of 9.3, CPython's
+/// quirks included). `region_end` is where the sample region ends, where that is known.
+#[inline(always)]
+pub(super) fn record_body<const BUILD: bool, E, B: RecordBytes<E>>(
     b: &mut B,
     at: impl Fn(u64) -> Position,
     region_end: Option<u64>,
@@ -514,7 +603,7 @@ pub(super) fn record_body<E, B: RecordBytes<E>>(
     };
     let first = count(b)?;
     let second = if encoding == Encoding::Full { 0 } else { count(b)? };
-    let depth = threads.stack(thread).len();
+    let depth = threads.depth(thread);
     let counts_at = at(b.offset());
     let too_deep = |total: u64| ReadError::format(counts_at, Rule::FinalStackTooDeep { depth: total });
     // Which old frames survive, and how many new ones follow.
@@ -549,11 +638,18 @@ pub(super) fn record_body<E, B: RecordBytes<E>>(
         }
     };
     let capacity = threads.capacity();
-    let slots = threads.reshape(thread, keep, push).map_err(|resource| ReadError::Capacity {
-        position: counts_at,
-        resource,
-        capacity,
-    })?;
-    b.frame_indices(slots, tables, &at)?;
-    Ok(Body::Stack { delta, status })
+    // The thread's clock advances here, before its frames are checked: after an error the
+    // stream is over, so no later record sees it.
+    if BUILD {
+        let slots = threads.reshape(thread, keep, push, delta).map_err(|resource| ReadError::Capacity {
+            position: counts_at,
+            resource,
+            capacity,
+        })?;
+        b.frame_indices(slots, tables, &at)?;
+    } else {
+        threads.set_depth(thread, keep, push, delta);
+        b.frame_indices(&mut Dropped(push), tables, &at)?;
+    }
+    Ok(Body::Stack { status })
 }

@@ -8,9 +8,9 @@ pub struct Tables<'a> {
     pub(super) strings: StringTable<'a>,
     pub(super) frames: Table<'a, FrameEntry>,
     pub(super) frame_count: usize,
-    /// Every frame names strings that exist (known once the tables are loaded), so a frame
-    /// index needs only a range check.
-    pub(super) frames_valid: bool,
+    /// The frame count when every frame names strings that exist (known once the tables are
+    /// loaded), so an index below it needs no other check; else 0.
+    pub(super) trusted_limit: u32,
 }
 
 /// A frame resolved to its strings.
@@ -71,18 +71,20 @@ impl<'a> Tables<'a> {
     /// strings, else 0.
     #[inline]
     pub(super) fn trusted_index_limit(&self) -> u32 {
-        if self.frames_valid {
-            u32::try_from(self.frame_count).unwrap_or(u32::MAX)
-        } else {
-            0
-        }
+        self.trusted_limit
+    }
+
+    /// Sets [`Self::trusted_index_limit`] for the tables as loaded.
+    pub(super) fn trust(&mut self) {
+        let valid = self.all_frames_valid();
+        self.trusted_limit = if valid { u32::try_from(self.frame_count).unwrap_or(u32::MAX) } else { 0 };
     }
 
     /// Checks that frame `index` exists and names valid strings (CPython checks this when a
     /// sample using the frame is emitted).
     #[inline]
     pub(super) fn check_frame(&self, index: u32) -> Result<(), Rule> {
-        if self.frames_valid && (index as usize) < self.frame_count {
+        if index < self.trusted_limit {
             return Ok(());
         }
         let f = self.frame_entry(index).ok_or(Rule::InvalidFrameIndex { index })?;

@@ -61,6 +61,9 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) seed: u64,
 }
 
+/// Up to this many threads a lookup compares the entries instead of hashing.
+const FEW_THREADS: usize = 8;
+
 /// Smallest chunk on growable storage: one frame, so a thread seen with a one-frame stack
 /// holds one slot (a million such threads: 4 MB, where a 4-slot start took 16 MB). A deeper
 /// stack moves the chunk to the next power of two, which wastes at most its own size.
@@ -125,6 +128,14 @@ impl<'a> ReaderThreads<'a> {
     #[inline]
     pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
         let entries = &self.entries.as_slice()[..self.count];
+        // Most profiles have a few threads, whose records interleave: comparing a few entries
+        // costs less than hashing. A miss still goes to the index, which names the free slot.
+        if entries.len() <= FEW_THREADS {
+            if let Some(i) = entries.iter().position(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id)
+            {
+                return Ok(i);
+            }
+        }
         slot_find(self.slots.as_slice(), hash_thread(self.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
@@ -168,6 +179,30 @@ impl<'a> ReaderThreads<'a> {
         &self.entries.as_slice()[i]
     }
 
+    /// Frames in the thread's current stack.
+    #[inline]
+    pub(crate) fn depth(&self, i: usize) -> usize {
+        usize::from(self.entries.as_slice()[i].depth)
+    }
+
+    /// The thread's entry (its clock), without its stack.
+    #[inline]
+    pub(crate) fn entry(&mut self, i: usize) -> &mut ReaderThread {
+        &mut self.entries.as_mut_slice()[i]
+    }
+
+    /// What [`Self::reshape`] does to the thread's depth and clock, leaving its frames
+    /// alone: for a check that keeps no stacks, after which the stacks are not read again.
+    #[inline]
+    pub(crate) fn set_depth(&mut self, i: usize, keep: Keep, push: usize, delta: u64) {
+        let kept = match keep {
+            Keep::Bottom(n) | Keep::Innermost(n) => n,
+        };
+        let t = &mut self.entries.as_mut_slice()[i];
+        t.depth = (kept + push) as u16;
+        t.prev_ts = t.prev_ts.wrapping_add(delta);
+    }
+
     /// The thread's current stack, innermost first.
     #[inline]
     pub(crate) fn stack(&self, i: usize) -> &[u32] {
@@ -185,41 +220,52 @@ impl<'a> ReaderThreads<'a> {
         (&self.arena.as_slice()[end - usize::from(t.depth)..end], t)
     }
 
-    /// Makes the thread's stack `keep` followed (outward) by `push` new innermost frames and
-    /// returns the slots for those frames, innermost first, for the caller to fill. The caller
-    /// has checked `keep` against the current depth and the total against 256.
-    pub(crate) fn reshape(&mut self, i: usize, keep: Keep, push: usize) -> Result<&mut [u32], Resource> {
+    /// Makes the thread's stack `keep` followed (outward) by `push` new innermost frames,
+    /// advances its clock by `delta`, and returns the slots for those frames, innermost
+    /// first, for the caller to fill. The caller has checked `keep` against the current depth
+    /// and the total against 256.
+    #[inline(always)]
+    pub(crate) fn reshape(&mut self, i: usize, keep: Keep, push: usize, delta: u64) -> Result<&mut [u32], Resource> {
         let kept = match keep {
             Keep::Bottom(n) | Keep::Innermost(n) => n,
         };
         let depth = kept + push;
-        let t = self.entries.as_slice()[i];
-        let (mut chunk, mut chunk_len) = (t.chunk as usize, usize::from(t.chunk_len));
+        let t = &mut self.entries.as_mut_slice()[i];
+        let (chunk, chunk_len, old_depth) = (t.chunk as usize, usize::from(t.chunk_len), usize::from(t.depth));
         if depth > chunk_len {
-            // Only growable storage gets here: fixed chunks hold 256.
-            let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
-            let start = self.arena_used;
-            let end = start.checked_add(len).filter(|&e| e <= u32::MAX as usize).ok_or(Resource::Stacks)?;
-            if !self.arena.grow(end, 0) {
-                return Err(Resource::Stacks);
-            }
-            let old_end = chunk + chunk_len;
-            // Only the bottom frames survive a growth (Keep::Innermost never grows).
-            self.arena.as_mut_slice().copy_within(old_end - kept..old_end, end - kept);
-            self.arena_used = end;
-            chunk = start;
-            chunk_len = len;
+            return self.reshape_moving(i, kept, depth, delta);
         }
+        t.depth = depth as u16;
+        t.prev_ts = t.prev_ts.wrapping_add(delta);
         let end = chunk + chunk_len;
         let arena = self.arena.as_mut_slice();
         if let Keep::Innermost(n) = keep {
-            let old_top = end - usize::from(t.depth);
+            let old_top = end - old_depth;
             arena.copy_within(old_top..old_top + n, end - n);
         }
+        Ok(&mut arena[end - depth..end - kept])
+    }
+
+    /// [`Self::reshape`] for a stack deeper than its chunk: only growable storage gets here
+    /// (fixed chunks hold 256), and only the bottom frames survive (`Keep::Innermost` never
+    /// grows a stack).
+    #[cold]
+    fn reshape_moving(&mut self, i: usize, kept: usize, depth: usize, delta: u64) -> Result<&mut [u32], Resource> {
+        let len = depth.next_power_of_two().clamp(MIN_CHUNK, MAX_STACK_DEPTH);
+        let start = self.arena_used;
+        let end = start.checked_add(len).filter(|&e| e <= u32::MAX as usize).ok_or(Resource::Stacks)?;
+        if !self.arena.grow(end, 0) {
+            return Err(Resource::Stacks);
+        }
         let t = &mut self.entries.as_mut_slice()[i];
-        t.chunk = chunk as u32;
-        t.chunk_len = chunk_len as u16;
+        let old_end = t.chunk as usize + usize::from(t.chunk_len);
+        t.chunk = start as u32;
+        t.chunk_len = len as u16;
         t.depth = depth as u16;
+        t.prev_ts = t.prev_ts.wrapping_add(delta);
+        let arena = self.arena.as_mut_slice();
+        arena.copy_within(old_end - kept..old_end, end - kept);
+        self.arena_used = end;
         Ok(&mut arena[end - depth..end - kept])
     }
 }
