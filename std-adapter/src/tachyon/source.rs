@@ -212,17 +212,22 @@ pub fn replay<R: Read + Seek>(
                 let mut continued = false;
                 loop {
                     let n = run.read_entries(&mut batch)?;
-                    for e in &batch[..n] {
+                    let mut rest = &batch[..n];
+                    while let Some(first) = rest.first() {
                         if let Some(s) = status {
-                            if s != e.status || times.len() == CALL_PART {
+                            if s != first.status || times.len() == CALL_PART {
                                 emit(&times, s, continued);
                                 times.clear();
                                 // A full part of the same status goes on in the next one.
-                                continued = e.status == s;
+                                continued = first.status == s;
                             }
                         }
-                        status = Some(e.status);
-                        times.push(e.timestamp_us);
+                        status = Some(first.status);
+                        // The entries of this status that fit in the part, taken at once.
+                        let room = (CALL_PART - times.len()).min(rest.len());
+                        let same = rest[..room].iter().position(|e| e.status != first.status).unwrap_or(room);
+                        times.extend(rest[..same].iter().map(|e| e.timestamp_us));
+                        rest = &rest[same..];
                     }
                     if n == 0 {
                         if let (Some(s), false) = (status, times.is_empty()) {
