@@ -38,12 +38,18 @@
 //!    the drain's samples a second into a writer (in this process; `scripts/capture-bench.sh`
 //!    adds the whole-run overheads of real workloads).
 //!
-//! `--only tachyon|synthetic|gperftools|mojo|pstats|capture` runs one part; `--seconds S`
+//! 6. **Large files** (`large`): CPython 3.15.2's `BinaryWriter` fed the samples of committed
+//!    real recordings 20 and 2,500 times over (`qemu-tests/oracle/make_large_profiles.py`,
+//!    written once into `--out`), `tachyon verify` against CPython's no-op replay and
+//!    `zstd -d`, `convert --to collapsed` against `replay --collapsed`, with MB/s and samples/s.
+//!
+//! `--only tachyon|synthetic|gperftools|mojo|pstats|capture|large` runs one part; `--seconds S`
 //! times each of the capture ring's figures over S seconds of batches (1 by default).
 
 mod capture;
 mod cpython;
 mod gperftools;
+mod large;
 mod mojo;
 mod pstats;
 mod runner;
@@ -83,6 +89,9 @@ fn main() {
     let long =
         std::env::var_os("TACHYON_LONG_PROFILES").map_or_else(|| root().join("target/long-profiles"), PathBuf::from);
 
+    if part("large") {
+        large::large_profiles(&mut runner, &dir, runs);
+    }
     if part("mojo") {
         let mojo_samples: u64 = arg("--mojo-samples").map_or(1_000_000, |s| s.parse().unwrap());
         mojo_profiles(&mut runner, &dir, mojo_samples, runs);

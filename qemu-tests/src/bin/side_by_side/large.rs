@@ -1,0 +1,122 @@
+//! Large files: CPython 3.15.2's own `BinaryWriter` fed the samples of committed real
+//! recordings many times over (`qemu-tests/oracle/make_large_profiles.py`), so that the
+//! decoder's cost per byte shows rather than the process's start-up. Whole commands, as in
+//! the real-profile tables, with MB/s of the sample region as decoded (decompressed, for zstd) and samples/s.
+
+use std::path::Path;
+use std::process::Command;
+
+use tachyon::file::FileSource;
+use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
+use tachyon_core::reader::Metadata;
+
+use super::cpython::{counts, region};
+use super::runner::*;
+use tachyon_test_kit::fixtures::root;
+
+/// Name, committed input, copies, compression (0 raw, 1 zstd). From these inputs the files
+/// are the same on every machine.
+const LARGE: [(&str, &str, u32, u32); 3] = [
+    ("deep_x20_raw.pyb", "qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb", 20, 0),
+    ("deep_x20_zstd.pyb", "qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb", 20, 1),
+    ("threads_x2500_raw.pyb", "qemu-tests/fixtures/real-3.15.2/threads_wall_zstd.pyb", 2500, 0),
+];
+
+/// Makes the large files in `dir` (kept between runs: each takes 10–30 s to write).
+fn make(dir: &Path) {
+    for (name, input, times, compression) in LARGE {
+        let out = dir.join(name);
+        if out.exists() {
+            continue;
+        }
+        let status = Command::new("bash")
+            .arg(root().join("scripts/oracle-python.sh"))
+            .args(["amd64", root().join("qemu-tests/oracle/make_large_profiles.py").to_str().unwrap()])
+            .arg(root().join(input))
+            .arg(&out)
+            .args([times.to_string(), compression.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "make_large_profiles.py {name} failed");
+    }
+}
+
+/// Bytes of the sample region as decoded (decompressed, for a zstd file).
+fn region_bytes(file: &Path) -> u64 {
+    let mut src = FileSource::open(file).unwrap();
+    let meta = Metadata::read(&mut src).unwrap();
+    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+    let mut r = storage.open(src).unwrap();
+    while r.next_item().unwrap().is_some() {}
+    r.sample_region_bytes()
+}
+
+pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
+    make(dir);
+    let cpython_runs = runs.min(3);
+    let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
+    println!("Large files written by CPython 3.15.2's BinaryWriter from real recordings (whole commands):\n");
+    println!("| file | samples | REPEAT / other records | bytes | CPython replay, no-op collector | `tachyon verify` | MB/s of sample region | samples/s | speed-up | `zstd -d` of the sample region | verify ÷ `zstd -d` | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut collapsed = Vec::new();
+    for (name, _, _, compression) in LARGE {
+        let file = dir.join(name);
+        let f = file.to_str().unwrap().to_owned();
+        let (samples, repeats, others) = counts(&file);
+        let bytes = std::fs::metadata(&file).unwrap().len();
+        let decoded = region_bytes(&file);
+        let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
+        let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
+        let floor = if compression == 1 {
+            let zst = dir.join(format!("{name}.region.zst"));
+            region(&file, &zst);
+            let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
+            let z = runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None);
+            format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
+        } else {
+            "— | —".to_owned()
+        };
+        println!(
+            "| {name} | {samples} | {repeats} / {others} | {bytes} | {} | {} | {:.0} | {:.0} M | {:.1}× | {floor} | {} / {} |",
+            ms(&cp),
+            ms(&ours),
+            decoded as f64 / ours.seconds / 1e6,
+            samples as f64 / ours.seconds / 1e6,
+            cp.seconds / ours.seconds,
+            mb(cp.rss_kb),
+            mb(ours.rss_kb)
+        );
+
+        let theirs_out = dir.join(format!("{name}.cpython.collapsed"));
+        let ours_out = dir.join(format!("{name}.ours.collapsed"));
+        let (to, oo) = (theirs_out.display().to_string(), ours_out.display().to_string());
+        let replay = ["-m", "profiling.sampling", "replay", "--collapsed", "-o", &to, &f];
+        let cpc = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_out));
+        let convert = ["convert", "--quiet", &f, "--to", "collapsed", "-o", &oo];
+        let oc = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_out));
+        assert!(
+            std::fs::read(&theirs_out).unwrap() == std::fs::read(&ours_out).unwrap(),
+            "{name}: collapsed outputs differ"
+        );
+        collapsed.push(format!(
+            "| {name} | {samples} | {} | {} | {} | {:.0} | {:.1}× | yes | {} / {} |",
+            std::fs::metadata(&ours_out).unwrap().len(),
+            ms(&cpc),
+            ms(&oc),
+            decoded as f64 / oc.seconds / 1e6,
+            cpc.seconds / oc.seconds,
+            mb(cpc.rss_kb),
+            mb(oc.rss_kb)
+        ));
+        for out in [theirs_out, ours_out] {
+            std::fs::remove_file(out).unwrap();
+        }
+    }
+    println!();
+    println!("| file | samples | output bytes | CPython `replay --collapsed` | `tachyon convert --to collapsed` | MB/s of sample region | speed-up | same output | peak RSS: CPython / ours |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for row in collapsed {
+        println!("{row}");
+    }
+    println!();
+}
