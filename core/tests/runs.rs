@@ -326,6 +326,11 @@ fn repeat_entries_of_every_length_and_status() {
             k += 1;
         }
     }
+    // Then a FULL record of the same thread (delta 5, status 1, no frames), whose timestamp
+    // is the runs' deltas summed, also when the runs are skipped unread.
+    b.prefix(7, 0, 1).varint(5).bytes(&[1]).varint(0);
+    ts = ts.wrapping_add(5);
+    expect.push((ts, 1));
     b.sample_count = expect.len() as u64;
     let file = b.build();
     let trace = decode(&file, 1 << 16, Walk::Records, false);
@@ -333,6 +338,11 @@ fn repeat_entries_of_every_length_and_status() {
     let got: Vec<(u64, u8)> = trace.samples.iter().map(|s| (s.0, s.3)).collect();
     assert_eq!(got, expect);
     all_ways_agree("entries", &file);
+    for window in [64, 1 << 16] {
+        let skipped = decode(&file, window, Walk::DropRuns, false);
+        let got: Vec<(u64, u8)> = skipped.samples.iter().map(|s| (s.0, s.3)).collect();
+        assert_eq!(got, [(ts, 1)], "window {window}: the clock after runs skipped unread");
+    }
     // Runs read in batches of every size give the same entries.
     for batch in [1usize, 3, 4, 7, 64] {
         let mut storage = VecReaderStorage::new(SMALL_READER).unwrap();
@@ -340,7 +350,13 @@ fn repeat_entries_of_every_length_and_status() {
         let mut got = Vec::new();
         let mut buf = vec![tachyon_core::RunEntry { timestamp_us: 0, status: 0 }; batch];
         while let Some(record) = reader.next_item().unwrap() {
-            let Record::Repeat(mut run) = record else { panic!("only REPEAT records") };
+            let mut run = match record {
+                Record::Repeat(run) => run,
+                Record::Sample(s) => {
+                    got.push((s.timestamp_us, s.status));
+                    continue;
+                }
+            };
             loop {
                 let n = run.read_entries(&mut buf).unwrap();
                 if n == 0 {

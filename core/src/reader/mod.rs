@@ -320,7 +320,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             return Ok(());
         }
         let entry = self.threads.entry(self.stream.run.thread);
-        self.stream.entries(u32::MAX, entry, |_, _| {}).map(drop)
+        self.stream.skip_entries(entry).map(drop)
     }
 
     /// Decodes and checks every record left, as [`Self::next_item`] would to its end, without
