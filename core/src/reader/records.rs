@@ -41,14 +41,14 @@ pub(super) fn four_three_byte_entries(bytes: &[u8]) -> Option<[(u64, u8); 4]> {
     }))
 }
 
-/// The status bytes' places in eight REPEAT entries of two bytes (a one-byte delta and the
-/// status): the deltas' continuation bits, all clear.
+/// Continuation bits of eight REPEAT entries of two bytes (a one-byte delta and the status):
+/// the deltas', each clear.
 pub(super) const TWO_BYTE_CONTINUED: u128 = 0x0080_0080_0080_0080_0080_0080_0080_0080;
 
-/// Eight REPEAT entries `(delta, status)` if `bytes` starts with eight of two bytes each:
-/// intervals under 128 µs (8 kHz and faster) give one-byte deltas, so a fast sampler's runs
-/// are made of these. One 16-byte load and one check of the continuation bits.
-/// The entries are the 16 bytes as they are: delta, status, delta, status, …
+/// The 16 bytes of eight REPEAT entries (delta, status, delta, status, …) if `bytes` starts
+/// with eight of two bytes each: intervals under 128 µs (8 kHz and faster) give one-byte
+/// deltas, so a fast sampler's runs are made of these. One 16-byte load and one check of the
+/// continuation bits.
 #[inline(always)]
 pub(super) fn eight_two_byte_entries(bytes: &[u8]) -> Option<[u8; 16]> {
     let c: [u8; 16] = bytes.get(..16)?.try_into().ok()?;
@@ -136,8 +136,17 @@ pub(super) trait RecordBytes<E> {
         Ok(self.varint()?.and_then(|v| u32::try_from(v).map_err(|_| VarintError::Exceeds32Bits)))
     }
 
-    /// Fills `slots` with frame indices (spec 2: `uvarint32` each, checked against the
-    /// tables as CPython checks them), positioned by `at`.
+    /// One frame index (spec 2: a `uvarint32`), checked against the tables as CPython checks
+    /// it, positioned by `at`.
+    #[inline(always)]
+    fn frame_index(&mut self, tables: &Tables<'_>, at: &impl Fn(u64) -> Position) -> Res<u32, E> {
+        let pos = self.offset();
+        let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
+        tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
+        Ok(index)
+    }
+
+    /// Fills `slots` with frame indices ([`Self::frame_index`] each).
     #[inline]
     fn frame_indices<S: Indices + ?Sized>(
         &mut self,
@@ -146,10 +155,7 @@ pub(super) trait RecordBytes<E> {
         at: &impl Fn(u64) -> Position,
     ) -> Res<(), E> {
         for k in 0..slots.count() {
-            let pos = self.offset();
-            let index = self.varint32()?.map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
-            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
-            slots.set(k, index);
+            slots.set(k, self.frame_index(tables, at)?);
         }
         Ok(())
     }
@@ -227,11 +233,7 @@ impl<E> RecordBytes<E> for Held<'_> {
                 _ => {}
             }
             self.used = used;
-            let pos = self.base + used as u64;
-            let index = RecordBytes::<E>::varint32(self)?
-                .map_err(|_| ReadError::format(at(pos), Rule::MalformedStackVarint))?;
-            tables.check_frame(index).map_err(|rule| ReadError::format(at(pos), rule))?;
-            slots.set(k, index);
+            slots.set(k, RecordBytes::<E>::frame_index(self, tables, at)?);
             used = self.used;
         }
         self.used = used;

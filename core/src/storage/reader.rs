@@ -39,6 +39,16 @@ pub(crate) enum Keep {
     Innermost(usize),
 }
 
+impl Keep {
+    /// Frames kept.
+    #[inline]
+    pub(crate) fn count(self) -> usize {
+        match self {
+            Keep::Bottom(n) | Keep::Innermost(n) => n,
+        }
+    }
+}
+
 /// The reader's thread table with each thread's current stack.
 ///
 /// On fixed storage every thread gets a whole 256-slot chunk when it appears, as many
@@ -195,11 +205,8 @@ impl<'a> ReaderThreads<'a> {
     /// alone: for a check that keeps no stacks, after which the stacks are not read again.
     #[inline]
     pub(crate) fn set_depth(&mut self, i: usize, keep: Keep, push: usize, delta: u64) {
-        let kept = match keep {
-            Keep::Bottom(n) | Keep::Innermost(n) => n,
-        };
         let t = &mut self.entries.as_mut_slice()[i];
-        t.depth = (kept + push) as u16;
+        t.depth = (keep.count() + push) as u16;
         t.prev_ts = t.prev_ts.wrapping_add(delta);
     }
 
@@ -226,9 +233,7 @@ impl<'a> ReaderThreads<'a> {
     /// and the total against 256.
     #[inline(always)]
     pub(crate) fn reshape(&mut self, i: usize, keep: Keep, push: usize, delta: u64) -> Result<&mut [u32], Resource> {
-        let kept = match keep {
-            Keep::Bottom(n) | Keep::Innermost(n) => n,
-        };
+        let kept = keep.count();
         let depth = kept + push;
         let t = &mut self.entries.as_mut_slice()[i];
         let (chunk, chunk_len, old_depth) = (t.chunk as usize, usize::from(t.chunk_len), usize::from(t.depth));
