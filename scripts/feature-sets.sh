@@ -24,7 +24,8 @@ DIR=(--target-dir target/features)
 all=$(IFS=,; echo "${FEATURES[*]}")
 checked=0
 for target in "${TARGETS[@]}"; do
-  bare=$([[ $target == *-none-* ]] && echo 1 || true)
+  bare=
+  if [[ $target == *-none-* ]]; then bare=1; fi
   for set in "" "${FEATURES[@]}" "$all"; do
     features=(--no-default-features ${set:+--features "$set"})
     if [ -n "$bare" ] && [[ ",$set," == *,zstd,* ]]; then

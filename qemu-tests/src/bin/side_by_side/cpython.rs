@@ -19,22 +19,62 @@ use tachyon_core::{Compression, Frame, FrameId, Location, Writer, WriterConfig};
 use super::runner::*;
 use tachyon_test_kit::fixtures::root;
 
-/// Samples and records of a file, read by our reader in this process.
-pub(super) fn counts(file: &Path) -> (u64, u64, u64) {
+/// What a file holds, as our reader in this process reads it.
+pub(super) struct Counts {
+    pub(super) samples: u64,
+    pub(super) repeats: u64,
+    /// FULL, SUFFIX and POP_PUSH records.
+    pub(super) others: u64,
+    /// Bytes of the sample region as decoded (decompressed, for a zstd file).
+    pub(super) region_bytes: u64,
+}
+
+pub(super) fn counts(file: &Path) -> Counts {
     let mut src = FileSource::open(file).unwrap();
     let meta = Metadata::read(&mut src).unwrap();
     let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
     let mut r = storage.open(src).unwrap();
     while r.next_item().unwrap().is_some() {}
     let c = r.record_counts();
-    (r.samples_decoded(), c.repeat, c.full + c.suffix + c.pop_push)
+    Counts {
+        samples: r.samples_decoded(),
+        repeats: c.repeat,
+        others: c.full + c.suffix + c.pop_push,
+        region_bytes: r.sample_region_bytes(),
+    }
 }
 
-/// The sample region of a zstd file, alone, for `zstd -d`.
-pub(super) fn region(file: &Path, out: &Path) {
+/// `zstd -d` of a zstd file's sample region alone (extracted into `work` first): the floor
+/// of reading the file.
+pub(super) fn zstd_floor(runner: &mut Runner, work: &Path, name: &str, file: &Path, runs: usize) -> Measured {
     let bytes = std::fs::read(file).unwrap();
     let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
-    std::fs::write(out, &bytes[64..meta.header.string_table_offset as usize]).unwrap();
+    let zst = work.join(format!("{name}.region.zst"));
+    std::fs::write(&zst, &bytes[64..meta.header.string_table_offset as usize]).unwrap();
+    let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
+    runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None)
+}
+
+/// CPython's `replay --collapsed` against `tachyon convert --to collapsed` on `file`, writing
+/// into `work`; the outputs must be identical. Returns both measurements and the output's
+/// bytes.
+pub(super) fn collapsed_side_by_side(
+    runner: &mut Runner,
+    work: &Path,
+    name: &str,
+    file: &str,
+    runs: usize,
+) -> (Measured, Measured, u64) {
+    let theirs_out = work.join(format!("{name}.cpython.collapsed"));
+    let ours_out = work.join(format!("{name}.ours.collapsed"));
+    let (to, oo) = (theirs_out.display().to_string(), ours_out.display().to_string());
+    let replay = ["-m", "profiling.sampling", "replay", "--collapsed", "-o", &to, file];
+    let cpc = runner.median(runs.min(3), &with(python_argv(), &replay), Some(&theirs_out));
+    let convert = ["convert", "--quiet", file, "--to", "collapsed", "-o", &oo];
+    let oc = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_out));
+    let ours = std::fs::read(&ours_out).unwrap();
+    assert!(std::fs::read(&theirs_out).unwrap() == ours, "{name}: collapsed outputs differ");
+    (cpc, oc, ours.len() as u64)
 }
 
 #[derive(Default)]
@@ -69,7 +109,7 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let f = file.to_str().unwrap().to_owned();
-        let (samples, repeats, others) = counts(file);
+        let Counts { samples, repeats, others, .. } = counts(file);
         let bytes = std::fs::metadata(file).unwrap().len();
         let compressed = Metadata::read(&mut FileSource::open(file).unwrap()).unwrap().is_compressed();
         let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
@@ -77,10 +117,7 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
         let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
         let speedup = cp.seconds / ours.seconds;
         let floor = if compressed {
-            let zst = work.join(format!("{name}.region.zst"));
-            region(file, &zst);
-            let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
-            let z = runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None);
+            let z = zstd_floor(runner, work, &name, file, runs);
             goals.verify_zstd.push(ours.seconds / z.seconds);
             format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
         } else {
@@ -97,16 +134,7 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
             mb(ours.rss_kb)
         );
 
-        let theirs_out = work.join(format!("{name}.cpython.collapsed"));
-        let ours_out = work.join(format!("{name}.ours.collapsed"));
-        let (to, oo) = (theirs_out.display().to_string(), ours_out.display().to_string());
-        let replay = ["-m", "profiling.sampling", "replay", "--collapsed", "-o", &to, &f];
-        let cpc = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_out));
-        let convert = ["convert", "--quiet", &f, "--to", "collapsed", "-o", &oo];
-        let oc = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_out));
-        let same = std::fs::read(&theirs_out).unwrap() == std::fs::read(&ours_out).unwrap();
-        assert!(same, "{name}: collapsed outputs differ");
-        let out_bytes = std::fs::metadata(&ours_out).unwrap().len();
+        let (cpc, oc, out_bytes) = collapsed_side_by_side(runner, work, &name, &f, runs);
         goals.collapsed.push(cpc.seconds / oc.seconds);
         // The flame graph pages: CPython's `--flamegraph` against ours (their trees are compared
         // node for node by the test command; here, time and size).
@@ -147,11 +175,10 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
             mb(oh.rss_kb)
         ));
         collapsed_rows.push(format!(
-            "| {name} | {samples} | {out_bytes} | {} | {} | {:.1}× | {} | {} / {} |",
+            "| {name} | {samples} | {out_bytes} | {} | {} | {:.1}× | yes | {} / {} |",
             ms(&cpc),
             ms(&oc),
             cpc.seconds / oc.seconds,
-            if same { "yes" } else { "NO" },
             mb(cpc.rss_kb),
             mb(oc.rss_kb)
         ));

@@ -6,11 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tachyon::file::FileSource;
-use tachyon::tachyon::storage::{Limits, OwnedReaderStorage};
-use tachyon_core::reader::Metadata;
-
-use super::cpython::{counts, region};
+use super::cpython::{collapsed_side_by_side, counts, zstd_floor, Counts};
 use super::runner::*;
 use tachyon_test_kit::fixtures::root;
 
@@ -41,16 +37,6 @@ fn make(dir: &Path) {
     }
 }
 
-/// Bytes of the sample region as decoded (decompressed, for a zstd file).
-fn region_bytes(file: &Path) -> u64 {
-    let mut src = FileSource::open(file).unwrap();
-    let meta = Metadata::read(&mut src).unwrap();
-    let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
-    let mut r = storage.open(src).unwrap();
-    while r.next_item().unwrap().is_some() {}
-    r.sample_region_bytes()
-}
-
 pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
     make(dir);
     let cpython_runs = runs.min(3);
@@ -62,16 +48,12 @@ pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
     for (name, _, _, compression) in LARGE {
         let file = dir.join(name);
         let f = file.to_str().unwrap().to_owned();
-        let (samples, repeats, others) = counts(&file);
+        let Counts { samples, repeats, others, region_bytes: decoded } = counts(&file);
         let bytes = std::fs::metadata(&file).unwrap().len();
-        let decoded = region_bytes(&file);
         let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
         let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
         let floor = if compression == 1 {
-            let zst = dir.join(format!("{name}.region.zst"));
-            region(&file, &zst);
-            let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
-            let z = runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None);
+            let z = zstd_floor(runner, dir, name, &file, runs);
             format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
         } else {
             "— | —".to_owned()
@@ -87,20 +69,9 @@ pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
             mb(ours.rss_kb)
         );
 
-        let theirs_out = dir.join(format!("{name}.cpython.collapsed"));
-        let ours_out = dir.join(format!("{name}.ours.collapsed"));
-        let (to, oo) = (theirs_out.display().to_string(), ours_out.display().to_string());
-        let replay = ["-m", "profiling.sampling", "replay", "--collapsed", "-o", &to, &f];
-        let cpc = runner.median(cpython_runs, &with(python_argv(), &replay), Some(&theirs_out));
-        let convert = ["convert", "--quiet", &f, "--to", "collapsed", "-o", &oo];
-        let oc = runner.median(runs, &with(tachyon_argv(), &convert), Some(&ours_out));
-        assert!(
-            std::fs::read(&theirs_out).unwrap() == std::fs::read(&ours_out).unwrap(),
-            "{name}: collapsed outputs differ"
-        );
+        let (cpc, oc, out_bytes) = collapsed_side_by_side(runner, dir, name, &f, runs);
         collapsed.push(format!(
-            "| {name} | {samples} | {} | {} | {} | {:.0} | {:.1}× | yes | {} / {} |",
-            std::fs::metadata(&ours_out).unwrap().len(),
+            "| {name} | {samples} | {out_bytes} | {} | {} | {:.0} | {:.1}× | yes | {} / {} |",
             ms(&cpc),
             ms(&oc),
             decoded as f64 / oc.seconds / 1e6,
@@ -108,8 +79,9 @@ pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
             mb(cpc.rss_kb),
             mb(oc.rss_kb)
         ));
-        for out in [theirs_out, ours_out] {
-            std::fs::remove_file(out).unwrap();
+        // Tens of megabytes each.
+        for side in ["cpython", "ours"] {
+            std::fs::remove_file(dir.join(format!("{name}.{side}.collapsed"))).unwrap();
         }
     }
     println!();
