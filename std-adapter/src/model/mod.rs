@@ -22,12 +22,13 @@ pub mod chain;
 pub mod fold;
 pub mod stacks;
 
-use std::collections::HashMap;
-
 use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location;
 
+use std::hash::{BuildHasher, Hasher};
+
+use crate::hash::{Found, IdHash, IdSlots};
 use crate::output::{ConvertError, Destination, Output};
 
 /// Replays report progress every this many samples.
@@ -219,6 +220,18 @@ pub struct FunctionKey {
     pub funcname: String,
 }
 
+impl FunctionKey {
+    /// The hash a [`FrameTable`] finds a key by, of its parts as borrowed.
+    fn hash(hash: &IdHash, filename: &str, lineno: i32, funcname: &str) -> u64 {
+        let mut h = hash.build_hasher();
+        h.write_usize(filename.len());
+        h.write(filename.as_bytes());
+        h.write_u32(lineno as u32);
+        h.write(funcname.as_bytes());
+        h.finish()
+    }
+}
+
 /// First line, 0 when there is no location (CPython's `extract_lineno`).
 pub fn extract_lineno(location: Option<Location>) -> i32 {
     location.map_or(0, |l| l.lineno)
@@ -240,7 +253,13 @@ pub struct FrameTable {
     pub mappings: Vec<Mapping>,
     /// Per frame id, its index into `functions`.
     function_of: Vec<u32>,
-    function_index: HashMap<FunctionKey, u32>,
+    /// Each function's [`FunctionKey::hash`], and the table that finds a function by it: the
+    /// keys are held once, in `functions`, and a frame of a known function is found without
+    /// an owned key (a `HashMap<FunctionKey, _>` took two strings a frame and a second copy
+    /// of each key; it was a fifth of a merge of small files, measured).
+    function_hashes: Vec<u64>,
+    function_slots: IdSlots,
+    hash: IdHash,
     any_hidden: bool,
 }
 
@@ -248,16 +267,29 @@ impl FrameTable {
     /// Appends a frame; returns its id. The table's mappings must be in place first: a
     /// frame's file may be its mapping's ([`FrameTable::file_of`]).
     pub fn push(&mut self, frame: FrameInfo) -> u32 {
-        let key = FunctionKey {
-            filename: self.file_of(&frame).to_owned(),
-            lineno: extract_lineno(frame.location),
-            funcname: frame.funcname.clone(),
-        };
-        let next = self.functions.len() as u32;
-        let function = *self.function_index.entry(key).or_insert_with_key(|key| {
-            self.functions.push(key.clone());
-            next
+        let filename = file_of(&self.mappings, &frame);
+        let (lineno, funcname) = (extract_lineno(frame.location), &frame.funcname);
+        let hash = FunctionKey::hash(&self.hash, filename, lineno, funcname);
+        let hashes = &self.function_hashes;
+        self.function_slots.reserve_one(|id| hashes[id as usize]);
+        let found = self.function_slots.find(hash, |id| {
+            let known = &self.functions[id as usize];
+            self.function_hashes[id as usize] == hash
+                && known.lineno == lineno
+                && known.funcname == *funcname
+                && known.filename == filename
         });
+        let function = match found {
+            Found::Id(id) => id,
+            Found::Free(free) => {
+                let id = self.functions.len() as u32;
+                let key = FunctionKey { filename: filename.to_owned(), lineno, funcname: funcname.clone() };
+                self.functions.push(key);
+                self.function_hashes.push(hash);
+                self.function_slots.insert(free, id);
+                id
+            }
+        };
         self.any_hidden |= frame.hidden;
         self.function_of.push(function);
         self.frames.push(frame);
@@ -269,10 +301,7 @@ impl FrameTable {
     /// a native frame without line information, the binary or library its address is in.
     /// pprof output keeps the empty source file instead: its mappings already name binaries.
     pub fn file_of<'a>(&'a self, frame: &'a FrameInfo) -> &'a str {
-        match (frame.filename.is_empty(), frame.mapping) {
-            (true, Some(m)) => self.mappings.get(m as usize).map_or("", |m| &m.file),
-            _ => &frame.filename,
-        }
+        file_of(&self.mappings, frame)
     }
 
     /// Index into [`FrameTable::functions`] of frame `id`: frames with equal
@@ -302,6 +331,14 @@ impl FrameTable {
         scratch.clear();
         scratch.extend(stack.iter().copied().filter(|&id| !self.frame(id).hidden));
         scratch
+    }
+}
+
+/// [`FrameTable::file_of`], for a table's `mappings`.
+fn file_of<'a>(mappings: &'a [Mapping], frame: &'a FrameInfo) -> &'a str {
+    match (frame.filename.is_empty(), frame.mapping) {
+        (true, Some(m)) => mappings.get(m as usize).map_or("", |m| &m.file),
+        _ => &frame.filename,
     }
 }
 
@@ -403,5 +440,50 @@ pub trait Source {
         _progress: &mut dyn FnMut(u64),
     ) -> Option<Result<u64, ConvertError<Self::Error>>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(filename: &str, funcname: &str, lineno: Option<i32>, col: i32) -> FrameInfo {
+        FrameInfo {
+            filename: filename.into(),
+            funcname: funcname.into(),
+            location: lineno.map(|l| Location { lineno: l, end_lineno: l, col, end_col: col }),
+            ..FrameInfo::default()
+        }
+    }
+
+    #[test]
+    fn frames_share_a_function_exactly_when_file_first_line_and_name_are_equal() {
+        let mut table = FrameTable {
+            mappings: vec![Mapping { start: 0x1000, limit: 0x2000, file: "libm.so".into(), ..Mapping::default() }],
+            ..FrameTable::default()
+        };
+        let frames = [
+            frame("a.py", "f", Some(1), 0),
+            frame("a.py", "f", Some(1), 4), // another column: the same function
+            frame("a.py", "f", Some(2), 0),
+            frame("b.py", "f", Some(1), 0),
+            frame("a.py", "g", Some(1), 0),
+            frame("a.p", "yf", Some(1), 0), // the same bytes split elsewhere
+            frame("a.py", "f", None, 0),
+            frame("a.py", "f", Some(0), 0), // line 0 is no line
+            FrameInfo { mapping: Some(0), ..frame("", "cos", None, 0) }, // its mapping's file
+            frame("libm.so", "cos", None, 0),
+        ];
+        // Many functions, so that the table grows past its first slots while finding.
+        let more: Vec<FrameInfo> = (0..100).map(|i| frame("m.py", &format!("h{i}"), Some(i), 0)).collect();
+        let ids: Vec<u32> = frames.iter().chain(&more).chain(&frames).map(|f| table.push(f.clone())).collect();
+        let functions: Vec<u32> = ids.iter().map(|&id| table.function(id)).collect();
+        let n = frames.len();
+        assert_eq!(functions[..n], [0, 0, 1, 2, 3, 4, 5, 5, 6, 6]);
+        assert_eq!(functions[n..n + 100], (7..107).collect::<Vec<_>>());
+        assert_eq!(functions[n + 100..], functions[..n], "known functions found again");
+        assert_eq!(table.functions.len(), 107);
+        assert_eq!(table.functions[6], FunctionKey { filename: "libm.so".into(), lineno: 0, funcname: "cos".into() });
+        assert_eq!(table.functions[4], FunctionKey { filename: "a.p".into(), lineno: 1, funcname: "yf".into() });
     }
 }

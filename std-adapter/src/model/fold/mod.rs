@@ -21,7 +21,9 @@ use std::fmt;
 use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
 
-use crate::hash::{IdMap, SequenceIndex};
+use std::hash::BuildHasher;
+
+use crate::hash::{Found, IdHash, IdMap, IdSlots, SequenceIndex};
 use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 use crate::output::Output;
 
@@ -76,9 +78,14 @@ struct Facts {
 pub struct Fold {
     options: FoldOptions,
     facts: Option<Facts>,
-    // (The process-keyed fast hash: SipHash was a sixth of a merge of deep stacks.)
     frames: Vec<FrameInfo>,
-    frame_index: IdMap<FrameInfo, u32>,
+    /// Each frame's hash, and the table that finds a frame by it, the frame held once (in
+    /// `frames`). A part holds its frames as they come, not found again here (see `log`):
+    /// its slots stay empty. (The process-keyed fast hash: SipHash was a sixth of a merge of
+    /// deep stacks.)
+    frame_hashes: Vec<u64>,
+    frame_slots: IdSlots,
+    hash: IdHash,
     mappings: Vec<Mapping>,
     mapping_index: IdMap<Mapping, u32>,
     /// Distinct stacks, each `[tid low, tid high, frames leaf → root]`, held once end to end
@@ -383,13 +390,27 @@ impl Fold {
         })
     }
 
+    /// The fold's id of frame `f`, numbering it if it is new; in a part, the next id.
     fn frame(&mut self, f: FrameInfo) -> u32 {
         let next = self.frames.len() as u32;
-        let frames = &mut self.frames;
-        *self.frame_index.entry(f).or_insert_with_key(|f| {
-            frames.push(f.clone());
-            next
-        })
+        if self.log.is_some() {
+            self.frames.push(f);
+            return next;
+        }
+        let hash = self.hash.hash_one(&f);
+        let hashes = &self.frame_hashes;
+        self.frame_slots.reserve_one(|id| hashes[id as usize]);
+        let found =
+            self.frame_slots.find(hash, |id| self.frame_hashes[id as usize] == hash && self.frames[id as usize] == f);
+        match found {
+            Found::Id(id) => id,
+            Found::Free(free) => {
+                self.frames.push(f);
+                self.frame_hashes.push(hash);
+                self.frame_slots.insert(free, next);
+                next
+            }
+        }
     }
 
     fn count(&mut self, key: &[u32], n: u64) {
