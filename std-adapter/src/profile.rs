@@ -392,9 +392,8 @@ impl Profile {
 
     /// A pprof profile as a source, counting the value `index` names, unsymbolised.
     pub fn pprof_source(&self, index: &SampleIndex) -> Result<PprofSource, ProfileError> {
-        let file =
-            std::fs::File::open(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
-        PprofSource::open(io::BufReader::new(file), index).map_err(|e| self.invalid(e))
+        let file = std::fs::read(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
+        PprofSource::from_bytes(&file, index).map_err(|e| self.invalid(e))
     }
 
     /// A MOJO file as a source, weighed by `metric`.
