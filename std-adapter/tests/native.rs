@@ -94,3 +94,61 @@ fn a_conversion_names_native_frames_and_keeps_the_rest() {
     assert!(raw.contains(&function) && !raw.contains("a_function_to_find"), "{raw}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A pprof location that is a bare address in a mapping of this program is named from the
+/// binary; a location with lines stays as it is; without symbolising, the address stays.
+#[test]
+fn a_pprof_address_without_lines_is_named_from_its_mapping() {
+    use prost::Message;
+    use tachyon::pprof::proto::{Function, Line, Location, Mapping, Profile as Message_, Sample, ValueType};
+    let address = a_function_to_find as *const () as usize as u64;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let (start, limit, offset, file) = maps
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (start, limit) = fields[0].split_once('-')?;
+            let (start, limit) = (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(limit, 16).ok()?);
+            let offset = u64::from_str_radix(fields[2], 16).ok()?;
+            let file = fields.get(5)?.to_string();
+            (start <= address && address < limit).then_some((start, limit, offset, file))
+        })
+        .expect("the function's mapping");
+    let message = Message_ {
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        sample: vec![Sample { location_id: vec![1, 2], value: vec![3], label: vec![] }],
+        mapping: vec![Mapping {
+            id: 1,
+            memory_start: start,
+            memory_limit: limit,
+            file_offset: offset,
+            filename: 3,
+            ..Default::default()
+        }],
+        location: vec![
+            Location { id: 1, mapping_id: 1, address, ..Default::default() },
+            Location { id: 2, line: vec![Line { function_id: 1, line: 5 }], ..Default::default() },
+        ],
+        function: vec![Function { id: 1, name: 4, filename: 5, ..Default::default() }],
+        string_table: ["", "samples", "count", &file, "main", "main.py"].map(String::from).to_vec(),
+        ..Default::default()
+    };
+    let dir = std::env::temp_dir().join(format!("tachyon-native-pprof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bare.pb");
+    std::fs::write(&path, message.encode_to_vec()).unwrap();
+    let collapsed = |symbolize: Option<Vec<PathBuf>>| {
+        let mut profile = Profile::open(&path).unwrap();
+        let options = SourceOptions { symbolize, ..SourceOptions::default() };
+        let mut source = profile.source(&options).unwrap();
+        let mut out = Vec::new();
+        convert(&mut source, &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let named = collapsed(Some(Vec::new()));
+    assert!(named.starts_with("main;") && named.contains(";a_function_to_find"), "{named}");
+    assert!(named.ends_with(" 3\n"), "{named}");
+    let raw = collapsed(None);
+    assert!(raw.contains(&format!("{address:#x}")) && !raw.contains("a_function_to_find"), "{raw}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
