@@ -340,6 +340,64 @@ impl SequenceIndex {
     }
 }
 
+/// Distinct strings numbered in the order first met, held end to end in one buffer and found
+/// through [`IdSlots`] under the process-keyed hash: a string costs no allocation of its own,
+/// to add or to drop, and a look-up of a known one none at all. For the names of a merge's
+/// frames, met again in every file.
+#[derive(Debug, Clone, Default)]
+pub struct PackedStrings {
+    bytes: String,
+    /// Where each string ends in `bytes` (each starts where the one before ends).
+    ends: Vec<usize>,
+    hashes: Vec<u64>,
+    slots: IdSlots,
+    hash: IdHash,
+}
+
+impl PackedStrings {
+    /// How many distinct strings it holds.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The string numbered `id` (empty if there is none).
+    pub fn get(&self, id: u32) -> &str {
+        let id = id as usize;
+        let Some(&end) = self.ends.get(id) else { return "" };
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.bytes[start..end]
+    }
+
+    /// The id of `s`, numbering it if it is new.
+    ///
+    /// # Panics
+    ///
+    /// Past 2^32 − 1 distinct strings.
+    pub fn id(&mut self, s: &str) -> u32 {
+        let mut h = self.hash.build_hasher();
+        h.write(s.as_bytes());
+        h.write_usize(s.len());
+        let hash = h.finish();
+        let hashes = &self.hashes;
+        self.slots.reserve_one(|id| hashes[id as usize]);
+        let free = match self.slots.find(hash, |id| self.hashes[id as usize] == hash && self.get(id) == s) {
+            Found::Id(id) => return id,
+            Found::Free(free) => free,
+        };
+        let id = u32::try_from(self.len()).ok().filter(|&id| id < u32::MAX).expect("2^32 - 1 distinct strings");
+        self.bytes.push_str(s);
+        self.ends.push(self.bytes.len());
+        self.hashes.push(hash);
+        self.slots.insert(free, id);
+        id
+    }
+}
+
 /// Threads, `(interpreter id, thread id)` pairs, numbered in the order first met, each held
 /// once (8 bytes, 12 once a second interpreter appears) and found through [`IdSlots`]: 12 to
 /// 28 bytes a thread, where a `HashMap<(u32, u64), u64>` of their last times took about 50
@@ -431,6 +489,24 @@ fn pair_hash(hash: IdHash, interpreter_id: u32, thread_id: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_strings_are_numbered_once_in_the_order_first_met() {
+        let mut strings = PackedStrings::default();
+        // The empty string, one string split two ways, and enough to grow the table often.
+        let mut given: Vec<String> = ["", "ab", "a", "b", "abab", "ab"].map(String::from).to_vec();
+        given.extend((0..1000).map(|i| format!("f{i}")));
+        given.extend((0..1000).rev().map(|i| format!("f{i}")));
+        let ids: Vec<u32> = given.iter().map(|s| strings.id(s)).collect();
+        assert_eq!(ids[..6], [0, 1, 2, 3, 4, 1]);
+        assert_eq!(ids[6..1006], (5..1005).collect::<Vec<_>>());
+        assert_eq!(ids[1006..], (5..1005).rev().collect::<Vec<_>>());
+        assert_eq!(strings.len(), 1005);
+        for (s, &id) in given.iter().zip(&ids) {
+            assert_eq!(strings.get(id), s);
+        }
+        assert_eq!(strings.get(1005), "");
+    }
 
     #[test]
     fn sequences_are_numbered_once_in_the_order_first_met() {

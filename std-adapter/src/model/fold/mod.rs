@@ -20,10 +20,11 @@ use std::fmt;
 
 use tachyon_core::header::ProfilingMode;
 use tachyon_core::kind::FileKind;
+use tachyon_core::tables::Location;
 
 use std::hash::BuildHasher;
 
-use crate::hash::{Found, IdHash, IdMap, IdSlots, SequenceIndex};
+use crate::hash::{Found, IdHash, IdMap, IdSlots, PackedStrings, SequenceIndex};
 use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
 use crate::output::Output;
 
@@ -78,7 +79,11 @@ struct Facts {
 pub struct Fold {
     options: FoldOptions,
     facts: Option<Facts>,
-    frames: Vec<FrameInfo>,
+    /// The frames' names, each held once. A frame's strings were two allocations, made
+    /// and freed again for every file a merge read, on the thread that read it and the one
+    /// that combined it: with them most of a merge of small files (measured).
+    strings: PackedStrings,
+    frames: Vec<Frame>,
     /// Each frame's hash, and the table that finds a frame by it, the frame held once (in
     /// `frames`). A part holds its frames as they come, not found again here (see `log`):
     /// its slots stay empty. (The process-keyed fast hash: SipHash was a sixth of a merge of
@@ -109,6 +114,20 @@ pub struct Fold {
     profiles: u64,
     /// The facts of the fold a part is made for: checked before the part's samples are read.
     check_against: Option<Facts>,
+}
+
+/// A frame of a fold: a [`FrameInfo`] whose names are numbers in the fold's strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Frame {
+    filename: u32,
+    funcname: u32,
+    location: Option<Location>,
+    opcode: Option<u8>,
+    address: Option<u64>,
+    mapping: Option<u32>,
+    anonymous: bool,
+    hidden: bool,
+    inlined: bool,
 }
 
 /// Keys and counts in the order they came, each key `[tid low, tid high, frames…]` ending
@@ -345,12 +364,18 @@ impl Fold {
         // The other's counts are in its unit, which the fold's unit now divides.
         let scale = self.join_unit(facts.unit_us);
         let mapping_of: Vec<u32> = other.mappings.iter().map(|m| self.mapping(m.clone())).collect();
+        let string_of: Vec<u32> =
+            (0..other.strings.len() as u32).map(|i| self.strings.id(other.strings.get(i))).collect();
         let frame_of: Vec<u32> = other
             .frames
-            .into_iter()
-            .map(|mut f| {
-                f.mapping = f.mapping.map(|m| mapping_of[m as usize]);
-                self.frame(f)
+            .iter()
+            .map(|&f| {
+                self.frame(Frame {
+                    filename: string_of[f.filename as usize],
+                    funcname: string_of[f.funcname as usize],
+                    mapping: f.mapping.map(|m| mapping_of[m as usize]),
+                    ..f
+                })
             })
             .collect();
         let mut key = Vec::new();
@@ -390,14 +415,49 @@ impl Fold {
         })
     }
 
+    /// `f` as a frame of this fold, its names numbered here and its mapping `mapping`.
+    pub(crate) fn intern(&mut self, f: &FrameInfo, mapping: Option<u32>) -> Frame {
+        Frame {
+            filename: self.strings.id(&f.filename),
+            funcname: self.strings.id(&f.funcname),
+            location: f.location,
+            opcode: f.opcode,
+            address: f.address,
+            mapping,
+            anonymous: f.anonymous,
+            hidden: f.hidden,
+            inlined: f.inlined,
+        }
+    }
+
+    /// Frame `f` of this fold as the hub's.
+    pub(crate) fn frame_info(&self, f: &Frame) -> FrameInfo {
+        FrameInfo {
+            filename: self.strings.get(f.filename).to_owned(),
+            funcname: self.strings.get(f.funcname).to_owned(),
+            location: f.location,
+            opcode: f.opcode,
+            address: f.address,
+            mapping: f.mapping,
+            anonymous: f.anonymous,
+            hidden: f.hidden,
+            inlined: f.inlined,
+        }
+    }
+
+    /// The fold's frames, by id.
+    pub(crate) fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
     /// The fold's id of frame `f`, numbering it if it is new; in a part, the next id.
-    fn frame(&mut self, f: FrameInfo) -> u32 {
+    fn frame(&mut self, f: Frame) -> u32 {
         let next = self.frames.len() as u32;
         if self.log.is_some() {
             self.frames.push(f);
             return next;
         }
-        let hash = self.hash.hash_one(&f);
+        let hash = self.hash.hash_one(f);
         let hashes = &self.frame_hashes;
         self.frame_slots.reserve_one(|id| hashes[id as usize]);
         let found =
@@ -453,6 +513,7 @@ impl Fold {
     /// The fold as a profile of the hub, frames and stacks in an order of their content
     /// alone; `None` when nothing was folded.
     pub fn finish(self) -> Option<Folded> {
+        let infos: Vec<FrameInfo> = self.frames.iter().map(|f| self.frame_info(f)).collect();
         let facts = self.facts?;
         // Frames and mappings ranked by content; stacks sorted by thread, then by their
         // frames' ranks, root first; frames then numbered in the order the sorted stacks reach
@@ -464,7 +525,7 @@ impl Fold {
         for (rank, &m) in mapping_order.iter().enumerate() {
             mapping_rank[m as usize] = rank as u32;
         }
-        let mut frame_order: Vec<u32> = (0..self.frames.len() as u32).collect();
+        let mut frame_order: Vec<u32> = (0..infos.len() as u32).collect();
         fn content<'a>(f: &'a FrameInfo, mapping_rank: &[u32]) -> impl Ord + 'a {
             (
                 f.filename.as_str(),
@@ -476,11 +537,11 @@ impl Fold {
                 (f.anonymous, f.hidden, f.inlined),
             )
         }
-        let frames = &self.frames;
+        let frames = &infos;
         frame_order.sort_by(|&a, &b| {
             content(&frames[a as usize], &mapping_rank).cmp(&content(&frames[b as usize], &mapping_rank))
         });
-        let mut frame_rank = vec![0u32; self.frames.len()];
+        let mut frame_rank = vec![0u32; infos.len()];
         for (rank, &f) in frame_order.iter().enumerate() {
             frame_rank[f as usize] = rank as u32;
         }
@@ -497,8 +558,8 @@ impl Fold {
             mappings: mapping_order.iter().map(|&m| self.mappings[m as usize].clone()).collect(),
             ..FrameTable::default()
         };
-        let mut new_id = vec![u32::MAX; self.frames.len()];
-        let mut frames: Vec<Option<FrameInfo>> = self.frames.into_iter().map(Some).collect();
+        let mut new_id = vec![u32::MAX; infos.len()];
+        let mut frames: Vec<Option<FrameInfo>> = infos.into_iter().map(Some).collect();
         for (_, stack, _) in &mut stacks {
             for f in stack.iter_mut() {
                 if new_id[*f as usize] == u32::MAX {
@@ -596,14 +657,15 @@ impl Collector for Intake<'_> {
             let folded = if slot != u32::MAX {
                 slot
             } else {
-                let mut f = frames.frame(id).clone();
-                f.mapping = f.mapping.map(|m| {
+                let f = frames.frame(id);
+                let mapping = f.mapping.map(|m| {
                     let slot = &mut self.mapping_of[m as usize];
                     if *slot == u32::MAX {
                         *slot = self.fold.mapping(frames.mappings[m as usize].clone());
                     }
                     *slot
                 });
+                let f = self.fold.intern(f, mapping);
                 let folded = self.fold.frame(f);
                 self.frame_of[id as usize] = folded;
                 folded

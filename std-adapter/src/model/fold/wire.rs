@@ -156,11 +156,12 @@ impl Fold {
                 })
                 .collect(),
             frames: self
-                .frames
+                .frames()
                 .iter()
+                .map(|f| self.frame_info(f))
                 .map(|f| FrameMessage {
-                    filename: f.filename.clone(),
-                    funcname: f.funcname.clone(),
+                    filename: f.filename,
+                    funcname: f.funcname,
                     location: f.location.map_or_else(Vec::new, |l| vec![l.lineno, l.end_lineno, l.col, l.end_col]),
                     opcode: f.opcode.map(u32::from),
                     address: f.address,
@@ -229,7 +230,7 @@ impl Fold {
             .into_iter()
             .map(|m| Mapping { start: m.start, limit: m.limit, offset: m.offset, file: m.file, build_id: m.build_id })
             .collect();
-        let mut frames = Vec::with_capacity(m.frames.len());
+        let mut raw = Fold { options, facts, mappings, log: Some(Log::default()), ..Fold::default() };
         for (i, f) in m.frames.into_iter().enumerate() {
             let location = match f.location[..] {
                 [] => None,
@@ -238,14 +239,14 @@ impl Fold {
                 }
                 _ => return Err(format!("frame {i}: a location has four numbers")),
             };
-            if f.mapping.is_some_and(|m| m as usize >= mappings.len()) || f.flags > 7 {
+            if f.mapping.is_some_and(|m| m as usize >= raw.mappings.len()) || f.flags > 7 {
                 return Err(format!("frame {i}: a mapping out of range or unknown flags"));
             }
             let opcode = match f.opcode {
                 None => None,
                 Some(o) => Some(u8::try_from(o).map_err(|_| format!("frame {i}: opcode {o}"))?),
             };
-            frames.push(FrameInfo {
+            let info = FrameInfo {
                 filename: f.filename,
                 funcname: f.funcname,
                 location,
@@ -255,13 +256,15 @@ impl Fold {
                 anonymous: f.flags & 1 != 0,
                 hidden: f.flags & 2 != 0,
                 inlined: f.flags & 4 != 0,
-            });
+            };
+            let frame = raw.intern(&info, info.mapping);
+            raw.frame(frame);
         }
         // The stacks as a part's log, as they come: the fold they are combined into below
         // finds each.
         let mut log = Log::default();
         for (i, s) in m.stacks.into_iter().enumerate() {
-            if s.frames.is_empty() || s.frames.iter().any(|&f| f as usize >= frames.len()) {
+            if s.frames.is_empty() || s.frames.iter().any(|&f| f as usize >= raw.frames().len()) {
                 return Err(format!("stack {i}: empty, or a frame out of range"));
             }
             if !options.threads && s.thread_id != 0 {
@@ -269,16 +272,7 @@ impl Fold {
             }
             log.push([s.thread_id as u32, (s.thread_id >> 32) as u32].into_iter().chain(s.frames), s.count);
         }
-        let raw = Fold {
-            options,
-            facts,
-            frames,
-            mappings,
-            log: Some(log),
-            samples: m.samples,
-            profiles: m.profiles,
-            ..Fold::default()
-        };
+        (raw.log, raw.samples, raw.profiles) = (Some(log), m.samples, m.profiles);
         // Through combine: indexes built, duplicates merged.
         let mut fold = Fold::new(options);
         fold.combine(raw)?;
