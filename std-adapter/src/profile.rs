@@ -229,6 +229,8 @@ pub struct AnySource<'p> {
     /// The source's native frames named (Tachyon inputs that hold any), for every consumer.
     named: Option<Named>,
     warnings: Vec<String>,
+    /// The file's modification time when it was opened, µs since the Unix epoch.
+    written_unix_us: Option<u64>,
 }
 
 enum Inner<'p> {
@@ -295,8 +297,7 @@ impl Source for AnySource<'_> {
     }
 
     fn written_unix_us(&self) -> Option<u64> {
-        let written = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()?;
-        written.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_micros() as u64)
+        self.written_unix_us
     }
 
     fn prepare(&mut self, output: &Output) -> Result<(), Self::Error> {
@@ -329,22 +330,43 @@ pub struct Profile {
     /// A Tachyon file's reader storage, kept for the profile's life: a command that ends
     /// soon after may forget the profile rather than hand megabytes back piece by piece.
     storage: Option<Box<OwnedReaderStorage>>,
+    /// A small pprof file's bytes, read whole when it was opened (see [`READ_WHOLE_PPROF`]).
+    contents: Option<Vec<u8>>,
+    /// Its modification time when it was opened, µs since the Unix epoch.
+    written_unix_us: Option<u64>,
 }
+
+/// pprof files up to this size are read whole when opened: their source reads every byte
+/// anyway, and opening, sizing and reading the file a second time cost a merge of thousands
+/// of small files more than a tenth of its system time.
+const READ_WHOLE_PPROF: u64 = 1 << 20;
 
 impl Profile {
     /// Opens `path` and detects its format (nothing more is read); an unknown format is
     /// [`ProfileError::UnknownFormat`].
     pub fn open(path: &Path) -> Result<Profile, ProfileError> {
         let io = |error| ProfileError::Io { path: path.to_owned(), error };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let metadata = file.metadata().map_err(io)?;
+        let len = metadata.len();
+        let written = metadata.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let written_unix_us = written.map(|d| d.as_micros() as u64);
         let mut prefix = Vec::with_capacity(DETECT_BYTES);
-        file.take(DETECT_BYTES as u64).read_to_end(&mut prefix).map_err(io)?;
+        (&mut file).take(DETECT_BYTES as u64).read_to_end(&mut prefix).map_err(io)?;
         let kind = FileKind::detect(&prefix);
         if kind == FileKind::Unknown {
             return Err(ProfileError::UnknownFormat { path: path.to_owned() });
         }
-        Ok(Profile { path: path.to_owned(), kind, len, storage: None })
+        let contents = match kind {
+            FileKind::Pprof { .. } if len <= READ_WHOLE_PPROF => {
+                // (Read as a plain reader: `File`'s own read_to_end sizes the file again first.)
+                prefix.reserve_exact((len as usize + 1).saturating_sub(prefix.len()));
+                io::Read::by_ref(&mut file).take(u64::MAX).read_to_end(&mut prefix).map_err(io)?;
+                Some(prefix)
+            }
+            _ => None,
+        };
+        Ok(Profile { path: path.to_owned(), kind, len, storage: None, contents, written_unix_us })
     }
 
     /// The format.
@@ -392,8 +414,16 @@ impl Profile {
 
     /// A pprof profile as a source, counting the value `index` names, unsymbolised.
     pub fn pprof_source(&self, index: &SampleIndex) -> Result<PprofSource, ProfileError> {
-        let file = std::fs::read(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
-        PprofSource::from_bytes(&file, index).map_err(|e| self.invalid(e))
+        let read;
+        let file = match &self.contents {
+            Some(contents) => contents,
+            None => {
+                read =
+                    std::fs::read(&self.path).map_err(|error| ProfileError::Io { path: self.path.clone(), error })?;
+                &read
+            }
+        };
+        PprofSource::from_bytes(file, index).map_err(|e| self.invalid(e))
     }
 
     /// A MOJO file as a source, weighed by `metric`.
@@ -411,7 +441,7 @@ impl Profile {
                 warnings.extend(symbolizer.warnings().iter().cloned());
             }
         };
-        let (path, kind) = (self.path.clone(), self.kind);
+        let (path, kind, written_unix_us) = (self.path.clone(), self.kind, self.written_unix_us);
         let inner = match kind {
             FileKind::Tachyon if options.replayable => {
                 Inner::TachyonFile(TachyonFile::open(&self.path).map_err(|e| self.invalid(e))?)
@@ -438,7 +468,7 @@ impl Profile {
         if let Inner::Tachyon(_) | Inner::TachyonFile(_) = &inner {
             symbolize(&mut |s| named = Named::of(each!(&inner, i => i.frames()), s));
         }
-        Ok(AnySource { path, kind, inner, named, warnings })
+        Ok(AnySource { path, kind, inner, named, warnings, written_unix_us })
     }
 
     /// A pstats file, loaded whole.

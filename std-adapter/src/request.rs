@@ -392,16 +392,32 @@ pub struct Merged {
 pub fn expand_folders(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in paths {
-        if p.is_dir() {
-            let mut inside: Vec<PathBuf> =
-                std::fs::read_dir(p)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
-            inside.sort();
-            files.extend(expand_folders(&inside)?);
-        } else {
-            files.push(p.clone());
-        }
+        expand(p, p.is_dir(), &mut files)?;
     }
     Ok(files)
+}
+
+/// [`expand_folders`] of one path, `is_dir` or not: a folder's entries are told apart by the
+/// type the folder lists them with (a stat of each of thousands of files was a merge's
+/// largest system time), a symbolic link by what it points to.
+fn expand(path: &Path, is_dir: bool, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if !is_dir {
+        files.push(path.to_owned());
+        return Ok(());
+    }
+    let mut inside = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        let is_dir = kind.is_dir() || (kind.is_symlink() && path.is_dir());
+        inside.push((path, is_dir));
+    }
+    inside.sort();
+    for (path, is_dir) in inside {
+        expand(&path, is_dir, files)?;
+    }
+    Ok(())
 }
 
 impl MergeRequest {
@@ -730,6 +746,28 @@ mod tests {
         write_folded(&mut folded, &output, Destination::Stream(&mut bytes), Path::new("merged")).unwrap();
         let skipped = merged.skipped.iter().map(ToString::to_string).collect();
         Ok((merged.profiles, merged.samples, skipped, warnings, told, bytes))
+    }
+
+    #[test]
+    fn folders_expand_to_their_files_sorted_following_links() {
+        let root = std::env::temp_dir().join(format!("tachyon-expand-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for dir in ["top/b", "top/a/inner", "elsewhere"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for file in ["top/z.pb", "top/b/1.pb", "top/a/inner/2.pb", "top/a/0.pb", "elsewhere/3.pb", "lone.pb"] {
+            std::fs::write(root.join(file), b"").unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("top/c")).unwrap();
+        std::os::unix::fs::symlink(root.join("lone.pb"), root.join("top/d.pb")).unwrap();
+        let files = expand_folders(&[root.join("top"), root.join("lone.pb")]).unwrap();
+        let names: Vec<String> =
+            files.iter().map(|f| f.strip_prefix(&root).unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            names,
+            ["top/a/0.pb", "top/a/inner/2.pb", "top/b/1.pb", "top/c/3.pb", "top/d.pb", "top/z.pb", "lone.pb"]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
