@@ -4,4 +4,5 @@
 pub mod proto;
 mod samples;
 pub mod source;
+mod tables;
 pub mod write;

@@ -24,14 +24,14 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Broken;
 
-const VARINT: u64 = 0;
+pub(super) const VARINT: u64 = 0;
 const FIXED64: u64 = 1;
-const LENGTH: u64 = 2;
+pub(super) const LENGTH: u64 = 2;
 const FIXED32: u64 = 5;
 
 /// The varint at `*at`, which moves past it.
 #[inline(always)]
-fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
+pub(super) fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
     // Most are one byte (location ids, small values): that case inline, the rest apart.
     match buf.get(*at) {
         Some(&byte) if byte < 0x80 => {
@@ -61,7 +61,7 @@ fn varint_long(buf: &[u8], at: &mut usize) -> Result<u64, Broken> {
 
 /// A field's key at `*at`: (number, wire type).
 #[inline]
-fn key(buf: &[u8], at: &mut usize) -> Result<(u64, u64), Broken> {
+pub(super) fn key(buf: &[u8], at: &mut usize) -> Result<(u64, u64), Broken> {
     let key = varint(buf, at)?;
     if key > u64::from(u32::MAX) || key >> 3 == 0 {
         return Err(Broken);
@@ -71,7 +71,7 @@ fn key(buf: &[u8], at: &mut usize) -> Result<(u64, u64), Broken> {
 
 /// The bytes of a length-delimited value at `*at`, which moves past them.
 #[inline]
-fn delimited<'a>(buf: &'a [u8], at: &mut usize) -> Result<&'a [u8], Broken> {
+pub(super) fn delimited<'a>(buf: &'a [u8], at: &mut usize) -> Result<&'a [u8], Broken> {
     let len = usize::try_from(varint(buf, at)?).map_err(|_| Broken)?;
     let end = at.checked_add(len).filter(|&end| end <= buf.len()).ok_or(Broken)?;
     let bytes = &buf[*at..end];
@@ -81,7 +81,7 @@ fn delimited<'a>(buf: &'a [u8], at: &mut usize) -> Result<&'a [u8], Broken> {
 
 /// Moves `*at` past a value of `wire` type.
 #[inline]
-fn skip(buf: &[u8], at: &mut usize, wire: u64) -> Result<(), Broken> {
+pub(super) fn skip(buf: &[u8], at: &mut usize, wire: u64) -> Result<(), Broken> {
     let size = match wire {
         VARINT => return varint(buf, at).map(drop),
         LENGTH => return delimited(buf, at).map(drop),
@@ -91,26 +91,6 @@ fn skip(buf: &[u8], at: &mut usize, wire: u64) -> Result<(), Broken> {
     };
     *at = at.checked_add(size).filter(|&end| end <= buf.len()).ok_or(Broken)?;
     Ok(())
-}
-
-/// A `Profile` message without its samples: every other field's bytes as they were, for prost
-/// to decode.
-pub(super) fn without_samples(raw: &[u8]) -> Result<Vec<u8>, Broken> {
-    let (mut tables, mut at) = (Vec::new(), 0);
-    while at < raw.len() {
-        let start = at;
-        let (number, wire) = key(raw, &mut at)?;
-        if number == 2 {
-            if wire != LENGTH {
-                return Err(Broken);
-            }
-            delimited(raw, &mut at)?;
-        } else {
-            skip(raw, &mut at, wire)?;
-            tables.extend_from_slice(&raw[start..at]);
-        }
-    }
-    Ok(tables)
 }
 
 /// The samples' messages in the order they come.
@@ -333,12 +313,7 @@ mod tests {
             },
         ];
         let raw = profile(samples.clone());
-        let tables = without_samples(&raw).unwrap();
         assert_eq!(bodies(&raw).count(), 2);
-        assert_eq!(
-            Profile::decode(&tables[..]).unwrap(),
-            Profile::decode(&raw[..]).map(|p| Profile { sample: vec![], ..p }).unwrap()
-        );
         let mut sample = Sample::default();
         for (body, want) in bodies(&raw).zip(&samples) {
             sample.read(body.unwrap()).unwrap();
@@ -421,7 +396,7 @@ mod tests {
         // At the top: a sample as a varint, a sample longer than the message.
         for raw in [&[0x10, 0x01][..], &[0x12, 0x05, 0x08]] {
             assert!(Profile::decode(raw).is_err());
-            assert_eq!(without_samples(raw), Err(Broken));
+            assert_eq!(super::super::tables::Tables::read(raw), Err(Broken));
             assert_eq!(bodies(raw).next(), Some(Err(Broken)));
         }
     }

@@ -16,8 +16,9 @@ use prost::Message;
 use tachyon_core::kind::FileKind;
 use tachyon_core::tables::Location as Span;
 
-use super::proto::{malformed, Location, Profile};
+use super::proto::{malformed, Profile};
 use super::samples::{self, Broken, Locations as _};
+use super::tables::{LocationRow, Tables};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_WEIGHT_TOTAL,
@@ -100,7 +101,7 @@ impl std::str::FromStr for SampleIndex {
 /// A decoded pprof profile.
 pub struct PprofSource {
     /// Every field but the samples.
-    profile: Profile,
+    tables: Tables,
     samples: Samples,
     sample_count: usize,
     info: SourceInfo,
@@ -116,6 +117,17 @@ pub struct PprofSource {
 enum Samples {
     InPlace(Vec<u8>),
     Decoded(Vec<super::proto::Sample>),
+}
+
+impl Samples {
+    /// The message the tables were read from (empty for prost's decoding, whose strings are
+    /// its own).
+    fn message(&self) -> &[u8] {
+        match self {
+            Samples::InPlace(message) => message,
+            Samples::Decoded(_) => &[],
+        }
+    }
 }
 
 /// What one pass over the samples found, before the tables are looked at: how many there
@@ -269,23 +281,25 @@ impl PprofSource {
     fn decode(raw: Vec<u8>, gzipped: bool, index: &SampleIndex) -> Result<Self, PprofError> {
         // The samples read in place, or, where the message breaks that reading's rules, as
         // prost decodes them (or refuses them, with its error).
-        let in_place = samples::without_samples(&raw).ok().and_then(|tables| Profile::decode(&tables[..]).ok());
-        let (profile, samples, tally) = match in_place {
-            Some(profile) => match Tally::in_place(&raw) {
-                Ok(tally) => (profile, Samples::InPlace(raw), tally),
+        let in_place = Tables::read(&raw).ok();
+        let (tables, samples, tally) = match in_place {
+            Some(tables) => match Tally::in_place(&raw) {
+                Ok(tally) => (tables, Samples::InPlace(raw), tally),
                 Err(Broken) => decoded(raw)?,
             },
             None => decoded(raw)?,
         };
-        let mut source = PprofSource::new(profile, samples, &tally, index)?;
+        let mut source = PprofSource::new(tables, samples, &tally, index)?;
         source.info.kind = FileKind::Pprof { gzipped };
         Ok(source)
     }
 
-    fn new(profile: Profile, samples: Samples, tally: &Tally, index: &SampleIndex) -> Result<Self, PprofError> {
+    fn new(tables: Tables, samples: Samples, tally: &Tally, index: &SampleIndex) -> Result<Self, PprofError> {
+        let profile = &tables;
+        let message = samples.message();
         let string = |i: i64| -> Result<&str, PprofError> {
-            usize::try_from(i).ok().and_then(|i| profile.string_table.get(i)).map(String::as_str).ok_or_else(|| {
-                PprofError::Invalid(format!("string index {i} past the table's {}", profile.string_table.len()))
+            usize::try_from(i).ok().and_then(|i| tables.string(message, i)).ok_or_else(|| {
+                PprofError::Invalid(format!("string index {i} past the table's {}", tables.string_count()))
             })
         };
         let types = profile.sample_type.len();
@@ -344,13 +358,15 @@ impl PprofSource {
         let mut frames = FrameTable::default();
         frames.mappings = mappings.into_iter().map(|(_, m)| m).collect();
         let mut frames_of = LocationFrames::for_ids(profile.location.iter().map(|l| l.id), profile.location.len());
+        frames.frames.reserve(profile.location.len());
         for location in &profile.location {
             let first = frames.frames.len() as u32;
-            push_location(location, &mapping_of, &functions, &string, &mut frames)?;
+            push_location(location, profile.lines_of(location), &mapping_of, &functions, &string, &mut frames)?;
             frames_of.insert(location.id, (first, frames.frames.len() as u32));
         }
 
-        let thread_key = profile.string_table.iter().position(|s| s == "thread_id").map(|i| i as i64);
+        let thread_key =
+            (0..tables.string_count()).position(|i| tables.string(message, i) == Some("thread_id")).map(|i| i as i64);
         let threads = thread_key.is_some_and(|k| tally.label_keys.contains_key(&k));
         // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
         // CPython's mode), whichever value is counted.
@@ -380,7 +396,7 @@ impl PprofSource {
             naming: Naming::Native,
             clock: if profile.time_nanos > 0 { Clock::Unix } else { Clock::None },
         };
-        Ok(PprofSource { profile, samples, sample_count: tally.samples, info, frames, frames_of, value, thread_key })
+        Ok(PprofSource { tables, samples, sample_count: tally.samples, info, frames, frames_of, value, thread_key })
     }
 }
 
@@ -388,8 +404,9 @@ impl PprofSource {
     /// What `tachyon info` shows: sample types (the counted one marked), period, counts of
     /// samples, locations, functions and mappings, time span.
     pub fn facts(&self, file_bytes: u64) -> serde_json::Value {
-        let p = &self.profile;
-        let string = |i: i64| usize::try_from(i).ok().and_then(|i| p.string_table.get(i)).map_or("", String::as_str);
+        let p = &self.tables;
+        let message = self.samples.message();
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| p.string(message, i)).unwrap_or("");
         let types: Vec<String> =
             p.sample_type.iter().map(|t| format!("{}/{}", string(t.r#type), string(t.unit))).collect();
         serde_json::json!({
@@ -421,7 +438,7 @@ impl PprofSource {
         let old = std::mem::take(&mut self.frames);
         let mut frames = FrameTable::default();
         frames.mappings = old.mappings.clone();
-        for location in &self.profile.location {
+        for location in &self.tables.location {
             let Some((start, end)) = self.frames_of.get(location.id) else { continue };
             let range = start..end;
             let first = frames.frames.len() as u32;
@@ -454,18 +471,19 @@ fn broken_again(_: Broken) -> PprofError {
 
 /// The message decoded whole by prost (its error located where it refuses it), the samples
 /// taken out of it, and their tally.
-fn decoded(raw: Vec<u8>) -> Result<(Profile, Samples, Tally), PprofError> {
+fn decoded(raw: Vec<u8>) -> Result<(Tables, Samples, Tally), PprofError> {
     let mut profile = Profile::decode(&raw[..]).map_err(|error| PprofError::Decode { error, at: malformed(&raw) })?;
     drop(raw);
     let samples = std::mem::take(&mut profile.sample);
     let tally = Tally::decoded(&samples);
-    Ok((profile, Samples::Decoded(samples), tally))
+    Ok((Tables::of(profile), Samples::Decoded(samples), tally))
 }
 
 /// The frames of one location: a frame per line, innermost first; a bare address when it has
 /// no lines.
 fn push_location<'p>(
-    location: &Location,
+    location: &LocationRow,
+    lines: &[crate::pprof::proto::Line],
     mapping_of: &IdMap<u64, u32>,
     functions: &IdMap<u64, &'p crate::pprof::proto::Function>,
     string: &impl Fn(i64) -> Result<&'p str, PprofError>,
@@ -473,7 +491,7 @@ fn push_location<'p>(
 ) -> Result<(), PprofError> {
     let address = (location.address != 0).then_some(location.address);
     let mapping = mapping_of.get(&location.mapping_id).copied();
-    if location.line.is_empty() {
+    if lines.is_empty() {
         frames.push(FrameInfo {
             funcname: format!("{:#x}", location.address),
             address,
@@ -483,8 +501,8 @@ fn push_location<'p>(
         });
         return Ok(());
     }
-    let outermost = location.line.len() - 1;
-    for (i, line) in location.line.iter().enumerate() {
+    let outermost = lines.len() - 1;
+    for (i, line) in lines.iter().enumerate() {
         let (funcname, filename) = match functions.get(&line.function_id) {
             Some(f) => (string(f.name)?, string(f.filename)?),
             None => ("", ""),
@@ -714,6 +732,7 @@ mod tests {
     use std::io::Write as _;
 
     use super::*;
+    use crate::pprof::proto::Location;
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
