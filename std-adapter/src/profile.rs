@@ -29,7 +29,7 @@ use tachyon_core::{HeaderLayout, Reader, RunTimeEndian};
 
 use crate::file::FileSource;
 use crate::gperftools::source::GperftoolsSource;
-use crate::model::{Call, Collector, FrameInfo, FrameTable, Source, SourceInfo};
+use crate::model::{Call, Collector, FrameInfo, FrameTable, NamedCollector, Source, SourceInfo};
 use crate::mojo::source::{MojoMetric, MojoSource};
 use crate::native::{Named, NamedCounts};
 use crate::output::{ConvertError, Destination, Output};
@@ -294,6 +294,21 @@ impl Source for AnySource<'_> {
             None => collector,
         };
         each!(&mut self.inner, s => s.replay(collector, progress).map_err(|e| ProfileError::invalid(path, kind, e)))
+    }
+
+    fn replay_named(
+        &mut self,
+        collector: &mut dyn NamedCollector,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, Self::Error>> {
+        // Native frames named here are the expanding collector's, not the source's.
+        if self.named.is_some() {
+            return None;
+        }
+        let (path, kind) = (&self.path, self.kind);
+        each!(&mut self.inner, s => s
+            .replay_named(collector, progress)
+            .map(|done| done.map_err(|e| ProfileError::invalid(path, kind, e))))
     }
 
     fn written_unix_us(&self) -> Option<u64> {

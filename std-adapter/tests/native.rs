@@ -147,6 +147,15 @@ fn a_pprof_address_without_lines_is_named_from_its_mapping() {
     };
     let named = collapsed(Some(Vec::new()));
     assert!(named.starts_with("main;") && named.contains(";a_function_to_find"), "{named}");
+    // Folded as a merge folds it: the names symbolised, not the addresses where they lie.
+    let mut profile = Profile::open(&path).unwrap();
+    let options = SourceOptions { symbolize: Some(Vec::new()), ..SourceOptions::default() };
+    let mut source = profile.source(&options).unwrap();
+    let mut fold = tachyon::model::fold::Fold::new(tachyon::model::fold::FoldOptions::default());
+    fold.add(&mut source, &Output::Collapsed, &mut |_| {}).unwrap();
+    let mut out = Vec::new();
+    convert(&mut fold.finish().unwrap(), &Output::Collapsed, Destination::Stream(&mut out), &mut |_| {}).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), named);
     assert!(named.ends_with(" 3\n"), "{named}");
     let raw = collapsed(None);
     assert!(raw.contains(&format!("{address:#x}")) && !raw.contains("a_function_to_find"), "{raw}");

@@ -18,10 +18,11 @@ use tachyon_core::tables::Location as Span;
 
 use super::proto::{malformed, Profile};
 use super::samples::{self, Broken, Locations as _};
-use super::tables::{LocationRow, Tables};
+use super::tables::Tables;
 use crate::hash::IdMap;
 use crate::model::{
-    Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times, MAX_WEIGHT_TOTAL,
+    Call, Clock, Collector, FrameNames, FrameRef, FrameTable, Mapping, NamedCollector, Naming, Source, SourceInfo,
+    Ticker, Times, MAX_WEIGHT_TOTAL,
 };
 use crate::symbolize::{symbol_frames, Symbolizer};
 
@@ -105,9 +106,22 @@ pub struct PprofSource {
     samples: Samples,
     sample_count: usize,
     info: SourceInfo,
-    frames: FrameTable,
+    /// Mapped files, by start.
+    mappings: Vec<Mapping>,
+    /// Per location (by position), its mapping's index in `mappings`.
+    location_mapping: Vec<Option<u32>>,
+    /// Function id → its position in the tables.
+    functions: IdMap<u64, u32>,
+    /// Per frame id, its location's position and its line's (a location without lines is
+    /// one frame, its address).
+    frame_at: Vec<(u32, u32)>,
+    /// The frame table, made when first asked for ([`Source::replay_named`] lends the names
+    /// where they lie instead).
+    frames: std::cell::OnceCell<FrameTable>,
     /// Location id → the frame ids standing for it.
     frames_of: LocationFrames,
+    /// Some location is a bare address in a mapping: something to symbolise.
+    bare_in_mapping: bool,
     value: usize,
     thread_key: Option<i64>,
 }
@@ -352,18 +366,31 @@ impl PprofSource {
         }
         mappings.sort_by_key(|(_, m)| m.start);
         let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
-        let functions: IdMap<u64, &crate::pprof::proto::Function> =
-            profile.function.iter().map(|f| (f.id, f)).collect();
+        let functions: IdMap<u64, u32> = profile.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
 
-        let mut frames = FrameTable::default();
-        frames.mappings = mappings.into_iter().map(|(_, m)| m).collect();
+        // Each location's frames numbered, and the names they will take checked (the table
+        // itself is made when asked for: see `frame`).
         let mut frames_of = LocationFrames::for_ids(profile.location.iter().map(|l| l.id), profile.location.len());
-        frames.frames.reserve(profile.location.len());
-        for location in &profile.location {
-            let first = frames.frames.len() as u32;
-            push_location(location, profile.lines_of(location), &mapping_of, &functions, &string, &mut frames)?;
-            frames_of.insert(location.id, (first, frames.frames.len() as u32));
+        let mut frame_at = Vec::with_capacity(profile.location.len());
+        let mut location_mapping = Vec::with_capacity(profile.location.len());
+        let mut bare_in_mapping = false;
+        for (i, location) in profile.location.iter().enumerate() {
+            let first = frame_at.len() as u32;
+            let lines = profile.lines_of(location);
+            for line in lines {
+                if let Some(&f) = functions.get(&line.function_id) {
+                    let f = &profile.function[f as usize];
+                    string(f.name)?;
+                    string(f.filename)?;
+                }
+            }
+            frame_at.extend((0..lines.len().max(1) as u32).map(|line| (i as u32, line)));
+            let mapping = mapping_of.get(&location.mapping_id).copied();
+            bare_in_mapping |= lines.is_empty() && location.address != 0 && mapping.is_some();
+            location_mapping.push(mapping);
+            frames_of.insert(location.id, (first, frame_at.len() as u32));
         }
+        let mappings = mappings.into_iter().map(|(_, m)| m).collect();
 
         let thread_key =
             (0..tables.string_count()).position(|i| tables.string(message, i) == Some("thread_id")).map(|i| i as i64);
@@ -396,7 +423,21 @@ impl PprofSource {
             naming: Naming::Native,
             clock: if profile.time_nanos > 0 { Clock::Unix } else { Clock::None },
         };
-        Ok(PprofSource { tables, samples, sample_count: tally.samples, info, frames, frames_of, value, thread_key })
+        Ok(PprofSource {
+            tables,
+            samples,
+            sample_count: tally.samples,
+            info,
+            mappings,
+            location_mapping,
+            functions,
+            frame_at,
+            frames: std::cell::OnceCell::new(),
+            frames_of,
+            bare_in_mapping,
+            value,
+            thread_key,
+        })
     }
 }
 
@@ -427,15 +468,87 @@ impl PprofSource {
 }
 
 impl PprofSource {
+    /// Frame `id`: a frame per line of its location, innermost first (pprof's order: the last
+    /// line is the function the others were inlined into); a bare address (`0x…`) for a
+    /// location without lines. Names that do not resolve are empty (`new` refused those
+    /// out of the string table's range).
+    fn frame(&self, id: u32) -> FrameRef<'_> {
+        let (at, line) = self.frame_at.get(id as usize).copied().unwrap_or_default();
+        let location = &self.tables.location[at as usize];
+        let lines = self.tables.lines_of(location);
+        let address = (location.address != 0).then_some(location.address);
+        let mapping = self.location_mapping[at as usize];
+        let bare = || std::borrow::Cow::Owned(format!("{:#x}", location.address));
+        let Some(l) = lines.get(line as usize) else {
+            return FrameRef {
+                filename: "",
+                funcname: bare(),
+                location: None,
+                opcode: None,
+                address,
+                mapping,
+                anonymous: true,
+                hidden: false,
+                inlined: false,
+            };
+        };
+        let message = self.samples.message();
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| self.tables.string(message, i)).unwrap_or("");
+        let (funcname, filename) = match self.functions.get(&l.function_id) {
+            Some(&f) => {
+                (string(self.tables.function[f as usize].name), string(self.tables.function[f as usize].filename))
+            }
+            None => ("", ""),
+        };
+        let lineno = i32::try_from(l.line).ok().filter(|&l| l > 0);
+        FrameRef {
+            filename,
+            funcname: if funcname.is_empty() { bare() } else { std::borrow::Cow::Borrowed(funcname) },
+            location: lineno.map(|l| Span { lineno: l, end_lineno: l, col: -1, end_col: -1 }),
+            opcode: None,
+            address,
+            mapping,
+            anonymous: false,
+            hidden: false,
+            inlined: (line as usize) + 1 < lines.len(),
+        }
+    }
+
+    /// The frame table, made on first use.
+    fn table(&self) -> &FrameTable {
+        self.frames.get_or_init(|| {
+            let mut table = FrameTable::default();
+            table.mappings = self.mappings.clone();
+            table.frames.reserve(self.frame_at.len());
+            for id in 0..self.frame_at.len() as u32 {
+                table.push(self.frame(id).to_info());
+            }
+            table
+        })
+    }
+}
+
+impl FrameNames for PprofSource {
+    fn frame(&self, id: u32) -> FrameRef<'_> {
+        PprofSource::frame(self, id)
+    }
+
+    fn mapping(&self, index: u32) -> &Mapping {
+        &self.mappings[index as usize]
+    }
+}
+
+impl PprofSource {
     /// Names the bare addresses (locations without lines, in a mapping) from the binaries
     /// `symbolizer` finds, as for gperftools profiles; other locations stay as they are.
     pub fn symbolize(&mut self, symbolizer: &mut Symbolizer) {
         // Most profiles have names for every location: the table stays as it is (rebuilding
         // it was a sixth of a merge of small files, measured).
-        if !self.frames.frames.iter().any(|f| f.anonymous && f.address.is_some() && f.mapping.is_some()) {
+        if !self.bare_in_mapping {
             return;
         }
-        let old = std::mem::take(&mut self.frames);
+        self.table();
+        let old = self.frames.take().unwrap_or_default();
         let mut frames = FrameTable::default();
         frames.mappings = old.mappings.clone();
         for location in &self.tables.location {
@@ -459,7 +572,7 @@ impl PprofSource {
             }
             self.frames_of.insert(location.id, (first, frames.frames.len() as u32));
         }
-        self.frames = frames;
+        self.frames = std::cell::OnceCell::from(frames);
     }
 }
 
@@ -477,48 +590,6 @@ fn decoded(raw: Vec<u8>) -> Result<(Tables, Samples, Tally), PprofError> {
     let samples = std::mem::take(&mut profile.sample);
     let tally = Tally::decoded(&samples);
     Ok((Tables::of(profile), Samples::Decoded(samples), tally))
-}
-
-/// The frames of one location: a frame per line, innermost first; a bare address when it has
-/// no lines.
-fn push_location<'p>(
-    location: &LocationRow,
-    lines: &[crate::pprof::proto::Line],
-    mapping_of: &IdMap<u64, u32>,
-    functions: &IdMap<u64, &'p crate::pprof::proto::Function>,
-    string: &impl Fn(i64) -> Result<&'p str, PprofError>,
-    frames: &mut FrameTable,
-) -> Result<(), PprofError> {
-    let address = (location.address != 0).then_some(location.address);
-    let mapping = mapping_of.get(&location.mapping_id).copied();
-    if lines.is_empty() {
-        frames.push(FrameInfo {
-            funcname: format!("{:#x}", location.address),
-            address,
-            mapping,
-            anonymous: true,
-            ..FrameInfo::default()
-        });
-        return Ok(());
-    }
-    let outermost = lines.len() - 1;
-    for (i, line) in lines.iter().enumerate() {
-        let (funcname, filename) = match functions.get(&line.function_id) {
-            Some(f) => (string(f.name)?, string(f.filename)?),
-            None => ("", ""),
-        };
-        let lineno = i32::try_from(line.line).ok().filter(|&l| l > 0);
-        frames.push(FrameInfo {
-            filename: filename.to_owned(),
-            funcname: if funcname.is_empty() { format!("{:#x}", location.address) } else { funcname.to_owned() },
-            location: lineno.map(|l| Span { lineno: l, end_lineno: l, col: -1, end_col: -1 }),
-            address,
-            mapping,
-            inlined: i < outermost,
-            ..FrameInfo::default()
-        });
-    }
-    Ok(())
 }
 
 /// Room for what gzip file `file` decompresses to, as its trailer states it (ISIZE, the last
@@ -600,10 +671,29 @@ impl Source for PprofSource {
     }
 
     fn frames(&self) -> &FrameTable {
-        &self.frames
+        self.table()
     }
 
     fn replay(&mut self, collector: &mut dyn Collector, progress: &mut dyn FnMut(u64)) -> Result<u64, PprofError> {
+        let frames = self.table();
+        self.calls(&mut |call| collector.collect(frames, call), progress)
+    }
+
+    fn replay_named(
+        &mut self,
+        collector: &mut dyn NamedCollector,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<u64, PprofError>> {
+        if self.frames.get().is_some() {
+            return None;
+        }
+        Some(self.calls(&mut |call| collector.collect(&*self, call), progress))
+    }
+}
+
+impl PprofSource {
+    /// Every sample that counts as a call, in file order; the sample count.
+    fn calls(&self, collect: &mut dyn FnMut(&Call<'_>), progress: &mut dyn FnMut(u64)) -> Result<u64, PprofError> {
         let one_frame = self.frames_of.one_frame();
         let mut stack = StackOf { frames_of: &self.frames_of, one_frame, frames: Vec::new(), missing: None };
         let mut ticker = Ticker::default();
@@ -626,7 +716,7 @@ impl Source for PprofSource {
                 stack,
                 continued: false,
             };
-            collector.collect(&self.frames, &call);
+            collect(&call);
             done = done.saturating_add(count as u64);
             ticker.tick(done, progress);
             Ok(())
@@ -845,6 +935,78 @@ mod tests {
         for (bytes, offset, rule) in cases {
             assert!(Profile::decode(bytes).is_err(), "prost takes {bytes:?}");
             assert_eq!(malformed(bytes), Some((offset, rule.to_owned())), "{bytes:?}");
+        }
+    }
+
+    /// The merged profile (pprof, gzipped) of `bytes` folded as a merge folds it, the frame
+    /// table made first (`table_first`) or not (the names lent where they lie).
+    fn folded(bytes: &[u8], table_first: bool) -> Vec<u8> {
+        use crate::model::fold::{Fold, FoldOptions};
+        use crate::output::{Destination, Output};
+        let mut source = PprofSource::from_bytes(bytes, &SampleIndex::Default).unwrap();
+        if table_first {
+            source.frames();
+        }
+        let mut fold = Fold::new(FoldOptions { threads: true });
+        fold.add(&mut source, &Output::Pprof, &mut |_| {}).unwrap();
+        let mut out = Vec::new();
+        crate::convert::convert(
+            &mut fold.finish().unwrap(),
+            &Output::Pprof,
+            Destination::Stream(&mut out),
+            &mut |_| {},
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_fold_of_the_names_lent_is_the_fold_of_the_frame_table() {
+        use crate::pprof::proto::{Function, Label, Line, Mapping, Sample, ValueType};
+        // Inlined lines, a bare address, a line of no function, a location no counted sample
+        // names (its mapping used by no other), threads.
+        let mapping = |id, start| Mapping {
+            id,
+            memory_start: start,
+            memory_limit: start + 0x1000,
+            filename: 7,
+            ..Default::default()
+        };
+        let line = |function_id, line| Line { function_id, line };
+        let sample = |location_id: Vec<u64>, value, thread| Sample {
+            location_id,
+            value: vec![value],
+            label: vec![Label { key: 6, str: 0, num: thread }],
+        };
+        let made = Profile {
+            sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+            sample: vec![sample(vec![1, 2, 3], 3, 7), sample(vec![3, 1], 2, 8), sample(vec![4], 0, 7)],
+            mapping: vec![mapping(1, 0x1000), mapping(2, 0x8000)],
+            location: vec![
+                Location { id: 1, mapping_id: 1, address: 0x1010, line: vec![line(1, 3), line(2, 5)] },
+                Location { id: 2, mapping_id: 1, address: 0x1234, line: vec![] },
+                Location { id: 3, mapping_id: 0, address: 0x2000, line: vec![line(99, 1)] },
+                Location { id: 4, mapping_id: 2, address: 0x8010, line: vec![] },
+            ],
+            function: vec![
+                Function { id: 1, name: 3, filename: 5, ..Default::default() },
+                Function { id: 2, name: 4, filename: 5, ..Default::default() },
+            ],
+            string_table: ["", "samples", "count", "inner", "outer", "a.py", "thread_id", "/bin/app"]
+                .map(String::from)
+                .to_vec(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        // Written by go tool pprof from libprofiler's recording (addresses in mappings).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../qemu-tests/fixtures/recorded/gperftools-2.10/x86_64/go-pprof.pb.gz"
+        );
+        for bytes in [made, std::fs::read(path).unwrap()] {
+            let lent = folded(&bytes, false);
+            assert_eq!(lent, folded(&bytes, true));
+            assert!(lent.len() > 100);
         }
     }
 

@@ -25,7 +25,10 @@ use tachyon_core::tables::Location;
 use std::hash::BuildHasher;
 
 use crate::hash::{Found, IdHash, IdMap, IdSlots, PackedStrings, SequenceIndex};
-use crate::model::{Call, Clock, Collector, FrameInfo, FrameTable, Mapping, Naming, Source, SourceInfo, Ticker, Times};
+use crate::model::{
+    Call, Clock, Collector, FrameInfo, FrameNames, FrameRef, FrameTable, Mapping, NamedCollector, Naming, Source,
+    SourceInfo, Ticker, Times,
+};
 use crate::output::Output;
 
 pub mod wire;
@@ -293,13 +296,18 @@ impl Fold {
         }
         let mut into = Intake {
             fold: self,
-            frame_of: vec![u32::MAX; source.frames().frames.len()],
-            mapping_of: vec![u32::MAX; source.frames().mappings.len()],
+            frame_of: Vec::new(),
+            mapping_of: Vec::new(),
             key: Vec::new(),
             last_us: None,
             first_us: None,
         };
-        let samples = source.replay(&mut into, progress).map_err(FoldError::Read)?;
+        // The names lent where the source keeps them, else its frame table.
+        let samples = match source.replay_named(&mut into, progress) {
+            Some(done) => done,
+            None => source.replay(&mut into, progress),
+        };
+        let samples = samples.map_err(FoldError::Read)?;
         let (first_us, last_us) = (into.first_us, into.last_us);
         let span = info.unix_span(source.written_unix_us(), first_us, last_us);
         (facts.start_unix_us, facts.end_unix_us) = (span.map(|s| s.start_us), span.map(|s| s.end_us));
@@ -416,9 +424,9 @@ impl Fold {
     }
 
     /// `f` as a frame of this fold, its names numbered here and its mapping `mapping`.
-    pub(crate) fn intern(&mut self, f: &FrameInfo, mapping: Option<u32>) -> Frame {
+    pub(crate) fn intern(&mut self, f: &FrameRef<'_>, mapping: Option<u32>) -> Frame {
         Frame {
-            filename: self.strings.id(&f.filename),
+            filename: self.strings.id(f.filename),
             funcname: self.strings.id(&f.funcname),
             location: f.location,
             opcode: f.opcode,
@@ -640,6 +648,20 @@ struct Intake<'f> {
 
 impl Collector for Intake<'_> {
     fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
+        self.take(call, |id| frames.frame(id).to_ref(), |m| &frames.mappings[m as usize]);
+    }
+}
+
+impl NamedCollector for Intake<'_> {
+    fn collect(&mut self, frames: &dyn FrameNames, call: &Call<'_>) {
+        self.take(call, |id| frames.frame(id), |m| frames.mapping(m));
+    }
+}
+
+impl Intake<'_> {
+    /// Counts `call`, its source's frames `frame` and mappings `mapping` (each asked for the
+    /// first time its id is met).
+    fn take<'n>(&mut self, call: &Call<'_>, frame: impl Fn(u32) -> FrameRef<'n>, mapping: impl Fn(u32) -> &'n Mapping) {
         if let Some(&first) = call.timestamps_us().iter().min() {
             self.first_us = min_some(self.first_us, Some(first));
         }
@@ -653,19 +675,25 @@ impl Collector for Intake<'_> {
         self.key.clear();
         self.key.extend([tid as u32, (tid >> 32) as u32]);
         for &id in call.stack {
-            let slot = self.frame_of[id as usize];
+            let slot = self.frame_of.get(id as usize).copied().unwrap_or(u32::MAX);
             let folded = if slot != u32::MAX {
                 slot
             } else {
-                let f = frames.frame(id);
+                let f = frame(id);
                 let mapping = f.mapping.map(|m| {
+                    if self.mapping_of.len() <= m as usize {
+                        self.mapping_of.resize(m as usize + 1, u32::MAX);
+                    }
                     let slot = &mut self.mapping_of[m as usize];
                     if *slot == u32::MAX {
-                        *slot = self.fold.mapping(frames.mappings[m as usize].clone());
+                        *slot = self.fold.mapping(mapping(m).clone());
                     }
                     *slot
                 });
-                let f = self.fold.intern(f, mapping);
+                let f = self.fold.intern(&f, mapping);
+                if self.frame_of.len() <= id as usize {
+                    self.frame_of.resize(id as usize + 1, u32::MAX);
+                }
                 let folded = self.fold.frame(f);
                 self.frame_of[id as usize] = folded;
                 folded

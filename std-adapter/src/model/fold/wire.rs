@@ -257,7 +257,7 @@ impl Fold {
                 hidden: f.flags & 2 != 0,
                 inlined: f.flags & 4 != 0,
             };
-            let frame = raw.intern(&info, info.mapping);
+            let frame = raw.intern(&info.to_ref(), info.mapping);
             raw.frame(frame);
         }
         // The stacks as a part's log, as they come: the fold they are combined into below
