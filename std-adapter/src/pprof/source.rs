@@ -472,7 +472,7 @@ impl PprofSource {
     /// line is the function the others were inlined into); a bare address (`0x…`) for a
     /// location without lines. Names that do not resolve are empty (`new` refused those
     /// out of the string table's range).
-    fn frame(&self, id: u32) -> FrameRef<'_> {
+    fn frame<'a>(&'a self, id: u32, strings: &[&'a str]) -> FrameRef<'a> {
         let (at, line) = self.frame_at.get(id as usize).copied().unwrap_or_default();
         let location = &self.tables.location[at as usize];
         let lines = self.tables.lines_of(location);
@@ -492,8 +492,7 @@ impl PprofSource {
                 inlined: false,
             };
         };
-        let message = self.samples.message();
-        let string = |i: i64| usize::try_from(i).ok().and_then(|i| self.tables.string(message, i)).unwrap_or("");
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| strings.get(i)).copied().unwrap_or("");
         let (funcname, filename) = match self.functions.get(&l.function_id) {
             Some(&f) => {
                 (string(self.tables.function[f as usize].name), string(self.tables.function[f as usize].filename))
@@ -514,27 +513,41 @@ impl PprofSource {
         }
     }
 
+    /// The string table, each string found once (checking it UTF-8 again rather than
+    /// trusting it without `unsafe`: once a frame was a tenth of a merge of small files).
+    fn strings(&self) -> Vec<&str> {
+        let message = self.samples.message();
+        (0..self.tables.string_count()).map(|i| self.tables.string(message, i).unwrap_or("")).collect()
+    }
+
     /// The frame table, made on first use.
     fn table(&self) -> &FrameTable {
         self.frames.get_or_init(|| {
+            let strings = self.strings();
             let mut table = FrameTable::default();
             table.mappings = self.mappings.clone();
             table.frames.reserve(self.frame_at.len());
             for id in 0..self.frame_at.len() as u32 {
-                table.push(self.frame(id).to_info());
+                table.push(self.frame(id, &strings).to_info());
             }
             table
         })
     }
 }
 
-impl FrameNames for PprofSource {
+/// A pprof source's frames lent by [`Source::replay_named`], with its string table.
+struct Lent<'a> {
+    source: &'a PprofSource,
+    strings: Vec<&'a str>,
+}
+
+impl FrameNames for Lent<'_> {
     fn frame(&self, id: u32) -> FrameRef<'_> {
-        PprofSource::frame(self, id)
+        self.source.frame(id, &self.strings)
     }
 
     fn mapping(&self, index: u32) -> &Mapping {
-        &self.mappings[index as usize]
+        &self.source.mappings[index as usize]
     }
 }
 
@@ -687,7 +700,8 @@ impl Source for PprofSource {
         if self.frames.get().is_some() {
             return None;
         }
-        Some(self.calls(&mut |call| collector.collect(&*self, call), progress))
+        let lent = Lent { source: self, strings: self.strings() };
+        Some(self.calls(&mut |call| collector.collect(&lent, call), progress))
     }
 }
 
