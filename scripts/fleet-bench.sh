@@ -10,8 +10,10 @@
 # DEEP_COPIES copies (300 by default) of CPython 3.15.2's sampler on deep_varied.py (20–200
 # frames, two threads; the committed recording, qemu-tests/fixtures/recorded/), and the
 # committed wall-mode recordings of CPython's sampler (that one and those of
-# qemu-tests/fixtures/real-3.15.2/), VARIED_COPIES times (10) each — each file written once
-# as pprof by `tachyon convert --to pprof`. Here ours runs on one thread (`-j 1`) and on
+# qemu-tests/fixtures/real-3.15.2/), VARIED_COPIES times (10) each; and SMALL_COPIES copies
+# (3,000) of a small one (examples/stdlib_work.pyb: a rotated period of a quiet process, where
+# the merge's cost per file shows) — each file written once as pprof by `tachyon convert
+# --to pprof`. Here ours runs on one thread (`-j 1`) and on
 # every core; both must write the same bytes. All inputs are the repository's, so the figures
 # of two machines are of the same files.
 #
@@ -75,9 +77,11 @@ echo
 echo "(median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d); same samples checked with go tool pprof -raw)"
 
 DEEP=qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb
-mkdir -p "$W/one" "$W/deep" "$W/varied"
+mkdir -p "$W/one" "$W/deep" "$W/varied" "$W/small"
 "$T" --quiet convert "$DEEP" --to pprof -o "$W/one/deep_varied.pb.gz" || fail "convert deep_varied"
 for i in $(seq "${DEEP_COPIES:-300}"); do ln -s "$W/one/deep_varied.pb.gz" "$W/deep/$i.pb.gz"; done
+"$T" --quiet convert examples/stdlib_work.pyb --to pprof -o "$W/one/small.pb.gz" || fail "convert stdlib_work"
+for i in $(seq "${SMALL_COPIES:-3000}"); do ln -s "$W/one/small.pb.gz" "$W/small/$i.pb.gz"; done
 wall=0
 for f in "$DEEP" "$R"/*.pyb; do
   "$T" info --json "$f" | grep -q '"mode_name": *"wall"' || continue
@@ -89,7 +93,7 @@ done
 echo
 echo "| files | \`go tool pprof -proto\` | peak | \`tachyon merge --to pprof -j 1\` | peak | speed-up | \`tachyon merge --to pprof\` ($(nproc) threads) | peak | speed-up |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for set in deep varied; do
+for set in deep small varied; do
   n=$(ls "$W/$set" | wc -l)
   read -r gs gm < <(bench sh -c "go tool pprof -proto $W/$set/*.pb.gz > $W/go.pb.gz")
   read -r ts tm < <(bench "$T" --quiet merge "$W/$set" --to pprof -j 1 -o "$W/t1.pb.gz")
@@ -101,8 +105,11 @@ for set in deep varied; do
   g=$(raw_total "$W/go.pb.gz" 2)
   t=$(raw_total "$W/t.pb.gz" 2)
   [ "$g" = "$t" ] && [ "$g" != 0 ] || fail "$set: go pprof's merged profile holds $g ns, ours $t"
-  what="$n copies of the deep recording"
-  [ "$set" = deep ] || what="$wall wall-mode recordings × ${VARIED_COPIES:-10}"
+  case $set in
+    deep) what="$n copies of the deep recording" ;;
+    small) what="$n copies of a small recording ($(stat -c %s "$W/one/small.pb.gz") bytes)" ;;
+    *) what="$wall wall-mode recordings × ${VARIED_COPIES:-10}" ;;
+  esac
   s1=$(ratio "$gs" "$ts")
   sn=$(ratio "$gs" "$hs")
   echo "| $what | ${gs} s | $((gm / 1024)) MiB | ${ts} s | $((tm / 1024)) MiB | $s1 | ${hs} s | $((hm / 1024)) MiB | $sn |"

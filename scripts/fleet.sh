@@ -99,4 +99,4 @@ step "push --follow: 200 files arriving (Tachyon written slowly, MOJO in pieces,
 FLEET_FILES=$PWD/target/release/fleet_files "$C/venv/bin/python" python/tests/test_follow.py || fail "test_follow.py" "see above"
 
 step "the fleet benchmark, once (one run: a smoke run; docs/fleet.md's figures come from three)"
-RUNS=1 DEEP_COPIES=20 VARIED_COPIES=1 bash scripts/fleet-bench.sh || fail "fleet benchmark" "see above"
+RUNS=1 DEEP_COPIES=20 VARIED_COPIES=1 SMALL_COPIES=300 bash scripts/fleet-bench.sh || fail "fleet benchmark" "see above"
