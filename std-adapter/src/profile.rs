@@ -237,7 +237,8 @@ enum Inner<'p> {
     Tachyon(TachyonSource<'p, 'p, FileSource>),
     TachyonFile(TachyonFile),
     Gperftools(GperftoolsSource<FileSource>),
-    Pprof(PprofSource),
+    // (Boxed: its tables make it the largest by far.)
+    Pprof(Box<PprofSource>),
     Mojo(MojoSource<FileSource>),
     Pstats(PstatsSource),
 }
@@ -470,7 +471,7 @@ impl Profile {
             FileKind::Pprof { .. } => {
                 let mut source = self.pprof_source(&options.sample_index)?;
                 symbolize(&mut |s| source.symbolize(s));
-                Inner::Pprof(source)
+                Inner::Pprof(Box::new(source))
             }
             FileKind::Mojo => Inner::Mojo(self.mojo_source(options.metric)?),
             FileKind::Marshal => Inner::Pstats(

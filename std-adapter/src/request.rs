@@ -576,14 +576,21 @@ impl MergeRequest {
                         wake();
                         continue;
                     }
-                    let (i, warnings, part) = match take() {
-                        Take::File(i) => read(i),
-                        // The next in order is being read elsewhere.
-                        Take::Wait | Take::Nothing => match ready.recv() {
-                            Ok(sent) => sent.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                            Err(_) => unreachable!("every reading thread ended with a file still to combine"),
+                    // Parts already sent come first: reading another file while the next
+                    // in order waits in the channel left the reading threads waiting on
+                    // this one (3,000 small files: 0.17 s, and 0.12 s taking them first).
+                    let sent = match ready.try_recv() {
+                        Ok(sent) => sent,
+                        Err(_) => match take() {
+                            Take::File(i) => Ok(read(i)),
+                            // The next in order is being read elsewhere.
+                            Take::Wait | Take::Nothing => match ready.recv() {
+                                Ok(sent) => sent,
+                                Err(_) => unreachable!("every reading thread ended with a file still to combine"),
+                            },
                         },
                     };
+                    let (i, warnings, part) = sent.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                     waiting.insert(i, (warnings, part));
                 }
                 Ok(())

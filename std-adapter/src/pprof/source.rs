@@ -133,17 +133,6 @@ enum Samples {
     Decoded(Vec<super::proto::Sample>),
 }
 
-impl Samples {
-    /// The message the tables were read from (empty for prost's decoding, whose strings are
-    /// its own).
-    fn message(&self) -> &[u8] {
-        match self {
-            Samples::InPlace(message) => message,
-            Samples::Decoded(_) => &[],
-        }
-    }
-}
-
 /// What one pass over the samples found, before the tables are looked at: how many there
 /// are, each value index's sum of positive values, every label key.
 #[derive(Default)]
@@ -310,9 +299,8 @@ impl PprofSource {
 
     fn new(tables: Tables, samples: Samples, tally: &Tally, index: &SampleIndex) -> Result<Self, PprofError> {
         let profile = &tables;
-        let message = samples.message();
         let string = |i: i64| -> Result<&str, PprofError> {
-            usize::try_from(i).ok().and_then(|i| tables.string(message, i)).ok_or_else(|| {
+            usize::try_from(i).ok().and_then(|i| tables.string(i)).ok_or_else(|| {
                 PprofError::Invalid(format!("string index {i} past the table's {}", tables.string_count()))
             })
         };
@@ -393,7 +381,7 @@ impl PprofSource {
         let mappings = mappings.into_iter().map(|(_, m)| m).collect();
 
         let thread_key =
-            (0..tables.string_count()).position(|i| tables.string(message, i) == Some("thread_id")).map(|i| i as i64);
+            (0..tables.string_count()).position(|i| tables.string(i) == Some("thread_id")).map(|i| i as i64);
         let threads = thread_key.is_some_and(|k| tally.label_keys.contains_key(&k));
         // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
         // CPython's mode), whichever value is counted.
@@ -446,8 +434,7 @@ impl PprofSource {
     /// samples, locations, functions and mappings, time span.
     pub fn facts(&self, file_bytes: u64) -> serde_json::Value {
         let p = &self.tables;
-        let message = self.samples.message();
-        let string = |i: i64| usize::try_from(i).ok().and_then(|i| p.string(message, i)).unwrap_or("");
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| p.string(i)).unwrap_or("");
         let types: Vec<String> =
             p.sample_type.iter().map(|t| format!("{}/{}", string(t.r#type), string(t.unit))).collect();
         serde_json::json!({
@@ -472,7 +459,7 @@ impl PprofSource {
     /// line is the function the others were inlined into); a bare address (`0x…`) for a
     /// location without lines. Names that do not resolve are empty (`new` refused those
     /// out of the string table's range).
-    fn frame<'a>(&'a self, id: u32, strings: &[&'a str]) -> FrameRef<'a> {
+    fn frame(&self, id: u32) -> FrameRef<'_> {
         let (at, line) = self.frame_at.get(id as usize).copied().unwrap_or_default();
         let location = &self.tables.location[at as usize];
         let lines = self.tables.lines_of(location);
@@ -492,7 +479,7 @@ impl PprofSource {
                 inlined: false,
             };
         };
-        let string = |i: i64| usize::try_from(i).ok().and_then(|i| strings.get(i)).copied().unwrap_or("");
+        let string = |i: i64| usize::try_from(i).ok().and_then(|i| self.tables.string(i)).unwrap_or("");
         let (funcname, filename) = match self.functions.get(&l.function_id) {
             Some(&f) => {
                 (string(self.tables.function[f as usize].name), string(self.tables.function[f as usize].filename))
@@ -513,41 +500,27 @@ impl PprofSource {
         }
     }
 
-    /// The string table, each string found once (checking it UTF-8 again rather than
-    /// trusting it without `unsafe`: once a frame was a tenth of a merge of small files).
-    fn strings(&self) -> Vec<&str> {
-        let message = self.samples.message();
-        (0..self.tables.string_count()).map(|i| self.tables.string(message, i).unwrap_or("")).collect()
-    }
-
     /// The frame table, made on first use.
     fn table(&self) -> &FrameTable {
         self.frames.get_or_init(|| {
-            let strings = self.strings();
             let mut table = FrameTable::default();
             table.mappings = self.mappings.clone();
             table.frames.reserve(self.frame_at.len());
             for id in 0..self.frame_at.len() as u32 {
-                table.push(self.frame(id, &strings).to_info());
+                table.push(self.frame(id).to_info());
             }
             table
         })
     }
 }
 
-/// A pprof source's frames lent by [`Source::replay_named`], with its string table.
-struct Lent<'a> {
-    source: &'a PprofSource,
-    strings: Vec<&'a str>,
-}
-
-impl FrameNames for Lent<'_> {
+impl FrameNames for PprofSource {
     fn frame(&self, id: u32) -> FrameRef<'_> {
-        self.source.frame(id, &self.strings)
+        PprofSource::frame(self, id)
     }
 
     fn mapping(&self, index: u32) -> &Mapping {
-        &self.source.mappings[index as usize]
+        &self.mappings[index as usize]
     }
 }
 
@@ -700,8 +673,7 @@ impl Source for PprofSource {
         if self.frames.get().is_some() {
             return None;
         }
-        let lent = Lent { source: self, strings: self.strings() };
-        Some(self.calls(&mut |call| collector.collect(&lent, call), progress))
+        Some(self.calls(&mut |call| collector.collect(&*self, call), progress))
     }
 }
 
