@@ -195,7 +195,7 @@ pub struct FrameInfo {
 
 /// A frame with its names borrowed from where its source keeps them: what
 /// [`Source::replay_named`] hands over instead of a [`FrameInfo`] of owned strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FrameRef<'a> {
     /// As [`FrameInfo::filename`].
     pub filename: &'a str,

@@ -460,11 +460,15 @@ impl PprofSource {
     /// location without lines. Names that do not resolve are empty (`new` refused those
     /// out of the string table's range).
     fn frame(&self, id: u32) -> FrameRef<'_> {
-        let (at, line) = self.frame_at.get(id as usize).copied().unwrap_or_default();
-        let location = &self.tables.location[at as usize];
+        // (Every id of a stack is a frame's: `frames_of` numbers them.)
+        let Some((&(at, line), Some(location))) =
+            self.frame_at.get(id as usize).map(|at| (at, self.tables.location.get(at.0 as usize)))
+        else {
+            return FrameRef::default();
+        };
         let lines = self.tables.lines_of(location);
         let address = (location.address != 0).then_some(location.address);
-        let mapping = self.location_mapping[at as usize];
+        let mapping = self.location_mapping.get(at as usize).copied().flatten();
         let bare = || std::borrow::Cow::Owned(format!("{:#x}", location.address));
         let Some(l) = lines.get(line as usize) else {
             return FrameRef {
@@ -520,7 +524,10 @@ impl FrameNames for PprofSource {
     }
 
     fn mapping(&self, index: u32) -> &Mapping {
-        &self.mappings[index as usize]
+        // (Every index a frame has is a mapping's: `new` made them.)
+        static NO_MAPPING: Mapping =
+            Mapping { start: 0, limit: 0, offset: 0, file: String::new(), build_id: String::new() };
+        self.mappings.get(index as usize).unwrap_or(&NO_MAPPING)
     }
 }
 
