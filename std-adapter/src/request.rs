@@ -500,7 +500,7 @@ impl MergeRequest {
         warn: &mut dyn FnMut(&str),
         each: &mut dyn FnMut(&Path),
     ) -> Result<(), RequestError> {
-        use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         // A part read on a thread, with the warnings its file gave (told in file order), or
         // the panic that stopped its reading (raised again here rather than waited for).
         type Read = (usize, Vec<String>, Result<(Fold, u64), RequestError>);
@@ -509,8 +509,11 @@ impl MergeRequest {
         let combined = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         // Bytes of the files taken and not yet combined, and each file's, as taken.
-        let in_flight = AtomicU64::new(0);
-        let sizes: Vec<AtomicU64> = files.iter().map(|_| AtomicU64::new(0)).collect();
+        // (`usize`s: 32-bit PowerPC has no 64-bit atomics. Past the window's bytes one size is
+        // as good as another, so each counts at most that much, and the sum of a window's
+        // files cannot overflow.)
+        let in_flight = AtomicUsize::new(0);
+        let sizes: Vec<AtomicUsize> = files.iter().map(|_| AtomicUsize::new(0)).collect();
         // Each part is checked against the fold's facts as they were before this merge (the
         // parts of a merge are checked against each other when combined).
         let reference = fold.part();
@@ -523,7 +526,7 @@ impl MergeRequest {
                 return Take::Wait;
             }
             if next.compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                let size = std::fs::metadata(&files[i]).map_or(0, |m| m.len());
+                let size = std::fs::metadata(&files[i]).map_or(0, |m| m.len()).min(SMALL_WINDOW_BYTES as u64) as usize;
                 sizes[i].store(size, Ordering::Release);
                 in_flight.fetch_add(size, Ordering::AcqRel);
                 return Take::File(i);
@@ -644,7 +647,7 @@ impl MergeRequest {
 
 /// Bytes of small files a merge on threads may have taken and not yet combined, beyond one
 /// file a thread (a part is about ten to twenty times its file's size).
-const SMALL_WINDOW_BYTES: u64 = 256 << 10;
+const SMALL_WINDOW_BYTES: usize = 256 << 10;
 
 /// Files a thread may have taken and not yet combined while they are small.
 const SMALL_WINDOW_FILES: usize = 32;
@@ -652,7 +655,7 @@ const SMALL_WINDOW_FILES: usize = 32;
 /// Whether a merge on `threads` threads may take file `i` while `combined` files are
 /// combined and the files taken and not yet combined hold `in_flight` bytes: `threads`
 /// files, and more while small.
-fn in_window(i: usize, combined: usize, threads: usize, in_flight: u64) -> bool {
+fn in_window(i: usize, combined: usize, threads: usize, in_flight: usize) -> bool {
     i < combined + threads || (i < combined + threads * SMALL_WINDOW_FILES && in_flight < SMALL_WINDOW_BYTES)
 }
 
@@ -780,7 +783,7 @@ mod tests {
     #[test]
     fn the_window_holds_a_file_a_thread_and_more_only_while_small() {
         let (threads, combined) = (2, 10);
-        for in_flight in [0, SMALL_WINDOW_BYTES, u64::MAX] {
+        for in_flight in [0, SMALL_WINDOW_BYTES, usize::MAX] {
             assert!(in_window(11, combined, threads, in_flight), "{in_flight} bytes");
             assert!(!in_window(10 + threads * SMALL_WINDOW_FILES, combined, threads, in_flight));
         }
