@@ -117,7 +117,7 @@ pub struct PprofSource {
     frame_at: Vec<(u32, u32)>,
     /// The frame table, made when first asked for ([`Source::replay_named`] lends the names
     /// where they lie instead).
-    frames: std::cell::OnceCell<FrameTable>,
+    frames: std::sync::OnceLock<FrameTable>,
     /// Location id → the frame ids standing for it.
     frames_of: LocationFrames,
     /// Some location is a bare address in a mapping: something to symbolise.
@@ -420,7 +420,7 @@ impl PprofSource {
             location_mapping,
             functions,
             frame_at,
-            frames: std::cell::OnceCell::new(),
+            frames: std::sync::OnceLock::new(),
             frames_of,
             bare_in_mapping,
             value,
@@ -565,7 +565,7 @@ impl PprofSource {
             }
             self.frames_of.insert(location.id, (first, frames.frames.len() as u32));
         }
-        self.frames = std::cell::OnceCell::from(frames);
+        self.frames = std::sync::OnceLock::from(frames);
     }
 }
 
