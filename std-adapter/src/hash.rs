@@ -340,6 +340,40 @@ impl SequenceIndex {
     }
 }
 
+/// Ids numbered in order and found by their keys' hashes, the keys kept in the caller's own
+/// storage: [`IdSlots`] with each id's hash, so that the table grows without hashing a key
+/// again and a probe compares hashes before keys.
+#[derive(Debug, Clone, Default)]
+pub struct HashedIds {
+    hashes: Vec<u64>,
+    slots: IdSlots,
+}
+
+impl HashedIds {
+    /// The id whose key hashes to `hash` and `is` it, or, `Err`, where a new one goes (for
+    /// [`HashedIds::insert`], before anything else changes the table).
+    pub fn find(&mut self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Result<u32, usize> {
+        let hashes = &self.hashes;
+        self.slots.reserve_one(|id| hashes[id as usize]);
+        match self.slots.find(hash, |id| self.hashes[id as usize] == hash && is(id)) {
+            Found::Id(id) => Ok(id),
+            Found::Free(free) => Err(free),
+        }
+    }
+
+    /// Numbers the next id, its key's hash `hash`, at `free` (what [`HashedIds::find`] gave).
+    ///
+    /// # Panics
+    ///
+    /// Past 2^32 − 1 ids.
+    pub fn insert(&mut self, free: usize, hash: u64) -> u32 {
+        let id = u32::try_from(self.hashes.len()).ok().filter(|&id| id < u32::MAX).expect("2^32 - 1 ids");
+        self.hashes.push(hash);
+        self.slots.insert(free, id);
+        id
+    }
+}
+
 /// Distinct strings numbered in the order first met, held end to end in one buffer and found
 /// through [`IdSlots`] under the process-keyed hash: a string costs no allocation of its own,
 /// to add or to drop, and a look-up of a known one none at all. For the names of a merge's
@@ -349,8 +383,7 @@ pub struct PackedStrings {
     bytes: String,
     /// Where each string ends in `bytes` (each starts where the one before ends).
     ends: Vec<usize>,
-    hashes: Vec<u64>,
-    slots: IdSlots,
+    ids: HashedIds,
     hash: IdHash,
 }
 
@@ -383,18 +416,18 @@ impl PackedStrings {
         h.write(s.as_bytes());
         h.write_usize(s.len());
         let hash = h.finish();
-        let hashes = &self.hashes;
-        self.slots.reserve_one(|id| hashes[id as usize]);
-        let free = match self.slots.find(hash, |id| self.hashes[id as usize] == hash && self.get(id) == s) {
-            Found::Id(id) => return id,
-            Found::Free(free) => free,
+        let (bytes, ends) = (&self.bytes, &self.ends);
+        let get = |id: u32| {
+            let (id, start) = (id as usize, if id == 0 { 0 } else { ends[id as usize - 1] });
+            &bytes[start..ends[id]]
         };
-        let id = u32::try_from(self.len()).ok().filter(|&id| id < u32::MAX).expect("2^32 - 1 distinct strings");
+        let free = match self.ids.find(hash, |id| get(id) == s) {
+            Ok(id) => return id,
+            Err(free) => free,
+        };
         self.bytes.push_str(s);
         self.ends.push(self.bytes.len());
-        self.hashes.push(hash);
-        self.slots.insert(free, id);
-        id
+        self.ids.insert(free, hash)
     }
 }
 

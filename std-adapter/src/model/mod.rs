@@ -28,7 +28,7 @@ use tachyon_core::tables::Location;
 
 use std::hash::{BuildHasher, Hasher};
 
-use crate::hash::{Found, IdHash, IdSlots};
+use crate::hash::{HashedIds, IdHash};
 use crate::output::{ConvertError, Destination, Output};
 
 /// Replays report progress every this many samples.
@@ -311,12 +311,11 @@ pub struct FrameTable {
     pub mappings: Vec<Mapping>,
     /// Per frame id, its index into `functions`.
     function_of: Vec<u32>,
-    /// Each function's [`FunctionKey::hash`], and the table that finds a function by it: the
+    /// The table that finds a function by its [`FunctionKey::hash`]: the
     /// keys are held once, in `functions`, and a frame of a known function is found without
     /// an owned key (a `HashMap<FunctionKey, _>` took two strings a frame and a second copy
     /// of each key; it was a fifth of a merge of small files, measured).
-    function_hashes: Vec<u64>,
-    function_slots: IdSlots,
+    function_index: HashedIds,
     hash: IdHash,
     any_hidden: bool,
 }
@@ -328,24 +327,16 @@ impl FrameTable {
         let filename = file_of(&self.mappings, &frame);
         let (lineno, funcname) = (extract_lineno(frame.location), &frame.funcname);
         let hash = FunctionKey::hash(&self.hash, filename, lineno, funcname);
-        let hashes = &self.function_hashes;
-        self.function_slots.reserve_one(|id| hashes[id as usize]);
-        let found = self.function_slots.find(hash, |id| {
-            let known = &self.functions[id as usize];
-            self.function_hashes[id as usize] == hash
-                && known.lineno == lineno
-                && known.funcname == *funcname
-                && known.filename == filename
+        let functions = &self.functions;
+        let found = self.function_index.find(hash, |id| {
+            let known = &functions[id as usize];
+            known.lineno == lineno && known.funcname == *funcname && known.filename == filename
         });
         let function = match found {
-            Found::Id(id) => id,
-            Found::Free(free) => {
-                let id = self.functions.len() as u32;
-                let key = FunctionKey { filename: filename.to_owned(), lineno, funcname: funcname.clone() };
-                self.functions.push(key);
-                self.function_hashes.push(hash);
-                self.function_slots.insert(free, id);
-                id
+            Ok(id) => id,
+            Err(free) => {
+                self.functions.push(FunctionKey { filename: filename.to_owned(), lineno, funcname: funcname.clone() });
+                self.function_index.insert(free, hash)
             }
         };
         self.any_hidden |= frame.hidden;

@@ -24,7 +24,7 @@ use tachyon_core::tables::Location;
 
 use std::hash::BuildHasher;
 
-use crate::hash::{Found, IdHash, IdMap, IdSlots, PackedStrings, SequenceIndex};
+use crate::hash::{HashedIds, IdHash, IdMap, PackedStrings, SequenceIndex};
 use crate::model::{
     Call, Clock, Collector, FrameInfo, FrameNames, FrameRef, FrameTable, Mapping, NamedCollector, Naming, Source,
     SourceInfo, Ticker, Times,
@@ -87,12 +87,11 @@ pub struct Fold {
     /// that combined it: with them most of a merge of small files (measured).
     strings: PackedStrings,
     frames: Vec<Frame>,
-    /// Each frame's hash, and the table that finds a frame by it, the frame held once (in
-    /// `frames`). A part holds its frames as they come, not found again here (see `log`):
+    /// The table that finds a frame by its hash, the frame held once (in `frames`; ids are
+    /// positions there as in the table). A part holds its frames as they come, not found again here (see `log`):
     /// its slots stay empty. (The process-keyed fast hash: SipHash was a sixth of a merge of
     /// deep stacks.)
-    frame_hashes: Vec<u64>,
-    frame_slots: IdSlots,
+    frame_index: HashedIds,
     hash: IdHash,
     mappings: Vec<Mapping>,
     mapping_index: IdMap<Mapping, u32>,
@@ -466,17 +465,12 @@ impl Fold {
             return next;
         }
         let hash = self.hash.hash_one(f);
-        let hashes = &self.frame_hashes;
-        self.frame_slots.reserve_one(|id| hashes[id as usize]);
-        let found =
-            self.frame_slots.find(hash, |id| self.frame_hashes[id as usize] == hash && self.frames[id as usize] == f);
-        match found {
-            Found::Id(id) => id,
-            Found::Free(free) => {
+        let frames = &self.frames;
+        match self.frame_index.find(hash, |id| frames[id as usize] == f) {
+            Ok(id) => id,
+            Err(free) => {
                 self.frames.push(f);
-                self.frame_hashes.push(hash);
-                self.frame_slots.insert(free, next);
-                next
+                self.frame_index.insert(free, hash)
             }
         }
     }
