@@ -88,9 +88,9 @@ pub struct Fold {
     strings: PackedStrings,
     frames: Vec<Frame>,
     /// The table that finds a frame by its hash, the frame held once (in `frames`; ids are
-    /// positions there as in the table). A part holds its frames as they come, not found again here (see `log`):
-    /// its slots stay empty. (The process-keyed fast hash: SipHash was a sixth of a merge of
-    /// deep stacks.)
+    /// positions there as in the table). A part holds its frames as they come, not found
+    /// again here (see `log`): its table stays empty. (The process-keyed fast hash: SipHash
+    /// was a sixth of a merge of deep stacks.)
     frame_index: HashedIds,
     hash: IdHash,
     mappings: Vec<Mapping>,
@@ -437,11 +437,11 @@ impl Fold {
         }
     }
 
-    /// Frame `f` of this fold as the hub's.
-    pub(crate) fn frame_info(&self, f: &Frame) -> FrameInfo {
-        FrameInfo {
-            filename: self.strings.get(f.filename).to_owned(),
-            funcname: self.strings.get(f.funcname).to_owned(),
+    /// Frame `f` of this fold, its names borrowed from the fold.
+    pub(crate) fn frame_ref(&self, f: &Frame) -> FrameRef<'_> {
+        FrameRef {
+            filename: self.strings.get(f.filename),
+            funcname: std::borrow::Cow::Borrowed(self.strings.get(f.funcname)),
             location: f.location,
             opcode: f.opcode,
             address: f.address,
@@ -515,7 +515,7 @@ impl Fold {
     /// The fold as a profile of the hub, frames and stacks in an order of their content
     /// alone; `None` when nothing was folded.
     pub fn finish(self) -> Option<Folded> {
-        let infos: Vec<FrameInfo> = self.frames.iter().map(|f| self.frame_info(f)).collect();
+        let infos: Vec<FrameInfo> = self.frames.iter().map(|f| self.frame_ref(f).to_info()).collect();
         let facts = self.facts?;
         // Frames and mappings ranked by content; stacks sorted by thread, then by their
         // frames' ranks, root first; frames then numbered in the order the sorted stacks reach

@@ -8,7 +8,7 @@ use prost::Message;
 use tachyon_core::header::ProfilingMode;
 
 use super::{Facts, Fold, FoldOptions, Log};
-use crate::model::{FrameInfo, Mapping};
+use crate::model::{FrameRef, Mapping};
 
 /// A fold.
 #[derive(Clone, PartialEq, Message)]
@@ -158,10 +158,10 @@ impl Fold {
             frames: self
                 .frames()
                 .iter()
-                .map(|f| self.frame_info(f))
+                .map(|f| self.frame_ref(f))
                 .map(|f| FrameMessage {
-                    filename: f.filename,
-                    funcname: f.funcname,
+                    filename: f.filename.to_owned(),
+                    funcname: f.funcname.into_owned(),
                     location: f.location.map_or_else(Vec::new, |l| vec![l.lineno, l.end_lineno, l.col, l.end_col]),
                     opcode: f.opcode.map(u32::from),
                     address: f.address,
@@ -246,9 +246,9 @@ impl Fold {
                 None => None,
                 Some(o) => Some(u8::try_from(o).map_err(|_| format!("frame {i}: opcode {o}"))?),
             };
-            let info = FrameInfo {
-                filename: f.filename,
-                funcname: f.funcname,
+            let frame = FrameRef {
+                filename: &f.filename,
+                funcname: std::borrow::Cow::Borrowed(&f.funcname),
                 location,
                 opcode,
                 address: f.address,
@@ -257,7 +257,7 @@ impl Fold {
                 hidden: f.flags & 2 != 0,
                 inlined: f.flags & 4 != 0,
             };
-            let frame = raw.intern(&info.to_ref(), info.mapping);
+            let frame = raw.intern(&frame, frame.mapping);
             raw.frame(frame);
         }
         // The stacks as a part's log, as they come: the fold they are combined into below
