@@ -298,13 +298,12 @@ impl PprofSource {
     }
 
     fn new(tables: Tables, samples: Samples, tally: &Tally, index: &SampleIndex) -> Result<Self, PprofError> {
-        let profile = &tables;
         let string = |i: i64| -> Result<&str, PprofError> {
             usize::try_from(i).ok().and_then(|i| tables.string(i)).ok_or_else(|| {
                 PprofError::Invalid(format!("string index {i} past the table's {}", tables.string_count()))
             })
         };
-        let types = profile.sample_type.len();
+        let types = tables.sample_type.len();
         if types == 0 {
             return Err(PprofError::Invalid("no sample types".to_owned()));
         }
@@ -315,7 +314,7 @@ impl PprofSource {
             }
             SampleIndex::Name(name) => {
                 let mut found = None;
-                for (i, t) in profile.sample_type.iter().enumerate() {
+                for (i, t) in tables.sample_type.iter().enumerate() {
                     if string(t.r#type)? == name {
                         found = Some(i);
                     }
@@ -323,14 +322,14 @@ impl PprofSource {
                 found
                     .ok_or_else(|| PprofError::Invalid(format!("--sample-index {name}: no sample type of that name")))?
             }
-            SampleIndex::Counts if profile.sample_type.iter().any(|t| string(t.unit).is_ok_and(|u| u == "count")) => {
-                profile.sample_type.iter().position(|t| string(t.unit).is_ok_and(|u| u == "count")).unwrap_or(0)
+            SampleIndex::Counts if tables.sample_type.iter().any(|t| string(t.unit).is_ok_and(|u| u == "count")) => {
+                tables.sample_type.iter().position(|t| string(t.unit).is_ok_and(|u| u == "count")).unwrap_or(0)
             }
             SampleIndex::Default | SampleIndex::Counts => {
                 let mut chosen = types - 1;
-                if profile.default_sample_type != 0 {
-                    for (i, t) in profile.sample_type.iter().enumerate() {
-                        if t.r#type == profile.default_sample_type {
+                if tables.default_sample_type != 0 {
+                    for (i, t) in tables.sample_type.iter().enumerate() {
+                        if t.r#type == tables.default_sample_type {
                             chosen = i;
                         }
                     }
@@ -338,11 +337,11 @@ impl PprofSource {
                 chosen
             }
         };
-        let mode = string(profile.sample_type[value].r#type)?.to_owned();
+        let mode = string(tables.sample_type[value].r#type)?.to_owned();
 
         // Mappings, sorted by start for the frame table; pprof ids → positions.
-        let mut mappings: Vec<(u64, Mapping)> = Vec::with_capacity(profile.mapping.len());
-        for m in &profile.mapping {
+        let mut mappings: Vec<(u64, Mapping)> = Vec::with_capacity(tables.mapping.len());
+        for m in &tables.mapping {
             let mapping = Mapping {
                 start: m.memory_start,
                 limit: m.memory_limit,
@@ -354,20 +353,20 @@ impl PprofSource {
         }
         mappings.sort_by_key(|(_, m)| m.start);
         let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
-        let functions: IdMap<u64, u32> = profile.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
+        let functions: IdMap<u64, u32> = tables.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
 
         // Each location's frames numbered, and the names they will take checked (the table
         // itself is made when asked for: see `frame`).
-        let mut frames_of = LocationFrames::for_ids(profile.location.iter().map(|l| l.id), profile.location.len());
-        let mut frame_at = Vec::with_capacity(profile.location.len());
-        let mut location_mapping = Vec::with_capacity(profile.location.len());
+        let mut frames_of = LocationFrames::for_ids(tables.location.iter().map(|l| l.id), tables.location.len());
+        let mut frame_at = Vec::with_capacity(tables.location.len());
+        let mut location_mapping = Vec::with_capacity(tables.location.len());
         let mut bare_in_mapping = false;
-        for (i, location) in profile.location.iter().enumerate() {
+        for (i, location) in tables.location.iter().enumerate() {
             let first = frame_at.len() as u32;
-            let lines = profile.lines_of(location);
+            let lines = tables.lines_of(location);
             for line in lines {
                 if let Some(&f) = functions.get(&line.function_id) {
-                    let f = &profile.function[f as usize];
+                    let f = &tables.function[f as usize];
                     string(f.name)?;
                     string(f.filename)?;
                 }
@@ -385,12 +384,12 @@ impl PprofSource {
         let threads = thread_key.is_some_and(|k| tally.label_keys.contains_key(&k));
         // What the interval measures (go's legacy parser writes `cpu` for gperftools, we write
         // CPython's mode), whichever value is counted.
-        let cpython_mode = match &profile.period_type {
+        let cpython_mode = match &tables.period_type {
             Some(t) => tachyon_core::header::ProfilingMode::from_name(string(t.r#type)?),
             None => None,
         };
-        let period_ns = match &profile.period_type {
-            Some(t) if string(t.unit)? == "nanoseconds" => profile.period.max(0) as u64,
+        let period_ns = match &tables.period_type {
+            Some(t) if string(t.unit)? == "nanoseconds" => tables.period.max(0) as u64,
             _ => 0,
         };
         let expected_samples = tally.sums.get(value).copied().unwrap_or(0);
@@ -401,7 +400,7 @@ impl PprofSource {
         }
         let info = SourceInfo {
             kind: FileKind::Pprof { gzipped: false },
-            start_time_us: profile.time_nanos.max(0) as u64 / 1000,
+            start_time_us: tables.time_nanos.max(0) as u64 / 1000,
             sample_interval_us: period_ns / 1000,
             mode: mode.into(),
             cpython_mode,
@@ -409,7 +408,7 @@ impl PprofSource {
             timestamps: false,
             threads,
             naming: Naming::Native,
-            clock: if profile.time_nanos > 0 { Clock::Unix } else { Clock::None },
+            clock: if tables.time_nanos > 0 { Clock::Unix } else { Clock::None },
         };
         Ok(PprofSource {
             tables,
@@ -455,6 +454,21 @@ impl PprofSource {
 }
 
 impl PprofSource {
+    /// The frame table, made on first use.
+    fn table(&self) -> &FrameTable {
+        self.frames.get_or_init(|| {
+            let mut table = FrameTable::default();
+            table.mappings = self.mappings.clone();
+            table.frames.reserve(self.frame_at.len());
+            for id in 0..self.frame_at.len() as u32 {
+                table.push(self.frame(id).to_info());
+            }
+            table
+        })
+    }
+}
+
+impl FrameNames for PprofSource {
     /// Frame `id`: a frame per line of its location, innermost first (pprof's order: the last
     /// line is the function the others were inlined into); a bare address (`0x…`) for a
     /// location without lines. Names that do not resolve are empty (`new` refused those
@@ -502,25 +516,6 @@ impl PprofSource {
             hidden: false,
             inlined: (line as usize) + 1 < lines.len(),
         }
-    }
-
-    /// The frame table, made on first use.
-    fn table(&self) -> &FrameTable {
-        self.frames.get_or_init(|| {
-            let mut table = FrameTable::default();
-            table.mappings = self.mappings.clone();
-            table.frames.reserve(self.frame_at.len());
-            for id in 0..self.frame_at.len() as u32 {
-                table.push(self.frame(id).to_info());
-            }
-            table
-        })
-    }
-}
-
-impl FrameNames for PprofSource {
-    fn frame(&self, id: u32) -> FrameRef<'_> {
-        PprofSource::frame(self, id)
     }
 
     fn mapping(&self, index: u32) -> &Mapping {
