@@ -175,44 +175,44 @@ impl Tables {
     }
 }
 
-/// A `ValueType` message merged into `into`.
-fn value_type(body: &[u8], mut into: ValueType) -> Result<ValueType, Broken> {
+/// Each field of a message whose known fields (numbered 1 to `known`) are all varints: a
+/// known one handed to `set` as `(number, value)`, another of the wrong wire type
+/// [`Broken`], the rest skipped.
+fn varint_fields(body: &[u8], known: u64, mut set: impl FnMut(u64, u64)) -> Result<(), Broken> {
     let mut at = 0;
     while at < body.len() {
         match key(body, &mut at)? {
-            (1, VARINT) => into.r#type = varint(body, &mut at)? as i64,
-            (2, VARINT) => into.unit = varint(body, &mut at)? as i64,
-            (1 | 2, _) => return Err(Broken),
+            (number, VARINT) if number <= known => set(number, varint(body, &mut at)?),
+            (number, _) if number <= known => return Err(Broken),
             (_, wire) => skip(body, &mut at, wire)?,
         }
     }
+    Ok(())
+}
+
+/// A `ValueType` message merged into `into`.
+fn value_type(body: &[u8], mut into: ValueType) -> Result<ValueType, Broken> {
+    varint_fields(body, 2, |number, v| match number {
+        1 => into.r#type = v as i64,
+        _ => into.unit = v as i64,
+    })?;
     Ok(into)
 }
 
 fn mapping(body: &[u8]) -> Result<Mapping, Broken> {
     let mut m = Mapping::default();
-    let mut at = 0;
-    while at < body.len() {
-        match key(body, &mut at)? {
-            (number @ 1..=10, VARINT) => {
-                let v = varint(body, &mut at)?;
-                match number {
-                    1 => m.id = v,
-                    2 => m.memory_start = v,
-                    3 => m.memory_limit = v,
-                    4 => m.file_offset = v,
-                    5 => m.filename = v as i64,
-                    6 => m.build_id = v as i64,
-                    7 => m.has_functions = v != 0,
-                    8 => m.has_filenames = v != 0,
-                    9 => m.has_line_numbers = v != 0,
-                    _ => m.has_inline_frames = v != 0,
-                }
-            }
-            (1..=10, _) => return Err(Broken),
-            (_, wire) => skip(body, &mut at, wire)?,
-        }
-    }
+    varint_fields(body, 10, |number, v| match number {
+        1 => m.id = v,
+        2 => m.memory_start = v,
+        3 => m.memory_limit = v,
+        4 => m.file_offset = v,
+        5 => m.filename = v as i64,
+        6 => m.build_id = v as i64,
+        7 => m.has_functions = v != 0,
+        8 => m.has_filenames = v != 0,
+        9 => m.has_line_numbers = v != 0,
+        _ => m.has_inline_frames = v != 0,
+    })?;
     Ok(m)
 }
 
@@ -239,32 +239,22 @@ fn location(body: &[u8], lines: &mut Vec<Line>) -> Result<LocationRow, Broken> {
 
 fn line(body: &[u8]) -> Result<Line, Broken> {
     let mut l = Line::default();
-    let mut at = 0;
-    while at < body.len() {
-        match key(body, &mut at)? {
-            (1, VARINT) => l.function_id = varint(body, &mut at)?,
-            (2, VARINT) => l.line = varint(body, &mut at)? as i64,
-            (1 | 2, _) => return Err(Broken),
-            (_, wire) => skip(body, &mut at, wire)?,
-        }
-    }
+    varint_fields(body, 2, |number, v| match number {
+        1 => l.function_id = v,
+        _ => l.line = v as i64,
+    })?;
     Ok(l)
 }
 
 fn function(body: &[u8]) -> Result<Function, Broken> {
     let mut f = Function::default();
-    let mut at = 0;
-    while at < body.len() {
-        match key(body, &mut at)? {
-            (1, VARINT) => f.id = varint(body, &mut at)?,
-            (2, VARINT) => f.name = varint(body, &mut at)? as i64,
-            (3, VARINT) => f.system_name = varint(body, &mut at)? as i64,
-            (4, VARINT) => f.filename = varint(body, &mut at)? as i64,
-            (5, VARINT) => f.start_line = varint(body, &mut at)? as i64,
-            (1..=5, _) => return Err(Broken),
-            (_, wire) => skip(body, &mut at, wire)?,
-        }
-    }
+    varint_fields(body, 5, |number, v| match number {
+        1 => f.id = v,
+        2 => f.name = v as i64,
+        3 => f.system_name = v as i64,
+        4 => f.filename = v as i64,
+        _ => f.start_line = v as i64,
+    })?;
     Ok(f)
 }
 
