@@ -49,8 +49,17 @@ struct Shared(*const tachyon_capture);
 // SAFETY: the ring's words are atomics; one thread pushes, the other drains.
 unsafe impl Send for Shared {}
 
+/// Held by every test that drains: a flush asked for by a signal is the process's, taken by
+/// whichever drain comes next, and the tests run side by side on threads of one process (a
+/// drain of another test took the signal test's request once, in a run of the test command).
+fn draining_alone() -> std::sync::MutexGuard<'static, ()> {
+    static DRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DRAINING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn ring_memory_init_and_nulls() {
+    let _alone = draining_alone();
     assert!(tachyon_capture_memory_size(8, 4, 1) > tachyon_capture_memory_size(8, 4, 0));
     assert!(tachyon_capture_memory_size(16, 4, 0) > tachyon_capture_memory_size(8, 4, 0));
     assert_eq!(tachyon_capture_memory_size(usize::MAX, usize::MAX, 1), usize::MAX, "saturates");
@@ -78,6 +87,7 @@ fn ring_memory_init_and_nulls() {
 
 #[test]
 fn ids_pushed_either_way_round_are_drained_innermost_first() {
+    let _alone = draining_alone();
     let placed = Placed::new(&options());
     let w = placed.writer;
     let mut ids = [0u32; 3];
@@ -144,6 +154,7 @@ unsafe extern "C" fn resolve(context: *mut c_void, code: u64, offset: u32, frame
 
 #[test]
 fn code_pairs_and_addresses_resolved_by_a_callback_one_thread_pushing_while_another_drains() {
+    let _alone = draining_alone();
     let placed = Placed::new(&options());
     let w = placed.writer;
     let ring = Ring::new(8, 4, true);
@@ -201,6 +212,7 @@ fn code_pairs_and_addresses_resolved_by_a_callback_one_thread_pushing_while_anot
 #[test]
 #[cfg_attr(miri, ignore = "sigaction and raise are libc calls Miri does not emulate")]
 fn a_signal_asks_the_next_drain_to_flush() {
+    let _alone = draining_alone();
     let mut placed = Placed::new(&options());
     let w = placed.writer;
     let ring = Ring::new(4, 4, false);
