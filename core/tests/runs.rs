@@ -459,3 +459,105 @@ fn a_growing_region_read_in_pieces_gives_the_samples_of_the_whole() {
     assert!(reader.reload_tables(Cursor::new(&file[..])).unwrap());
     assert_eq!(reader.samples_decoded(), 3);
 }
+
+/// A file of hundreds of records in every shape (both threads interleaved, FULL, SUFFIX,
+/// POP_PUSH with one- and two-byte frame indices, REPEAT runs of one- and two-byte deltas),
+/// many times the largest record, so that `check_to_end` reads most of it in its loop over
+/// records the window holds whole rather than one record at a time.
+fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
+    fn build<E: tachyon_core::endian::Endianity>(mut b: FileBuilder<E>) -> Vec<u8> {
+        b.frames = (0..300)
+            .map(|i| tachyon_core::tables::FrameEntry { filename: 0, funcname: 1, ..b.frames[i % 4] })
+            .collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut depth = [0u64; 2];
+        let mut samples = 0;
+        for _ in 0..450 {
+            let t = next(2) as usize;
+            let encoding = if depth[t] == 0 { 1 } else { next(4) as u8 };
+            b.prefix(t as u64 + 1, 0, encoding);
+            if encoding == 0 {
+                let count = 1 + next(30);
+                b.varint(count);
+                for _ in 0..count {
+                    b.varint(if next(3) == 0 { 1000 } else { 20 }).bytes(&[next(256) as u8]);
+                }
+                samples += count;
+                continue;
+            }
+            b.varint(20).bytes(&[0]);
+            let push = match encoding {
+                1 => {
+                    let d = 1 + next(40);
+                    b.varint(d);
+                    depth[t] = d;
+                    d
+                }
+                2 => {
+                    let push = 1 + next(5);
+                    b.varint(depth[t]).varint(push);
+                    depth[t] += push;
+                    push
+                }
+                _ => {
+                    let pop = next(depth[t] + 1);
+                    let push = next(6);
+                    b.varint(pop).varint(push);
+                    depth[t] = depth[t] - pop + push;
+                    push
+                }
+            };
+            if depth[t] > 200 {
+                depth[t] = 0;
+            }
+            for _ in 0..push {
+                b.varint(if next(5) == 0 { 128 + next(172) } else { next(128) });
+            }
+            samples += 1;
+        }
+        b.sample_count = samples;
+        b.thread_count = 2;
+        b.build()
+    }
+    if endian_big {
+        build(FileBuilder::new(tachyon_core::BigEndian))
+    } else {
+        build(FileBuilder::new(LittleEndian))
+    }
+}
+
+/// `check_to_end` gives the count and first error of reading every sample, on a file whose
+/// records it mostly reads as the window holds them whole: the file as written, cut, and
+/// with each byte flipped (a low bit and a continuation bit by turns), in both byte orders.
+/// Under qemu-user every seventh offset is taken instead.
+#[test]
+fn a_check_of_records_held_whole_gives_the_first_error_of_every_sample() {
+    let stride = if cfg!(target_endian = "big") { 7 } else { 1 };
+    for big in [false, true] {
+        let file = records_of_every_shape(big);
+        // Five times the largest record a reader accepts (2,604 bytes).
+        assert!(file.len() > 5 * 2604, "{} bytes", file.len());
+        let whole = decode(&file, 1 << 16, Walk::Samples, false);
+        assert!(whole.end.is_ok(), "{:?}", whole.end);
+        let same = |bad: &[u8], what: &str| {
+            let want = decode(bad, 1 << 16, Walk::Samples, false).end;
+            assert_eq!(decode(bad, 1 << 16, Walk::Check, false).end, want, "{what}");
+        };
+        same(&file, "as written");
+        for at in (0..file.len()).step_by(stride) {
+            let flip = if at % 2 == 0 { 0x01 } else { 0x80 };
+            let mut bad = file.clone();
+            bad[at] ^= flip;
+            same(&bad, &format!("big {big}: ^{flip:#x}@{at}"));
+        }
+        for len in (0..file.len()).step_by(stride * 13) {
+            same(&file[..len], &format!("big {big}: [..{len}]"));
+        }
+    }
+}

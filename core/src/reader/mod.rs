@@ -332,21 +332,31 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     /// ([`Self::open_growing`]) is read as by [`Self::next_item`], to where it ends now, and
     /// may be read on.
     pub fn check_to_end(&mut self, mut progress: impl FnMut(u64)) -> Res<u64, R::Error> {
+        const TICK: u32 = 1 << 16;
         let mut records = 0u32;
-        let mut tick = |decoded: u64| {
-            records = records.wrapping_add(1);
-            if records % (1 << 16) == 0 {
-                progress(decoded);
-            }
-        };
         if self.stream.growing {
             while self.next_item()?.is_some() {
-                tick(self.stream.decoded);
+                records = records.wrapping_add(1);
+                if records % TICK == 0 {
+                    progress(self.stream.decoded);
+                }
             }
             return Ok(self.stream.decoded);
         }
         while !self.stream.done {
-            tick(self.stream.decoded);
+            // Records the window holds whole go through `check_held`, up to the next record
+            // that reports progress; that one, and any it leaves, one at a time.
+            if self.stream.run.remaining == 0 {
+                let budget = TICK - 1 - records % TICK;
+                match self.check_held(budget) {
+                    Ok(n) => records = records.wrapping_add(n),
+                    Err(e) => return Err(self.stream.fail(e)),
+                }
+            }
+            records = records.wrapping_add(1);
+            if records % TICK == 0 {
+                progress(self.stream.decoded);
+            }
             let checked = self.finish_run().and_then(|()| self.decode_record_as::<false>());
             match checked {
                 Ok(Decoded::End) => self.stream.done = true,
@@ -355,6 +365,84 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             }
         }
         Ok(self.stream.decoded)
+    }
+
+    /// [`Self::check_to_end`]'s loop over the records the window holds whole: up to `budget`
+    /// of them decoded one after another where they lie, by the rules of
+    /// [`Self::decode_record_as`] (the same [`record_body`], the same errors at the same
+    /// offsets), without the steps a record that may cross the window's end needs per
+    /// record. A REPEAT record's entries follow it at once. Returns the records done; it
+    /// stops early where the window cannot hold the largest record, which the caller's
+    /// one-at-a-time path then reads. No run may be pending.
+    fn check_held(&mut self, budget: u32) -> Res<u32, R::Error> {
+        let mut done = 0u32;
+        // The thread of the record before: records of one thread come in stretches.
+        let mut last: Option<(u64, u32, usize)> = None;
+        while done < budget {
+            let input = &mut self.stream.input;
+            if input.window.buf.len() < LARGEST_RECORD {
+                return Ok(done);
+            }
+            if input.window.available().len() < LARGEST_RECORD && !input.fill(LARGEST_RECORD)? {
+                return Ok(done);
+            }
+            let Stream { input, counts, decoded, region_end, growing, .. } = &mut self.stream;
+            let decompressed = input.decompressed;
+            let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
+            let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
+            let mut run = None;
+            while done < budget && held.bytes.len() - held.used >= LARGEST_RECORD {
+                let record_at = RecordBytes::<R::Error>::offset(&held);
+                let mut pb = [0u8; PREFIX_LEN];
+                pb.copy_from_slice(&held.bytes[held.used..held.used + PREFIX_LEN]);
+                let prefix = Prefix::decode(&pb, self.meta.endian);
+                held.used += PREFIX_LEN;
+                let thread = match last {
+                    Some((tid, iid, i)) if tid == prefix.thread_id && iid == prefix.interpreter_id => i,
+                    _ => {
+                        let i = thread_of(&mut self.threads, &self.meta, *growing, prefix, at(record_at))?;
+                        last = Some((prefix.thread_id, prefix.interpreter_id, i));
+                        i
+                    }
+                };
+                let Some(encoding) = Encoding::from_byte(prefix.encoding) else {
+                    let rule = Rule::UnknownEncoding { encoding: prefix.encoding };
+                    return Err(ReadError::format(at(record_at + 12), rule));
+                };
+                let body = record_body::<false, _, _>(
+                    &mut held,
+                    at,
+                    *region_end,
+                    &self.tables,
+                    &mut self.threads,
+                    thread,
+                    encoding,
+                )?;
+                done += 1;
+                match body {
+                    Body::Run { count } => {
+                        counts.repeat += 1;
+                        run = Some(Pending { thread, remaining: count });
+                        break;
+                    }
+                    Body::Stack { .. } => {
+                        match encoding {
+                            Encoding::Full => counts.full += 1,
+                            Encoding::Suffix => counts.suffix += 1,
+                            _ => counts.pop_push += 1,
+                        }
+                        *decoded += 1;
+                    }
+                }
+            }
+            let used = held.used;
+            input.window.consume(used);
+            if let Some(pending) = run {
+                self.stream.run = pending;
+                self.stream.skip_entries(self.threads.entry(pending.thread))?;
+            }
+        }
+        Ok(done)
     }
 
     /// Decodes the next record (the pending run is finished): a stack record into its
@@ -428,21 +516,35 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     /// The thread of a record, created on first sight within the header's thread count.
     #[inline(always)]
     fn thread(&mut self, p: Prefix, record_at: u64) -> Res<usize, R::Error> {
-        match self.threads.find(p.thread_id, p.interpreter_id) {
-            Ok(i) => Ok(i),
-            Err(slot) => {
-                let pos = self.stream.input.at(record_at);
-                let declared = self.meta.header.thread_count;
-                let found = self.threads.len() as u64 + 1;
-                if found > u64::from(declared) && !self.stream.growing {
-                    return Err(ReadError::format(pos, Rule::TooManyThreads { declared, found }));
-                }
-                let start = self.meta.header.start_time_us;
-                let capacity = self.threads.capacity();
-                self.threads
-                    .create(slot, p.thread_id, p.interpreter_id, start)
-                    .map_err(|resource| ReadError::Capacity { position: pos, resource, capacity })
+        thread_of(&mut self.threads, &self.meta, self.stream.growing, p, self.stream.input.at(record_at))
+    }
+}
+
+/// The thread of a record at `pos`, created on first sight within the header's thread count
+/// (any count while the file is `growing`).
+#[inline(always)]
+fn thread_of<E>(
+    threads: &mut ReaderThreads<'_>,
+    meta: &Metadata,
+    growing: bool,
+    p: Prefix,
+    pos: Position,
+) -> Res<usize, E> {
+    match threads.find(p.thread_id, p.interpreter_id) {
+        Ok(i) => Ok(i),
+        Err(slot) => {
+            let declared = meta.header.thread_count;
+            let found = threads.len() as u64 + 1;
+            if found > u64::from(declared) && !growing {
+                return Err(ReadError::format(pos, Rule::TooManyThreads { declared, found }));
             }
+            let start = meta.header.start_time_us;
+            let capacity = threads.capacity();
+            threads.create(slot, p.thread_id, p.interpreter_id, start).map_err(|resource| ReadError::Capacity {
+                position: pos,
+                resource,
+                capacity,
+            })
         }
     }
 }
