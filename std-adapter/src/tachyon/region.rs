@@ -22,6 +22,10 @@ pub const BUFFERS: usize = 8;
 /// Bytes per buffer: large enough that handing buffers over costs little (a few µs each),
 /// small enough that the first one arrives soon and few pages are touched for small regions.
 pub const BUFFER_BYTES: usize = 128 << 10;
+/// Buffers handed back to the worker at once: the worker, faster than the decoding, waits
+/// for them, and each hand-back that finds it waiting wakes it (a system call of some µs).
+/// Half the ring leaves it the other half to fill meanwhile.
+const HANDED_BACK_AT_ONCE: usize = BUFFERS / 2;
 /// Bytes in the first chunk handed over (then twice as many each time, up to a buffer).
 const FIRST_CHUNK: usize = 4 << 10;
 /// Compressed bytes read from the file at a time.
@@ -38,6 +42,8 @@ pub struct ThreadedRegion {
     full: Receiver<Chunk>,
     empty: Option<Sender<Vec<u8>>>,
     current: Vec<u8>,
+    /// Buffers read, handed back to the worker a few at a time (each hand-back may wake it).
+    done: Vec<Vec<u8>>,
     len: usize,
     pos: usize,
     ended: bool,
@@ -62,6 +68,7 @@ impl ThreadedRegion {
             full,
             empty: Some(empty),
             current: Vec::new(),
+            done: Vec::new(),
             len: 0,
             pos: 0,
             ended: false,
@@ -148,9 +155,15 @@ impl RegionSource<io::Error> for ThreadedRegion {
                 return Ok(0);
             }
             if !self.current.is_empty() {
-                if let Some(empty) = &self.empty {
-                    // The worker may have finished already; then the buffer is not needed.
-                    let _ = empty.send(std::mem::take(&mut self.current));
+                self.done.push(std::mem::take(&mut self.current));
+                if self.done.len() >= HANDED_BACK_AT_ONCE {
+                    if let Some(empty) = &self.empty {
+                        // The worker may have finished already; then the buffers are not needed.
+                        for buf in self.done.drain(..) {
+                            let _ = empty.send(buf);
+                        }
+                    }
+                    self.done.clear();
                 }
                 (self.len, self.pos) = (0, 0);
             }
