@@ -196,6 +196,17 @@ pub struct RecordCounts {
 }
 
 impl RecordCounts {
+    /// Counts one record of `encoding`.
+    #[inline]
+    pub fn add(&mut self, encoding: Encoding) {
+        match encoding {
+            Encoding::Repeat => self.repeat += 1,
+            Encoding::Full => self.full += 1,
+            Encoding::Suffix => self.suffix += 1,
+            Encoding::PopPush => self.pop_push += 1,
+        }
+    }
+
     /// Records of all kinds.
     pub fn total(&self) -> u64 {
         self.repeat + self.full + self.suffix + self.pop_push

@@ -632,11 +632,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
             self.stage_varint(u64::from(self.scratch[i]));
         }
         let counts = &mut self.counts;
-        match encoding {
-            Encoding::Full => counts.records.full += 1,
-            Encoding::Suffix => counts.records.suffix += 1,
-            _ => counts.records.pop_push += 1,
-        }
+        counts.records.add(encoding);
         counts.frames_written += listed as u64;
         counts.frames_saved += (depth - listed) as u64;
         counts.bytes_written += (self.staged - record_start) as u64;

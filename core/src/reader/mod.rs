@@ -334,12 +334,15 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
     pub fn check_to_end(&mut self, mut progress: impl FnMut(u64)) -> Res<u64, R::Error> {
         const TICK: u32 = 1 << 16;
         let mut records = 0u32;
+        let mut count = |records: &mut u32, decoded: u64| {
+            *records = records.wrapping_add(1);
+            if *records % TICK == 0 {
+                progress(decoded);
+            }
+        };
         if self.stream.growing {
             while self.next_item()?.is_some() {
-                records = records.wrapping_add(1);
-                if records % TICK == 0 {
-                    progress(self.stream.decoded);
-                }
+                count(&mut records, self.stream.decoded);
             }
             return Ok(self.stream.decoded);
         }
@@ -353,10 +356,7 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                     Err(e) => return Err(self.stream.fail(e)),
                 }
             }
-            records = records.wrapping_add(1);
-            if records % TICK == 0 {
-                progress(self.stream.decoded);
-            }
+            count(&mut records, self.stream.decoded);
             let checked = self.finish_run().and_then(|()| self.decode_record_as::<false>());
             match checked {
                 Ok(Decoded::End) => self.stream.done = true,
@@ -369,15 +369,13 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
 
     /// [`Self::check_to_end`]'s loop over the records the window holds whole: up to `budget`
     /// of them decoded one after another where they lie, by the rules of
-    /// [`Self::decode_record_as`] (the same [`record_body`], the same errors at the same
-    /// offsets), without the steps a record that may cross the window's end needs per
-    /// record. A REPEAT record's entries follow it at once. Returns the records done; it
-    /// stops early where the window cannot hold the largest record, which the caller's
-    /// one-at-a-time path then reads. No run may be pending.
+    /// [`Self::decode_record_as`] (the same [`record_head`] and [`record_body`], the same
+    /// errors at the same offsets), without the steps a record that may cross the window's
+    /// end needs per record. A REPEAT record's entries follow it at once. Returns the
+    /// records done; it stops early where the window cannot hold the largest record, which
+    /// the caller's one-at-a-time path then reads. No run may be pending.
     fn check_held(&mut self, budget: u32) -> Res<u32, R::Error> {
         let mut done = 0u32;
-        // The thread of the record before: records of one thread come in stretches.
-        let mut last: Option<(u64, u32, usize)> = None;
         while done < budget {
             let input = &mut self.stream.input;
             if input.window.buf.len() < LARGEST_RECORD {
@@ -387,28 +385,14 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 return Ok(done);
             }
             let Stream { input, counts, decoded, region_end, growing, .. } = &mut self.stream;
-            let decompressed = input.decompressed;
-            let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
+            let at = input.positions();
             let mut held = Held { bytes: input.window.available(), used: 0, base: input.window.pos };
             let mut run = None;
             while done < budget && held.bytes.len() - held.used >= LARGEST_RECORD {
                 let record_at = RecordBytes::<R::Error>::offset(&held);
-                let mut pb = [0u8; PREFIX_LEN];
-                pb.copy_from_slice(&held.bytes[held.used..held.used + PREFIX_LEN]);
-                let prefix = Prefix::decode(&pb, self.meta.endian);
+                let head = &held.bytes[held.used..];
+                let (thread, encoding) = record_head(head, record_at, at, &self.meta, &mut self.threads, *growing)?;
                 held.used += PREFIX_LEN;
-                let thread = match last {
-                    Some((tid, iid, i)) if tid == prefix.thread_id && iid == prefix.interpreter_id => i,
-                    _ => {
-                        let i = thread_of(&mut self.threads, &self.meta, *growing, prefix, at(record_at))?;
-                        last = Some((prefix.thread_id, prefix.interpreter_id, i));
-                        i
-                    }
-                };
-                let Some(encoding) = Encoding::from_byte(prefix.encoding) else {
-                    let rule = Rule::UnknownEncoding { encoding: prefix.encoding };
-                    return Err(ReadError::format(at(record_at + 12), rule));
-                };
                 let body = record_body::<false, _, _>(
                     &mut held,
                     at,
@@ -419,20 +403,13 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                     encoding,
                 )?;
                 done += 1;
+                counts.add(encoding);
                 match body {
                     Body::Run { count } => {
-                        counts.repeat += 1;
                         run = Some(Pending { thread, remaining: count });
                         break;
                     }
-                    Body::Stack { .. } => {
-                        match encoding {
-                            Encoding::Full => counts.full += 1,
-                            Encoding::Suffix => counts.suffix += 1,
-                            _ => counts.pop_push += 1,
-                        }
-                        *decoded += 1;
-                    }
+                    Body::Stack { .. } => *decoded += 1,
                 }
             }
             let used = held.used;
@@ -471,18 +448,11 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             }
             return Ok(Decoded::End);
         }
-        let mut pb = [0u8; PREFIX_LEN];
-        pb.copy_from_slice(&input.window.available()[..PREFIX_LEN]);
-        let prefix = Prefix::decode(&pb, self.meta.endian);
-        input.window.consume(PREFIX_LEN);
-        let thread = self.thread(prefix, record_at)?;
+        let at = input.positions();
+        let head = input.window.available();
+        let (thread, encoding) = record_head(head, record_at, at, &self.meta, &mut self.threads, self.stream.growing)?;
         let input = &mut self.stream.input;
-        let encoding = Encoding::from_byte(prefix.encoding).ok_or_else(|| {
-            let rule = Rule::UnknownEncoding { encoding: prefix.encoding };
-            ReadError::format(input.at(record_at + 12), rule)
-        })?;
-        let decompressed = input.decompressed;
-        let at = move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) };
+        input.window.consume(PREFIX_LEN);
         let region_end = self.stream.region_end;
         let (tables, threads) = (&self.tables, &mut self.threads);
         let body = if whole {
@@ -495,56 +465,50 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
             record_body::<BUILD, _, _>(&mut Streamed { input }, at, region_end, tables, threads, thread, encoding)?
         };
         let stream = &mut self.stream;
+        stream.counts.add(encoding);
         match body {
             Body::Run { count } => {
-                stream.counts.repeat += 1;
                 stream.run = Pending { thread, remaining: count };
                 Ok(Decoded::Run { thread, count })
             }
             Body::Stack { status } => {
-                match encoding {
-                    Encoding::Full => stream.counts.full += 1,
-                    Encoding::Suffix => stream.counts.suffix += 1,
-                    _ => stream.counts.pop_push += 1,
-                }
                 stream.decoded += 1;
                 Ok(Decoded::Sample { thread, status, encoding })
             }
         }
     }
-
-    /// The thread of a record, created on first sight within the header's thread count.
-    #[inline(always)]
-    fn thread(&mut self, p: Prefix, record_at: u64) -> Res<usize, R::Error> {
-        thread_of(&mut self.threads, &self.meta, self.stream.growing, p, self.stream.input.at(record_at))
-    }
 }
 
-/// The thread of a record at `pos`, created on first sight within the header's thread count
-/// (any count while the file is `growing`).
+/// A record's prefix, the first [`PREFIX_LEN`] of `bytes`, at stream offset `record_at`
+/// (positioned by `at`): its thread, created on first sight within the header's thread
+/// count (any count while the file is `growing`), and its encoding.
 #[inline(always)]
-fn thread_of<E>(
-    threads: &mut ReaderThreads<'_>,
+fn record_head<E>(
+    bytes: &[u8],
+    record_at: u64,
+    at: impl Fn(u64) -> Position,
     meta: &Metadata,
+    threads: &mut ReaderThreads<'_>,
     growing: bool,
-    p: Prefix,
-    pos: Position,
-) -> Res<usize, E> {
-    match threads.find(p.thread_id, p.interpreter_id) {
-        Ok(i) => Ok(i),
+) -> Res<(usize, Encoding), E> {
+    let mut pb = [0u8; PREFIX_LEN];
+    pb.copy_from_slice(&bytes[..PREFIX_LEN]);
+    let p = Prefix::decode(&pb, meta.endian);
+    let thread = match threads.find(p.thread_id, p.interpreter_id) {
+        Ok(i) => i,
         Err(slot) => {
-            let declared = meta.header.thread_count;
-            let found = threads.len() as u64 + 1;
+            let (declared, found) = (meta.header.thread_count, threads.len() as u64 + 1);
             if found > u64::from(declared) && !growing {
-                return Err(ReadError::format(pos, Rule::TooManyThreads { declared, found }));
+                return Err(ReadError::format(at(record_at), Rule::TooManyThreads { declared, found }));
             }
-            let start = meta.header.start_time_us;
             let capacity = threads.capacity();
-            threads.create(slot, p.thread_id, p.interpreter_id, start).map_err(|resource| ReadError::Capacity {
-                position: pos,
-                resource,
-                capacity,
-            })
+            threads
+                .create(slot, p.thread_id, p.interpreter_id, meta.header.start_time_us)
+                .map_err(|resource| ReadError::Capacity { position: at(record_at), resource, capacity })?
         }
-    }
+    };
+    let Some(encoding) = Encoding::from_byte(p.encoding) else {
+        return Err(ReadError::format(at(record_at + 12), Rule::UnknownEncoding { encoding: p.encoding }));
+    };
+    Ok((thread, encoding))
 }

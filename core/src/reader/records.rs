@@ -239,9 +239,8 @@ impl<E> RecordBytes<E> for Held<'_> {
     ) -> Res<(), E> {
         let limit = tables.trusted_index_limit();
         let bytes = self.bytes;
-        // Frame tables of real profiles put the frames met first, the hot ones, first: most
-        // records list one-byte indices only. Then one pass finds the largest and one copies
-        // them out, both over plain bytes (the compiler vectorises them).
+        // Most records list one-byte indices only (see `one_byte_indices_below`): checked as
+        // words, then copied out.
         if let Some(run) = bytes.get(self.used..self.used + slots.count()) {
             if one_byte_indices_below(bytes, self.used, run.len(), limit) {
                 slots.set_bytes(run);

@@ -256,11 +256,14 @@ pub(super) struct Input<'s, R: Read + Seek> {
 impl<R: Read + Seek> Input<'_, R> {
     #[inline]
     pub(super) fn at(&self, offset: u64) -> Position {
-        if self.decompressed {
-            Position::Decompressed(offset)
-        } else {
-            Position::File(offset)
-        }
+        self.positions()(offset)
+    }
+
+    /// [`Self::at`] apart from the input, for use while its window is borrowed.
+    #[inline]
+    pub(super) fn positions(&self) -> impl Fn(u64) -> Position + Copy {
+        let decompressed = self.decompressed;
+        move |offset| if decompressed { Position::Decompressed(offset) } else { Position::File(offset) }
     }
 
     /// Tries to have `n` bytes (`n` ≤ the window's size) available; false if the region ends

@@ -69,6 +69,9 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) capacity: usize,
     /// Key of the thread hash (see [`ReaderStorage::with_seed`]).
     pub(super) seed: u64,
+    /// The entry found or made last: records of one thread come in stretches, so it is
+    /// compared before anything is searched.
+    pub(super) last: usize,
 }
 
 /// Up to this many threads a lookup compares the entries instead of hashing.
@@ -91,6 +94,7 @@ impl<'a> ReaderThreads<'a> {
             arena_used: 0,
             capacity,
             seed: 0,
+            last: 0,
         }
     }
 
@@ -112,6 +116,7 @@ impl<'a> ReaderThreads<'a> {
             // Chunk offsets are u32, and so are slot values.
             capacity: max_threads.min(u32::MAX as usize - 1),
             seed: 0,
+            last: 0,
         }
     }
 
@@ -135,22 +140,35 @@ impl<'a> ReaderThreads<'a> {
 
     /// The entry for the pair: `Ok(i)` if known, `Err(slot)` if new, which [`Self::create`]
     /// then fills.
-    #[inline]
-    pub(crate) fn find(&self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
+    #[inline(always)]
+    pub(crate) fn find(&mut self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
+        let last = self.entries.as_slice()[..self.count].get(self.last);
+        if last.is_some_and(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id) {
+            return Ok(self.last);
+        }
+        self.search(thread_id, interpreter_id)
+    }
+
+    /// [`Self::find`] past the entry found last.
+    fn search(&mut self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
         let entries = &self.entries.as_slice()[..self.count];
         // Most profiles have a few threads, whose records interleave: comparing a few entries
         // costs less than hashing. A miss still goes to the index, which names the free slot.
         if entries.len() <= FEW_THREADS {
             if let Some(i) = entries.iter().position(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id)
             {
+                self.last = i;
                 return Ok(i);
             }
         }
-        slot_find(self.slots.as_slice(), hash_thread(self.seed, thread_id, interpreter_id), |i| {
+        let found = slot_find(self.slots.as_slice(), hash_thread(self.seed, thread_id, interpreter_id), |i| {
             let t = &entries[i as usize];
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
-        })
-        .map(|i| i as usize)
+        });
+        if let Ok(i) = found {
+            self.last = i as usize;
+        }
+        found.map(|i| i as usize)
     }
 
     /// Adds the pair found missing at `slot`; `Err` names what ran out.
@@ -181,6 +199,7 @@ impl<'a> ReaderThreads<'a> {
         let i = self.count;
         self.entries.as_mut_slice()[i] = entry;
         self.count += 1;
+        self.last = i;
         self.slots.as_mut_slice()[slot] = i as u32 + 1;
         Ok(i)
     }
