@@ -400,10 +400,7 @@ impl PackedStrings {
 
     /// The string numbered `id` (empty if there is none).
     pub fn get(&self, id: u32) -> &str {
-        let id = id as usize;
-        let Some(&end) = self.ends.get(id) else { return "" };
-        let start = if id == 0 { 0 } else { self.ends[id - 1] };
-        &self.bytes[start..end]
+        packed(&self.bytes, &self.ends, id)
     }
 
     /// The id of `s`, numbering it if it is new.
@@ -417,11 +414,7 @@ impl PackedStrings {
         h.write_usize(s.len());
         let hash = h.finish();
         let (bytes, ends) = (&self.bytes, &self.ends);
-        let get = |id: u32| {
-            let (id, start) = (id as usize, if id == 0 { 0 } else { ends[id as usize - 1] });
-            &bytes[start..ends[id]]
-        };
-        let free = match self.ids.find(hash, |id| get(id) == s) {
+        let free = match self.ids.find(hash, |id| packed(bytes, ends, id) == s) {
             Ok(id) => return id,
             Err(free) => free,
         };
@@ -429,6 +422,15 @@ impl PackedStrings {
         self.ends.push(self.bytes.len());
         self.ids.insert(free, hash)
     }
+}
+
+/// String `id` of strings held end to end in `bytes`, each ending where `ends` says (empty
+/// if there is none).
+fn packed<'a>(bytes: &'a str, ends: &[usize], id: u32) -> &'a str {
+    let id = id as usize;
+    let Some(&end) = ends.get(id) else { return "" };
+    let start = if id == 0 { 0 } else { ends[id - 1] };
+    &bytes[start..end]
 }
 
 /// Threads, `(interpreter id, thread id)` pairs, numbered in the order first met, each held

@@ -157,13 +157,12 @@ impl RegionSource<io::Error> for ThreadedRegion {
             if !self.current.is_empty() {
                 self.done.push(std::mem::take(&mut self.current));
                 if self.done.len() >= HANDED_BACK_AT_ONCE {
-                    if let Some(empty) = &self.empty {
+                    for buf in self.done.drain(..) {
                         // The worker may have finished already; then the buffers are not needed.
-                        for buf in self.done.drain(..) {
+                        if let Some(empty) = &self.empty {
                             let _ = empty.send(buf);
                         }
                     }
-                    self.done.clear();
                 }
                 (self.len, self.pos) = (0, 0);
             }
