@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 fail() { printf 'FEATURE SETS FAILED: %s\n' "$*" >&2; exit 1; }
 
 TARGETS=(x86_64-unknown-linux-gnu thumbv6m-none-eabi riscv32imc-unknown-none-elf s390x-unknown-linux-gnu)
-FEATURES=(alloc zstd gperftools mojo transport marshal defmt)
+FEATURES=(alloc zstd gperftools mojo transport stream marshal defmt)
 installed=$(rustup target list --installed)
 for target in "${TARGETS[@]}"; do
   grep -qx "$target" <<<"$installed" || rustup target add "$target" || fail "rustup target add $target"

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 . scripts/harness.sh
 START=$(date +%s)
 step() { printf '\n==> %s   [%ds]\n' "$*" $(($(date +%s) - START)); }
-CORE_FEATURES=tachyon-core/alloc,tachyon-core/zstd,tachyon-core/gperftools,tachyon-core/mojo,tachyon-core/transport,tachyon-core/marshal
+CORE_FEATURES=tachyon-core/alloc,tachyon-core/zstd,tachyon-core/gperftools,tachyon-core/mojo,tachyon-core/transport,tachyon-core/stream,tachyon-core/marshal
 # The tests of qemu-tests that read what the test command records (gperftools, Austin,
 # firmware runs: its `recorded` program) are left out; the rest of the workspace's tests but
 # the oracle's run.

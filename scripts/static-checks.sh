@@ -76,10 +76,10 @@ if [ -z "${TACHYON_FUZZ_CLIPPY_ELSEWHERE:-}" ]; then
 fi
 CARGO_TARGET_DIR=$PWD/target cargo clippy --manifest-path python/Cargo.toml --locked --all-targets -- -D warnings
 
-step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport and marshal)"
+step "clippy and build: core on no_std targets (no alloc, no zstd; and with defmt, gperftools, mojo, transport, stream and marshal)"
 for target in "${NO_STD_TARGETS[@]}"; do
   cargo clippy -p tachyon-core --target "$target" -- -D warnings
-  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo,transport,marshal -- -D warnings
+  cargo clippy -p tachyon-core --target "$target" --features defmt,gperftools,mojo,transport,stream,marshal -- -D warnings
   cargo build -p tachyon-core --target "$target" --release
 done
 
@@ -97,7 +97,7 @@ RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --workspace --no-deps --all-fe
 RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps
 RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=$PWD/target cargo doc --manifest-path python/Cargo.toml --locked --no-deps
 for target in "${NO_STD_TARGETS[@]}"; do
-  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport,marshal
+  RUSTDOCFLAGS="-D warnings" cargo doc -p tachyon-core --no-deps --target "$target" --features defmt,gperftools,mojo,transport,stream,marshal
 done
 
 step "MSRV: core, std layer and C API check on Rust 1.81 (MSRV-aware resolve in a scratch copy)"

@@ -412,7 +412,7 @@ step "tests on big-endian targets under qemu-user (s390x, powerpc, powerpc64, bu
 # tests' build does not link them for every target).
 BE_TARGET_ARGS=()
 for target in "${BIG_ENDIAN_TARGETS[@]}"; do BE_TARGET_ARGS+=(--target "$target"); done
-CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,marshal
+CORE_FEATURES=alloc,zstd,gperftools,mojo,transport,stream,marshal
 cargo clippy -p tachyon-core --features "$CORE_FEATURES" "${BE_TARGET_ARGS[@]}" -- -D warnings
 cargo test --no-run --profile checked -p tachyon-core --features "$CORE_FEATURES" --lib --tests "${BE_TARGET_ARGS[@]}"
 cargo test --no-run --profile checked -p qemu-tests "${BE_TARGET_ARGS[@]}" --test vectors --test fault_injection

@@ -392,6 +392,32 @@ impl Stats {
             && self.missed_samples.map_or(true, f64::is_finite)
     }
 
+    /// The stats of `written` samples, the last at `last_timestamp_us`, with `refused` more
+    /// that the writer refused and `dropped` more that never reached it, in the meanings
+    /// CPython's own profiler gives the fields (`profiling.sampling` 3.15.2): `duration_sec`
+    /// from `start_time_us` to the last sample, `sample_rate` samples written a second,
+    /// `error_rate` the percentage of samples taken that were refused, `missed_samples` the
+    /// percentage of all samples that never reached the writer.
+    pub fn of_counts(
+        start_time_us: u64,
+        last_timestamp_us: Option<u64>,
+        written: u64,
+        refused: u64,
+        dropped: u64,
+    ) -> Stats {
+        let duration_sec =
+            last_timestamp_us.map_or(0.0, |last| last.saturating_sub(start_time_us) as f64 / 1_000_000.0);
+        let sample_rate = if duration_sec > 0.0 { written as f64 / duration_sec } else { 0.0 };
+        let taken = written + refused;
+        let percent = |part: u64, whole: u64| if whole > 0 { part as f64 * 100.0 / whole as f64 } else { 0.0 };
+        Stats {
+            duration_sec,
+            sample_rate,
+            error_rate: Some(percent(refused, taken)),
+            missed_samples: Some(percent(dropped, taken + dropped)),
+        }
+    }
+
     /// The 56-byte trailer 3.15.2 writes.
     pub fn encode<E: Endianity>(&self, e: E) -> [u8; STATS_TRAILER_SIZE] {
         let mut b = [0u8; STATS_TRAILER_SIZE];

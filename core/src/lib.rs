@@ -27,7 +27,8 @@
 //!   [`io`] (a seekable in-memory cursor), [`text`] (CPython's lossy names), [`error`],
 //!   [`kind`] (which format a file holds).
 //! * Other formats, one module tree each behind a feature: `gperftools`, `mojo`, `marshal`
-//!   (pstats files), and `transport` (framed writes over links that cannot seek);
+//!   (pstats files), `transport` (framed writes over links that cannot seek) and `stream`
+//!   (samples by id from a device too small for the tables; the host writes the file);
 //!   gperftools and MOJO share a windowed reader (`inbox`) and a staged writer (`outbox`).
 //! * One vocabulary: every reader yields its file's units with `next_item`, every writer
 //!   ends with `finish`; the same failure is the same variant in each codec's errors
@@ -112,6 +113,8 @@ pub mod writer;
 #[allow(unsafe_code)]
 pub mod compression;
 
+#[cfg(any(feature = "transport", feature = "stream"))]
+mod framing;
 #[cfg(feature = "gperftools")]
 pub mod gperftools;
 #[cfg(any(feature = "gperftools", feature = "mojo"))]
@@ -122,6 +125,8 @@ pub mod marshal;
 pub mod mojo;
 #[cfg(any(feature = "gperftools", feature = "mojo"))]
 mod outbox;
+#[cfg(feature = "stream")]
+pub mod stream;
 #[cfg(feature = "transport")]
 pub mod transport;
 

@@ -95,6 +95,35 @@ impl WriterConfig {
     pub fn with_compression(self, compression: Compression) -> Self {
         WriterConfig { compression, ..self }
     }
+
+    /// The header of a file written with this configuration before anything is counted:
+    /// counts and the tables' offsets zero (what a journal or a stream sends ahead of the
+    /// samples, for the receiver to write the file's header from).
+    pub fn header_template(&self) -> Header {
+        Header {
+            python_version: self.python_version,
+            start_time_us: self.start_time_us,
+            sample_interval_us: self.sample_interval_us,
+            sample_count: 0,
+            thread_count: 0,
+            string_table_offset: 0,
+            frame_table_offset: 0,
+            compression: self.compression,
+            config: self.profiling,
+        }
+    }
+
+    /// The configuration a header says it was written with (what a receiver writes the
+    /// file again with).
+    pub fn of_header(header: &Header) -> Self {
+        WriterConfig {
+            start_time_us: header.start_time_us,
+            sample_interval_us: header.sample_interval_us,
+            compression: header.compression,
+            profiling: header.config,
+            python_version: header.python_version,
+        }
+    }
 }
 
 /// Streams a Tachyon file into a `Write + Seek` sink in byte order `E`.
@@ -434,7 +463,7 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
     /// counts still zero: what a receiver of a cut stream starts from (byte order, version,
     /// start time, interval, compression, profiling configuration).
     pub fn header_template(&self) -> Header {
-        Header { sample_count: 0, thread_count: 0, ..self.header(0, 0) }
+        self.config.header_template()
     }
 
     /// The sink beside string `index`, for a journal that sends the table through the sink
@@ -846,15 +875,11 @@ impl<'s, W: Write + Seek, E: Endianity> Writer<'s, W, E> {
 
     fn header(&self, string_table_offset: u64, frame_table_offset: u64) -> Header {
         Header {
-            python_version: self.config.python_version,
-            start_time_us: self.config.start_time_us,
-            sample_interval_us: self.config.sample_interval_us,
             sample_count: self.sample_count,
             thread_count: self.store.threads.len() as u32,
             string_table_offset,
             frame_table_offset,
-            compression: self.config.compression,
-            config: self.config.profiling,
+            ..self.config.header_template()
         }
     }
 }

@@ -34,6 +34,8 @@ mod robustness;
 mod roundtrip;
 #[cfg(all(feature = "alloc", feature = "zstd"))]
 mod runs;
+#[cfg(all(feature = "stream", feature = "transport"))]
+mod stream;
 #[cfg(all(feature = "transport", feature = "alloc"))]
 mod transport;
 #[cfg(feature = "alloc")]

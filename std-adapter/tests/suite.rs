@@ -19,6 +19,7 @@ mod receive;
 mod rotate;
 mod salvage;
 mod samples;
+mod stream;
 mod threaded_compression;
 mod threaded_region;
 mod top;

@@ -151,17 +151,7 @@ impl Drain {
     /// the writer. The dropped count is recovered exactly from the file:
     /// `dropped = round(written / (1 - e/100) / (1 - m/100)) - round(written / (1 - e/100))`.
     pub fn stats(&self, start_time_us: u64, dropped: u64) -> Stats {
-        let duration_sec =
-            self.last_timestamp_us.map_or(0.0, |last| last.saturating_sub(start_time_us) as f64 / 1_000_000.0);
-        let sample_rate = if duration_sec > 0.0 { self.written as f64 / duration_sec } else { 0.0 };
-        let taken = self.written + self.refused;
-        let percent = |part: u64, whole: u64| if whole > 0 { part as f64 * 100.0 / whole as f64 } else { 0.0 };
-        Stats {
-            duration_sec,
-            sample_rate,
-            error_rate: Some(percent(self.refused, taken)),
-            missed_samples: Some(percent(dropped, taken + dropped)),
-        }
+        Stats::of_counts(start_time_us, self.last_timestamp_us, self.written, self.refused, dropped)
     }
 
     /// Sets the writer's stats trailer to [`Drain::stats`] for `rings` (call it before

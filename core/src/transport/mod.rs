@@ -159,18 +159,7 @@ pub fn decode<'b>(bytes: &'b mut [u8], scratch: &mut [u8]) -> Result<Frame<'b>, 
     Ok(frame)
 }
 
-/// CRC-32 as zlib computes it (reflected, polynomial 0xEDB88320), bit by bit: frames are
-/// small and a table would cost a kilobyte of flash.
-pub fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-        }
-    }
-    !crc
-}
+pub use crate::framing::crc32;
 
 /// The most file bytes one frame carries with a scratch buffer of `scratch` bytes: the
 /// frame's fixed fields take at most 26 bytes (tags, `seq`, `offset`, the length, the CRC),
@@ -191,13 +180,6 @@ pub use sink::{FramedSink, SinkError};
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc_is_zlibs() {
-        // zlib.crc32(b"123456789") and of nothing.
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b""), 0);
-    }
 
     #[test]
     fn every_chunk_fits_its_scratch() {

@@ -8,8 +8,13 @@
 //! exception, and only when it carries the journal a `JournalWriter` sends: [`receive`]
 //! then rebuilds a valid file from the samples that arrived whole and the tables the journal
 //! carried, and says what was cut.
+//!
+//! A device's sample stream ([`tachyon_core::stream`]: definitions once, samples by id) is
+//! received the same way: [`receive`] writes the file its samples make, or, cut, the file of
+//! every sample that arrived whole.
 
 mod growing;
+mod stream;
 
 pub use growing::{Growing, MAX_PENDING_BYTES};
 
@@ -251,6 +256,12 @@ impl Journal {
 /// sample record that arrived whole (uncompressed region, the journal's tables, its last
 /// stats). Damage anywhere but the tail is refused as [`reassemble`] refuses it.
 pub fn receive(capture: &[u8]) -> Result<Received, ReceiveError> {
+    // A device's sample stream (`tachyon_core::stream`) is written as the file its samples make.
+    if let Some(first) = capture.split(|&b| b == 0).next().filter(|_| capture.contains(&0)) {
+        if stream::begins_stream(first) {
+            return stream::receive(capture);
+        }
+    }
     let mut file = Vec::new();
     let mut receiver = Receiver::new();
     let mut journal = Journal::default();
