@@ -2,7 +2,8 @@
 //! vectors: `make_fuzz_seeds ROOT OUT` writes `OUT/pprof/*` (pprof profiles converted from the
 //! CPython vectors and a gperftools profile) and `OUT/transport_receiver/*` (captures of the
 //! CPython vectors sent through the framed transport, a frame per write as a device sends
-//! them, and a journaled stream, whole and cut, as a killed process leaves one).
+//! them, a journaled stream, whole and cut, as a killed process leaves one, and a device's
+//! sample stream, whole and cut).
 //!
 //! `scripts/fuzz.sh` runs it. It lives here rather than in `fuzz/` so that the host's test
 //! build makes it: in `fuzz/` it took a build of the whole tree of its own.
@@ -18,8 +19,9 @@ use tachyon_core::capture::Taken;
 use tachyon_core::io::Cursor;
 use tachyon_core::reader::Metadata;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
+use tachyon_core::stream::StreamWriter;
 use tachyon_core::transport::{FlushPolicy, FramedSink, JournalWriter};
-use tachyon_core::{Frame, WriterConfig};
+use tachyon_core::{Frame, Location, WriterConfig};
 
 /// `file` sent as a device sends a file it has in RAM: in writes of 64 bytes, then the end.
 fn capture(file: &[u8]) -> Vec<u8> {
@@ -51,6 +53,21 @@ fn journaled() -> Vec<u8> {
     w.into_inner().into_inner()
 }
 
+/// A device's sample stream of 200 samples on 3 threads over 8 ids.
+fn sample_stream() -> Vec<u8> {
+    let (mut buffer, mut sent) = (vec![0u8; 128], vec![0u32; 1]);
+    let mut w = StreamWriter::new(VecSink::new(), &mut buffer, &mut sent, WriterConfig::new(0, 100)).unwrap();
+    let names = [&b"main"[..], b"parse", b"eval", b"gc"];
+    for i in 0..200u64 {
+        let ids: Vec<u32> = (0..1 + (i % 4) as u32).map(|d| (d + i as u32 / 50) % 8).collect();
+        let taken = Taken { timestamp_us: i * 100, thread_id: 1 + i % 3, ..Taken::default() };
+        let at = |id: u32| Location { lineno: id as i32 + 1, end_lineno: id as i32 + 1, col: 0, end_col: 4 };
+        w.write_sample(taken, &ids, |id| Frame::new(b"app.lua", names[id as usize % 4]).at(at(id))).unwrap();
+    }
+    w.finish().unwrap();
+    w.into_inner().into_inner()
+}
+
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
     let [root, out] = &args[..] else { panic!("usage: make_fuzz_seeds ROOT OUT") };
@@ -61,6 +78,9 @@ fn main() {
     let stream = journaled();
     std::fs::write(transport.join("journaled.cap"), &stream).unwrap();
     std::fs::write(transport.join("journaled-cut.cap"), &stream[..stream.len() * 2 / 3]).unwrap();
+    let samples = sample_stream();
+    std::fs::write(transport.join("samples.cap"), &samples).unwrap();
+    std::fs::write(transport.join("samples-cut.cap"), &samples[..samples.len() * 2 / 3]).unwrap();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&vectors)
         .unwrap()
         .map(|e| e.unwrap().path())

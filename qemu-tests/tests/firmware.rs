@@ -1,7 +1,8 @@
 //! What the Cortex-M firmware (`qemu-tests/firmware/`, run by `scripts/firmware.sh`, which
 //! sets `TACHYON_FIRMWARE` to where it left its files) profiled, as CPython 3.15.2's reader
 //! reads it: every sample the firmware says it wrote, each stack one the interpreter's
-//! program can have, at the times its ticks say; the UART stream is the RAM file.
+//! program can have, at the times its ticks say; the UART stream and the sample stream are
+//! the RAM file.
 
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use serde_json::Value;
 use tachyon::memory::VecSink;
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
 use tachyon_core::storage::{VecWriterStorage, WriterCapacity};
-use tachyon_core::{Frame, LittleEndian, Location, Writer, WriterConfig};
+use tachyon_core::{Frame, LittleEndian, Location, Stats, Writer, WriterConfig};
 
 fn dir() -> PathBuf {
     PathBuf::from(std::env::var_os("TACHYON_FIRMWARE").expect(
@@ -54,9 +55,12 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
         let ram = std::fs::read(dir.join(format!("{target}.ram.pyb"))).unwrap();
         let capture = std::fs::read(dir.join(format!("{target}.uart.bin"))).unwrap();
         assert!(tachyon::tachyon::receive::reassemble(&capture).unwrap() == ram, "{target}: UART and RAM differ");
+        let stream = std::fs::read(dir.join(format!("{target}.stream.bin"))).unwrap();
+        assert!(tachyon::tachyon::receive::reassemble(&stream).unwrap() == ram, "{target}: stream and RAM differ");
         let log = std::fs::read_to_string(dir.join(format!("{target}.log"))).unwrap();
         let (taken, written) = (logged(&log, "taken"), logged(&log, "written"));
         assert_eq!(logged(&log, "dropped"), 0, "{target}: {log}");
+        assert_eq!(logged(&log, "refused"), 0, "{target}: {log}");
         assert_eq!(taken, written, "{target}: {log}");
         assert!(written > 2000, "{target}: {written} samples");
 
@@ -104,6 +108,9 @@ fn the_firmware_profiles_read_back_as_the_interpreter_ran() {
             samples += 1;
         }
         assert_eq!(samples, written, "{target}");
+        // The stats the firmware gives all three files (a capture drain's: nothing dropped or
+        // refused, asserted above).
+        host.set_stats(Stats::of_counts(0, Some(last_ts), written, 0, 0)).unwrap();
         host.finish().unwrap();
         assert!(host.into_inner().into_inner() == ram, "{target}: the host's writer makes other bytes");
         // The real capture, damaged: refused, or (the values of every frame unchanged) the

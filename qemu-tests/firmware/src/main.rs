@@ -1,11 +1,15 @@
 //! Profiles a small interpreter ([`vm`]) on a Cortex-M with tachyon-core, no heap, every
 //! buffer static: SysTick interrupts push the interpreter's call stack into the library's
 //! capture ring (`tachyon_core::capture`, wait-free, no critical section) as (function,
-//! line) pairs, the main loop drains it into two Tachyon writers through the frame-id API,
-//! one over a RAM buffer (sent to the host by semihosting at the end), one over the UART as
-//! a journaled stream (`tachyon_core::transport::JournalWriter`: the tables go out as they
-//! grow, so the host can read the capture while it grows, and a cut capture keeps every
-//! sample before the cut), which `tachyon receive` puts back together. defmt logs what happened (read on the host by defmt-log, with defmt-decoder).
+//! line) pairs, the main loop drains it into three outputs: two Tachyon writers through the
+//! frame-id API, one over a RAM buffer (sent to the host by semihosting at the end), one over
+//! UART0 as a journaled stream (`tachyon_core::transport::JournalWriter`: the tables go out as
+//! they grow, so the host can read the capture while it grows, and a cut capture keeps every
+//! sample before the cut); and the streaming encoder over UART1
+//! (`tachyon_core::stream::StreamWriter`: definitions once, samples by id, no tables on the
+//! device), the profiler a small part needs, its RAM capped below. `tachyon receive` writes
+//! both captures as files. defmt logs what happened (read on the host by defmt-log, with
+//! defmt-decoder).
 
 #![no_std]
 #![no_main]
@@ -24,15 +28,17 @@ use defmt_semihosting as _;
 use tachyon_core::capture::{entry_words, Capture, Stack, Taken};
 use tachyon_core::io::Cursor;
 use tachyon_core::storage::StaticWriterStorage;
+use tachyon_core::stream::{ids_words, StreamWriter};
 use tachyon_core::transport::{FlushPolicy, JournalWriter};
-use tachyon_core::{Frame, FrameId, Location, Writer, WriterConfig};
+use tachyon_core::{Frame, FrameId, Location, Stats, Writer, WriterConfig};
 
 /// SysTick reload: QEMU's MPS2 clocks SysTick at 25 MHz, so 2,500 cycles are 100 µs.
 const RELOAD: u32 = 2_500;
 const INTERVAL_US: u64 = 100;
 
-/// Room for 64 samples of the interpreter's deepest stack, as (function, line) pairs.
-const RING_WORDS: usize = 64 * entry_words(vm::MAX_DEPTH, true);
+/// Room for 8 samples of the interpreter's deepest stack (32 frames), as (function, line)
+/// pairs: for more of the stacks it runs (up to 16 deep). A drain comes every 256 steps.
+const RING_WORDS: usize = 8 * entry_words(vm::MAX_DEPTH, true);
 static WORDS: [AtomicU32; RING_WORDS] = [const { AtomicU32::new(0) }; RING_WORDS];
 static RING: Capture<'static> = Capture::new(&WORDS);
 static TICKS: AtomicU32 = AtomicU32::new(0);
@@ -40,6 +46,26 @@ static TAKEN: AtomicU32 = AtomicU32::new(0);
 
 /// Writer storage: 3 functions × a few lines, one thread.
 type Storage = StaticWriterStorage<256, 8, 32, 1>;
+
+/// The stream's ids: a function's 32 lines each, as the frame cache below keys them.
+const STREAM_IDS: usize = 3 * 32;
+/// The stream's transmit buffer: one frame of items.
+const STREAM_BUFFER: usize = 256;
+
+/// The RAM the profiler takes when it writes through the stream alone: the capture ring, the
+/// stream's state, its bitmap of ids sent and its transmit buffer; capped by construction at
+/// half of what a part with 8 KiB of RAM has. The two writers beside it are witnesses, not
+/// part of it.
+const PROFILER_RAM: usize = core::mem::size_of::<[AtomicU32; RING_WORDS]>()
+    + core::mem::size_of::<StreamWriter<'static, uart::Uart>>()
+    + ids_words(STREAM_IDS) * 4
+    + STREAM_BUFFER;
+const PROFILER_RAM_CAP: usize = 4 * 1024;
+const _: () = assert!(PROFILER_RAM <= PROFILER_RAM_CAP, "the profiler takes more RAM than its cap");
+
+fn stream_id(function: u8, line: u16) -> u32 {
+    u32::from(function) * 32 + u32::from(line % 32)
+}
 
 #[exception]
 fn SysTick() {
@@ -80,6 +106,10 @@ fn main() -> ! {
     let ram_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
     let uart_storage: &'static mut Storage = cortex_m::singleton!(: Storage = Storage::new()).unwrap();
     let scratch: &'static mut [u8; 256] = cortex_m::singleton!(: [u8; 256] = [0; 256]).unwrap();
+    let stream_buffer: &'static mut [u8; STREAM_BUFFER] =
+        cortex_m::singleton!(: [u8; STREAM_BUFFER] = [0; STREAM_BUFFER]).unwrap();
+    let sent: &'static mut [u32; ids_words(STREAM_IDS)] =
+        cortex_m::singleton!(: [u32; ids_words(STREAM_IDS)] = [0; ids_words(STREAM_IDS)]).unwrap();
 
     let config = WriterConfig::new(0, INTERVAL_US);
     let Ok(mut ram_writer) = Writer::new(Cursor::new(&mut ram[..]), ram_storage.storage(), config) else {
@@ -88,15 +118,26 @@ fn main() -> ! {
     // Never flushed but by its staging filling, as the RAM writer: the same bytes, CPython's.
     let policy = FlushPolicy::default();
     let Ok(mut uart_writer) =
-        JournalWriter::new(uart::Uart::take(), &mut scratch[..], uart_storage.storage(), config, policy)
+        JournalWriter::new(uart::Uart::take_uart0(), &mut scratch[..], uart_storage.storage(), config, policy)
     else {
         fail("the UART writer could not start")
     };
+    let Ok(mut stream) = StreamWriter::new(uart::Uart::take_uart1(), &mut stream_buffer[..], &mut sent[..], config)
+    else {
+        fail("the stream could not start")
+    };
+    defmt::info!(
+        "profiler through the stream: {=usize} bytes of RAM (ring {=usize}, stream {=usize}, bitmap {=usize}, transmit buffer {=usize}; cap {=usize})",
+        PROFILER_RAM,
+        RING_WORDS * 4,
+        core::mem::size_of::<StreamWriter<'static, uart::Uart>>(),
+        ids_words(STREAM_IDS) * 4,
+        STREAM_BUFFER,
+        PROFILER_RAM_CAP
+    );
 
     let mut frames = Frames { ids: [[None; 32]; 3] };
-    let mut written = 0u32;
-    let mut refused = 0u32;
-    let mut costs = [Cost::default(), Cost::default()];
+    let mut tally = Tally::default();
     let mut machine = vm::Machine::new();
     machine.start();
 
@@ -116,7 +157,7 @@ fn main() -> ! {
             }
         };
         if !running || machine.steps.is_multiple_of(256) {
-            drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
+            drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut stream, &mut tally);
         }
         if !running {
             break;
@@ -124,7 +165,7 @@ fn main() -> ! {
     }
     p.SYST.disable_interrupt();
     p.SYST.disable_counter();
-    drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut written, &mut refused, &mut costs);
+    drain(&mut frames, &mut ram_writer, &mut uart_writer, &mut stream, &mut tally);
 
     let ticks = TICKS.load(Ordering::Relaxed);
     let taken = TAKEN.load(Ordering::Relaxed);
@@ -136,16 +177,25 @@ fn main() -> ! {
         ticks,
         taken,
         dropped,
-        written,
-        refused
+        tally.written,
+        tally.refused
     );
     defmt::info!(
-        "cost per sample: RAM writer {=u64} instructions, UART writer {=u64} instructions (means of {=u32} and {=u32} samples no interrupt cut into)",
-        costs[0].instructions_per_sample(),
-        costs[1].instructions_per_sample(),
-        costs[0].samples,
-        costs[1].samples
+        "cost per sample: RAM writer {=u64} instructions, UART writer {=u64} instructions, stream {=u64} instructions (means of {=u32}, {=u32} and {=u32} samples no interrupt cut into)",
+        tally.costs[0].instructions_per_sample(),
+        tally.costs[1].instructions_per_sample(),
+        tally.costs[2].instructions_per_sample(),
+        tally.costs[0].samples,
+        tally.costs[1].samples,
+        tally.costs[2].samples
     );
+    // The stats a capture drain gives (`Drain::stats`): the same in all three files.
+    let lost = dropped.wrapping_add(RING.garbled());
+    let stats = Stats::of_counts(0, tally.last_us, u64::from(tally.written), u64::from(tally.refused), lost);
+    stream.set_dropped_upstream(lost);
+    if ram_writer.set_stats(stats).is_err() || uart_writer.set_stats(stats).is_err() {
+        fail("setting the stats");
+    }
     defmt::info!(
         "writer: {=u64} samples, {=usize} threads, {=usize} strings, {=usize} frames",
         ram_writer.sample_count(),
@@ -161,11 +211,19 @@ fn main() -> ! {
         Ok(len) => len,
         Err(e) => fail_with("finishing the UART stream", e),
     };
+    let streamed = match stream.finish() {
+        Ok(samples) => samples,
+        Err(e) => fail_with("finishing the sample stream", e),
+    };
     defmt::info!(
-        "files: RAM {=usize} bytes; UART stream {=u64} bytes in {=u32} frames",
+        "files: RAM {=usize} bytes; UART stream {=u64} bytes in {=u32} frames; sample stream {=u64} samples in {=u32} frames, {=u64} lost, {=u64} refused",
         ram_len,
         stream_len,
-        uart_writer.writer().get_ref().frames()
+        uart_writer.writer().get_ref().frames(),
+        streamed,
+        stream.frames(),
+        stream.dropped(),
+        stream.refused()
     );
 
     let name = concat!(env!("FIRMWARE_TARGET"), ".ram.pyb\0");
@@ -232,17 +290,27 @@ fn take() -> Option<Sample> {
     })
 }
 
-/// Moves the ring's samples into both writers (innermost frame first).
-fn drain<A, B>(
+/// What the drains did: samples written to all three outputs and refused, the last one's
+/// time, and each output's cost.
+#[derive(Default)]
+struct Tally {
+    written: u32,
+    refused: u32,
+    last_us: Option<u64>,
+    costs: [Cost; 3],
+}
+
+/// Moves the ring's samples into the three outputs (innermost frame first).
+fn drain<A, B, C>(
     frames: &mut Frames,
     ram: &mut Writer<'_, A>,
     uart: &mut JournalWriter<'_, '_, B>,
-    written: &mut u32,
-    refused: &mut u32,
-    costs: &mut [Cost; 2],
+    stream: &mut StreamWriter<'_, C>,
+    tally: &mut Tally,
 ) where
     A: embedded_io::Write + embedded_io::Seek,
     B: embedded_io::Write,
+    C: embedded_io::Write,
 {
     while let Some(sample) = take() {
         let mut ids = [FrameId(0); vm::MAX_DEPTH];
@@ -272,16 +340,27 @@ fn drain<A, B>(
             };
         }
         let ts = u64::from(sample.tick) * INTERVAL_US;
+        let taken = Taken { timestamp_us: ts, interpreter_id: 0, thread_id: 1, status: 0 };
+        let mut stream_ids = [0u32; vm::MAX_DEPTH];
+        for (slot, &(function, line)) in stream_ids.iter_mut().zip(&sample.frames[..depth]) {
+            *slot = stream_id(function, line);
+        }
+        // The frame of an id whose definition has not gone out: one of this sample's.
+        let define = |id| {
+            let found = sample.frames[..depth].iter().find(|&&(function, line)| stream_id(function, line) == id);
+            let &(function, line) = found.unwrap_or(&(0, 0));
+            frame_of(function, line)
+        };
+        let costs = &mut tally.costs;
         let done = ok
             && costs[0].measure(|| ram.write_thread_sample_ids(ts, 0, 1, 0, &ids[..depth]).is_ok())
-            && costs[1].measure(|| {
-                let taken = Taken { timestamp_us: ts, interpreter_id: 0, thread_id: 1, status: 0 };
-                uart.write_thread_sample_ids(taken, &ids[..depth]).is_ok()
-            });
+            && costs[1].measure(|| uart.write_thread_sample_ids(taken, &ids[..depth]).is_ok())
+            && costs[2].measure(|| stream.write_sample(taken, &stream_ids[..depth], define).is_ok());
         if done {
-            *written += 1;
+            tally.written += 1;
+            tally.last_us = Some(ts);
         } else {
-            *refused += 1;
+            tally.refused += 1;
             defmt::warn!("sample at tick {=u32} refused", sample.tick);
         }
     }
