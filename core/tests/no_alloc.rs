@@ -72,6 +72,38 @@ fn write_and_read_round_trip_without_allocating() {
     assert_eq!(ALLOCATIONS.with(Cell::get), 0, "core allocated during the round trip");
 }
 
+/// The streaming encoder, and the reading of its frames, with storage and the link's buffer
+/// taken first.
+#[cfg(feature = "stream")]
+#[test]
+fn a_stream_is_written_and_read_without_allocating() {
+    use tachyon_core::capture::Taken;
+    use tachyon_core::stream::{self, Body, Item, StreamWriter};
+
+    let mut link = vec![0u8; 1 << 16];
+    let (mut buffer, mut sent) = ([0u8; 128], [0u32; 2]);
+    let frames = [Frame::new(b"inner.py", b"inner"), Frame::new(b"main.py", b"main")];
+    COUNTING.with(|c| c.set(true));
+    let mut w =
+        StreamWriter::new(Cursor::new(&mut link[..]), &mut buffer, &mut sent, WriterConfig::new(0, 10)).unwrap();
+    for i in 0..2000u64 {
+        let ids = [(i % 2) as u32, 1];
+        let taken = Taken { timestamp_us: i * 10, interpreter_id: 0, thread_id: i % 3, status: 0 };
+        w.write_sample(taken, &ids[(i % 2) as usize..], |id| frames[id as usize]).unwrap();
+    }
+    w.finish().unwrap();
+    let len = w.into_inner().position() as usize;
+    let mut samples = 0u64;
+    for piece in link[..len].split_mut(|&b| b == 0) {
+        if let Ok(stream::StreamFrame { body: Body::Items(items), .. }) = stream::decode(piece) {
+            samples += items.filter(|item| matches!(item, Ok(Item::Sample { .. }))).count() as u64;
+        }
+    }
+    COUNTING.with(|c| c.set(false));
+    assert_eq!(samples, 2000);
+    assert_eq!(ALLOCATIONS.with(Cell::get), 0, "core allocated writing or reading a stream");
+}
+
 #[test]
 fn the_counter_does_count() {
     // Guards the guard: an allocation inside the window is seen.
