@@ -143,9 +143,10 @@ enum Command {
     /// From a capture of the framed stream a device sent over a link that cannot seek (a
     /// UART), or that a journaled writer wrote to a file; rebuilds a
     /// journaled stream cut at its tail (a killed process's) from the samples that arrived
-    /// whole, saying what was cut; refuses a capture with a frame lost or damaged elsewhere,
-    /// and then writes no file. A Tachyon file (what a journaled run that finished leaves)
-    /// is copied as it is.
+    /// whole, saying what was cut; writes a device's sample stream (definitions once, samples
+    /// by id) as the file its samples make, cut or not; refuses a capture with a frame lost
+    /// or damaged elsewhere, and then writes no file. A Tachyon file (what a journaled run
+    /// that finished leaves) is copied as it is.
     ///
     /// Given a rotating writer's prefix or folder (no -o), once its process has ended: makes
     /// every period there a profile in place — each stream (the killed period, or one killed
