@@ -435,6 +435,10 @@ impl Body<'_> {
     }
 
     fn varint(&mut self, value: u64) -> Option<()> {
+        // Most values (ids, the time between samples) take one byte: written as it is.
+        if value < 0x80 {
+            return self.byte(value as u8);
+        }
         let mut v = [0u8; varint::MAX_VARINT_LEN];
         let n = varint::encode_u64(value, &mut v);
         self.put(v.get(..n)?)
