@@ -145,3 +145,31 @@ fn top_follows_a_growing_mojo_file_reading_only_what_it_gained() {
         std::fs::remove_file(&whole).unwrap();
     }
 }
+
+/// `tachyon top`'s follower on a device's sample stream (`tachyon_core::stream`) as it grows:
+/// at each refresh every sample of the frames written so far, as `tachyon receive` salvages
+/// them (the follower reads such a stream whole at each change).
+#[test]
+fn top_follows_a_growing_sample_stream() {
+    use tachyon_core::stream::{ids_words, StreamWriter};
+    let path = temp("growing-samples.bin");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let (mut buffer, mut sent) = ([0u8; 256], [0u32; ids_words(8)]);
+    let config = WriterConfig::new(0, 100);
+    let mut w = StreamWriter::new(IoSink(&mut file), &mut buffer, &mut sent, config).unwrap();
+    let names: Vec<Vec<u8>> = (0..8).map(|f| format!("function_{f}").into_bytes()).collect();
+    let mut follow = Follow::new(&path, None);
+    for growth in 0..5u64 {
+        for i in growth * 1_000..(growth + 1) * 1_000 {
+            let ids: Vec<u32> = (0..1 + i % 4).map(|d| ((i / 7 + d) % 8) as u32).collect();
+            let taken = Taken { timestamp_us: i * 100, thread_id: 1 + i % 2, ..Taken::default() };
+            w.write_sample(taken, &ids, |id| Frame::new(b"fw/app.tl", &names[id as usize])).unwrap();
+        }
+        w.flush().unwrap();
+        let counts = follow.refresh().unwrap();
+        assert_eq!(counts.samples(), (growth + 1) * 1_000, "growth {growth}");
+    }
+    assert_eq!(w.finish().unwrap(), 5_000);
+    assert_eq!(follow.refresh().unwrap().samples(), 5_000);
+    std::fs::remove_file(path).unwrap();
+}
