@@ -14,6 +14,7 @@ use tachyon_core::io::Cursor;
 use tachyon_core::records::CPYTHON_RLE_BUDGET;
 use tachyon_core::storage::{ReaderCapacity, VecReaderStorage, VecWriterStorage};
 use tachyon_core::stream::{ids_words, StreamWriter, WriteError};
+use tachyon_core::transport::StreamError;
 use tachyon_core::{BigEndian, Endianity, Frame, FrameId, LittleEndian, Location, Reader, Stats, Writer, WriterConfig};
 
 const IDS: u32 = 60;
@@ -242,6 +243,45 @@ fn a_byte_flipped_or_cut_out_is_refused_or_changes_nothing() {
             }
         }
         assert!(refused > capture.len(), "{endian}: {refused} of {} refused", 2 * capture.len());
+    }
+}
+
+#[test]
+fn a_frame_missing_from_a_cut_stream_is_refused() {
+    // Without its End, nothing else counts the samples: the sequence numbers must tell.
+    let capture = stream(LittleEndian, &workload(300), 0);
+    let ends: Vec<usize> = capture.iter().enumerate().filter(|&(_, &b)| b == 0).map(|(i, _)| i + 1).collect();
+    let cut = &capture[..ends[ends.len() - 2]];
+    assert!(receive(cut).unwrap().salvage.is_some());
+    for k in 2..ends.len() - 2 {
+        let missing = [&cut[..ends[k - 1]], &cut[ends[k]..]].concat();
+        match receive(&missing) {
+            Err(ReceiveError::Stream { why: StreamError::Gap { expected, got }, .. }) => {
+                assert_eq!((expected, got), (k as u32, k as u32 + 1), "frame {k}")
+            }
+            other => panic!("frame {k} missing: {:?}", other.map(|r| r.salvage)),
+        }
+    }
+}
+
+#[test]
+fn an_end_that_counts_other_samples_is_refused() {
+    let work = workload(300);
+    let capture = stream(LittleEndian, &work, 0);
+    let ends: Vec<usize> = capture.iter().enumerate().filter(|&(_, &b)| b == 0).map(|(i, _)| i + 1).collect();
+    let frames = ends.len() as u8;
+    // End (kind 3) as the stream's last frame, saying `samples`: seq, kind, varint, CRC, COBS.
+    let end = |samples: u16| {
+        let mut covered = vec![frames - 1, 3, (samples & 0x7f) as u8 | 0x80, (samples >> 7) as u8];
+        covered.extend_from_slice(&tachyon_core::transport::crc32(&covered).to_le_bytes());
+        assert!(!covered.contains(&0));
+        [&[covered.len() as u8 + 1][..], &covered, &[0]].concat()
+    };
+    let with_end = |samples| [&capture[..ends[ends.len() - 2]], &end(samples)[..]].concat();
+    assert!(with_end(300) == capture, "the End frame built here is the writer's");
+    match receive(&with_end(301)) {
+        Err(ReceiveError::Stream { why: StreamError::Length { said: 301, made: 300 }, .. }) => {}
+        other => panic!("{:?}", other.map(|r| r.salvage)),
     }
 }
 
