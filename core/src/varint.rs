@@ -92,6 +92,54 @@ pub fn zigzag_decode(z: u32) -> i32 {
     ((z >> 1) as i32) ^ -((z & 1) as i32)
 }
 
+/// Reads bytes, varints and length-prefixed byte strings from the front of a slice, each
+/// `None` where the slice ends first (or the varint is not one): for records whose every
+/// count is checked against the bytes there are before it is trusted.
+#[derive(Debug, Clone, Copy)]
+pub struct Scanner<'a> {
+    /// The slice.
+    pub bytes: &'a [u8],
+    /// Where the next read starts.
+    pub at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    /// Reads `bytes` from `at`.
+    pub fn new(bytes: &'a [u8], at: usize) -> Self {
+        Scanner { bytes, at }
+    }
+
+    /// The next byte.
+    pub fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    /// The next varint.
+    pub fn varint(&mut self) -> Option<u64> {
+        let (value, n) = decode_u64(self.bytes.get(self.at..)?).ok()?;
+        self.at += n;
+        Some(value)
+    }
+
+    /// The next varint that must fit in 32 bits.
+    pub fn varint32(&mut self) -> Option<u32> {
+        let (value, n) = decode_u32(self.bytes.get(self.at..)?).ok()?;
+        self.at += n;
+        Some(value)
+    }
+
+    /// The next byte string: a varint length, then that many bytes.
+    pub fn string(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.varint()?).ok()?;
+        let end = self.at.checked_add(len)?;
+        let s = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use crate::framing::{crc32, decode_cobs};
 use crate::header::HEADER_SIZE;
 use crate::records::MAX_STACK_DEPTH;
 use crate::tables::Location;
-use crate::varint;
+use crate::varint::{self, Scanner};
 use crate::writer::Frame;
 
 /// Why bytes between two `0x00` are not a frame.
@@ -172,7 +172,7 @@ impl<'a> Items<'a> {
     fn next_item(&mut self) -> Result<Option<Item<'a>>, ItemError> {
         loop {
             let start = self.at;
-            let mut c = Cursor { bytes: self.bytes, at: start };
+            let mut c = Scanner::new(self.bytes, start);
             let fail = |rule| ItemError { offset: start, rule };
             let Some(tag) = c.byte() else { return Ok(None) };
             let cut = || fail(ItemRule::Cut);
@@ -277,36 +277,3 @@ impl Iterator for Ids<'_> {
 }
 
 impl ExactSizeIterator for Ids<'_> {}
-
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn byte(&mut self) -> Option<u8> {
-        let b = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(b)
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let (value, n) = varint::decode_u64(self.bytes.get(self.at..)?).ok()?;
-        self.at += n;
-        Some(value)
-    }
-
-    fn varint32(&mut self) -> Option<u32> {
-        let (value, n) = varint::decode_u32(self.bytes.get(self.at..)?).ok()?;
-        self.at += n;
-        Some(value)
-    }
-
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let len = usize::try_from(self.varint()?).ok()?;
-        let end = self.at.checked_add(len)?;
-        let s = self.bytes.get(self.at..end)?;
-        self.at = end;
-        Some(s)
-    }
-}

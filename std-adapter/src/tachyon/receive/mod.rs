@@ -26,7 +26,7 @@ use std::path::Path;
 use tachyon_core::header::{Footer, Header, HEADER_SIZE, STATS_TRAILER_SIZE};
 use tachyon_core::records::{Encoding, Prefix, MAX_STACK_DEPTH, PREFIX_LEN};
 use tachyon_core::transport::{decode, Accepted, DecodeError, Receiver, Record, StreamError};
-use tachyon_core::varint;
+use tachyon_core::varint::{self, Scanner};
 use tachyon_core::{FileKind, RunTimeEndian};
 
 /// Why a capture does not give a file.
@@ -425,7 +425,7 @@ fn record_at<E: tachyon_core::Endianity>(
     let prefix = Prefix::decode(bytes.get(..PREFIX_LEN)?.try_into().ok()?, endian);
     let thread = (prefix.thread_id, prefix.interpreter_id);
     let before = depths.get(&thread).copied().unwrap_or(0);
-    let mut c = Cursor { bytes, at: PREFIX_LEN };
+    let mut c = Scanner::new(bytes, PREFIX_LEN);
     let (samples, depth) = match Encoding::from_byte(prefix.encoding)? {
         Encoding::Repeat => {
             // Each entry takes at least two bytes, so the loop ends with the bytes.
@@ -463,29 +463,4 @@ fn record_at<E: tachyon_core::Endianity>(
         }
     };
     Some(Whole { len: c.at, samples, thread, depth })
-}
-
-struct Cursor<'b> {
-    bytes: &'b [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn varint(&mut self) -> Option<u64> {
-        let (value, n) = varint::decode_u64(self.bytes.get(self.at..)?).ok()?;
-        self.at += n;
-        Some(value)
-    }
-
-    fn varint32(&mut self) -> Option<u32> {
-        let (value, n) = varint::decode_u32(self.bytes.get(self.at..)?).ok()?;
-        self.at += n;
-        Some(value)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        let b = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(b)
-    }
 }
