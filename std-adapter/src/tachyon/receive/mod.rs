@@ -257,8 +257,8 @@ impl Journal {
 /// stats). Damage anywhere but the tail is refused as [`reassemble`] refuses it.
 pub fn receive(capture: &[u8]) -> Result<Received, ReceiveError> {
     // A device's sample stream (`tachyon_core::stream`) is written as the file its samples make.
-    if let Some(first) = capture.split(|&b| b == 0).next().filter(|_| capture.contains(&0)) {
-        if stream::begins_stream(first) {
+    if let Some(end) = capture.iter().position(|&b| b == 0) {
+        if stream::begins_stream(&capture[..end]) {
             return stream::receive(capture);
         }
     }

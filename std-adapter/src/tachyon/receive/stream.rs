@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use tachyon_core::header::{Header, Stats};
+use tachyon_core::header::{Header, Stats, HEADER_SIZE};
 use tachyon_core::records::MAX_STACK_DEPTH;
 use tachyon_core::stream::{self, Body, Item, StreamFrame};
 use tachyon_core::transport::{DecodeError, StreamError};
@@ -26,28 +26,30 @@ pub(super) fn begins_stream(first: &[u8]) -> bool {
 /// The file a capture of a sample stream holds.
 pub(super) fn receive(capture: &[u8]) -> Result<Received, ReceiveError> {
     let mut frames = Frames::new(capture);
-    match frames.next()? {
-        Some((_, Body::Begin { magic, version })) if (magic, version) == (stream::MAGIC, stream::VERSION) => {}
-        Some((at, Body::Begin { magic, version })) => {
+    match frames.next_head()? {
+        Some((_, Head::Begin { magic, version })) if (magic, version) == (stream::MAGIC, stream::VERSION) => {}
+        Some((at, Head::Begin { magic, version })) => {
             return Err(ReceiveError::Stream { offset: at, why: StreamError::NotOurs { magic, version } })
         }
         Some((at, _)) => return Err(ReceiveError::Stream { offset: at, why: StreamError::NoBegin }),
         None => return Err(ReceiveError::NoEnd { frames: 0 }),
     }
-    let header = match frames.next()? {
-        Some((_, Body::Header(header))) => *header,
+    let (header_at, header) = match frames.next_head()? {
+        Some((at, Head::Header(header))) => (at, header),
         Some((at, _)) => return Err(bad(at, "the frame after Begin is not the header")),
-        None => return Err(ReceiveError::NoEnd { frames: frames.count }),
+        None => return Err(ReceiveError::NoEnd { frames: frames.next_seq }),
     };
-    let (head, endian, _) = Header::decode(&header, u64::MAX).map_err(|e| bad(0, &format!("its header: {e:?}")))?;
+    let (head, endian, _) =
+        Header::decode(&header, u64::MAX).map_err(|e| bad(header_at, &format!("its header: {e:?}")))?;
     let mut storage = OwnedWriterStorage::growing(head.compression);
     let config = WriterConfig::of_header(&head);
     let write_error = |at: usize, e: &dyn std::fmt::Display| bad(at, &format!("writing the file: {e}"));
-    let mut writer = storage.writer(VecSink::new(), config, endian).map_err(|e| write_error(0, &e))?;
+    let mut writer = storage.writer(VecSink::new(), config, endian).map_err(|e| write_error(header_at, &e))?;
     let mut ids: HashMap<u32, FrameId> = HashMap::new();
     let mut stack = [FrameId(0); MAX_STACK_DEPTH];
     let (mut samples, mut last_us, mut counts, mut ended) = (0u64, None, None, false);
-    while let Some((at, body)) = frames.next()? {
+    while let Some(piece) = frames.next_piece()? {
+        let Piece::Frame(at, body) = piece else { continue };
         if ended {
             return Err(ReceiveError::Stream { offset: at, why: StreamError::AfterEnd });
         }
@@ -103,7 +105,7 @@ pub(super) fn receive(capture: &[u8]) -> Result<Received, ReceiveError> {
     writer.finish().map_err(|e| write_error(capture.len(), &e))?;
     let file = writer.into_inner().into_inner();
     let salvage =
-        (!ended).then_some(Salvage { frames: frames.count, incomplete_bytes: left, cut_record_bytes: 0, samples });
+        (!ended).then_some(Salvage { frames: frames.next_seq, incomplete_bytes: left, cut_record_bytes: 0, samples });
     Ok(Received { file, salvage })
 }
 
@@ -118,8 +120,8 @@ struct Frames<'c> {
     capture: &'c [u8],
     /// Where the next piece starts.
     at: usize,
+    /// The frame due next: also how many were read (wrapping, as the sender's numbers do).
     next_seq: u32,
-    count: u32,
     /// Pieces that did not decode since the last frame: the first's offset and why.
     damaged: Option<(usize, DecodeError)>,
     /// The end of the last frame read (its `0x00` included).
@@ -129,59 +131,80 @@ struct Frames<'c> {
 
 impl<'c> Frames<'c> {
     fn new(capture: &'c [u8]) -> Self {
-        Frames { capture, at: 0, next_seq: 0, count: 0, damaged: None, whole_end: 0, bytes: Vec::new() }
+        Frames { capture, at: 0, next_seq: 0, damaged: None, whole_end: 0, bytes: Vec::new() }
     }
 
-    /// The next frame and its capture offset; `None` at the capture's end or at bytes that
-    /// never got their `0x00` (a cut). Damage that no frame follows is refused: a cut leaves
-    /// bytes without their `0x00`, and a failed send is followed by the frame sent again.
-    fn next(&mut self) -> Result<Option<(usize, Body<'_>)>, ReceiveError> {
-        loop {
-            let rest = self.capture.get(self.at..).unwrap_or_default();
-            let Some(len) = rest.iter().position(|&b| b == 0) else {
-                return match self.damaged {
-                    Some((offset, why)) => Err(ReceiveError::Frame { offset, why }),
-                    None => Ok(None),
+    /// The next piece of the capture: a frame and its capture offset, or damage skipped
+    /// for now; `None` at the capture's end or at bytes that never got their `0x00` (a cut).
+    /// Damage that no frame follows is refused: a cut leaves bytes without their `0x00`, and
+    /// a failed send is followed by the frame sent again.
+    fn next_piece(&mut self) -> Result<Option<Piece<'_>>, ReceiveError> {
+        let rest = self.capture.get(self.at..).unwrap_or_default();
+        let Some(len) = rest.iter().position(|&b| b == 0) else {
+            return match self.damaged {
+                Some((offset, why)) => Err(ReceiveError::Frame { offset, why }),
+                None => Ok(None),
+            };
+        };
+        let start = self.at;
+        self.at += len + 1;
+        if len == 0 {
+            return Ok(Some(Piece::Skipped));
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&rest[..len]);
+        let frame = match stream::decode(&mut self.bytes) {
+            Ok(frame) => frame,
+            Err(why) => {
+                let why = match why {
+                    stream::DecodeError::Crc => DecodeError::Crc,
+                    stream::DecodeError::Malformed => DecodeError::Malformed,
                 };
-            };
-            let start = self.at;
-            self.at += len + 1;
-            let piece = &rest[..len];
-            if piece.is_empty() {
-                continue;
+                self.damaged.get_or_insert((start, why));
+                return Ok(Some(Piece::Skipped));
             }
-            self.bytes.clear();
-            self.bytes.extend_from_slice(piece);
-            let seq = match stream::decode(&mut self.bytes) {
-                Ok(frame) => frame.seq,
-                Err(why) => {
-                    let why = match why {
-                        stream::DecodeError::Crc => DecodeError::Crc,
-                        stream::DecodeError::Malformed => DecodeError::Malformed,
-                    };
-                    self.damaged.get_or_insert((start, why));
-                    continue;
-                }
+        };
+        if frame.seq != self.next_seq {
+            return Err(match self.damaged {
+                Some((offset, why)) => ReceiveError::Frame { offset, why },
+                None => ReceiveError::Stream {
+                    offset: start,
+                    why: StreamError::Gap { expected: self.next_seq, got: frame.seq },
+                },
+            });
+        }
+        self.damaged = None;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.whole_end = self.at;
+        Ok(Some(Piece::Frame(start, frame.body)))
+    }
+
+    /// The next frame as [`Head`], damage skipped: for the two frames a stream starts with.
+    fn next_head(&mut self) -> Result<Option<(usize, Head)>, ReceiveError> {
+        loop {
+            let head = match self.next_piece()? {
+                Some(Piece::Skipped) => continue,
+                Some(Piece::Frame(at, Body::Begin { magic, version })) => (at, Head::Begin { magic, version }),
+                Some(Piece::Frame(at, Body::Header(header))) => (at, Head::Header(*header)),
+                Some(Piece::Frame(at, _)) => (at, Head::Other),
+                None => return Ok(None),
             };
-            if seq != self.next_seq {
-                return Err(match self.damaged {
-                    Some((offset, why)) => ReceiveError::Frame { offset, why },
-                    None => ReceiveError::Stream {
-                        offset: start,
-                        why: StreamError::Gap { expected: self.next_seq, got: seq },
-                    },
-                });
-            }
-            self.damaged = None;
-            self.next_seq = self.next_seq.wrapping_add(1);
-            self.count += 1;
-            self.whole_end = self.at;
-            // Decoded again to lend it (the first decode changed the bytes in place).
-            self.bytes.clear();
-            self.bytes.extend_from_slice(piece);
-            let frame = stream::decode(&mut self.bytes)
-                .map_err(|_| ReceiveError::Frame { offset: start, why: DecodeError::Malformed })?;
-            return Ok(Some((start, frame.body)));
+            return Ok(Some(head));
         }
     }
+}
+
+/// A piece of a capture between two `0x00`.
+enum Piece<'a> {
+    /// A frame, at its capture offset.
+    Frame(usize, Body<'a>),
+    /// Nothing (two `0x00` in a row), or damage the next frame judges.
+    Skipped,
+}
+
+/// A stream's first frames, owned.
+enum Head {
+    Begin { magic: [u8; 4], version: u8 },
+    Header([u8; HEADER_SIZE]),
+    Other,
 }
