@@ -58,7 +58,8 @@ pub enum WriteError<E> {
         /// Its length.
         buffer: usize,
     },
-    /// [`StreamWriter::finish`] succeeded: no more samples.
+    /// `End` went out ([`StreamWriter::finish`] succeeded, or is to be called again for its
+    /// last byte): no more samples.
     Finished,
 }
 
@@ -105,9 +106,8 @@ pub struct StreamWriter<'b, L: Write> {
     counts_sent: Option<(u64, u64)>,
     /// A send failed: a `0x00` goes out before the next frame, ending what the link took.
     resync: bool,
-    /// `End` went out (its `0x00` may not have).
+    /// `End` went out: no more samples (finished once its `0x00` went too, `resync` clear).
     ended: bool,
-    finished: bool,
 }
 
 impl<'b, L: Write> StreamWriter<'b, L> {
@@ -144,7 +144,6 @@ impl<'b, L: Write> StreamWriter<'b, L> {
             counts_sent: None,
             resync: false,
             ended: false,
-            finished: false,
         };
         let mut begin = [0u8; 5];
         begin[..4].copy_from_slice(&MAGIC);
@@ -163,7 +162,7 @@ impl<'b, L: Write> StreamWriter<'b, L> {
         ids: &[u32],
         mut define: impl FnMut(u32) -> Frame<'f>,
     ) -> Result<(), Error<L>> {
-        if self.finished {
+        if self.ended {
             return Err(WriteError::Finished);
         }
         let ids = ids.get(..MAX_STACK_DEPTH).unwrap_or(ids);
@@ -212,34 +211,21 @@ impl<'b, L: Write> StreamWriter<'b, L> {
 
     /// Sends the staged items, with the counts when they changed (nothing when neither).
     pub fn flush(&mut self) -> Result<(), Error<L>> {
-        if self.finished {
+        if self.ended {
             return Err(WriteError::Finished);
         }
-        if self.counts() != (0, 0) && self.counts_sent != Some(self.counts()) {
-            self.stage_counts()?;
-        }
-        if self.staged > HEAD {
-            self.send_staged(0)?;
-        }
-        Ok(())
+        // Counts of nothing lost go with `finish` only.
+        self.send_items(self.counts() != (0, 0))
     }
 
     /// Sends the staged items and the counts, then `End`; the stream is complete. Can be
     /// called again after an error. Returns the samples the stream carried.
     pub fn finish(&mut self) -> Result<u64, Error<L>> {
-        if self.finished {
-            return Err(WriteError::Finished);
-        }
         if self.ended {
-            // Only `End`'s closing `0x00` is left to go.
-            return self.end_delimited();
+            // Only `End`'s closing `0x00` may be left to go.
+            return if self.resync { self.end_delimited() } else { Err(WriteError::Finished) };
         }
-        if self.counts_sent != Some(self.counts()) {
-            self.stage_counts()?;
-        }
-        if self.staged > HEAD {
-            self.send_staged(0)?;
-        }
+        self.send_items(true)?;
         let mut end = [0u8; varint::MAX_VARINT_LEN];
         let n = varint::encode_u64(self.samples, &mut end);
         self.send(kind::END, end.get(..n).unwrap_or_default())?;
@@ -253,7 +239,6 @@ impl<'b, L: Write> StreamWriter<'b, L> {
             write_all(&mut self.link, &[0]).map_err(|failure| lost(failure, 0))?;
             self.resync = false;
         }
-        self.finished = true;
         Ok(self.samples)
     }
 
@@ -294,6 +279,18 @@ impl<'b, L: Write> StreamWriter<'b, L> {
 
     fn counts(&self) -> (u64, u64) {
         (self.dropped(), self.refused)
+    }
+
+    /// Sends the staged items, after the counts when `with_counts` and they changed since
+    /// they last went.
+    fn send_items(&mut self, with_counts: bool) -> Result<(), Error<L>> {
+        if with_counts && self.counts_sent != Some(self.counts()) {
+            self.stage_counts()?;
+        }
+        if self.staged > HEAD {
+            self.send_staged(0)?;
+        }
+        Ok(())
     }
 
     fn stage_counts(&mut self) -> Result<(), Error<L>> {
@@ -382,6 +379,7 @@ impl<'b, L: Write> StreamWriter<'b, L> {
         let n = varint::encode_u64(u64::from(self.seq), &mut seq);
         let start = HEAD - 1 - n;
         let frame_end = end + CRC_LEN;
+        // (Always there: `stage` and `send` leave room for the CRC.)
         let Some(frame) = self.buffer.get_mut(start..frame_end) else { return Err(Failure::WroteZero) };
         frame[..n].copy_from_slice(&seq[..n]);
         frame[n] = kind;
