@@ -3,30 +3,10 @@
 //! definition sent once, every sample read back as written, and what it refuses. The file a
 //! host makes of a stream is tested in the std layer (`tests/stream.rs` there).
 
-use std::convert::Infallible;
-
+use crate::common::link::Link;
 use tachyon_core::capture::Taken;
 use tachyon_core::stream::{self, Body, Item, ItemRule, StreamWriter, WriteError, MIN_BUFFER};
 use tachyon_core::{Frame, LittleEndian, Location, WriterConfig};
-
-/// A link that keeps what is sent.
-#[derive(Default)]
-struct Link(Vec<u8>);
-
-impl embedded_io::ErrorType for Link {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Link {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Infallible> {
-        Ok(())
-    }
-}
 
 /// The frames of a capture, each its COBS bytes without the closing `0x00`.
 fn pieces(capture: &[u8]) -> Vec<Vec<u8>> {

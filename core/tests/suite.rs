@@ -34,7 +34,7 @@ mod robustness;
 mod roundtrip;
 #[cfg(all(feature = "alloc", feature = "zstd"))]
 mod runs;
-#[cfg(all(feature = "stream", feature = "transport"))]
+#[cfg(all(feature = "stream", feature = "transport", feature = "alloc"))]
 mod stream;
 #[cfg(all(feature = "transport", feature = "alloc"))]
 mod transport;

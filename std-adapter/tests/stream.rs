@@ -101,13 +101,10 @@ fn file<E: Endianity>(endian: E, work: &[(Taken, Vec<u32>)], counts: Option<(u64
     let mut w = Writer::with_endian(VecSink::new(), storage.storage(), config(), endian).unwrap();
     let mut interned: HashMap<u32, FrameId> = HashMap::new();
     for (t, ids) in work {
-        let mut stack = vec![];
-        for &id in ids {
-            stack.push(match interned.get(&id) {
-                Some(&fid) => fid,
-                None => *interned.entry(id).or_insert(w.intern_frame(frame_of(id)).unwrap()),
-            });
-        }
+        let stack: Vec<FrameId> = ids
+            .iter()
+            .map(|&id| *interned.entry(id).or_insert_with(|| w.intern_frame(frame_of(id)).unwrap()))
+            .collect();
         w.write_thread_sample_ids(t.timestamp_us, t.interpreter_id, t.thread_id, t.status, &stack).unwrap();
     }
     if let Some((dropped, refused)) = counts {
@@ -329,7 +326,18 @@ fn a_failing_link_loses_only_the_samples_the_writer_counts_dropped() {
         let kept_work: Vec<_> = kept.iter().map(|&i| work[i].clone()).collect();
         let (read, stats) = samples_of(&received.file);
         assert_samples(&read, &expected(&kept_work), &format!("failing every {fail_every}"));
-        let last = kept_work.last().map(|(t, _)| t.timestamp_us);
-        assert_eq!(stats, Some(Stats::of_counts(config().start_time_us, last, kept.len() as u64, 0, dropped)));
+        // CPython's meanings, by hand: seconds from the start to the last sample kept, samples
+        // a second, no refusals, the lost share of all taken.
+        let stats = stats.expect("the stream's counts are the file's stats");
+        let (kept_n, last) = (kept.len() as f64, kept_work.last().unwrap().0.timestamp_us);
+        let duration = (last - config().start_time_us) as f64 / 1e6;
+        assert_eq!(stats.duration_sec, duration, "failing every {fail_every}");
+        assert_eq!(stats.sample_rate, kept_n / duration, "failing every {fail_every}");
+        assert_eq!(stats.error_rate, Some(0.0), "failing every {fail_every}");
+        assert_eq!(
+            stats.missed_samples,
+            Some(dropped as f64 * 100.0 / work.len() as f64),
+            "failing every {fail_every}"
+        );
     }
 }
