@@ -50,7 +50,8 @@ static IN_HANDLER: AtomicU32 = AtomicU32::new(0);
 /// Writer storage: 3 functions × a few lines, one thread.
 type Storage = StaticWriterStorage<256, 8, 32, 1>;
 
-/// The stream's ids: a function's 32 lines each, as the frame cache below keys them.
+/// The ids of (function, line): a function's 32 lines each. The stream sends frames by them
+/// and the writers' frame cache is indexed by them.
 const STREAM_IDS: usize = 3 * 32;
 /// The stream's transmit buffer: one frame of items.
 const STREAM_BUFFER: usize = 256;
@@ -66,6 +67,7 @@ const PROFILER_RAM: usize = core::mem::size_of::<[AtomicU32; RING_WORDS]>()
 const PROFILER_RAM_CAP: usize = 4 * 1024;
 const _: () = assert!(PROFILER_RAM <= PROFILER_RAM_CAP, "the profiler takes more RAM than its cap");
 
+/// The id of (function, line).
 fn stream_id(function: u8, line: u16) -> u32 {
     u32::from(function) * 32 + u32::from(line % 32)
 }
@@ -99,9 +101,9 @@ fn sample() {
     let _ = RING.push_code_from(Taken { timestamp_us: u64::from(tick) * INTERVAL_US, ..Taken::default() }, frames);
 }
 
-/// Frame ids per (function, line), interned on first use, the same in both writers.
+/// Frame ids by `stream_id` of (function, line), interned on first use, the same in both writers.
 struct Frames {
-    ids: [[Option<FrameId>; 32]; 3],
+    ids: [Option<FrameId>; STREAM_IDS],
 }
 
 fn frame_of(function: u8, line: u16) -> Frame<'static> {
@@ -147,7 +149,7 @@ fn main() -> ! {
         PROFILER_RAM_CAP
     );
 
-    let mut frames = Frames { ids: [[None; 32]; 3] };
+    let mut frames = Frames { ids: [None; STREAM_IDS] };
     let mut tally = Tally::default();
     let mut machine = vm::Machine::new();
     machine.start();
@@ -338,11 +340,14 @@ fn drain<A, B, C>(
 {
     while let Some(sample) = take() {
         let mut ids = [FrameId(0); vm::MAX_DEPTH];
+        let mut stream_ids = [0u32; vm::MAX_DEPTH];
         let depth = sample.depth;
         let mut ok = true;
-        for (slot, &(function, line)) in ids[..depth].iter_mut().zip(&sample.frames[..depth]) {
-            let cell = frames.ids.get_mut(usize::from(function)).and_then(|f| f.get_mut(usize::from(line) % 32));
-            *slot = match cell {
+        for ((slot, stream_slot), &(function, line)) in
+            ids[..depth].iter_mut().zip(&mut stream_ids[..depth]).zip(&sample.frames[..depth])
+        {
+            *stream_slot = stream_id(function, line);
+            *slot = match frames.ids.get_mut(*stream_slot as usize) {
                 Some(Some(id)) => *id,
                 Some(cell) => {
                     let frame = frame_of(function, line);
@@ -365,10 +370,6 @@ fn drain<A, B, C>(
         }
         let ts = u64::from(sample.tick) * INTERVAL_US;
         let taken = Taken { timestamp_us: ts, interpreter_id: 0, thread_id: 1, status: 0 };
-        let mut stream_ids = [0u32; vm::MAX_DEPTH];
-        for (slot, &(function, line)) in stream_ids.iter_mut().zip(&sample.frames[..depth]) {
-            *slot = stream_id(function, line);
-        }
         // The frame of an id whose definition has not gone out: one of this sample's.
         let define = |id| {
             let found = sample.frames[..depth].iter().find(|&&(function, line)| stream_id(function, line) == id);
