@@ -186,6 +186,12 @@ impl IdSlots {
         self.slots.capacity() * 4
     }
 
+    /// Holds no ids again, its table kept for the next.
+    pub fn clear(&mut self) {
+        self.slots.fill(0);
+        self.len = 0;
+    }
+
     /// Makes room for one more id (before [`find`](IdSlots::find), whose free slot the
     /// growth would move): doubles the table (16 slots at first) when it would be more than
     /// half full, placing every id again by `hash_of` its key.
@@ -372,6 +378,12 @@ impl HashedIds {
         self.slots.insert(free, id);
         id
     }
+
+    /// Holds no ids again, its memory kept for the next.
+    pub fn clear(&mut self) {
+        self.hashes.clear();
+        self.slots.clear();
+    }
 }
 
 /// Distinct strings numbered in the order first met, held end to end in one buffer and found
@@ -401,6 +413,13 @@ impl PackedStrings {
     /// The string numbered `id` (empty if there is none).
     pub fn get(&self, id: u32) -> &str {
         packed(&self.bytes, &self.ends, id)
+    }
+
+    /// Holds no strings again, its memory kept for the next.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.ids.clear();
     }
 
     /// The id of `s`, numbering it if it is new.

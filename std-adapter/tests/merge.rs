@@ -20,8 +20,13 @@ fn tachyon() -> Command {
 fn collapsed(file: &Path) -> BTreeMap<String, u64> {
     let out = tachyon().args(["convert", "--quiet", "--no-symbolize", "--to", "collapsed"]).arg(file).output().unwrap();
     assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    stacks_of(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// Collapsed stacks `text` as stack → count.
+fn stacks_of(text: &str) -> BTreeMap<String, u64> {
     let mut stacks = BTreeMap::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
+    for line in text.lines() {
         let (stack, n) = line.rsplit_once(' ').unwrap();
         *stacks.entry(stack.to_string()).or_insert(0) += n.parse::<u64>().unwrap();
     }
@@ -110,5 +115,129 @@ fn merge_jobs_change_nothing_but_the_threads_used() {
     let out = dir.join("refused");
     for args in [&["--to", "pprof", "--jobs", "0"][..], &["--jobs", "2"]] {
         tachyon().arg("merge").args(&inputs).args(args).arg("-o").arg(&out).assert().code(2);
+    }
+}
+
+/// A pprof message written field by field (protobuf's wire format), gzipped.
+mod pprof_bytes {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// Field `field` holding `v` (a varint).
+    pub fn int(out: &mut Vec<u8>, field: u64, v: u64) {
+        varint(out, field << 3);
+        varint(out, v);
+    }
+
+    /// Field `field` holding `bytes` (length-delimited).
+    pub fn bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
+        varint(out, field << 3 | 2);
+        varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+
+    fn message(fill: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut m = Vec::new();
+        fill(&mut m);
+        m
+    }
+
+    /// A location: its id, address and lines as (function id, line).
+    pub type Location<'a> = (u64, u64, &'a [(u64, u64)]);
+
+    /// A profile of one sample type (`samples`/`count`) from `strings` (index 0 must be
+    /// empty, 1 and 2 those two), functions `(id, name, filename)`, locations `(id, address,
+    /// lines as (function id, line))` and samples `(location ids leaf first, count)`.
+    pub fn profile(
+        strings: &[&str],
+        functions: &[(u64, u64, u64)],
+        locations: &[Location<'_>],
+        samples: &[(&[u64], u64)],
+    ) -> Vec<u8> {
+        let mut p = Vec::new();
+        bytes(&mut p, 1, &message(|m| (int(m, 1, 1), int(m, 2, 2)).1));
+        for (ids, count) in samples {
+            let sample = message(|m| {
+                let packed = message(|ids_m| ids.iter().for_each(|&id| varint(ids_m, id)));
+                bytes(m, 1, &packed);
+                bytes(m, 2, &message(|v| varint(v, *count)));
+            });
+            bytes(&mut p, 2, &sample);
+        }
+        for (id, address, lines) in locations {
+            let location = message(|m| {
+                int(m, 1, *id);
+                if *address != 0 {
+                    int(m, 3, *address);
+                }
+                for (function, line) in lines.iter() {
+                    bytes(m, 4, &message(|l| (int(l, 1, *function), int(l, 2, *line)).1));
+                }
+            });
+            bytes(&mut p, 4, &location);
+        }
+        for (id, name, filename) in functions {
+            bytes(&mut p, 5, &message(|m| (int(m, 1, *id), int(m, 2, *name), int(m, 4, *filename)).1));
+        }
+        for s in strings {
+            bytes(&mut p, 6, s.as_bytes());
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &p).unwrap();
+        gz.finish().unwrap()
+    }
+}
+
+/// The fold looks up each string of a pprof file's table once, not once for every frame
+/// that names it, and reuses one part's storage for the next file's: two names of one text
+/// at two places in a table are one name, a name without a string of its own (a bare
+/// address) keeps its address, and each file's names are its own however the files before
+/// it named theirs, on one thread and on several.
+#[test]
+fn merged_pprof_names_are_each_files_own() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-pprof-names");
+    std::fs::create_dir_all(&dir).unwrap();
+    // "main" and "f.py" twice in the table; location 4 a bare address.
+    let a = pprof_bytes::profile(
+        &["", "samples", "count", "main", "f.py", "main", "f.py", "g"],
+        &[(1, 3, 4), (2, 5, 6), (3, 7, 4)],
+        &[(1, 0, &[(1, 10)]), (2, 0, &[(2, 10)]), (3, 0, &[(3, 20)]), (4, 0x1234, &[])],
+        &[(&[1, 3], 2), (&[2, 3], 3), (&[4], 1)],
+    );
+    // The same places in the table hold other names.
+    let b = pprof_bytes::profile(
+        &["", "samples", "count", "h", "k.py", "i", "j.py", "main"],
+        &[(1, 3, 4), (2, 5, 6), (3, 7, 4)],
+        &[(1, 0, &[(1, 1)]), (2, 0, &[(2, 2)]), (3, 0, &[(3, 10)])],
+        &[(&[1, 3], 7), (&[2, 1], 11)],
+    );
+    let (pa, pb) = (dir.join("a.pb.gz"), dir.join("b.pb.gz"));
+    std::fs::write(&pa, a).unwrap();
+    std::fs::write(&pb, b).unwrap();
+    let mut each = BTreeMap::new();
+    for (file, times) in [(&pa, 2), (&pb, 2)] {
+        for (stack, n) in collapsed(file) {
+            *each.entry(stack).or_insert(0) += n * times;
+        }
+    }
+    // What the files hold, read alone: the bare address, both names of one text as one.
+    assert!(each.keys().any(|s| s.contains("0x1234")), "{each:?}");
+    assert_eq!(each.values().sum::<u64>(), 2 * (2 + 3 + 1) + 2 * (7 + 11), "{each:?}");
+    assert_eq!(each.len(), 4, "a's two places of main at line 10 are one stack: {each:?}");
+    for jobs in ["1", "2"] {
+        let out = dir.join(format!("merged-{jobs}.txt"));
+        tachyon()
+            .args(["merge", "--quiet", "--no-symbolize", "--to", "collapsed", "-j", jobs])
+            .args([&pa, &pb, &pb, &pa])
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        assert_eq!(stacks_of(&std::fs::read_to_string(&out).unwrap()), each, "-j {jobs}");
     }
 }

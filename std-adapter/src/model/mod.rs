@@ -452,6 +452,13 @@ pub trait Collector {
 pub trait FrameNames {
     /// Frame `id` (an id of a call's stack).
     fn frame(&self, id: u32) -> FrameRef<'_>;
+    /// Frame `id` and where its filename and funcname stand in a string table of the
+    /// source's own, for a source that has one (pprof's): a collector can then look each
+    /// string up once, not once for every frame that names it. `None` for a name that is
+    /// not one of that table's strings as it stands (made up, say).
+    fn numbered_frame(&self, id: u32) -> (FrameRef<'_>, [Option<u32>; 2]) {
+        (self.frame(id), [None, None])
+    }
     /// Mapping `index` (a frame's [`FrameRef::mapping`]).
     fn mapping(&self, index: u32) -> &Mapping;
 }

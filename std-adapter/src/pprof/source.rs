@@ -474,18 +474,23 @@ impl FrameNames for PprofSource {
     /// location without lines. Names that do not resolve are empty (`new` refused those
     /// out of the string table's range).
     fn frame(&self, id: u32) -> FrameRef<'_> {
+        self.numbered_frame(id).0
+    }
+
+    /// As [`Self::frame`], with the string table's numbers of its names.
+    fn numbered_frame(&self, id: u32) -> (FrameRef<'_>, [Option<u32>; 2]) {
         // (Every id of a stack is a frame's: `frames_of` numbers them.)
         let Some((&(at, line), Some(location))) =
             self.frame_at.get(id as usize).map(|at| (at, self.tables.location.get(at.0 as usize)))
         else {
-            return FrameRef::default();
+            return (FrameRef::default(), [None, None]);
         };
         let lines = self.tables.lines_of(location);
         let address = (location.address != 0).then_some(location.address);
         let mapping = self.location_mapping.get(at as usize).copied().flatten();
         let bare = || std::borrow::Cow::Owned(format!("{:#x}", location.address));
         let Some(l) = lines.get(line as usize) else {
-            return FrameRef {
+            let frame = FrameRef {
                 filename: "",
                 funcname: bare(),
                 location: None,
@@ -496,16 +501,24 @@ impl FrameNames for PprofSource {
                 hidden: false,
                 inlined: false,
             };
+            return (frame, [None, None]);
         };
-        let string = |i: i64| usize::try_from(i).ok().and_then(|i| self.tables.string(i)).unwrap_or("");
+        // A name and its number, when it is one of the table's strings.
+        let string = |i: i64| {
+            let at = usize::try_from(i).ok()?;
+            Some((self.tables.string(at)?, u32::try_from(at).ok()?))
+        };
         let (funcname, filename) = match self.functions.get(&l.function_id) {
             Some(&f) => {
                 (string(self.tables.function[f as usize].name), string(self.tables.function[f as usize].filename))
             }
-            None => ("", ""),
+            None => (None, None),
         };
+        // (An empty funcname is replaced by the address: not the table's string.)
+        let numbers = [filename.map(|(_, n)| n), funcname.filter(|&(s, _)| !s.is_empty()).map(|(_, n)| n)];
+        let (funcname, filename) = (funcname.map_or("", |(s, _)| s), filename.map_or("", |(s, _)| s));
         let lineno = i32::try_from(l.line).ok().filter(|&l| l > 0);
-        FrameRef {
+        let frame = FrameRef {
             filename,
             funcname: if funcname.is_empty() { bare() } else { std::borrow::Cow::Borrowed(funcname) },
             location: lineno.map(|l| Span { lineno: l, end_lineno: l, col: -1, end_col: -1 }),
@@ -515,7 +528,8 @@ impl FrameNames for PprofSource {
             anonymous: false,
             hidden: false,
             inlined: (line as usize) + 1 < lines.len(),
-        }
+        };
+        (frame, numbers)
     }
 
     fn mapping(&self, index: u32) -> &Mapping {

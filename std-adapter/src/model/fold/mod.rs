@@ -106,12 +106,14 @@ pub struct Fold {
     /// end, not found again here — the fold it is combined into finds each (a stack hashed
     /// once, not in the part and again in the fold; no allocation a stack).
     log: Option<Log>,
-    /// Logs whose parts were combined, emptied with their memory kept, for the next parts of
-    /// this fold (on any thread): a merge's parts are about one file's size each, and a new
-    /// log grown by doubling for every file spent a tenth of a merge of deep profiles
-    /// faulting in and copying fresh pages (measured). Shared by a fold and its parts; holds
-    /// at most as many logs as parts were alive at once.
-    spare_logs: SpareLogs,
+    /// The logs, strings and frames of parts that were combined, emptied with their memory
+    /// kept, for the next parts of this fold (on any thread): a merge's parts are about one
+    /// file's size each, and a new log grown by doubling for every file spent a tenth of a
+    /// merge of deep profiles faulting in and copying fresh pages; growing each small file's
+    /// strings and frames afresh was 2% of the instructions of a merge of a thousand
+    /// (measured).
+    /// Shared by a fold and its parts; holds at most as many as parts were alive at once.
+    spares: SpareParts,
     samples: u64,
     profiles: u64,
     /// The facts of the fold a part is made for: checked before the part's samples are read.
@@ -130,6 +132,24 @@ pub(crate) struct Frame {
     anonymous: bool,
     hidden: bool,
     inlined: bool,
+}
+
+impl Frame {
+    /// `f` with the names numbered `filename` and `funcname` in a fold's strings, and mapping
+    /// `mapping`.
+    fn named(f: &FrameRef<'_>, filename: u32, funcname: u32, mapping: Option<u32>) -> Frame {
+        Frame {
+            filename,
+            funcname,
+            location: f.location,
+            opcode: f.opcode,
+            address: f.address,
+            mapping,
+            anonymous: f.anonymous,
+            hidden: f.hidden,
+            inlined: f.inlined,
+        }
+    }
 }
 
 /// Keys and counts in the order they came, each key `[tid low, tid high, frames…]` ending
@@ -161,21 +181,31 @@ impl Log {
     }
 }
 
-/// Emptied logs for a fold's next parts (see [`Fold::spare_logs`]).
-#[derive(Debug, Clone, Default)]
-struct SpareLogs(std::sync::Arc<std::sync::Mutex<Vec<Log>>>);
+/// The storage a part fills: its log, strings and frames.
+#[derive(Debug, Default)]
+struct PartStorage {
+    log: Log,
+    strings: PackedStrings,
+    frames: Vec<Frame>,
+}
 
-impl SpareLogs {
-    /// A spare log, or a new one. (A poisoned lock — a thread panicked while it held it —
-    /// only costs the spares.)
-    fn take(&self) -> Log {
+/// Emptied storage for a fold's next parts (see [`Fold::spares`]).
+#[derive(Debug, Clone, Default)]
+struct SpareParts(std::sync::Arc<std::sync::Mutex<Vec<PartStorage>>>);
+
+impl SpareParts {
+    /// Spare storage, or new. (A poisoned lock — a thread panicked while it held it — only
+    /// costs the spares.)
+    fn take(&self) -> PartStorage {
         self.0.lock().ok().and_then(|mut spares| spares.pop()).unwrap_or_default()
     }
 
-    fn give_back(&self, mut log: Log) {
-        log.clear();
+    fn give_back(&self, mut storage: PartStorage) {
+        storage.log.clear();
+        storage.strings.clear();
+        storage.frames.clear();
         if let Ok(mut spares) = self.0.lock() {
-            spares.push(log);
+            spares.push(storage);
         }
     }
 }
@@ -253,7 +283,7 @@ impl Fold {
         Fold {
             check_against: self.facts.clone(),
             log: Some(Log::default()),
-            spare_logs: self.spare_logs.clone(),
+            spares: self.spares.clone(),
             ..Fold::new(self.options)
         }
     }
@@ -288,14 +318,17 @@ impl Fold {
         if let Some(other) = &self.check_against {
             check(other, &facts).map_err(FoldError::Mismatch)?;
         }
-        // A part's log is taken from the spares when it is filled, not when it is made (a
-        // merge on threads makes its parts as clones of one made beforehand).
-        if let Some(log) = self.log.as_mut().filter(|log| log.words.capacity() == 0) {
-            *log = self.spare_logs.take();
+        // A part's storage is taken from the spares when it is filled, not when it is made
+        // (a merge on threads makes its parts as clones of one made beforehand).
+        let unfilled = self.log.as_ref().is_some_and(|log| log.words.capacity() == 0);
+        if unfilled && self.strings.is_empty() && self.frames.is_empty() {
+            let spare = self.spares.take();
+            (self.log, self.strings, self.frames) = (Some(spare.log), spare.strings, spare.frames);
         }
         let mut into = Intake {
             fold: self,
             frame_of: Vec::new(),
+            string_of: Vec::new(),
             mapping_of: Vec::new(),
             key: Vec::new(),
             last_us: None,
@@ -405,7 +438,7 @@ impl Fold {
             self.count_all(&log, scale);
             // Back to the spares it came from: a part's are its fold's; a fold read from
             // bytes has its own, dropped with it (its log is the size of the whole fold).
-            other.spare_logs.give_back(log);
+            other.spares.give_back(PartStorage { log, strings: other.strings, frames: other.frames });
         }
         self.merge_facts(facts);
         self.samples = self.samples.saturating_add(other.samples);
@@ -424,17 +457,8 @@ impl Fold {
 
     /// `f` as a frame of this fold, its names numbered here and its mapping `mapping`.
     pub(crate) fn intern(&mut self, f: &FrameRef<'_>, mapping: Option<u32>) -> Frame {
-        Frame {
-            filename: self.strings.id(f.filename),
-            funcname: self.strings.id(&f.funcname),
-            location: f.location,
-            opcode: f.opcode,
-            address: f.address,
-            mapping,
-            anonymous: f.anonymous,
-            hidden: f.hidden,
-            inlined: f.inlined,
-        }
+        let (filename, funcname) = (self.strings.id(f.filename), self.strings.id(&f.funcname));
+        Frame::named(f, filename, funcname, mapping)
     }
 
     /// Frame `f` of this fold, its names borrowed from the fold.
@@ -634,6 +658,8 @@ struct Intake<'f> {
     fold: &'f mut Fold,
     /// Per source frame id, the fold's (u32::MAX: not yet).
     frame_of: Vec<u32>,
+    /// Per string of the source's own table, the fold's (u32::MAX: not yet).
+    string_of: Vec<u32>,
     mapping_of: Vec<u32>,
     key: Vec<u32>,
     first_us: Option<u64>,
@@ -642,20 +668,26 @@ struct Intake<'f> {
 
 impl Collector for Intake<'_> {
     fn collect(&mut self, frames: &FrameTable, call: &Call<'_>) {
-        self.take(call, |id| frames.frame(id).to_ref(), |m| &frames.mappings[m as usize]);
+        self.take(call, |id| (frames.frame(id).to_ref(), [None, None]), |m| &frames.mappings[m as usize]);
     }
 }
 
 impl NamedCollector for Intake<'_> {
     fn collect(&mut self, frames: &dyn FrameNames, call: &Call<'_>) {
-        self.take(call, |id| frames.frame(id), |m| frames.mapping(m));
+        self.take(call, |id| frames.numbered_frame(id), |m| frames.mapping(m));
     }
 }
 
 impl Intake<'_> {
-    /// Counts `call`, its source's frames `frame` and mappings `mapping` (each asked for the
-    /// first time its id is met).
-    fn take<'n>(&mut self, call: &Call<'_>, frame: impl Fn(u32) -> FrameRef<'n>, mapping: impl Fn(u32) -> &'n Mapping) {
+    /// Counts `call`, its source's frames `frame` (with the numbers of their names in the
+    /// source's string table, if it has one) and mappings `mapping` (each asked for the first
+    /// time its id is met).
+    fn take<'n>(
+        &mut self,
+        call: &Call<'_>,
+        frame: impl Fn(u32) -> (FrameRef<'n>, [Option<u32>; 2]),
+        mapping: impl Fn(u32) -> &'n Mapping,
+    ) {
         if let Some(&first) = call.timestamps_us().iter().min() {
             self.first_us = min_some(self.first_us, Some(first));
         }
@@ -673,7 +705,7 @@ impl Intake<'_> {
             let folded = if slot != u32::MAX {
                 slot
             } else {
-                let f = frame(id);
+                let (f, numbers) = frame(id);
                 let mapping = f.mapping.map(|m| {
                     if self.mapping_of.len() <= m as usize {
                         self.mapping_of.resize(m as usize + 1, u32::MAX);
@@ -684,7 +716,9 @@ impl Intake<'_> {
                     }
                     *slot
                 });
-                let f = self.fold.intern(&f, mapping);
+                let filename = self.string(f.filename, numbers[0]);
+                let funcname = self.string(&f.funcname, numbers[1]);
+                let f = Frame::named(&f, filename, funcname, mapping);
                 if self.frame_of.len() <= id as usize {
                     self.frame_of.resize(id as usize + 1, u32::MAX);
                 }
@@ -697,6 +731,19 @@ impl Intake<'_> {
         let key = std::mem::take(&mut self.key);
         self.fold.count(&key, call.samples());
         self.key = key;
+    }
+
+    /// The fold's number of name `s`, string `number` of the source's table if it says: such
+    /// a string is looked up by its text once, however many frames name it.
+    fn string(&mut self, s: &str, number: Option<u32>) -> u32 {
+        let Some(at) = number.map(|n| n as usize) else { return self.fold.strings.id(s) };
+        if self.string_of.len() <= at {
+            self.string_of.resize(at + 1, u32::MAX);
+        }
+        if self.string_of[at] == u32::MAX {
+            self.string_of[at] = self.fold.strings.id(s);
+        }
+        self.string_of[at]
     }
 }
 
