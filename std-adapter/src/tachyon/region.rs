@@ -26,7 +26,8 @@ pub const BUFFER_BYTES: usize = 128 << 10;
 /// for them, and each hand-back that finds it waiting wakes it (a system call of some µs).
 /// Half the ring leaves it the other half to fill meanwhile.
 const HANDED_BACK_AT_ONCE: usize = BUFFERS / 2;
-/// Bytes in the first chunk handed over (then twice as many each time, up to a buffer).
+/// Bytes in the first chunk handed over (then twice as many each time, up to 16 times as
+/// many: 64 KiB, half a buffer; chunks of a whole buffer were no faster, measured).
 const FIRST_CHUNK: usize = 4 << 10;
 /// Compressed bytes read from the file at a time.
 const INPUT_BYTES: usize = 128 << 10;
@@ -116,7 +117,7 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
                 Err(_) => return,
             },
         };
-        // The first chunks are small, so that decoding starts soon; then whole buffers.
+        // The first chunks are small, so that decoding starts soon; then 64 KiB each.
         let want = (FIRST_CHUNK << sent.min(4)).min(buf.len());
         sent += 1;
         let mut len = 0;
