@@ -698,53 +698,41 @@ impl Intake<'_> {
             return;
         }
         let tid = if self.fold.options.threads { call.thread_id } else { 0 };
-        self.key.clear();
-        self.key.extend([tid as u32, (tid >> 32) as u32]);
+        let Intake { fold, frame_of, string_of, mapping_of, key, .. } = self;
+        key.clear();
+        key.extend([tid as u32, (tid >> 32) as u32]);
         for &id in call.stack {
-            let slot = self.frame_of.get(id as usize).copied().unwrap_or(u32::MAX);
-            let folded = if slot != u32::MAX {
-                slot
-            } else {
+            let folded = memo(frame_of, id as usize, || {
                 let (f, numbers) = frame(id);
-                let mapping = f.mapping.map(|m| {
-                    if self.mapping_of.len() <= m as usize {
-                        self.mapping_of.resize(m as usize + 1, u32::MAX);
-                    }
-                    let slot = &mut self.mapping_of[m as usize];
-                    if *slot == u32::MAX {
-                        *slot = self.fold.mapping(mapping(m).clone());
-                    }
-                    *slot
-                });
-                let filename = self.string(f.filename, numbers[0]);
-                let funcname = self.string(&f.funcname, numbers[1]);
-                let f = Frame::named(&f, filename, funcname, mapping);
-                if self.frame_of.len() <= id as usize {
-                    self.frame_of.resize(id as usize + 1, u32::MAX);
-                }
-                let folded = self.fold.frame(f);
-                self.frame_of[id as usize] = folded;
-                folded
-            };
-            self.key.push(folded);
+                let mapping = f.mapping.map(|m| memo(mapping_of, m as usize, || fold.mapping(mapping(m).clone())));
+                // A name the source numbers is looked up by its text once, however many
+                // frames name it.
+                let mut name = |s: &str, number: Option<u32>| match number {
+                    Some(n) => memo(string_of, n as usize, || fold.strings.id(s)),
+                    None => fold.strings.id(s),
+                };
+                let (filename, funcname) = (name(f.filename, numbers[0]), name(&f.funcname, numbers[1]));
+                fold.frame(Frame::named(&f, filename, funcname, mapping))
+            });
+            key.push(folded);
         }
-        let key = std::mem::take(&mut self.key);
-        self.fold.count(&key, call.samples());
-        self.key = key;
+        fold.count(key, call.samples());
     }
+}
 
-    /// The fold's number of name `s`, string `number` of the source's table if it says: such
-    /// a string is looked up by its text once, however many frames name it.
-    fn string(&mut self, s: &str, number: Option<u32>) -> u32 {
-        let Some(at) = number.map(|n| n as usize) else { return self.fold.strings.id(s) };
-        if self.string_of.len() <= at {
-            self.string_of.resize(at + 1, u32::MAX);
-        }
-        if self.string_of[at] == u32::MAX {
-            self.string_of[at] = self.fold.strings.id(s);
-        }
-        self.string_of[at]
+/// The value at `at` in `slots` (`u32::MAX`: none yet), made by `make` the first time: the
+/// fold's ids of a source's frames, mappings and strings, each by the source's own number.
+#[inline]
+fn memo(slots: &mut Vec<u32>, at: usize, make: impl FnOnce() -> u32) -> u32 {
+    if let Some(&made) = slots.get(at).filter(|&&made| made != u32::MAX) {
+        return made;
     }
+    if slots.len() <= at {
+        slots.resize(at + 1, u32::MAX);
+    }
+    let made = make();
+    slots[at] = made;
+    made
 }
 
 /// A finished fold: a profile of the hub whose samples are counted stacks
