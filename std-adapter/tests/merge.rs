@@ -118,79 +118,45 @@ fn merge_jobs_change_nothing_but_the_threads_used() {
     }
 }
 
-/// A pprof message written field by field (protobuf's wire format), gzipped.
-mod pprof_bytes {
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
+/// A location: its id, address and lines as (function id, line).
+type PprofLocation<'a> = (u64, u64, &'a [(u64, i64)]);
 
-    /// Field `field` holding `v` (a varint).
-    pub fn int(out: &mut Vec<u8>, field: u64, v: u64) {
-        varint(out, field << 3);
-        varint(out, v);
-    }
-
-    /// Field `field` holding `bytes` (length-delimited).
-    pub fn bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
-        varint(out, field << 3 | 2);
-        varint(out, bytes.len() as u64);
-        out.extend_from_slice(bytes);
-    }
-
-    fn message(fill: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let mut m = Vec::new();
-        fill(&mut m);
-        m
-    }
-
-    /// A location: its id, address and lines as (function id, line).
-    pub type Location<'a> = (u64, u64, &'a [(u64, u64)]);
-
-    /// A profile of one sample type (`samples`/`count`) from `strings` (index 0 must be
-    /// empty, 1 and 2 those two), functions `(id, name, filename)`, locations `(id, address,
-    /// lines as (function id, line))` and samples `(location ids leaf first, count)`.
-    pub fn profile(
-        strings: &[&str],
-        functions: &[(u64, u64, u64)],
-        locations: &[Location<'_>],
-        samples: &[(&[u64], u64)],
-    ) -> Vec<u8> {
-        let mut p = Vec::new();
-        bytes(&mut p, 1, &message(|m| (int(m, 1, 1), int(m, 2, 2)).1));
-        for (ids, count) in samples {
-            let sample = message(|m| {
-                let packed = message(|ids_m| ids.iter().for_each(|&id| varint(ids_m, id)));
-                bytes(m, 1, &packed);
-                bytes(m, 2, &message(|v| varint(v, *count)));
-            });
-            bytes(&mut p, 2, &sample);
-        }
-        for (id, address, lines) in locations {
-            let location = message(|m| {
-                int(m, 1, *id);
-                if *address != 0 {
-                    int(m, 3, *address);
-                }
-                for (function, line) in lines.iter() {
-                    bytes(m, 4, &message(|l| (int(l, 1, *function), int(l, 2, *line)).1));
-                }
-            });
-            bytes(&mut p, 4, &location);
-        }
-        for (id, name, filename) in functions {
-            bytes(&mut p, 5, &message(|m| (int(m, 1, *id), int(m, 2, *name), int(m, 4, *filename)).1));
-        }
-        for s in strings {
-            bytes(&mut p, 6, s.as_bytes());
-        }
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        std::io::Write::write_all(&mut gz, &p).unwrap();
-        gz.finish().unwrap()
-    }
+/// A gzipped pprof profile of one sample type (`samples`/`count`) from `strings` (index 0
+/// empty, 1 and 2 those two), functions `(id, name, filename)`, locations `(id, address,
+/// lines as (function id, line))` and samples `(location ids leaf first, count)`.
+fn pprof_profile(
+    strings: &[&str],
+    functions: &[(u64, i64, i64)],
+    locations: &[PprofLocation<'_>],
+    samples: &[(&[u64], i64)],
+) -> Vec<u8> {
+    use prost::Message;
+    use tachyon::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    let profile = Profile {
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        sample: samples
+            .iter()
+            .map(|&(ids, count)| Sample { location_id: ids.to_vec(), value: vec![count], label: vec![] })
+            .collect(),
+        location: locations
+            .iter()
+            .map(|&(id, address, lines)| Location {
+                id,
+                address,
+                line: lines.iter().map(|&(function_id, line)| Line { function_id, line }).collect(),
+                ..Location::default()
+            })
+            .collect(),
+        function: functions
+            .iter()
+            .map(|&(id, name, filename)| Function { id, name, filename, ..Function::default() })
+            .collect(),
+        string_table: strings.iter().map(|&s| s.to_owned()).collect(),
+        ..Profile::default()
+    };
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &profile.encode_to_vec()).unwrap();
+    gz.finish().unwrap()
 }
 
 /// The fold looks up each string of a pprof file's table once, not once for every frame
@@ -203,14 +169,14 @@ fn merged_pprof_names_are_each_files_own() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-pprof-names");
     std::fs::create_dir_all(&dir).unwrap();
     // "main" and "f.py" twice in the table; location 4 a bare address.
-    let a = pprof_bytes::profile(
+    let a = pprof_profile(
         &["", "samples", "count", "main", "f.py", "main", "f.py", "g"],
         &[(1, 3, 4), (2, 5, 6), (3, 7, 4)],
         &[(1, 0, &[(1, 10)]), (2, 0, &[(2, 10)]), (3, 0, &[(3, 20)]), (4, 0x1234, &[])],
         &[(&[1, 3], 2), (&[2, 3], 3), (&[4], 1)],
     );
     // The same places in the table hold other names.
-    let b = pprof_bytes::profile(
+    let b = pprof_profile(
         &["", "samples", "count", "h", "k.py", "i", "j.py", "main"],
         &[(1, 3, 4), (2, 5, 6), (3, 7, 4)],
         &[(1, 0, &[(1, 1)]), (2, 0, &[(2, 2)]), (3, 0, &[(3, 10)])],
