@@ -276,7 +276,10 @@ impl PprofSource {
             return PprofSource::decode(raw, false, index);
         }
         let mut raw = Vec::with_capacity(gunzipped_size_hint(file));
-        gunzip(file, &mut raw)?;
+        if !gunzip_whole(file, &mut raw) {
+            raw.clear();
+            gunzip(file, &mut raw)?;
+        }
         PprofSource::decode(raw, true, index)
     }
 
@@ -604,6 +607,39 @@ fn gunzipped_size_hint(file: &[u8]) -> usize {
         _ => 0,
     };
     stated.min(file.len().saturating_mul(64)).min(MAX_PPROF_BYTES as usize) + 1
+}
+
+/// Decompresses `file` in one call when it is what pprof writers write (go's and ours): one
+/// gzip member with no optional header fields, whose trailer states a size that fits the
+/// room `raw` has. False leaves the file to [`gunzip`], which reads every other shape and
+/// names where a broken file breaks. One call, into the buffer, with an inflater the thread
+/// keeps from file to file: the stream set one up twice a file and read through a buffer
+/// of its own (1,111 small files merged on one thread: 954 M instructions, 932 M this way;
+/// measured).
+fn gunzip_whole(file: &[u8], raw: &mut Vec<u8>) -> bool {
+    // ID1 ID2, CM = deflate, FLG = none; MTIME, XFL and OS are not read.
+    let [0x1f, 0x8b, 8, 0, _, _, _, _, _, _, member @ ..] = file else { return false };
+    let Some((deflated, &[c0, c1, c2, c3, s0, s1, s2, s3])) = member.split_last_chunk::<8>() else { return false };
+    let (crc, size) = (u32::from_le_bytes([c0, c1, c2, c3]), u32::from_le_bytes([s0, s1, s2, s3]) as usize);
+    if size >= raw.capacity() || size as u64 > MAX_PPROF_BYTES {
+        return false;
+    }
+    raw.clear();
+    raw.resize(size, 0);
+    let ended = INFLATER.with_borrow_mut(|inflater| {
+        let inflater = inflater.get_or_insert_with(|| zlib_rs::Inflate::new(false, 15));
+        inflater.reset(false);
+        let done = inflater.decompress(deflated, raw, zlib_rs::InflateFlush::Finish);
+        matches!(done, Ok(zlib_rs::Status::StreamEnd))
+            && inflater.total_in() == deflated.len() as u64
+            && inflater.total_out() == size as u64
+    });
+    ended && zlib_rs::crc32::crc32(0, raw) == crc
+}
+
+thread_local! {
+    /// A raw-deflate inflater, kept by the thread that used it.
+    static INFLATER: std::cell::RefCell<Option<zlib_rs::Inflate>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Decompresses every gzip member of `input` into `raw`, at most [`MAX_PPROF_BYTES`].
@@ -1043,7 +1079,32 @@ mod tests {
     #[test]
     fn a_file_in_memory_reads_as_the_same_file_streamed_whole_cut_or_flipped() {
         let raw = three_locations([1, 2, 3], None);
-        for file in [gzip(&raw), raw.clone(), [gzip(&raw[..9]), gzip(&raw[9..])].concat()] {
+        let named = {
+            let mut encoder =
+                flate2::GzBuilder::new().filename("cpu.pb").write(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(&raw).unwrap();
+            encoder.finish().unwrap()
+        };
+        let two_members = [gzip(&raw[..9]), gzip(&raw[9..])].concat();
+        let trailing = [gzip(&raw), vec![0x1f, 0x8b, 0]].concat();
+        // The trailer again after the trailer: the last 8 bytes state the right CRC and size.
+        let trailer_twice = [gzip(&raw), gzip(&raw)[gzip(&raw).len() - 8..].to_vec()].concat();
+        // What the one-call reading takes, and what it leaves to the stream.
+        let whole = |file: &[u8]| {
+            let mut room = Vec::with_capacity(gunzipped_size_hint(file));
+            gunzip_whole(file, &mut room).then_some(room)
+        };
+        assert_eq!(whole(&gzip(&raw)), Some(raw.clone()));
+        for other in [&named, &two_members, &trailing, &trailer_twice] {
+            assert_eq!(whole(other), None);
+        }
+        // Bytes after the last member are refused, located alike.
+        for file in [trailing, trailer_twice] {
+            let after = outcome(PprofSource::from_bytes(&file, &SampleIndex::Default));
+            assert!(after.is_err());
+            assert_eq!(after, outcome(PprofSource::open(&file[..], &SampleIndex::Default)));
+        }
+        for file in [gzip(&raw), raw.clone(), two_members, named] {
             assert_eq!(gunzipped_size_hint(&file[..3]), 1);
             let whole = outcome(PprofSource::from_bytes(&file, &SampleIndex::Default));
             assert_eq!(whole.as_ref().map(Vec::len), Ok(2));
