@@ -532,7 +532,10 @@ impl MergeRequest {
                 return Take::File(i);
             }
         };
-        let read = |i: usize| -> Read {
+        // The part is a clone of `reference`, and its storage goes back to `reference`'s
+        // spares when it is combined: each reading thread has its own, so memory is freed
+        // and used again by the thread that allocated it (see `SpareParts::take`).
+        let read = |i: usize, reference: &Fold| -> Read {
             let mut warnings = Vec::new();
             let part =
                 self.fold_file(&files[i], options, output, reference.clone(), &mut |w| warnings.push(w.to_owned()));
@@ -545,10 +548,11 @@ impl MergeRequest {
                 .map(|_| {
                     let sender = sender.clone();
                     let (take, read) = (&take, &read);
+                    let mine = reference.own_spares();
                     scope.spawn(move || loop {
                         match take() {
                             Take::File(i) => {
-                                let part = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(i)));
+                                let part = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(i, &mine)));
                                 // The receiver is gone once the merge has stopped.
                                 if sender.send(part).is_err() {
                                     break;
@@ -585,7 +589,7 @@ impl MergeRequest {
                     let sent = match ready.try_recv() {
                         Ok(sent) => sent,
                         Err(_) => match take() {
-                            Take::File(i) => Ok(read(i)),
+                            Take::File(i) => Ok(read(i, &reference)),
                             // The next in order is being read elsewhere.
                             Take::Wait | Take::Nothing => match ready.recv() {
                                 Ok(sent) => sent,
