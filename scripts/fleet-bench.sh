@@ -37,8 +37,15 @@ target/release/fleet_files --pprof "$W/pb2000" 2000 "$R/mixed_wall_blocking_raw.
   "$R/threads_wall_zstd.pyb" "$R/opcodes_native_zstd.pyb" || fail "fleet_files"
 for f in $(ls "$W/pb2000" | head -200); do ln -s "$W/pb2000/$f" "$W/pb200/$f"; done
 
-# One timed run: "seconds KiB".
-measure() { /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1; }
+# One timed run: "seconds KiB". The wall time is read to the millisecond around GNU time,
+# whose own %e gives hundredths: a tenth of a merge of 0.1 s.
+measure() {
+  local start end kib
+  start=$(date +%s%N)
+  kib=$(/usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1)
+  end=$(date +%s%N)
+  awk -v ns=$((end - start)) -v kib="$kib" 'BEGIN{printf "%.3f %s\n", ns / 1e9, kib}'
+}
 # Median seconds of RUNS runs, and the largest peak: "seconds KiB".
 bench() {
   local times=() peak=0 t m
