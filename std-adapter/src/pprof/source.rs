@@ -289,7 +289,7 @@ impl PprofSource {
         // prost decodes them (or refuses them, with its error).
         let in_place = Tables::read(&raw).ok();
         let (tables, samples, tally) = match in_place {
-            Some(tables) => match Tally::in_place(&raw) {
+            Some(tables) => match Tally::in_place(&raw[tables.samples.clone()]) {
                 Ok(tally) => (tables, Samples::InPlace(raw), tally),
                 Err(Broken) => decoded(raw)?,
             },
@@ -762,7 +762,7 @@ impl PprofSource {
         match &self.samples {
             Samples::InPlace(message) => {
                 let mut sample = samples::Sample::default();
-                for body in samples::bodies(message) {
+                for body in samples::bodies(&message[self.tables.samples.clone()]) {
                     // (Read once already, whole, when the file was opened.)
                     stack.clear();
                     sample.read_each_location(body.map_err(broken_again)?, &mut stack).map_err(broken_again)?;

@@ -44,6 +44,11 @@ pub(super) struct Tables {
     pub(super) period_type: Option<ValueType>,
     pub(super) period: i64,
     pub(super) default_sample_type: i64,
+    /// Where the samples lie in the message read in place: from the first one's key to the
+    /// last one's end (empty without samples, and in prost's tables). Go and this project
+    /// write the samples before the tables, so a pass over the samples stops there instead
+    /// of skipping every location, function and string after them.
+    pub(super) samples: std::ops::Range<usize>,
 }
 
 /// A location without its lines.
@@ -77,7 +82,9 @@ impl Tables {
         let mut t = Tables::default();
         let (mut text, mut ends) = (String::new(), Vec::new());
         let mut at = 0;
+        let mut samples: Option<std::ops::Range<usize>> = None;
         while at < raw.len() {
+            let field_at = at;
             match key(raw, &mut at)? {
                 (1, LENGTH) => t.sample_type.push(value_type(delimited(raw, &mut at)?, ValueType::default())?),
                 (3, LENGTH) => t.mapping.push(mapping(delimited(raw, &mut at)?)?),
@@ -107,12 +114,16 @@ impl Tables {
                 }
                 (14, VARINT) => t.default_sample_type = varint(raw, &mut at)? as i64,
                 // The samples, read elsewhere, and a known field of another wire type.
-                (2, LENGTH) => drop(delimited(raw, &mut at)?),
+                (2, LENGTH) => {
+                    delimited(raw, &mut at)?;
+                    samples = Some(samples.map_or(field_at, |s| s.start)..at);
+                }
                 (1..=6 | 9..=14, _) => return Err(Broken),
                 (_, wire) => skip(raw, &mut at, wire)?,
             }
         }
         t.strings = Strings::Packed(text, ends);
+        t.samples = samples.unwrap_or_default();
         Ok(t)
     }
 
@@ -145,6 +156,7 @@ impl Tables {
             period_type: profile.period_type,
             period: profile.period,
             default_sample_type: profile.default_sample_type,
+            samples: 0..0,
         }
     }
 
@@ -272,6 +284,8 @@ mod tests {
     fn owned(mut tables: Tables) -> Tables {
         let strings = (0..tables.string_count()).map(|i| tables.string(i).unwrap().to_owned()).collect();
         tables.strings = Strings::Owned(strings);
+        // (Places in the message, which prost's tables do not keep.)
+        tables.samples = 0..0;
         tables
     }
 
@@ -429,7 +443,11 @@ mod tests {
     fn in_place(raw: &[u8]) -> Option<Tables> {
         let mut sample = samples::Sample::default();
         let samples_read = samples::bodies(raw).all(|body| body.and_then(|b| sample.read_without_locations(b)).is_ok());
-        Tables::read(raw).ok().filter(|_| samples_read)
+        let read = Tables::read(raw).ok()?;
+        // The samples where the tables say they lie are every sample of the message.
+        let (within, all) = (samples::bodies(&raw[read.samples.clone()]), samples::bodies(raw));
+        assert!(within.eq(all), "the samples at {:?}", read.samples);
+        samples_read.then_some(read)
     }
 
     /// Cut at every byte and each byte flipped: whatever this reading takes, prost takes as
