@@ -18,7 +18,7 @@ use tachyon_core::tables::Location as Span;
 
 use super::proto::{malformed, Profile};
 use super::samples::{self, Broken, Locations as _};
-use super::tables::Tables;
+use super::tables::{LocationRow, Tables};
 use crate::hash::IdMap;
 use crate::model::{
     Call, Clock, Collector, FrameNames, FrameRef, FrameTable, Mapping, NamedCollector, Naming, Source, SourceInfo,
@@ -110,8 +110,9 @@ pub struct PprofSource {
     mappings: Vec<Mapping>,
     /// Per location (by position), its mapping's index in `mappings`.
     location_mapping: Vec<Option<u32>>,
-    /// Function id → its position in the tables.
-    functions: IdMap<u64, u32>,
+    /// Per line of the tables, its function's position there ([`NO_FUNCTION`] for an id no
+    /// function has): found once a line, not by id for every frame a file's samples name.
+    line_function: Vec<u32>,
     /// Per frame id, its location's position and its line's (a location without lines is
     /// one frame, its address).
     frame_at: Vec<(u32, u32)>,
@@ -197,6 +198,16 @@ const NONE: (u32, u32) = (u32::MAX, u32::MAX);
 
 /// No location, in [`LocationFrames::one_frame`]'s table.
 const NO_FRAME: u32 = u32::MAX;
+
+/// No function, in [`PprofSource::line_function`].
+const NO_FUNCTION: u32 = u32::MAX;
+
+/// The position in the tables of the function of `location`'s line `line`, by the
+/// lines' `line_function` (see [`PprofSource::line_function`]).
+fn line_function_of(line_function: &[u32], location: &LocationRow, line: usize) -> Option<usize> {
+    let at = (location.lines.0 as usize).checked_add(line)?;
+    line_function.get(at).filter(|&&f| f != NO_FUNCTION).map(|&f| f as usize)
+}
 
 impl LocationFrames {
     /// Empty, for the ids of `count` locations.
@@ -357,6 +368,9 @@ impl PprofSource {
         mappings.sort_by_key(|(_, m)| m.start);
         let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
         let functions: IdMap<u64, u32> = tables.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
+        let line_function: Vec<u32> =
+            tables.lines.iter().map(|l| functions.get(&l.function_id).copied().unwrap_or(NO_FUNCTION)).collect();
+        drop(functions);
 
         // Each location's frames numbered, and the names they will take checked (the table
         // itself is made when asked for: see `frame`).
@@ -367,9 +381,8 @@ impl PprofSource {
         for (i, location) in tables.location.iter().enumerate() {
             let first = frame_at.len() as u32;
             let lines = tables.lines_of(location);
-            for line in lines {
-                if let Some(&f) = functions.get(&line.function_id) {
-                    let f = &tables.function[f as usize];
+            for line in 0..lines.len() {
+                if let Some(f) = line_function_of(&line_function, location, line).map(|f| &tables.function[f]) {
                     string(f.name)?;
                     string(f.filename)?;
                 }
@@ -420,7 +433,7 @@ impl PprofSource {
             info,
             mappings,
             location_mapping,
-            functions,
+            line_function,
             frame_at,
             frames: std::sync::OnceLock::new(),
             frames_of,
@@ -511,10 +524,8 @@ impl FrameNames for PprofSource {
             let at = usize::try_from(i).ok()?;
             Some((self.tables.string(at)?, u32::try_from(at).ok()?))
         };
-        let (funcname, filename) = match self.functions.get(&l.function_id) {
-            Some(&f) => {
-                (string(self.tables.function[f as usize].name), string(self.tables.function[f as usize].filename))
-            }
+        let (funcname, filename) = match line_function_of(&self.line_function, location, line as usize) {
+            Some(f) => (string(self.tables.function[f].name), string(self.tables.function[f].filename)),
             None => (None, None),
         };
         // (An empty funcname is replaced by the address: not the table's string.)
