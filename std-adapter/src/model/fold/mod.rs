@@ -452,6 +452,7 @@ impl Fold {
             key.extend(stack[2..].iter().map(|&f| frame_of[f as usize]));
             self.count(&key, count.saturating_mul(scale));
         }
+        self.merge_facts(&facts);
         if let Some(mut log) = other.log {
             // The part's frames made the fold's in place (the log is the part's own), then
             // counted as one run of look-ups.
@@ -463,7 +464,6 @@ impl Fold {
                 start = end;
             }
             self.count_all(&log, scale);
-            self.merge_facts(&facts);
             // Back to the spares it came from: a part's are its fold's (or its thread's); a
             // fold read from bytes has its own, dropped with it (its log is the size of the
             // whole fold).
@@ -475,8 +475,6 @@ impl Fold {
                 mapping_index: other.mapping_index,
                 facts: [Some(facts), other.check_against],
             });
-        } else {
-            self.merge_facts(&facts);
         }
         self.samples = self.samples.saturating_add(other.samples);
         self.profiles += other.profiles;
