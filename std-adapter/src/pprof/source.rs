@@ -367,10 +367,11 @@ impl PprofSource {
         }
         mappings.sort_by_key(|(_, m)| m.start);
         let mapping_of: IdMap<u64, u32> = mappings.iter().enumerate().map(|(i, (id, _))| (*id, i as u32)).collect();
-        let functions: IdMap<u64, u32> = tables.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
-        let line_function: Vec<u32> =
-            tables.lines.iter().map(|l| functions.get(&l.function_id).copied().unwrap_or(NO_FUNCTION)).collect();
-        drop(functions);
+        let line_function: Vec<u32> = {
+            let functions: IdMap<u64, u32> =
+                tables.function.iter().enumerate().map(|(i, f)| (f.id, i as u32)).collect();
+            tables.lines.iter().map(|l| functions.get(&l.function_id).copied().unwrap_or(NO_FUNCTION)).collect()
+        };
 
         // Each location's frames numbered, and the names they will take checked (the table
         // itself is made when asked for: see `frame`).
