@@ -402,7 +402,10 @@ enum Looks {
     Other,
 }
 
-fn looks(path: &Path) -> io::Result<Looks> {
+/// What the first bytes of `path` say, and the version of the file they were read from: its
+/// size and time taken from the open file after the read, so a header that landed after the
+/// listing is sent under the version the next listing will see (not sent again as a new one).
+fn looks(path: &Path) -> io::Result<(Looks, Version)> {
     let mut head = [0u8; 64];
     let mut f = File::open(path)?;
     let mut n = 0;
@@ -412,8 +415,11 @@ fn looks(path: &Path) -> io::Result<Looks> {
             k => n += k,
         }
     }
+    // A write updates the time before its bytes can be read: this version is no older than
+    // the bytes above.
+    let version = Version::of(&f.metadata()?);
     let head = &head[..n];
-    Ok(if head.is_empty() {
+    let looks = if head.is_empty() {
         Looks::InProgress
     } else if FileKind::detect(head) == FileKind::Tachyon {
         Looks::Complete
@@ -421,13 +427,87 @@ fn looks(path: &Path) -> io::Result<Looks> {
         Looks::InProgress
     } else {
         Looks::Other
-    })
+    };
+    Ok((looks, version))
 }
 
 /// A name the follower never reads: hidden, or a temporary name.
 fn ignored(name: &OsStr) -> bool {
     let name = name.to_string_lossy();
     name.starts_with('.') || [".tmp", ".part", ".receiving"].iter().any(|s| name.ends_with(s))
+}
+
+/// Files that are not Tachyon: the version first seen, since when, and the last scan that
+/// saw it.
+type Settling = HashMap<OsString, (Version, Instant, u32)>;
+
+/// What a scan makes of one file it listed.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Recorded as sent, in this version.
+    Sent,
+    /// Recorded as refused in this version, or unreadable now (gone since the listing).
+    Passed,
+    /// Not complete yet; `settling` while a file that is not Tachyon waits to settle.
+    Waiting { settling: bool },
+    /// Complete: to be sent as this version.
+    Ready(Version),
+}
+
+/// Decides what to do with the file `name` at `path` that the scan listed as `listed`. The
+/// version sent is the one read with its first bytes, not the listing's: a writer may put
+/// the header in between, and the next scan must see the version that was sent.
+fn consider(
+    state: &mut State,
+    settling: &mut Settling,
+    path: &Path,
+    name: &OsStr,
+    listed: &fs::Metadata,
+    settle: Duration,
+) -> Verdict {
+    state.saw(name);
+    let known = |state: &State, version: Version| match state.get(name) {
+        Some((Status::Sent, v)) if v == version => Some(Verdict::Sent),
+        Some((Status::Refused, v)) if v == version => Some(Verdict::Passed),
+        _ => None,
+    };
+    let listed = Version::of(listed);
+    if let Some(verdict) = known(state, listed) {
+        return verdict;
+    }
+    let Ok((looks, version)) = looks(path) else { return Verdict::Passed };
+    if version != listed {
+        if let Some(verdict) = known(state, version) {
+            return verdict;
+        }
+    }
+    match looks {
+        Looks::Complete => Verdict::Ready(version),
+        Looks::InProgress => {
+            settling.remove(name);
+            Verdict::Waiting { settling: false }
+        }
+        Looks::Other => {
+            // Unchanged since when (a new or changed file: since now).
+            let scan = state.scan;
+            let since = match settling.get_mut(name) {
+                Some((v, since, seen)) if *v == version => {
+                    *seen = scan;
+                    *since
+                }
+                _ => {
+                    let now = Instant::now();
+                    settling.insert(name.to_os_string(), (version, now, scan));
+                    now
+                }
+            };
+            if since.elapsed() >= settle {
+                Verdict::Ready(version)
+            } else {
+                Verdict::Waiting { settling: true }
+            }
+        }
+    }
 }
 
 /// A file the scan found, not yet taken (ordered by name).
@@ -456,9 +536,7 @@ pub fn follow(
         // Fails on a file of that name too.
         fs::create_dir_all(to).map_err(|e| FollowError::Dir(to.clone(), e))?;
     }
-    // Files that are not Tachyon: the version first seen, since when, and the last scan that
-    // saw it.
-    let mut settling: HashMap<OsString, (Version, Instant, u32)> = HashMap::new();
+    let mut settling = Settling::new();
     // A file the server did not take: when to try it again, and the next wait.
     let mut backoff: Option<(Instant, Duration)> = None;
     let mut last_activity = Instant::now();
@@ -483,10 +561,8 @@ pub fn follow(
             if !meta.is_file() {
                 continue;
             }
-            state.saw(&name);
-            let version = Version::of(&meta);
-            match state.get(&name) {
-                Some((Status::Sent, v)) if v == version => {
+            let version = match consider(&mut state, &mut settling, &path, &name, &meta, options.settle) {
+                Verdict::Sent => {
                     // Taken before a crash, the after-send step perhaps not done (tried once,
                     // at start: a step that fails is not retried at every scan).
                     if first_scan && options.after_send != AfterSend::Keep {
@@ -494,40 +570,17 @@ pub fn follow(
                     }
                     continue;
                 }
-                Some((Status::Refused, v)) if v == version => continue,
-                _ => {}
-            }
-            let complete = match looks(&path) {
-                Ok(Looks::Complete) => true,
-                Ok(Looks::InProgress) => {
-                    settling.remove(&name);
-                    false
+                Verdict::Passed => continue,
+                Verdict::Waiting { settling } => {
+                    pending |= settling;
+                    continue;
                 }
-                Ok(Looks::Other) => {
-                    // Unchanged since when (a new or changed file: since now).
-                    let since = match settling.get_mut(&name) {
-                        Some((v, since, seen)) if *v == version => {
-                            *seen = scan;
-                            *since
-                        }
-                        _ => {
-                            let now = Instant::now();
-                            settling.insert(name.clone(), (version, now, scan));
-                            now
-                        }
-                    };
-                    let settled = since.elapsed() >= options.settle;
-                    pending |= !settled;
-                    settled
-                }
-                Err(_) => false, // gone since the listing, or unreadable for now
+                Verdict::Ready(version) => version,
             };
-            if complete {
-                ready.push(Candidate { name, version });
-                if ready.len() > MAX_READY {
-                    ready.pop();
-                    more = true;
-                }
+            ready.push(Candidate { name, version });
+            if ready.len() > MAX_READY {
+                ready.pop();
+                more = true;
             }
         }
         settling.retain(|_, (_, _, seen)| *seen == scan);
@@ -851,7 +904,7 @@ mod tests {
         let case = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
             fs::write(&p, bytes).unwrap();
-            looks(&p).unwrap()
+            looks(&p).unwrap().0
         };
         assert_eq!(case("empty", b""), Looks::InProgress);
         assert_eq!(case("zeros", &[0u8; 100]), Looks::InProgress);
@@ -862,6 +915,53 @@ mod tests {
         assert_eq!(case("few zeros", &[0u8; 10]), Looks::Other);
         assert!(ignored(OsStr::new(".hidden")) && ignored(OsStr::new("x.pyb.123.receiving")));
         assert!(!ignored(OsStr::new("run.00000001.5.pyb")));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A Tachyon file whose header lands between the scan's listing and its read of the first
+    /// bytes (the writer puts it last) is sent as the version with the header, so the next
+    /// scan knows it as sent rather than as a new file to send again. Built by handing the
+    /// scan a listing taken before the header, not by waiting for the race.
+    #[test]
+    fn a_header_written_after_the_listing_is_sent_once_as_the_version_read() {
+        let dir = std::env::temp_dir().join(format!("tachyon-follow-header-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let mut state = State::open(&dir.join("state")).unwrap();
+        let mut settling = Settling::new();
+        let name = OsStr::new("run.pyb");
+        let path = dir.join(name);
+        let mut body = vec![0u8; 64];
+        body.extend_from_slice(b"the samples and tables");
+        fs::write(&path, &body).unwrap();
+        let early = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        File::options().write(true).open(&path).unwrap().set_modified(early).unwrap();
+        let settle = Duration::from_secs(60);
+        state.begin_scan();
+        let listed = fs::metadata(&path).unwrap();
+        assert_eq!(
+            consider(&mut state, &mut settling, &path, name, &listed, settle),
+            Verdict::Waiting { settling: false }
+        );
+
+        // The header lands after the listing, the time moving on with it.
+        let mut f = File::options().write(true).open(&path).unwrap();
+        f.write_all(b"HCAT\x00\x00").unwrap();
+        f.set_modified(early + Duration::from_secs(3)).unwrap();
+        drop(f);
+        let now = Version::of(&fs::metadata(&path).unwrap());
+        assert_ne!(now, Version::of(&listed));
+        let verdict = consider(&mut state, &mut settling, &path, name, &listed, settle);
+        assert_eq!(verdict, Verdict::Ready(now), "sent as the version read, not the listing's");
+        state.record(name, Status::Sent, now).unwrap();
+
+        // The next scan lists the file as it is: known as sent.
+        state.begin_scan();
+        let listed_again = fs::metadata(&path).unwrap();
+        assert_eq!(consider(&mut state, &mut settling, &path, name, &listed_again, settle), Verdict::Sent);
+        // A listing that is stale again (taken before the header) finds it sent too, by the
+        // version read.
+        assert_eq!(consider(&mut state, &mut settling, &path, name, &listed, settle), Verdict::Sent);
         fs::remove_dir_all(&dir).unwrap();
     }
 
