@@ -14,7 +14,7 @@
 //!
 //! | field | encoding | meaning |
 //! |---|---|---|
-//! | `seq` | varint u32 (LEB128) | 0 for the first frame, then +1 each |
+//! | `seq` | varint u32 (LEB128) | 0 for the first frame, then +1 each, wrapping from 2^32 − 1 to 0 |
 //! | `kind` | byte | one of the kinds below |
 //! | body | per kind | |
 //! | `crc` | 4 bytes | CRC-32 (zlib's) of `seq`, `kind` and the body, little-endian |

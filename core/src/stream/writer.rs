@@ -463,3 +463,57 @@ impl Body<'_> {
         self.byte(frame.opcode.unwrap_or(255))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::Cursor;
+    use crate::stream::{decode, Body};
+
+    /// `seq` is a `u32` that wraps (2^32 frames: over a year at 100 frames a second): the
+    /// frames around the wrap carry `u32::MAX - 1`, `u32::MAX` (five bytes, the most the
+    /// room before a body holds), then 0, 1 …, each whole, whether sent by `flush` or
+    /// because the buffer filled. Built by starting the counter near its limit.
+    #[test]
+    fn frames_across_the_seq_wrap_carry_the_wrapped_numbers() {
+        let mut out = [0u8; 8192];
+        let (mut buffer, mut sent) = ([0u8; MIN_BUFFER], [0u32; 1]);
+        let config = WriterConfig::new(1_000, 100);
+        let mut w = StreamWriter::new(Cursor::new(&mut out[..]), &mut buffer, &mut sent, config).unwrap();
+        assert_eq!(w.frames(), 2, "Begin and Header went out");
+        w.seq = u32::MAX - 1;
+        let frame = Frame::new(b"a.py", b"f");
+        let taken = |i: u64| Taken { timestamp_us: 1_000 + i, interpreter_id: 0, thread_id: 7, status: 0 };
+        for i in 0..3 {
+            w.write_sample(taken(i), &[1, 2], |_| frame).unwrap();
+            w.flush().unwrap();
+        }
+        // Enough samples that full buffers go out on their own.
+        for i in 3..60 {
+            w.write_sample(taken(i), &[3, 1, 2], |_| frame).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), 60);
+        let frames = w.frames();
+        assert!(frames > 8 && frames < 100, "{frames} frames after the wrap");
+        let link = w.into_inner();
+        let capture = link.written();
+        let mut seqs = [0u32; 128];
+        let mut n = 0;
+        let mut end_seen = false;
+        for piece in capture.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            let mut bytes = [0u8; 512];
+            let bytes = &mut bytes[..piece.len()];
+            bytes.copy_from_slice(piece);
+            let frame = decode(bytes).unwrap();
+            seqs[n] = frame.seq;
+            n += 1;
+            end_seen |= matches!(frame.body, Body::End { samples: 60 });
+        }
+        assert!(end_seen);
+        assert_eq!(&seqs[..4], &[0, 1, u32::MAX - 1, u32::MAX]);
+        for (i, &seq) in seqs[4..n].iter().enumerate() {
+            assert_eq!(seq, i as u32, "frame {} after the wrap", i);
+        }
+        assert_eq!(frames, (n - 4) as u32, "frames() counts on across the wrap");
+    }
+}

@@ -208,3 +208,61 @@ enum Head {
     Header([u8; HEADER_SIZE]),
     Other,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// COBS of `bytes`, by the textbook's loop, and the closing `0x00`.
+    fn cobs(bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![0];
+        let mut code_at = 0;
+        for &b in bytes {
+            if b == 0 || out.len() - code_at == 0xff {
+                out[code_at] = (out.len() - code_at) as u8;
+                code_at = out.len();
+                out.push(0);
+                if b == 0 {
+                    continue;
+                }
+            }
+            out.push(b);
+        }
+        out[code_at] = (out.len() - code_at) as u8;
+        out.push(0);
+        out
+    }
+
+    /// An `End` frame of no samples numbered `seq`, as the wire table lays it out.
+    fn end_frame(seq: u32) -> Vec<u8> {
+        let mut frame = Vec::new();
+        let mut v = u64::from(seq);
+        while v >= 0x80 {
+            frame.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        frame.push(v as u8);
+        frame.extend_from_slice(&[3, 0]);
+        let crc = zlib_rs::crc32::crc32(0, &frame);
+        frame.extend_from_slice(&crc.to_le_bytes());
+        cobs(&frame)
+    }
+
+    /// The frame due wraps with the sender's `seq` (a `u32`): after `u32::MAX` comes 0, and
+    /// a gap after the wrap is still a gap. Built by starting the count near its limit.
+    #[test]
+    fn frames_in_sequence_across_the_seq_wrap() {
+        let capture: Vec<u8> = [u32::MAX - 1, u32::MAX, 0, 1, 3].into_iter().flat_map(end_frame).collect();
+        let mut frames = Frames { next_seq: u32::MAX - 1, ..Frames::new(&capture) };
+        for due in [u32::MAX, 0, 1, 2] {
+            let piece = frames.next_piece().unwrap();
+            assert!(matches!(piece, Some(Piece::Frame(_, Body::End { samples: 0 }))), "before {due}");
+            assert_eq!(frames.next_seq, due);
+        }
+        match frames.next_piece() {
+            Err(ReceiveError::Stream { why: StreamError::Gap { expected: 2, got: 3 }, .. }) => {}
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("frame 3 taken where 2 was due"),
+        }
+    }
+}
