@@ -162,18 +162,6 @@ impl Tally {
         }
     }
 
-    /// Reads every sample of `message` once, as [`PprofSource::replay`] will: the tally, or
-    /// where the message breaks the in-place reading's rules.
-    fn in_place(message: &[u8]) -> Result<Tally, Broken> {
-        let mut tally = Tally::default();
-        let mut sample = samples::Sample::default();
-        for body in samples::bodies(message) {
-            sample.read_without_locations(body?)?;
-            tally.add(&sample.values, sample.labels.iter().map(|&(key, _)| key));
-        }
-        Ok(tally)
-    }
-
     fn decoded(samples: &[super::proto::Sample]) -> Tally {
         let mut tally = Tally::default();
         for sample in samples {
@@ -298,13 +286,16 @@ impl PprofSource {
     fn decode(raw: Vec<u8>, gzipped: bool, index: &SampleIndex) -> Result<Self, PprofError> {
         // The samples read in place, or, where the message breaks that reading's rules, as
         // prost decodes them (or refuses them, with its error).
-        let in_place = Tables::read(&raw).ok();
+        let mut tally = Tally::default();
+        let mut sample = samples::Sample::default();
+        let in_place = Tables::read_with(&raw, |body| {
+            sample.read_without_locations(body)?;
+            tally.add(&sample.values, sample.labels.iter().map(|&(key, _)| key));
+            Ok(())
+        });
         let (tables, samples, tally) = match in_place {
-            Some(tables) => match Tally::in_place(&raw[tables.samples.clone()]) {
-                Ok(tally) => (tables, Samples::InPlace(raw), tally),
-                Err(Broken) => decoded(raw)?,
-            },
-            None => decoded(raw)?,
+            Ok(tables) => (tables, Samples::InPlace(raw), tally),
+            Err(Broken) => decoded(raw)?,
         };
         let mut source = PprofSource::new(tables, samples, &tally, index)?;
         source.info.kind = FileKind::Pprof { gzipped };

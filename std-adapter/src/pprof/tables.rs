@@ -77,7 +77,18 @@ impl Default for Strings {
 impl Tables {
     /// The tables of the message `raw`, read where they lie; `raw` is at most 4 GiB (places
     /// are `u32`s).
+    #[cfg(test)]
     pub(super) fn read(raw: &[u8]) -> Result<Tables, Broken> {
+        Tables::read_with(raw, |_| Ok(()))
+    }
+
+    /// [`Tables::read`], handing each sample's message to `each_sample` as it is passed: a
+    /// first pass over the samples made in the same walk (a walk of its own over the samples
+    /// was 1.4% of the instructions of a merge of small files, measured).
+    pub(super) fn read_with(
+        raw: &[u8],
+        mut each_sample: impl FnMut(&[u8]) -> Result<(), Broken>,
+    ) -> Result<Tables, Broken> {
         u32::try_from(raw.len()).map_err(|_| Broken)?;
         let mut t = Tables::default();
         let (mut text, mut ends) = (String::new(), Vec::new());
@@ -115,7 +126,7 @@ impl Tables {
                 (14, VARINT) => t.default_sample_type = varint(raw, &mut at)? as i64,
                 // The samples, read elsewhere, and a known field of another wire type.
                 (2, LENGTH) => {
-                    delimited(raw, &mut at)?;
+                    each_sample(delimited(raw, &mut at)?)?;
                     samples = Some(samples.map_or(field_at, |s| s.start)..at);
                 }
                 (1..=6 | 9..=14, _) => return Err(Broken),
