@@ -274,6 +274,15 @@ fn well_formed(bytes: &[u8]) -> Result<(), Broken> {
 
 /// A label's `(key, num)`.
 fn label(body: &[u8]) -> Result<(i64, i64), Broken> {
+    // What go and this project write for a numeric label: `key` of one byte, then `num` to
+    // the end. Read at once (the general loop was 3% of a merge of small files, whose every
+    // sample has a label; measured); anything else, by the loop.
+    if let [0x08, key_index @ 0..=0x7f, 0x18, num @ .., last @ 0..=0x7f] = body {
+        if num.len() < 9 && num.iter().all(|&b| b >= 0x80) {
+            let value = num.iter().rev().fold(u64::from(*last), |v, &b| v << 7 | u64::from(b & 0x7f));
+            return Ok((i64::from(*key_index), value as i64));
+        }
+    }
     let (mut key_index, mut num, mut at) = (0, 0, 0);
     while at < body.len() {
         match key(body, &mut at)? {
@@ -373,6 +382,34 @@ mod tests {
             let prost = ProstSample::decode(&body[..]);
             assert_eq!(sample.read_without_locations(&body).is_ok(), prost.is_ok(), "ids {ids:02x?}");
             assert_eq!(sample.read(&body).is_ok(), prost.is_ok(), "ids {ids:02x?}, kept");
+        }
+    }
+
+    /// Labels around the edges of the one-shape reading (a one-byte key, then `num` to the
+    /// end in fewer than ten bytes) read as prost reads them, or are refused as it refuses them.
+    #[test]
+    fn labels_read_as_prost_reads_them() {
+        let mut bodies: Vec<Vec<u8>> = Vec::new();
+        for key in [0, 5, 127, 128] {
+            for num in [0, 1, 127, 128, 26_401, 1 << 35, (1 << 56) - 1, 1 << 56, 1 << 62, i64::MAX, -1, i64::MIN] {
+                bodies.push(Label { key, str: 0, num }.encode_to_vec());
+            }
+        }
+        bodies.push(Label { key: 5, str: 3, num: 7 }.encode_to_vec());
+        bodies.extend([
+            vec![0x08, 0x05, 0x18, 0x80, 0x80, 0x00], // a num with padding bytes
+            vec![0x08, 0x05, 0x18, 0x81],             // a num that does not end
+            vec![0x08, 0x05, 0x18, 0x05, 0x18, 0x06], // num twice: the last counts
+            vec![0x08, 0x05, 0x18, 0x05, 0x08, 0x06], // key twice
+            vec![0x08, 0x05, 0x18, 0x05, 0x20, 0x06], // a num_unit after
+            [vec![0x08, 0x05, 0x18], vec![0xff; 8], vec![0x7f]].concat(), // nine bytes
+            [vec![0x08, 0x05, 0x18], vec![0xff; 9], vec![0x01]].concat(), // ten
+            [vec![0x08, 0x05, 0x18], vec![0xff; 9], vec![0x02]].concat(), // past 64 bits
+            vec![0x08, 0x05, 0x1a, 0x01, 0x00],       // num length-delimited
+        ]);
+        for body in bodies {
+            let want = Label::decode(&body[..]).map(|l| (l.key, l.num)).ok();
+            assert_eq!(label(&body).ok(), want, "{body:02x?}");
         }
     }
 
