@@ -1101,6 +1101,41 @@ mod tests {
         }
     }
 
+    /// A thread keeps a file's storage for its next (the tables, the message, the fold's
+    /// look-up tables): each file folds to the same bytes after any other, larger or smaller,
+    /// as on a thread of its own that has kept nothing.
+    #[test]
+    fn a_file_read_in_the_storage_of_the_one_before_reads_as_on_its_own() {
+        // Written by go tool pprof from libprofiler's recordings on two machines.
+        let recorded = |machine: &str| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../qemu-tests/fixtures/recorded/gperftools-2.10/");
+            std::fs::read(format!("{dir}{machine}/go-pprof.pb.gz")).unwrap()
+        };
+        let files = [recorded("x86_64"), three_locations([9, 4, 6], None), recorded("s390x")];
+        // The file's tables as read, and its fold.
+        let read = |f: &[u8]| {
+            let tables = PprofSource::from_bytes(f, &SampleIndex::Default).unwrap().tables.clone();
+            (tables, folded(f, false))
+        };
+        let alone: Vec<_> = files
+            .iter()
+            .map(|f| {
+                let f = f.clone();
+                std::thread::spawn(move || read(&f)).join().unwrap()
+            })
+            .collect();
+        assert!(alone[0].1 != alone[1].1 && alone[1].1 != alone[2].1);
+        std::thread::spawn(move || {
+            for order in [[0, 1, 2, 0, 2, 1], [2, 1, 0, 1, 2, 0]] {
+                for i in order {
+                    assert!(read(&files[i]) == alone[i], "file {i} in the order {order:?}");
+                }
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
     /// What a source opened from `bytes` gives: its calls, or its error as shown.
     fn outcome(source: Result<PprofSource, PprofError>) -> Result<Vec<(u64, Vec<u32>)>, String> {
         struct Stacks(Vec<(u64, Vec<u32>)>);
