@@ -1,5 +1,6 @@
-//! A growable in-memory `Write + Seek` sink (embedded-io has none), and `std::io::Write` as an
-//! `embedded_io::Write` for the core's append-only writers.
+//! A growable in-memory `Write + Seek` sink (embedded-io has none), `std::io::Write` as an
+//! `embedded_io::Write` for the core's append-only writers, and storage a thread keeps from
+//! one file to the next.
 
 use std::convert::Infallible;
 
@@ -100,4 +101,18 @@ pub(crate) fn advise_huge_pages(bytes: *const u8, len: usize) {
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = (bytes, len);
+}
+
+/// Storage a thread keeps from one file to the next, in a `thread_local!`: a merge of
+/// thousands of small files otherwise grew the same tables from nothing for each.
+pub(crate) type Kept<T> = std::thread::LocalKey<std::cell::RefCell<T>>;
+
+/// What the thread kept in `kept`, taken (empty when it kept nothing).
+pub(crate) fn take_kept<T: Default>(kept: &'static Kept<T>) -> T {
+    kept.try_with(|k| std::mem::take(&mut *k.borrow_mut())).unwrap_or_default()
+}
+
+/// Keeps `value` in `kept` for the thread's next use (dropped by a thread being torn down).
+pub(crate) fn keep<T>(kept: &'static Kept<T>, value: T) {
+    let _ = kept.try_with(|k| *k.borrow_mut() = value);
 }

@@ -274,7 +274,7 @@ impl PprofSource {
             limited(file, MAX_PPROF_BYTES, &mut raw)?;
             return PprofSource::decode(raw, false, index);
         }
-        let mut raw = Spare::take(|s| &mut s.raw);
+        let mut raw = crate::memory::take_kept(&KEPT_MESSAGE);
         raw.reserve(gunzipped_size_hint(file));
         if !gunzip_whole(file, &mut raw) {
             raw.clear();
@@ -289,7 +289,7 @@ impl PprofSource {
         // prost decodes them (or refuses them, with its error).
         let mut tally = Tally::default();
         let mut sample = samples::Sample::default();
-        let in_place = Tables::read_with(&raw, Spare::take(|s| &mut s.tables), |body| {
+        let in_place = Tables::read_with(&raw, crate::memory::take_kept(&KEPT_TABLES), |body| {
             sample.read_without_locations(body)?;
             tally.add(&sample.values, sample.labels.iter().map(|&(key, _)| key));
             Ok(())
@@ -641,42 +641,30 @@ fn gunzip_whole(file: &[u8], raw: &mut Vec<u8>) -> bool {
     ended && zlib_rs::crc32::crc32(0, raw) == crc
 }
 
-/// The storage of the last small profile a thread dropped, for the next one it opens: a
-/// merge of small files made a few dozen allocations a file growing the tables (1,111 small
-/// files on one thread: 891 M instructions, 870 M this way; measured).
-#[derive(Default)]
-struct Spare {
-    tables: Tables,
-    raw: Vec<u8>,
-}
-
-impl Spare {
-    /// Storage kept from profiles of decompressed messages up to this size only, so that a
-    /// thread does not hold a large profile's memory after it.
-    const MAX_BYTES: usize = 1 << 20;
-
-    /// The part `which` of this thread's spare, taken (empty when there is none).
-    fn take<T: Default>(which: impl FnOnce(&mut Spare) -> &mut T) -> T {
-        SPARE.try_with(|spare| std::mem::take(which(&mut spare.borrow_mut()))).unwrap_or_default()
-    }
-}
+/// A profile's tables and decompressed message are kept by the thread that dropped it, for
+/// the next it opens, when the message is at most this size (so that a thread does not hold
+/// a large profile's memory after it): a merge of small files made a few dozen allocations
+/// a file growing the tables (1,111 small files on one thread: 891 M instructions, 870 M
+/// this way; measured).
+const KEPT_MESSAGE_BYTES: usize = 1 << 20;
 
 impl Drop for PprofSource {
     fn drop(&mut self) {
         let Samples::InPlace(raw) = &mut self.samples else { return };
-        if raw.capacity() > Spare::MAX_BYTES {
+        if raw.capacity() > KEPT_MESSAGE_BYTES {
             return;
         }
-        let (mut raw, tables) = (std::mem::take(raw), std::mem::take(&mut self.tables));
+        let mut raw = std::mem::take(raw);
         raw.clear();
-        // (A thread being torn down has no spare to give back to.)
-        let _ = SPARE.try_with(|spare| *spare.borrow_mut() = Spare { tables, raw });
+        crate::memory::keep(&KEPT_MESSAGE, raw);
+        crate::memory::keep(&KEPT_TABLES, std::mem::take(&mut self.tables));
     }
 }
 
 thread_local! {
-    /// See [`Spare`].
-    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
+    /// See [`KEPT_MESSAGE_BYTES`].
+    static KEPT_TABLES: std::cell::RefCell<Tables> = std::cell::RefCell::new(Tables::default());
+    static KEPT_MESSAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     /// A raw-deflate inflater, kept by the thread that used it.
     static INFLATER: std::cell::RefCell<Option<zlib_rs::Inflate>> = const { std::cell::RefCell::new(None) };
 }

@@ -349,7 +349,9 @@ impl Fold {
                 (self.mappings, self.mapping_index) = (spare.mappings, spare.mapping_index);
             }
         }
-        let [frame_of, string_of, mapping_of, key] = IntakeStorage::take();
+        let mut kept = crate::memory::take_kept(&KEPT_INTAKE);
+        kept.iter_mut().for_each(Vec::clear);
+        let [frame_of, string_of, mapping_of, key] = kept;
         let mut into = Intake { fold: self, frame_of, string_of, mapping_of, key, last_us: None, first_us: None };
         // The names lent where the source keeps them, else its frame table.
         let samples = match source.replay_named(&mut into, progress) {
@@ -357,7 +359,10 @@ impl Fold {
             None => source.replay(&mut into, progress),
         };
         let (first_us, last_us) = (into.first_us, into.last_us);
-        IntakeStorage::give_back([into.frame_of, into.string_of, into.mapping_of, into.key]);
+        let kept = [into.frame_of, into.string_of, into.mapping_of, into.key];
+        if kept.iter().all(|v| v.capacity() <= KEPT_INTAKE_SLOTS) {
+            crate::memory::keep(&KEPT_INTAKE, kept);
+        }
         let samples = samples.map_err(FoldError::Read)?;
         let span = info.unix_span(source.written_unix_us(), first_us, last_us);
         (facts.start_unix_us, facts.end_unix_us) = (span.map(|s| s.start_us), span.map(|s| s.end_us));
@@ -695,33 +700,14 @@ struct Intake<'f> {
     last_us: Option<u64>,
 }
 
-/// The storage of the last [`Intake`] on this thread, for the next: made new for each file,
-/// its tables grew a dozen times a file in a merge of small files (1,111 on one thread: 1%
-/// of the instructions; measured).
-struct IntakeStorage;
+/// An [`Intake`]'s four look-up tables are kept by the thread for its next file, when each
+/// holds at most this many slots (so that a thread does not hold a large profile's tables
+/// after it): made new for each file, they grew a dozen times a file in a merge of small
+/// files (1,111 on one thread: 1% of the instructions; measured).
+const KEPT_INTAKE_SLOTS: usize = 1 << 16;
 
 thread_local! {
-    static INTAKE_STORAGE: std::cell::RefCell<[Vec<u32>; 4]> = const { std::cell::RefCell::new([const { Vec::new() }; 4]) };
-}
-
-impl IntakeStorage {
-    /// Kept for sources of up to this many frames, strings and mappings, so that a thread
-    /// does not hold a large profile's tables after it.
-    const MAX_SLOTS: usize = 1 << 16;
-
-    /// Emptied storage (new when there is none).
-    fn take() -> [Vec<u32>; 4] {
-        let mut storage = INTAKE_STORAGE.try_with(|s| std::mem::take(&mut *s.borrow_mut())).unwrap_or_default();
-        storage.iter_mut().for_each(Vec::clear);
-        storage
-    }
-
-    fn give_back(storage: [Vec<u32>; 4]) {
-        if storage.iter().all(|v| v.capacity() <= Self::MAX_SLOTS) {
-            // (A thread being torn down has nowhere to keep it.)
-            let _ = INTAKE_STORAGE.try_with(|s| *s.borrow_mut() = storage);
-        }
-    }
+    static KEPT_INTAKE: std::cell::RefCell<[Vec<u32>; 4]> = const { std::cell::RefCell::new([const { Vec::new() }; 4]) };
 }
 
 impl Collector for Intake<'_> {
