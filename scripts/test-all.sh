@@ -498,7 +498,7 @@ prune target/capi "${BIG_ENDIAN_TARGETS[@]/#/target/}"
 # 2026-12-06).
 background target/miri-log miri bash scripts/miri.sh
 
-step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
+step "capture path: loom model of the ring, the push functions' machine code, the C contract, a native SIGPROF workload under a malloc/lock/write tripwire, Lua 5.4 sampled by CPU timers and by work, a SIGKILLed run salvaged; CPython 3.15.2 reads each file"
 bash scripts/capture.sh
 prune target/loom target/capture/work
 

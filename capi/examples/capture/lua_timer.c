@@ -2,7 +2,7 @@
  * capture rings, into a stream that survives the process being killed.
  *
  *   lua_timer OUT.pyb SCRIPT.lua THREADS SECONDS HZ [--progress FILE] [--exit-without-finalize]
- *             [--work N]
+ *             [--work N] [--every N]
  *
  * THREADS OS threads each run SCRIPT's run() in their own lua_State. Each thread has a
  * CPU-time timer (timer_create on the thread's CPU clock, delivered to it with
@@ -24,6 +24,11 @@
  *
  * For the benchmark (scripts/capture-bench.sh): --work N calls run(N) (fixed work) instead
  * of running for SECONDS, and HZ 0 sets no timer (the unprofiled run).
+ *
+ * --every N (with HZ 0) samples by work instead of time: a count hook each N Lua
+ * instructions, which waits for the drain when the ring is full. Where each sample lands then
+ * depends on the script alone, not on the machine's clocks or load, so a check of the
+ * profile's content holds on any machine (scripts/capture.sh).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -74,6 +79,7 @@ static __thread struct worker *self;
 static atomic_int stop;
 static atomic_int running;
 static long rounds; /* 0: until stop */
+static long every;  /* --every N: a count hook each N Lua instructions */
 static const char *script;
 static long interval_ns;
 static uint64_t start_wall_us, start_mono_us;
@@ -104,11 +110,10 @@ static void note_code(struct worker *w, uint64_t id, lua_Debug *ar) {
     atomic_store_explicit(&w->code_count, n + 1, memory_order_release);
 }
 
-/* The hook the signal armed: disarm, walk, push. Runs in the Lua thread, not in the
- * handler. */
-static void hook(lua_State *L, lua_Debug *unused) {
-    (void)unused;
-    lua_sethook(L, NULL, 0, 0);
+/* Walks L's stack and pushes it into the thread's ring. With `wait`, a full ring is waited
+ * on (for the drain, every 10 ms) instead of counted as a drop: only the count hook, which
+ * is no signal's doing, may wait. */
+static void sample(lua_State *L, int wait) {
     struct worker *w = self;
     tachyon_code_frame frames[MAX_FRAMES];
     lua_Debug ar;
@@ -122,12 +127,32 @@ static void hook(lua_State *L, lua_Debug *unused) {
         frames[depth].offset = (uint32_t)ar.currentline; /* -1 (C) becomes 0xFFFFFFFF */
         depth++;
     }
-    int s = tachyon_capture_push_code(w->ring, now_us(), 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames,
-                                      (size_t)depth);
+    uint64_t at = now_us();
+    int s = tachyon_capture_push_code(w->ring, at, 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames, (size_t)depth);
+    /* A second's wait bounds a sample the ring could never hold: it counts as dropped. */
+    for (int tries = 0; wait && s == TACHYON_E_FULL && tries < 1000; tries++) {
+        struct timespec pause = {0, 1000 * 1000};
+        nanosleep(&pause, NULL);
+        s = tachyon_capture_push_code(w->ring, at, 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames, (size_t)depth);
+    }
     if (s == TACHYON_OK)
         w->pushed++;
     else
         w->full++;
+}
+
+/* The hook the signal armed: disarm, then sample. Runs in the Lua thread, not in the
+ * handler. */
+static void hook(lua_State *L, lua_Debug *unused) {
+    (void)unused;
+    lua_sethook(L, NULL, 0, 0);
+    sample(L, 0);
+}
+
+/* --every N: called by Lua every N instructions, it stays set. */
+static void count_hook(lua_State *L, lua_Debug *unused) {
+    (void)unused;
+    sample(L, 1);
 }
 
 /* SIGPROF: arm the hook (lua_sethook is safe to call from a signal handler). */
@@ -179,6 +204,7 @@ static void *work(void *arg) {
         exit(1);
     }
     w->L = L;
+    if (every > 0) lua_sethook(L, count_hook, LUA_MASKCOUNT, (int)every);
     if (interval_ns == 0) goto run;
     clockid_t cpu;
     pthread_getcpuclockid(pthread_self(), &cpu);
@@ -230,7 +256,7 @@ static void drain_all(tachyon_writer *writer, uint64_t *taken) {
 int main(int argc, char **argv) {
     if (argc < 6) {
         fprintf(stderr, "usage: lua_timer OUT.pyb SCRIPT.lua THREADS SECONDS HZ [--progress FILE] "
-                        "[--exit-without-finalize]\n");
+                        "[--exit-without-finalize] [--work N] [--every N]\n");
         return 2;
     }
     const char *out = argv[1];
@@ -247,10 +273,14 @@ int main(int argc, char **argv) {
             exit_without_finalize = 1;
         else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc)
             rounds = atol(argv[++i]);
+        else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc)
+            every = atol(argv[++i]);
         else
             return 2;
     }
-    if (threads < 1 || threads > MAX_THREADS || seconds <= 0 || hz < 0) return 2;
+    if (threads < 1 || threads > MAX_THREADS || seconds <= 0 || hz < 0 || every < 0 || every > INT32_MAX ||
+        (every > 0 && hz > 0))
+        return 2;
     interval_ns = hz > 0 ? 1000000000L / hz : 0;
     start_wall_us = clock_us(CLOCK_REALTIME);
     start_mono_us = clock_us(CLOCK_MONOTONIC);

@@ -1,8 +1,8 @@
--- A workload with a known CPU split: heavy does three times light's work, so a time-based
--- profiler must find its innermost frame in heavy three times as often as in light. The
--- thread's own CPU clock (thread_cpu_us, from the host program) measures the split the
--- profile should show; each round's length is random (the split stays 3:1), since a fixed
--- period could fall into step with the sampling timer's.
+-- A workload with a known split: heavy does three times light's work, so a profiler sampling
+-- by work (lua_timer --every) finds its innermost frame in heavy three times as often as in
+-- light, and one sampling by CPU time about as often as the thread's own CPU clock
+-- (thread_cpu_us, from the host program) measures. Each round's length is random (the split
+-- stays 3:1), since a fixed period could fall into step with the sampling timer's.
 spent_heavy, spent_light = 0, 0
 
 local function heavy(n)
