@@ -204,10 +204,10 @@ status=0
   2> "$WORK/rotate.err" || status=$?
 [ "$status" = 137 ] || { cat "$WORK/rotate.err"; fail "native_sigprof --rotate --kill ended with $status, not SIGKILL's 137"; }
 log "$(sed "s|$ROOT/||" "$WORK/rotate.log")"
-read -r pushes refused unflushed < <(sed -n \
-  's/.*: \([0-9]*\) pushes by the handlers, \([0-9]*\) refused as full.* \([0-9]*\) unflushed in period.*/\1 \2 \3/p' \
+read -r pushes refused unflushed late < <(sed -n \
+  's/.*: \([0-9]*\) pushes by the handlers, \([0-9]*\) refused as full.* \([0-9]*\) unflushed in period.* took at most \([0-9]*\) us$/\1 \2 \3 \4/p' \
   "$WORK/rotate.log")
-[ -n "${unflushed:-}" ] || fail "native_sigprof --rotate printed no accounting"
+[ -n "${late:-}" ] || fail "native_sigprof --rotate printed no accounting"
 grep -q "(the rings counted $refused dropped" "$WORK/rotate.log" \
   || fail "the handlers counted $refused refusals, the rings another number of drops"
 mapfile -t periods < <(find "$WORK/rotate" -name 'run.*.pyb' | sort)
@@ -218,7 +218,7 @@ unset 'periods[-1]'
   || fail "tachyon receive of the killed period: $(cat "$WORK/rotate-receive.txt")"
 log "$(sed "s|$ROOT/||" "$WORK/rotate-receive.txt")"
 status=0
-oracle rotated "$WORK/rotate-salvaged.pyb" $((pushes - refused - unflushed)) 4 "${periods[@]}" > "$WORK/rotated.txt" \
+oracle rotated "$WORK/rotate-salvaged.pyb" $((pushes - refused - unflushed)) 4 "$late" "${periods[@]}" > "$WORK/rotated.txt" \
   || status=$?
 log "CPython: $(cat "$WORK/rotated.txt")"
 [ "$status" = 0 ] || fail "the rotated periods"

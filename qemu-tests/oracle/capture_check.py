@@ -23,13 +23,15 @@
         the first SAMPLES of the COMPLETE file's in replay order.
     python3.15 capture_check.py counts FILE:SAMPLES...
         each FILE reads, holding SAMPLES samples by the header and by the replay.
-    python3.15 capture_check.py rotated SALVAGED EXPECTED THREADS PERIOD...
+    python3.15 capture_check.py rotated SALVAGED EXPECTED THREADS LATE_US PERIOD...
         each PERIOD file (PREFIX.SEQUENCE.START.pyb, in order) reads on its own, its header's
-        start time is START, its samples lie before START + 1 s and no earlier than 100 ms
-        before START (a ring drained after the one whose sample ended the period brings
-        samples from before the boundary: the drain runs every 20 ms), and come from at most
-        THREADS threads; the SALVAGED file of the killed period reads too; the samples of all of
-        them add up to EXPECTED exactly.
+        start time is START, its samples lie before START + 1 s and no earlier than LATE_US +
+        20 ms before START, and come from at most THREADS threads; the SALVAGED file of the
+        killed period reads too; the samples of all of them add up to EXPECTED exactly. A ring
+        drained after the one whose sample began the period brings samples from before its
+        start: LATE_US is the longest two drain rounds in a row took in the run (a sample
+        taken in a round was pushed after the round before read its ring); the 20 ms are for
+        a handler's own time between reading the clock and pushing.
     python3.15 capture_check.py killed PERIOD_US RUN...
         for each RUN folder (a native_sigprof --rotate --ledger run killed from outside at a
         random instant, then `tachyon receive`d): every period file RUN/run.SEQUENCE.START.pyb
@@ -205,7 +207,7 @@ def period(path, seq, period_us):
     return int(start), samples
 
 
-def rotated(salvaged_path, expected, threads, periods):
+def rotated(salvaged_path, expected, threads, late_us, periods):
     total = 0
     seen = set()
     early = 0
@@ -214,8 +216,9 @@ def rotated(salvaged_path, expected, threads, periods):
         if not samples:
             fail(f"{path}: no samples")
         first = min(t for _, t, _ in samples)
-        if first < start - 100_000:
-            fail(f"{path}: a sample at {first}, more than 100 ms before its start")
+        if first < start - late_us - 20_000:
+            fail(f"{path}: a sample at {first}, {(start - first) / 1000:.1f} ms before its start: more than "
+                 f"the {late_us / 1000:.1f} ms two drain rounds took, and 20 ms")
         early = max(early, start - first)
         in_file = {thread for thread, _, _ in samples}
         if len(in_file) > threads:
@@ -226,7 +229,7 @@ def rotated(salvaged_path, expected, threads, periods):
     total += count.samples
     print(f"{len(periods)} rotated periods and the salvaged one read on their own: {total} samples "
           f"({count.samples} salvaged), {len(seen)} threads, the earliest sample {early / 1000:.1f} ms "
-          f"before its period's start; want {expected}")
+          f"before its period's start (two drain rounds took at most {late_us / 1000:.1f} ms); want {expected}")
     if total != expected:
         fail(f"{total} samples in the files, {expected} pushed, kept and flushed")
 
@@ -474,7 +477,7 @@ def main():
     elif what == "unnamed":
         unnamed(path, rest[0])
     elif what == "rotated":
-        rotated(path, int(rest[0]), int(rest[1]), rest[2:])
+        rotated(path, int(rest[0]), int(rest[1]), int(rest[2]), rest[3:])
     else:
         fail(f"unknown check {what}")
 

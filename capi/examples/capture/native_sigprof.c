@@ -294,9 +294,15 @@ int main(int argc, char **argv) {
     size_t taken = 0;
     /* What the last flush left on disk: the period it was in and that period's samples. */
     uint64_t flushed_period = 0, flushed_samples = 0;
+    /* The longest two drain rounds in a row took, flush included: a sample taken in a round
+     * was pushed after the round before read its ring, so it is no older than this when the
+     * writer gets it, and no older by more than this than a period the writer began meanwhile. */
+    uint64_t round_start = 0, longest_two_rounds = 0;
     for (unsigned loop = 1; rounds > 0 ? atomic_load(&running) > 0 : now_us() < end; loop++) {
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
+        uint64_t previous_start = round_start;
+        round_start = now_us();
         if (rotate && loop % 5 == 0) {
             tachyon_writer_counts c;
             if (tachyon_writer_flush(writer) != TACHYON_OK || tachyon_writer_get_counts(writer, &c) != TACHYON_OK ||
@@ -315,6 +321,8 @@ int main(int argc, char **argv) {
             }
             taken += n;
         }
+        uint64_t two_rounds = now_us() - previous_start;
+        if (previous_start && two_rounds > longest_two_rounds) longest_two_rounds = two_rounds;
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < threads; i++) pthread_join(workers[i].thread, NULL);
@@ -332,6 +340,8 @@ int main(int argc, char **argv) {
         attempts += workers[i].attempts;
         rings[i] = workers[i].ring;
     }
+    /* The drain after the threads stopped is a round too. */
+    if (round_start && now_us() - round_start > longest_two_rounds) longest_two_rounds = now_us() - round_start;
     if (kill_at_end) {
         /* The current period's samples since its last flush are only in this process. */
         tachyon_writer_counts c;
@@ -340,8 +350,9 @@ int main(int argc, char **argv) {
         tachyon_writer_get_period(writer, &period, NULL);
         uint64_t unflushed = period == flushed_period ? c.samples - flushed_samples : c.samples;
         printf("%s: %" PRIu64 " pushes by the handlers, %" PRIu64 " refused as full (the rings counted %" PRIu64
-               " dropped, %" PRIu64 " kept), %zu taken, %" PRIu64 " unflushed in period %" PRIu64 " at the kill\n",
-               out, attempts, counted, dropped, pushed, taken, unflushed, period);
+               " dropped, %" PRIu64 " kept), %zu taken, %" PRIu64 " unflushed in period %" PRIu64
+               " at the kill; two drain rounds in a row took at most %" PRIu64 " us\n",
+               out, attempts, counted, dropped, pushed, taken, unflushed, period, longest_two_rounds);
         fflush(stdout);
         raise(SIGKILL);
     }
