@@ -23,8 +23,8 @@
 #    files equal what the handlers pushed minus the drops they counted minus what the program
 #    logged as unflushed at the kill, exactly.
 #  - tachyon top under tmux: the live view of a rotating run being written shows the hot
-#    function within two refreshes, its counts grow, n sorts by name, Tab picks a thread, w
-#    shows the last 10 s, q exits 0 and leaves the terminal as it was.
+#    function first, its counts grow, n sorts by name, Tab picks a thread, w shows the last
+#    10 s, q exits 0 and leaves the terminal as it was (each waited for, up to 10 s).
 #  - hand-over kills: 20 ms journaled periods killed from outside at a random instant, 40
 #    times: only the newest period file is ever a stream, `tachyon receive PREFIX` recovers
 #    it, and CPython's reading matches the run's ledger (qemu-tests/oracle/capture_check.py
@@ -228,44 +228,57 @@ log "tachyon top under tmux: the live view of a rotating run being written"
 # render leads by own samples; by name, collide comes first of its six functions.
 L="$WORK/top"
 mkdir -p "$L"
-"$WORK/native_sigprof" "$L/run" 8 1000 256 --rotate --threads 4 > "$L/run.log" 2>&1 &
+# The writer runs until it is killed below: 60 s is more than the check takes on any machine.
+"$WORK/native_sigprof" "$L/run" 60 1000 256 --rotate --threads 4 > "$L/run.log" 2>&1 &
 writer=$!
 for _ in $(seq 100); do compgen -G "$L/run.*.pyb" > /dev/null && break; sleep 0.05; done
 compgen -G "$L/run.*.pyb" > /dev/null || fail "native_sigprof --rotate made no period file"
 tmux kill-session -t tachyon-top 2>/dev/null || true
 tmux new-session -d -s tachyon-top -x 110 -y 24 \
   "bash -c '\"$TACHYON\" top \"$L/run\" --interval 0.5; echo exit=\$?; stty -a | grep -o -- \"-\\?icanon\"; sleep 60'"
-screen() { tmux capture-pane -p -t tachyon-top; }
-samples() { screen | sed -n '1s/.* - \([0-9]*\) samples, .*/\1/p'; }
-sleep 1.2  # two refreshes
-screen > "$L/first.txt"
-sed -n 4p "$L/first.txt" | grep -q " render (native.c:20)" || fail "top's first row is not render: $(cat "$L/first.txt")"
-first=$(samples)
-sleep 1.5
-second=$(samples)
-[ -n "$first" ] && [ "${second:-0}" -gt "$first" ] || fail "top's samples did not grow: ${first:-none}, then ${second:-none}"
+# A failure here ends the writer and the session with the step.
+top_failed() { tmux kill-session -t tachyon-top 2>/dev/null || true; kill "$writer" 2>/dev/null || true; fail "$@"; }
+samples() { sed -n '1s/.* - \([0-9]*\) samples, .*/\1/p' "$1"; }
+# Takes the screen into $L/NAME.txt every 0.1 s until CHECK (given that file) holds, for up to
+# 10 s, and prints the seconds it waited: a refresh or a key is waited for, not timed, since a
+# loaded machine is slower, not wrong.
+await() {
+  local name=$1 check=$2 tries
+  for tries in $(seq 100); do
+    tmux capture-pane -p -t tachyon-top > "$L/$name.txt"
+    if "$check" "$L/$name.txt"; then
+      awk -v n="$tries" 'BEGIN { printf "%.1f", n / 10 }'
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+# Render leads once a thousand samples are in (by the design, it has 4 of every 9).
+render_first() { [ "$(samples "$1")" -ge 1000 ] 2> /dev/null && sed -n 4p "$1" | grep -q " render (native.c:20)"; }
+grown() { [ "$(samples "$1")" -gt "$first" ] 2> /dev/null; }
+by_name() { sed -n 1p "$1" | grep -q "sort name" && sed -n 4p "$1" | grep -q " collide (native.c:40)"; }
+thread_one() { sed -n 1p "$1" | grep -q " - thread 1 - "; }
+last_10s() { sed -n 1p "$1" | grep -q " samples in the last 10 s, "; }
+exited() { grep -q "^exit=" "$1" && grep -qx -- "-\?icanon" "$1"; }
+waited=$(await first render_first) || top_failed "top's first row is not render: $(cat "$L/first.txt")"
+first=$(samples "$L/first.txt")
+await second grown > /dev/null || top_failed "top's samples did not grow: ${first:-none}, then $(samples "$L/second.txt")"
+second=$(samples "$L/second.txt")
 tmux send-keys -t tachyon-top n
-sleep 0.3
-screen > "$L/by-name.txt"
-sed -n 1p "$L/by-name.txt" | grep -q "sort name" && sed -n 4p "$L/by-name.txt" | grep -q " collide (native.c:40)" \
-  || fail "n did not sort by name: $(cat "$L/by-name.txt")"
+await by-name by_name > /dev/null || top_failed "n did not sort by name: $(cat "$L/by-name.txt")"
 tmux send-keys -t tachyon-top Tab
-sleep 0.3
-screen > "$L/thread.txt"
-sed -n 1p "$L/thread.txt" | grep -q " - thread 1 - " || fail "Tab did not pick thread 1: $(cat "$L/thread.txt")"
+await thread thread_one > /dev/null || top_failed "Tab did not pick thread 1: $(cat "$L/thread.txt")"
 tmux send-keys -t tachyon-top w
-sleep 0.3
-screen > "$L/window.txt"
-sed -n 1p "$L/window.txt" | grep -q " samples in the last 10 s, " || fail "w did not show the last 10 s: $(cat "$L/window.txt")"
+await window last_10s > /dev/null || top_failed "w did not show the last 10 s: $(cat "$L/window.txt")"
 tmux send-keys -t tachyon-top q
-sleep 0.5
-screen > "$L/after.txt"
+await after exited > /dev/null || top_failed "top did not exit on q: $(cat "$L/after.txt")"
 tmux kill-session -t tachyon-top
 kill "$writer" 2>/dev/null || true
 wait "$writer" 2>/dev/null || true
-grep -qx "exit=0" "$L/after.txt" || fail "top did not exit 0 on q: $(cat "$L/after.txt")"
-grep -qx "icanon" "$L/after.txt" || fail "the terminal was left in raw mode: $(cat "$L/after.txt")"
-log "top: render first within two refreshes, ${first} then ${second} samples, n sorted by name, Tab showed thread 1, q exited 0 with the terminal restored"
+grep -qx "exit=0" "$L/after.txt" || top_failed "top did not exit 0 on q: $(cat "$L/after.txt")"
+grep -qx "icanon" "$L/after.txt" || top_failed "the terminal was left in raw mode: $(cat "$L/after.txt")"
+log "top: render first after ${waited} s (refreshing every 0.5 s), ${first} then ${second} samples, n sorted by name, Tab showed thread 1, q exited 0 with the terminal restored"
 
 log "hand-over kills: 20 ms journaled periods, SIGKILL from outside at a random instant, 40 runs"
 # Each run: only the newest period file may be a stream (and only its name may have a
