@@ -128,12 +128,13 @@ static void sample(lua_State *L, int wait) {
         depth++;
     }
     uint64_t at = now_us();
-    int s = tachyon_capture_push_code(w->ring, at, 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames, (size_t)depth);
+    int s;
     /* A second's wait bounds a sample the ring could never hold: it counts as dropped. */
-    for (int tries = 0; wait && s == TACHYON_E_FULL && tries < 1000; tries++) {
+    for (int tries = 0;; tries++) {
+        s = tachyon_capture_push_code(w->ring, at, 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames, (size_t)depth);
+        if (!wait || s != TACHYON_E_FULL || tries == 1000) break;
         struct timespec pause = {0, 1000 * 1000};
         nanosleep(&pause, NULL);
-        s = tachyon_capture_push_code(w->ring, at, 0, (uint64_t)(w->index + 1), STATUS_RUNNING, frames, (size_t)depth);
     }
     if (s == TACHYON_OK)
         w->pushed++;
