@@ -341,7 +341,8 @@ int main(int argc, char **argv) {
         rings[i] = workers[i].ring;
     }
     /* The drain after the threads stopped is a round too. */
-    if (round_start && now_us() - round_start > longest_two_rounds) longest_two_rounds = now_us() - round_start;
+    uint64_t last_two_rounds = now_us() - round_start;
+    if (round_start && last_two_rounds > longest_two_rounds) longest_two_rounds = last_two_rounds;
     if (kill_at_end) {
         /* The current period's samples since its last flush are only in this process. */
         tachyon_writer_counts c;
