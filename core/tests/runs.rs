@@ -461,7 +461,8 @@ fn a_growing_region_read_in_pieces_gives_the_samples_of_the_whole() {
 }
 
 /// A file of hundreds of records in every shape (both threads interleaved, FULL, SUFFIX,
-/// POP_PUSH with one- and two-byte frame indices, REPEAT runs of one- and two-byte deltas),
+/// POP_PUSH with one- and two-byte frame indices, stacks up to 119 deep, REPEAT runs of one-
+/// and two-byte deltas up to 101 long),
 /// many times the largest record, so that `check_to_end` reads most of it in its loop over
 /// records the window holds whole rather than one record at a time.
 fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
@@ -478,12 +479,13 @@ fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
         };
         let mut depth = [0u64; 2];
         let mut samples = 0;
-        for _ in 0..450 {
+        for _ in 0..300 {
             let t = next(2) as usize;
             let encoding = if depth[t] == 0 { 1 } else { next(4) as u8 };
             b.prefix(t as u64 + 1, 0, encoding);
             if encoding == 0 {
-                let count = 1 + next(30);
+                // Runs longer than the 32 entries checked at once, one in four.
+                let count = if next(4) == 0 { 32 + next(70) } else { 1 + next(30) };
                 b.varint(count);
                 for _ in 0..count {
                     b.varint(if next(3) == 0 { 1000 } else { 20 }).bytes(&[next(256) as u8]);
@@ -494,7 +496,8 @@ fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
             b.varint(20).bytes(&[0]);
             let push = match encoding {
                 1 => {
-                    let d = 1 + next(40);
+                    // Stacks deeper than the 64 frame indices checked at once, one in four.
+                    let d = if next(4) == 0 { 60 + next(60) } else { 1 + next(40) };
                     b.varint(d);
                     depth[t] = d;
                     d

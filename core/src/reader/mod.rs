@@ -393,6 +393,22 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 let head = &held.bytes[held.used..];
                 let (thread, encoding) = record_head(head, record_at, at, &self.meta, &mut self.threads, *growing)?;
                 held.used += PREFIX_LEN;
+                // Most stack records are short ones (`short_stack_body`); the rest, and any
+                // record that breaks a rule, go through `record_body`.
+                if encoding != Encoding::Repeat {
+                    let limit = self.tables.trusted_index_limit();
+                    let depth = self.threads.depth(thread);
+                    if let Some((len, delta, kept, push)) =
+                        short_stack_body(&held.bytes[held.used..], encoding, depth, limit)
+                    {
+                        self.threads.set_depth(thread, Keep::Bottom(kept), push, delta);
+                        held.used += len;
+                        done += 1;
+                        counts.add(encoding);
+                        *decoded += 1;
+                        continue;
+                    }
+                }
                 let body = record_body::<false, _, _>(
                     &mut held,
                     at,

@@ -19,6 +19,53 @@ fn sum_of_deltas(entries: [u8; 16]) -> u64 {
     lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48
 }
 
+/// Bytes handled per block by the word-at-a-time checks: eight words.
+const BLOCK: usize = 64;
+
+/// A block of 0xff bytes and a block of zeros: its 64-byte windows are the masks that keep
+/// a block's first bytes ([`first_bytes`]).
+const MASKS: [u8; 2 * BLOCK] = {
+    let mut m = [0u8; 2 * BLOCK];
+    let mut i = 0;
+    while i < BLOCK {
+        m[i] = 0xff;
+        i += 1;
+    }
+    m
+};
+
+/// The mask keeping a block's first `n` ≤ 64 bytes.
+#[inline(always)]
+fn first_bytes(n: usize) -> &'static [u8] {
+    &MASKS[BLOCK - n..2 * BLOCK - n]
+}
+
+/// Word `k` of a block.
+#[inline(always)]
+fn block_word(block: &[u8], k: usize) -> u64 {
+    let mut c = [0u8; 8];
+    c.copy_from_slice(&block[8 * k..8 * k + 8]);
+    u64::from_le_bytes(c)
+}
+
+/// Over the bytes of a 64-byte block that `mask` keeps, read as REPEAT entries of two bytes:
+/// the continuation bits of the delta bytes (zero if each delta is one byte) and the sum of
+/// the deltas.
+#[inline(always)]
+fn two_byte_entries_block(block: &[u8], mask: &[u8]) -> (u64, u64) {
+    const DELTAS: u64 = 0x00ff_00ff_00ff_00ff;
+    const CONTINUED: u64 = 0x0080_0080_0080_0080;
+    let (mut continued, mut lanes) = (0, 0);
+    for k in 0..BLOCK / 8 {
+        let w = block_word(block, k) & block_word(mask, k);
+        continued |= w & CONTINUED;
+        // Each 16-bit lane sums eight bytes below 128 (at most 1016); a set continuation bit
+        // makes the sum meaningless, and then it is not used.
+        lanes += w & DELTAS;
+    }
+    (continued, lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48)
+}
+
 /// Continuation bits of four REPEAT entries of three bytes (a two-byte delta and the status):
 /// set in each entry's first byte, clear in its second.
 pub(super) const THREE_BYTE_CONTINUED: u128 = 0x80 | 0x80 << 24 | 0x80 << 48 | 0x80 << 72;
@@ -75,11 +122,17 @@ pub(super) fn two_short_entries(bytes: &[u8]) -> Option<([(u64, u8); 2], usize)>
 
 /// Whether the `len` bytes at `at` in `bytes` are all one-byte frame indices (below 0x80)
 /// below `limit`. Frame tables of real profiles put the frames met first, the hot ones,
-/// first, so most records list only such indices. Checked 16 bytes at a time as one word:
+/// first, so most records list only such indices. Up to 64 are checked in one pass
+/// ([`short_run_below`]) where `bytes` has 64 from `at`; longer runs 16 bytes at a time:
 /// a run's last 16 bytes overlap the ones before, and a run shorter than 16 is read with the
 /// bytes after it masked off (where `bytes` has 16 from `at`; else byte by byte).
 #[inline(always)]
 pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit: u32) -> bool {
+    if len <= SHORT_RUN && limit > 0 {
+        if let Some(window) = bytes.get(at..at + SHORT_RUN) {
+            return short_run_below(window, len, limit);
+        }
+    }
     const HIGH: u128 = u128::from_le_bytes([0x80; 16]);
     const ONES: u128 = u128::from_le_bytes([1; 16]);
     let word = |from: usize| {
@@ -107,6 +160,29 @@ pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit:
         off += 16;
     }
     below(word(at + len - 16))
+}
+
+/// Runs up to this long are checked in one pass without a branch on their length, which
+/// varies from record to record (real records push 0 to 100 frames, most fewer than 64).
+const SHORT_RUN: usize = BLOCK;
+
+/// [`one_byte_indices_below`] for a run of `len` ≤ [`SHORT_RUN`] at the start of `window`
+/// (which is that long) and `limit` ≥ 1: all eight words read, the bytes past the run masked
+/// off after the limit is added (so they count as below it).
+#[inline(always)]
+fn short_run_below(window: &[u8], len: usize, limit: u32) -> bool {
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    let mask = first_bytes(len);
+    let add = ONES * u64::from(0x80 - limit.min(0x80));
+    let mut bad = 0;
+    for k in 0..BLOCK / 8 {
+        let (x, m) = (block_word(window, k), block_word(mask, k));
+        // With every high bit clear no byte carries into the next; with one set, `x` reports
+        // it, whatever the sum (which may then carry out of the word).
+        bad |= (x | x.wrapping_add(add)) & m;
+    }
+    bad & HIGH == 0
 }
 
 /// The largest record a reader accepts: the prefix, a 10-byte delta, the status, two 10-byte
@@ -578,6 +654,31 @@ impl<R: Read + Seek> Stream<'_, R> {
                 // A run's deltas mostly take as many bytes as the one before: the first
                 // byte picks the fast path to try, one branch that predicts well.
                 let one_byte_delta = rest.first().is_some_and(|&b| b < 0x80);
+                if !EACH && one_byte_delta {
+                    if let Some(block) = rest.get(..BLOCK) {
+                        // Up to 32 entries at once: where the run ends within them, the bytes
+                        // after it are masked off rather than branched on.
+                        let n = (want - done).min(32) as usize;
+                        let (continued, sum) = two_byte_entries_block(block, first_bytes(2 * n));
+                        if continued == 0 {
+                            ts = ts.wrapping_add(sum);
+                            used += 2 * n;
+                            done += n as u32;
+                            continue;
+                        }
+                        // A longer delta among them: the entries before it one by one (at
+                        // least the first; the loop stops at that delta, within the block);
+                        // the next turn reads it.
+                        let mut k = 0;
+                        while block[2 * k] < 0x80 {
+                            ts = ts.wrapping_add(u64::from(block[2 * k]));
+                            k += 1;
+                        }
+                        used += 2 * k;
+                        done += k as u32;
+                        continue;
+                    }
+                }
                 if one_byte_delta && want - done >= 8 {
                     if let Some(eight) = eight_two_byte_entries(rest) {
                         if EACH {
@@ -723,6 +824,47 @@ pub(super) fn record_body<const BUILD: bool, E, B: RecordBytes<E>>(
         b.frame_indices(&mut Dropped(push), tables, &at)?;
     }
     Ok(Body::Stack { status })
+}
+
+/// A stack record's body as [`record_body`] without `BUILD` reads it, where its delta and
+/// counts take one byte each and its frame indices one byte each below `limit` (what most
+/// records of real files are): `(bytes used, delta, frames kept, frames pushed)`, the four
+/// fields read from one word and the indices checked by [`one_byte_indices_below`] without a
+/// branch on their count. `None` for anything else, which `record_body` then reads, reporting
+/// the rule a record breaks. `bytes` starts after the prefix and holds the largest record's
+/// body.
+#[inline(always)]
+pub(super) fn short_stack_body(
+    bytes: &[u8],
+    encoding: Encoding,
+    depth: usize,
+    limit: u32,
+) -> Option<(usize, u64, usize, usize)> {
+    let mut c = [0u8; 4];
+    c.copy_from_slice(bytes.get(..4)?);
+    let w = u32::from_le_bytes(c);
+    let full = encoding == Encoding::Full;
+    // The delta's and the counts' continuation bits (byte 1, the status, may be any byte).
+    let continued = if full { 0x0080_0080 } else { 0x8080_0080 };
+    if w & continued != 0 {
+        return None;
+    }
+    let first = (w >> 16) as usize & 0x7f;
+    let second = (w >> 24) as usize & 0x7f;
+    let push = if full { first } else { second };
+    let kept = match encoding {
+        Encoding::Full => 0,
+        Encoding::Suffix => first,
+        _ => depth.saturating_sub(first),
+    };
+    if (encoding == Encoding::Suffix && first > depth) || kept + push > MAX_STACK_DEPTH {
+        return None;
+    }
+    let header = 4 - usize::from(full);
+    if !one_byte_indices_below(bytes, header, push, limit) {
+        return None;
+    }
+    Some((header + push, u64::from(w & 0x7f), kept, push))
 }
 
 #[cfg(test)]
