@@ -55,15 +55,20 @@ fn block_word(block: &[u8], k: usize) -> u64 {
 fn two_byte_entries_block(block: &[u8], mask: &[u8]) -> (u64, u64) {
     const DELTAS: u64 = 0x00ff_00ff_00ff_00ff;
     const CONTINUED: u64 = 0x0080_0080_0080_0080;
-    let (mut continued, mut lanes) = (0, 0);
-    for k in 0..BLOCK / 8 {
-        let w = block_word(block, k) & block_word(mask, k);
-        continued |= w & CONTINUED;
-        // Each 16-bit lane sums eight bytes below 128 (at most 1016); a set continuation bit
-        // makes the sum meaningless, and then it is not used.
-        lanes += w & DELTAS;
+    // Two words at a time into two accumulators each, which the compiler keeps in one
+    // vector register where the target has them.
+    let (mut continued, mut lanes) = ([0u64; 2], [0u64; 2]);
+    for k in 0..BLOCK / 16 {
+        for j in 0..2 {
+            let w = block_word(block, 2 * k + j) & block_word(mask, 2 * k + j);
+            continued[j] |= w & CONTINUED;
+            // Each 16-bit lane sums four bytes (at most 1020): a set continuation bit makes
+            // the sum meaningless, and then it is not used.
+            lanes[j] += w & DELTAS;
+        }
     }
-    (continued, lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48)
+    let lanes = lanes[0] + lanes[1];
+    (continued[0] | continued[1], lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48)
 }
 
 /// Continuation bits of four REPEAT entries of three bytes (a two-byte delta and the status):
@@ -843,24 +848,22 @@ pub(super) fn short_stack_body(
     let mut c = [0u8; 4];
     c.copy_from_slice(bytes.get(..4)?);
     let w = u32::from_le_bytes(c);
-    let full = encoding == Encoding::Full;
-    // The delta's and the counts' continuation bits (byte 1, the status, may be any byte).
-    let continued = if full { 0x0080_0080 } else { 0x8080_0080 };
-    if w & continued != 0 {
-        return None;
-    }
+    // All ones for a FULL record, for a SUFFIX one: the encoding chooses by masks rather than
+    // branches, which the data would pick record by record and so predict badly.
+    let full = 0usize.wrapping_sub(usize::from(encoding == Encoding::Full));
+    let suffix = 0usize.wrapping_sub(usize::from(encoding == Encoding::Suffix));
+    // The delta's and the counts' continuation bits: byte 1 is the status, any byte; FULL has
+    // one count, so its byte 3 is a frame index.
+    let continued = 0x8080_0080 & !(full as u32 & 0x8000_0000);
     let first = (w >> 16) as usize & 0x7f;
     let second = (w >> 24) as usize & 0x7f;
-    let push = if full { first } else { second };
-    let kept = match encoding {
-        Encoding::Full => 0,
-        Encoding::Suffix => first,
-        _ => depth.saturating_sub(first),
-    };
-    if (encoding == Encoding::Suffix && first > depth) || kept + push > MAX_STACK_DEPTH {
+    let push = (first & full) | (second & !full);
+    let kept = !full & ((first & suffix) | (depth.saturating_sub(first) & !suffix));
+    let broken = (w & continued != 0) | ((suffix != 0) & (first > depth)) | (kept + push > MAX_STACK_DEPTH);
+    if broken {
         return None;
     }
-    let header = 4 - usize::from(full);
+    let header = 4 - (full & 1);
     if !one_byte_indices_below(bytes, header, push, limit) {
         return None;
     }
