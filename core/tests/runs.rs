@@ -461,8 +461,8 @@ fn a_growing_region_read_in_pieces_gives_the_samples_of_the_whole() {
 }
 
 /// A file of hundreds of records in every shape (both threads interleaved, FULL, SUFFIX,
-/// POP_PUSH with one- and two-byte frame indices, stacks up to 119 deep, REPEAT runs of one-
-/// and two-byte deltas up to 101 long),
+/// POP_PUSH with one- and two-byte deltas and frame indices, stacks up to 119 deep, REPEAT
+/// runs of one- and two-byte deltas up to 101 long),
 /// many times the largest record, so that `check_to_end` reads most of it in its loop over
 /// records the window holds whole rather than one record at a time.
 fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
@@ -493,7 +493,8 @@ fn records_of_every_shape(endian_big: bool) -> Vec<u8> {
                 samples += count;
                 continue;
             }
-            b.varint(20).bytes(&[0]);
+            // Deltas of one byte and of two (a sampler slower than 8 kHz), by turns.
+            b.varint(if next(3) == 0 { 1000 } else { 20 }).bytes(&[0]);
             let push = match encoding {
                 1 => {
                     // Stacks deeper than the 64 frame indices checked at once, one in four.

@@ -181,7 +181,10 @@ fn short_run_below(window: &[u8], len: usize, limit: u32) -> bool {
     let mask = first_bytes(len);
     let add = ONES * u64::from(0x80 - limit.min(0x80));
     let mut bad = 0;
-    for k in 0..BLOCK / 8 {
+    // Half a block where that holds the run: most records of slower samplers push fewer
+    // than 32 frames, and the words past it cost more than the branch.
+    let words = if len <= BLOCK / 2 { BLOCK / 16 } else { BLOCK / 8 };
+    for k in 0..words {
         let (x, m) = (block_word(window, k), block_word(mask, k));
         // With every high bit clear no byte carries into the next; with one set, `x` reports
         // it, whatever the sum (which may then carry out of the word).
@@ -831,13 +834,13 @@ pub(super) fn record_body<const BUILD: bool, E, B: RecordBytes<E>>(
     Ok(Body::Stack { status })
 }
 
-/// A stack record's body as [`record_body`] without `BUILD` reads it, where its delta and
-/// counts take one byte each and its frame indices one byte each below `limit` (what most
-/// records of real files are): `(bytes used, delta, frames kept, frames pushed)`, the four
-/// fields read from one word and the indices checked by [`one_byte_indices_below`] without a
-/// branch on their count. `None` for anything else, which `record_body` then reads, reporting
-/// the rule a record breaks. `bytes` starts after the prefix and holds the largest record's
-/// body.
+/// A stack record's body as [`record_body`] without `BUILD` reads it, where its delta takes
+/// one or two bytes (intervals under 16 ms), its counts one byte each and its frame indices
+/// one byte each below `limit` (what most records of real files are): `(bytes used, delta,
+/// frames kept, frames pushed)`, the fields read from one word and the indices checked by
+/// [`one_byte_indices_below`] without a branch on their count. `None` for anything else,
+/// which `record_body` then reads, reporting the rule a record breaks. `bytes` starts after
+/// the prefix and holds the largest record's body.
 #[inline(always)]
 pub(super) fn short_stack_body(
     bytes: &[u8],
@@ -845,34 +848,70 @@ pub(super) fn short_stack_body(
     depth: usize,
     limit: u32,
 ) -> Option<(usize, u64, usize, usize)> {
-    let mut c = [0u8; 4];
-    c.copy_from_slice(bytes.get(..4)?);
-    let w = u32::from_le_bytes(c);
+    let mut c = [0u8; 8];
+    c.copy_from_slice(bytes.get(..8)?);
+    let x = u64::from_le_bytes(c);
+    // 1 where the delta takes two bytes (the first's continuation bit), and then its second
+    // byte's bits above the first's seven.
+    let two = (x >> 7) & 1;
+    let delta = (x & 0x7f) | ((x >> 1) & 0x3f80 & 0u64.wrapping_sub(two));
+    // The status (any byte), then the counts.
+    let w = (x >> (8 + 8 * two)) as u32;
     // All ones for a FULL record, for a SUFFIX one: the encoding chooses by masks rather than
     // branches, which the data would pick record by record and so predict badly.
     let full = 0usize.wrapping_sub(usize::from(encoding == Encoding::Full));
     let suffix = 0usize.wrapping_sub(usize::from(encoding == Encoding::Suffix));
-    // The delta's and the counts' continuation bits: byte 1 is the status, any byte; FULL has
-    // one count, so its byte 3 is a frame index.
-    let continued = 0x8080_0080 & !(full as u32 & 0x8000_0000);
-    let first = (w >> 16) as usize & 0x7f;
-    let second = (w >> 24) as usize & 0x7f;
+    // The counts' continuation bits: FULL has one count, the byte after it a frame index.
+    let continued = 0x0080_8000 & !(full as u32 & 0x0080_0000);
+    let first = (w >> 8) as usize & 0x7f;
+    let second = (w >> 16) as usize & 0x7f;
     let push = (first & full) | (second & !full);
     let kept = !full & ((first & suffix) | (depth.saturating_sub(first) & !suffix));
-    let broken = (w & continued != 0) | ((suffix != 0) & (first > depth)) | (kept + push > MAX_STACK_DEPTH);
+    let broken = (two & (x >> 15) != 0)
+        | (w & continued != 0)
+        | ((suffix != 0) & (first > depth))
+        | (kept + push > MAX_STACK_DEPTH);
     if broken {
         return None;
     }
-    let header = 4 - (full & 1);
+    let header = 4 + two as usize - (full & 1);
     if !one_byte_indices_below(bytes, header, push, limit) {
         return None;
     }
-    Some((header + push, u64::from(w & 0x7f), kept, push))
+    Some((header + push, delta, kept, push))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::one_byte_indices_below;
+    use super::{one_byte_indices_below, short_stack_body};
+    use crate::records::Encoding;
+
+    /// The one-word reading of a stack record against bodies written out by hand: deltas of
+    /// one and two bytes, each encoding, and each shape it leaves to `record_body`.
+    #[test]
+    fn short_stack_records_are_read_as_written() {
+        let read = |body: &[u8], encoding, depth, limit| {
+            let mut bytes = [0u8; 96];
+            bytes[..body.len()].copy_from_slice(body);
+            short_stack_body(&bytes, encoding, depth, limit)
+        };
+        // (bytes used, delta, kept, pushed)
+        assert_eq!(read(&[20, 7, 3, 1, 2, 3], Encoding::Full, 9, 10), Some((6, 20, 0, 3)));
+        assert_eq!(read(&[0xe8, 0x07, 0, 2, 5, 6], Encoding::Full, 0, 10), Some((6, 1000, 0, 2)));
+        assert_eq!(read(&[0x98, 0x75, 0x81, 4, 2, 7, 8], Encoding::Suffix, 4, 10), Some((7, 15000, 4, 2)));
+        assert_eq!(read(&[5, 0, 6, 1, 9], Encoding::PopPush, 4, 10), Some((5, 5, 0, 1)));
+        assert_eq!(read(&[5, 0, 1, 0], Encoding::PopPush, 4, 10), Some((4, 5, 3, 0)));
+        // FULL has one count: the byte after it is not one, whatever its high bit.
+        assert_eq!(read(&[20, 0, 0, 0x85], Encoding::Full, 3, 10), Some((3, 20, 0, 0)));
+        // Left to `record_body`: a three-byte delta, a two-byte count, SUFFIX sharing more than
+        // the depth, more than 256 frames, an index at the limit, a two-byte index.
+        assert_eq!(read(&[0xa0, 0x8d, 0x06, 0, 1, 1], Encoding::Full, 0, 10), None);
+        assert_eq!(read(&[20, 0, 0xc8, 0x01], Encoding::Full, 0, 10), None);
+        assert_eq!(read(&[20, 0, 5, 0], Encoding::Suffix, 4, 10), None);
+        assert_eq!(read(&[20, 0, 0, 100], Encoding::PopPush, 200, 10), None);
+        assert_eq!(read(&[20, 0, 2, 3, 10], Encoding::Full, 0, 10), None);
+        assert_eq!(read(&[20, 0, 1, 0x85, 0x01], Encoding::Full, 0, 1000), None);
+    }
 
     /// The word-at-a-time check agrees with the plain one on every length up to three words,
     /// for limits below, at and above 0x80, with bytes just below and at the limit, high bytes
