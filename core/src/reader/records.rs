@@ -172,8 +172,9 @@ pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit:
 const SHORT_RUN: usize = BLOCK;
 
 /// [`one_byte_indices_below`] for a run of `len` ≤ [`SHORT_RUN`] at the start of `window`
-/// (which is that long) and `limit` ≥ 1: all eight words read, the bytes past the run masked
-/// off after the limit is added (so they count as below it).
+/// (which is that long) and `limit` ≥ 1: the four or eight words that hold the run read
+/// whole, the bytes past the run masked off after the limit is added (so they count as below
+/// it).
 #[inline(always)]
 fn short_run_below(window: &[u8], len: usize, limit: u32) -> bool {
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
