@@ -167,8 +167,9 @@ pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit:
     below(word(at + len - 16))
 }
 
-/// Runs up to this long are checked in one pass without a branch on their length, which
-/// varies from record to record (real records push 0 to 100 frames, most fewer than 64).
+/// Runs up to this long are checked in one pass, with one branch (at most 32 or more) where a
+/// branch per 16 bytes would follow a length that varies from record to record (real records
+/// push 0 to 100 frames, most fewer than 64).
 const SHORT_RUN: usize = BLOCK;
 
 /// [`one_byte_indices_below`] for a run of `len` ≤ [`SHORT_RUN`] at the start of `window`
@@ -839,7 +840,7 @@ pub(super) fn record_body<const BUILD: bool, E, B: RecordBytes<E>>(
 /// one or two bytes (intervals under 16 ms), its counts one byte each and its frame indices
 /// one byte each below `limit` (what most records of real files are): `(bytes used, delta,
 /// frames kept, frames pushed)`, the fields read from one word and the indices checked by
-/// [`one_byte_indices_below`] without a branch on their count. `None` for anything else,
+/// [`one_byte_indices_below`] in one pass. `None` for anything else,
 /// which `record_body` then reads, reporting the rule a record breaks. `bytes` starts after
 /// the prefix and holds the largest record's body.
 #[inline(always)]
