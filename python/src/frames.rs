@@ -9,22 +9,33 @@
 //! an exact tuple or `FrameInfo` whose names are exact strs, whose location is `None` or an
 //! exact tuple or `LocationInfo` of exact ints, and whose opcode is `None` or an exact int.
 //! The slot holds a reference, so the address cannot be reused by another object while the
-//! slot names it. Direct-mapped, a fixed number of slots: memory does not grow with the
-//! profile.
+//! slot names it. A fixed number of slots, four to a set (one cache line): memory does not
+//! grow with the profile.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use tachyon::core::{Frame, FrameId, Location};
 
-/// Slots (a power of two): room for the stacks of a hundred threads 100 frames deep; at most
-/// this many frame objects are kept alive (about 2 MB), and the table is 256 KB.
-const SLOTS: usize = 1 << 14;
+/// Slots in a set, the ways an object's address can go: a set is one 64-byte cache line.
+const WAYS: usize = 4;
+
+/// Sets (a power of two): 32,768 slots, so at most that many frame objects are kept alive
+/// (about 4 MB) and the table is 512 KiB. Replaying `examples/stdlib_work.pyb` thirty times
+/// hands the writer 17,000 frame objects in turn: with 16,384 slots mapped directly one
+/// look-up in three missed, and each miss dropped its slot's reference to a cold object (a
+/// quarter of the writer's time, by `perf`); four ways of twice the slots miss one in ten.
+const SETS: usize = 1 << SET_BITS;
+const SET_BITS: u32 = 13;
 
 /// Look-ups between two decisions on whether to keep using the table fully.
 const WINDOW: u32 = 512;
 
 /// In the sparing mode, one frame in this many is looked up (and inserted when missed).
 const SPARE: u32 = 16;
+
+/// One cache line of slots.
+#[repr(align(64))]
+struct Set([Option<(Py<PyAny>, FrameId)>; WAYS]);
 
 /// The cache (see the module docs).
 ///
@@ -35,7 +46,10 @@ const SPARE: u32 = 16;
 /// window, the cache spares itself: only one frame in sixteen is looked up (and inserted when
 /// missed) until more than one of those in 64 hits again.
 pub struct FrameCache {
-    slots: Vec<Option<(Py<PyAny>, FrameId)>>,
+    sets: Vec<Set>,
+    /// The way the next miss in a full set replaces: the ways in turn, which a walk over more
+    /// objects than a set holds cannot defeat as it defeats least-recently-used.
+    turn: usize,
     lookups: u32,
     hits: u32,
     sparing: bool,
@@ -43,26 +57,38 @@ pub struct FrameCache {
     skipped: u32,
 }
 
+/// Where an object that [`FrameCache::get`] did not find goes if it is cached: a set and way,
+/// or nowhere (a frame the sparing mode did not look up).
+pub struct Miss(Option<(usize, usize)>);
+
 impl Default for FrameCache {
     fn default() -> Self {
-        FrameCache { slots: (0..SLOTS).map(|_| None).collect(), lookups: 0, hits: 0, sparing: false, skipped: 0 }
+        let set = || Set(std::array::from_fn(|_| None));
+        FrameCache {
+            sets: (0..SETS).map(|_| set()).collect(),
+            turn: 0,
+            lookups: 0,
+            hits: 0,
+            sparing: false,
+            skipped: 0,
+        }
     }
 }
 
-fn slot_of(obj: *mut ffi::PyObject) -> usize {
+fn set_of(obj: *mut ffi::PyObject) -> usize {
     // Objects are 16-byte aligned; a multiplicative hash of the rest of the address.
     let h = ((obj as usize as u64) >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - SLOTS.trailing_zeros())) as usize
+    (h >> (64 - SET_BITS)) as usize
 }
 
 impl FrameCache {
-    /// The id of this very object, if it is cached.
+    /// The id of this very object if it is cached, else where it would go.
     #[inline]
-    pub fn get(&mut self, obj: *mut ffi::PyObject) -> Option<FrameId> {
+    pub fn get(&mut self, obj: *mut ffi::PyObject) -> Result<FrameId, Miss> {
         if self.sparing {
             self.skipped += 1;
             if self.skipped < SPARE {
-                return None;
+                return Err(Miss(None));
             }
             self.skipped = 0;
         }
@@ -71,24 +97,34 @@ impl FrameCache {
             self.sparing = if self.sparing { self.hits * 64 <= self.lookups } else { self.hits * 8 < self.lookups };
             (self.lookups, self.hits) = (0, 0);
         }
-        match &self.slots[slot_of(obj)] {
-            Some((cached, id)) if cached.as_ptr() == obj => {
-                self.hits += 1;
-                Some(*id)
+        let set = set_of(obj);
+        let mut empty = None;
+        for (way, slot) in self.sets[set].0.iter().enumerate() {
+            match slot {
+                Some((cached, id)) if cached.as_ptr() == obj => {
+                    self.hits += 1;
+                    return Ok(*id);
+                }
+                Some(_) => {}
+                None => empty = Some(way),
             }
-            _ => None,
         }
+        let way = empty.unwrap_or_else(|| {
+            self.turn = (self.turn + 1) % WAYS;
+            self.turn
+        });
+        Err(Miss(Some((set, way))))
     }
 
-    /// Caches `obj` (a plain frame: [`read_plain`] read it) as `id`, in place of whatever held
-    /// its slot (dropping that one runs no Python code: it was plain too). While sparing, only
-    /// a frame that was looked up (and missed) is inserted.
+    /// Caches `obj` (a plain frame: [`read_plain`] read it, and [`Self::get`] said `miss`) as
+    /// `id`, in place of whatever held the slot (dropping that one runs no Python code: it was
+    /// plain too).
     ///
     /// # Safety
     /// `obj` is a live object and the GIL is held.
-    pub unsafe fn insert(&mut self, py: Python<'_>, obj: *mut ffi::PyObject, id: FrameId) {
-        if !self.sparing || self.skipped == 0 {
-            self.slots[slot_of(obj)] = Some((Bound::from_borrowed_ptr(py, obj).unbind(), id));
+    pub unsafe fn insert(&mut self, py: Python<'_>, miss: Miss, obj: *mut ffi::PyObject, id: FrameId) {
+        if let Miss(Some((set, way))) = miss {
+            self.sets[set].0[way] = Some((Bound::from_borrowed_ptr(py, obj).unbind(), id));
         }
     }
 }

@@ -405,13 +405,16 @@ impl BinaryWriter {
                         ffi::PyTuple_GetItem(seq, i)
                     }
                 };
-                if let Some(id) = w.frames.get(frame) {
-                    ids.push(id);
-                    continue;
-                }
+                let miss = match w.frames.get(frame) {
+                    Ok(id) => {
+                        ids.push(id);
+                        continue;
+                    }
+                    Err(miss) => miss,
+                };
                 let Some(f) = (unsafe { read_plain(frame, plain) }) else { return Ok(false) };
                 let id = w.writer.intern_frame(f)?;
-                unsafe { w.frames.insert(py, frame, id) };
+                unsafe { w.frames.insert(py, miss, frame, id) };
                 ids.push(id);
             }
             w.writer.write_thread_sample_ids(ts, iid, tid, status, &ids)?;

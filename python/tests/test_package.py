@@ -228,6 +228,43 @@ class WritesAsCPythonWrites(unittest.TestCase):
             self.assertEqual(read(big, "rb"), read(os.path.join(VECTORS, "05_two_threads.s390x.bin"), "rb"))
 
 
+class CachesFrameObjectsByIdentity(unittest.TestCase):
+    """The writer keeps the frame objects it is given in a cache of 32,768 slots by identity
+    (python/src/frames.rs); a slot confused with another would write another frame's id."""
+
+    def write(self, path, samples):
+        w = tp.BinaryWriter(path, 1000, 1_000_000)
+        for ts, frames in samples:
+            w.write_sample([tp.InterpreterInfo((0, [tp.ThreadInfo((7, 0, frames))]))], ts)
+        w.finalize()
+
+    def test_more_objects_than_slots_and_reused_addresses_write_what_their_contents_write(self):
+        # 40,000 distinct frames under two shared ones, walked three times: the cache fills,
+        # evicts in every set and hits. Then frames made for one sample and dropped after it,
+        # whose addresses the allocator hands to the next sample's, with other contents.
+        many = [tp.FrameInfo((f"m{i % 89}.py", tp.LocationInfo((i, i + 1, i % 7, 9)), f"f{i}", i % 3 or None))
+                for i in range(40_000)]
+        hot = [tp.FrameInfo(("main.py", tp.LocationInfo((1, 1, 0, 4)), "main", None)),
+               tp.FrameInfo(("run.py", None, "run", 5))]
+        stacks = [hot + many[4 * k:4 * k + 4] for _ in range(3) for k in range(10_000)]
+
+        def fresh(k):
+            return [tp.FrameInfo((f"t{k % 5}.py", tp.LocationInfo((k % 11, k % 13, 0, 1)), f"g{k % 17}", None))]
+
+        as_lists = [[list(f) for f in s] for s in stacks]
+        with tempfile.TemporaryDirectory() as tmp:
+            cached, plain = os.path.join(tmp, "cached.pyb"), os.path.join(tmp, "lists.pyb")
+            # Each object's fields as a list, which the cache never holds, give the reference.
+            self.write(cached, [(2_000_000 + 1000 * k, s) for k, s in enumerate(stacks)]
+                       + [(100_000_000 + 1000 * k, hot + fresh(k)) for k in range(3_000)])
+            self.write(plain, [(2_000_000 + 1000 * k, s) for k, s in enumerate(as_lists)]
+                       + [(100_000_000 + 1000 * k, [list(f) for f in hot + fresh(k)]) for k in range(3_000)])
+            self.assertEqual(read(cached, "rb"), read(plain, "rb"))
+            reader = tp.BinaryReader(cached)
+            self.assertEqual(reader.get_info()["sample_count"], 33_000)
+            reader.close()
+
+
 class ConvertsAsTheCommandConverts(unittest.TestCase):
     def inputs(self):
         files = [os.path.join(ROOT, "examples", "stdlib_work.pyb")]
