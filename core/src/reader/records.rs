@@ -128,44 +128,47 @@ pub(super) fn two_short_entries(bytes: &[u8]) -> Option<([(u64, u8); 2], usize)>
 /// Whether the `len` bytes at `at` in `bytes` are all one-byte frame indices (below 0x80)
 /// below `limit`. Frame tables of real profiles put the frames met first, the hot ones,
 /// first, so most records list only such indices. Up to 64 are checked in one pass
-/// ([`short_run_below`]) where `bytes` has 64 from `at`; longer runs 16 bytes at a time:
-/// a run's last 16 bytes overlap the ones before, and a run shorter than 16 is read with the
-/// bytes after it masked off (where `bytes` has 16 from `at`; else byte by byte).
+/// ([`short_run_below`]) where `bytes` has 64 from `at`; longer runs 16 bytes at a time, a
+/// run's last 16 bytes overlapping the ones before; a run shorter than 16 without 64 bytes
+/// after it (near the window's end) byte by byte.
 #[inline(always)]
 pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit: u32) -> bool {
-    if len <= SHORT_RUN && limit > 0 {
+    let add = ONES * u64::from(0x80 - limit.min(0x80));
+    if len <= SHORT_RUN {
         if let Some(window) = bytes.get(at..at + SHORT_RUN) {
-            return short_run_below(window, len, limit);
+            return short_run_below(window, len, add);
         }
-    }
-    const HIGH: u128 = u128::from_le_bytes([0x80; 16]);
-    const ONES: u128 = u128::from_le_bytes([1; 16]);
-    let word = |from: usize| {
-        let mut c = [0u8; 16];
-        c.copy_from_slice(&bytes[from..from + 16]);
-        u128::from_le_bytes(c)
-    };
-    // Once every high bit is known clear, adding 128 - limit to each byte sets the high bit
-    // of exactly those at or above `limit`, and no byte carries into the next.
-    let below = |x: u128| x & HIGH == 0 && (limit >= 0x80 || (x + ONES * u128::from(0x80 - limit)) & HIGH == 0);
-    if len < 16 {
-        if len == 0 {
-            return true;
-        }
-        if bytes.len() < at + 16 {
+        if len < 16 {
             return bytes[at..at + len].iter().all(|&b| b < 0x80 && u32::from(b) < limit);
         }
-        return below(word(at) & u128::MAX >> (8 * (16 - len)));
     }
+    let word = |from: usize| {
+        let mut c = [0u8; 8];
+        c.copy_from_slice(&bytes[from..from + 8]);
+        u64::from_le_bytes(c)
+    };
+    let sixteen = |from: usize| at_or_above(word(from), add) | at_or_above(word(from + 8), add);
+    let mut bad = 0;
     let mut off = 0;
     while off + 16 < len {
-        if !below(word(at + off)) {
-            return false;
-        }
+        bad |= sixteen(at + off);
         off += 16;
     }
-    below(word(at + len - 16))
+    bad | sixteen(at + len - 16) == 0
 }
+
+/// The high bit of each byte of `x`, read as eight one-byte frame indices, that is not an
+/// index below the limit `add` stands for (`0x80 - limit` in each byte, 0 for a limit of 0x80
+/// or more): set where the byte is 0x80 or more, or reaches 0x80 when `add` is added. With
+/// every high bit clear no byte carries into the next; with one set, `x` reports it, whatever
+/// the sum (which may then carry into the bytes after it, and out of the word).
+#[inline(always)]
+fn at_or_above(x: u64, add: u64) -> u64 {
+    (x | x.wrapping_add(add)) & HIGH
+}
+
+const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+const ONES: u64 = u64::from_le_bytes([1; 8]);
 
 /// Runs up to this long are checked in one pass, with one branch (at most 32 or more) where a
 /// branch per 16 bytes would follow a length that varies from record to record (real records
@@ -173,26 +176,19 @@ pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit:
 const SHORT_RUN: usize = BLOCK;
 
 /// [`one_byte_indices_below`] for a run of `len` ≤ [`SHORT_RUN`] at the start of `window`
-/// (which is that long) and `limit` ≥ 1: the four or eight words that hold the run read
-/// whole, the bytes past the run masked off after the limit is added (so they count as below
-/// it).
+/// (which is that long): the four or eight words that hold the run read whole, the bytes
+/// past the run masked off after `add` is added (a carry only runs on past the run).
 #[inline(always)]
-fn short_run_below(window: &[u8], len: usize, limit: u32) -> bool {
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
+fn short_run_below(window: &[u8], len: usize, add: u64) -> bool {
     let mask = first_bytes(len);
-    let add = ONES * u64::from(0x80 - limit.min(0x80));
     let mut bad = 0;
     // Half a block where that holds the run: most records of slower samplers push fewer
     // than 32 frames, and the words past it cost more than the branch.
     let words = if len <= BLOCK / 2 { BLOCK / 16 } else { BLOCK / 8 };
     for k in 0..words {
-        let (x, m) = (block_word(window, k), block_word(mask, k));
-        // With every high bit clear no byte carries into the next; with one set, `x` reports
-        // it, whatever the sum (which may then carry out of the word).
-        bad |= (x | x.wrapping_add(add)) & m;
+        bad |= at_or_above(block_word(window, k), add) & block_word(mask, k);
     }
-    bad & HIGH == 0
+    bad == 0
 }
 
 /// The largest record a reader accepts: the prefix, a 10-byte delta, the status, two 10-byte
@@ -928,9 +924,9 @@ mod tests {
             seed
         };
         for limit in [0, 1, 2, 5, 64, 127, 128, 129, 200, 1 << 20] {
-            for len in 0..=48 {
-                for trial in 0..200 {
-                    let mut bytes = [0u8; 80];
+            for len in 0..=140 {
+                for trial in 0..100 {
+                    let mut bytes = [0u8; 160];
                     for b in bytes.iter_mut() {
                         let r = next();
                         *b = match r % 4 {
