@@ -4,19 +4,26 @@
 
 use super::*;
 
+/// The delta bytes of a word of two-byte REPEAT entries (delta, status, …): the even bytes,
+/// each a 16-bit lane.
+const DELTAS: u64 = 0x00ff_00ff_00ff_00ff;
+
+/// The sum of a word's four 16-bit lanes, by one multiply (the lanes' sum must fit 16 bits).
+#[inline(always)]
+fn sum_of_lanes(lanes: u64) -> u64 {
+    lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48
+}
+
 /// The sum of the deltas of eight two-byte entries (the even bytes, each below 128): the
-/// two words' delta bytes added lane by lane (at most 254 a lane), then the four lanes by one
-/// multiply.
+/// two words' delta bytes added lane by lane (at most 254 a lane), then the lanes summed.
 #[inline(always)]
 fn sum_of_deltas(entries: [u8; 16]) -> u64 {
-    const DELTAS: u64 = 0x00ff_00ff_00ff_00ff;
     let word = |k: usize| {
         let mut w = [0u8; 8];
         w.copy_from_slice(&entries[8 * k..8 * k + 8]);
         u64::from_le_bytes(w)
     };
-    let lanes = (word(0) & DELTAS) + (word(1) & DELTAS);
-    lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48
+    sum_of_lanes((word(0) & DELTAS) + (word(1) & DELTAS))
 }
 
 /// Bytes handled per block by the word-at-a-time checks: eight words.
@@ -53,7 +60,6 @@ fn block_word(block: &[u8], k: usize) -> u64 {
 /// the deltas.
 #[inline(always)]
 fn two_byte_entries_block(block: &[u8], mask: &[u8]) -> (u64, u64) {
-    const DELTAS: u64 = 0x00ff_00ff_00ff_00ff;
     const CONTINUED: u64 = 0x0080_0080_0080_0080;
     // Two words at a time into two accumulators each, which the compiler keeps in one
     // vector register where the target has them.
@@ -68,7 +74,7 @@ fn two_byte_entries_block(block: &[u8], mask: &[u8]) -> (u64, u64) {
         }
     }
     let lanes = lanes[0] + lanes[1];
-    (continued[0] | continued[1], lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48)
+    (continued[0] | continued[1], sum_of_lanes(lanes))
 }
 
 /// Continuation bits of four REPEAT entries of three bytes (a two-byte delta and the status):
