@@ -18,12 +18,7 @@ fn sum_of_lanes(lanes: u64) -> u64 {
 /// two words' delta bytes added lane by lane (at most 254 a lane), then the lanes summed.
 #[inline(always)]
 fn sum_of_deltas(entries: [u8; 16]) -> u64 {
-    let word = |k: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&entries[8 * k..8 * k + 8]);
-        u64::from_le_bytes(w)
-    };
-    sum_of_lanes((word(0) & DELTAS) + (word(1) & DELTAS))
+    sum_of_lanes((block_word(&entries, 0) & DELTAS) + (block_word(&entries, 1) & DELTAS))
 }
 
 /// Bytes handled per block by the word-at-a-time checks: eight words.
@@ -148,12 +143,10 @@ pub(super) fn one_byte_indices_below(bytes: &[u8], at: usize, len: usize, limit:
             return bytes[at..at + len].iter().all(|&b| b < 0x80 && u32::from(b) < limit);
         }
     }
-    let word = |from: usize| {
-        let mut c = [0u8; 8];
-        c.copy_from_slice(&bytes[from..from + 8]);
-        u64::from_le_bytes(c)
+    let sixteen = |from: usize| {
+        let run = &bytes[from..from + 16];
+        at_or_above(block_word(run, 0), add) | at_or_above(block_word(run, 1), add)
     };
-    let sixteen = |from: usize| at_or_above(word(from), add) | at_or_above(word(from + 8), add);
     let mut bad = 0;
     let mut off = 0;
     while off + 16 < len {
