@@ -12,6 +12,7 @@ _remote_debugging (it has the same names), so both sides run identical Python.
 """
 import glob
 import importlib
+import itertools
 import json
 import os
 import random
@@ -232,16 +233,17 @@ class CachesFrameObjectsByIdentity(unittest.TestCase):
     """The writer keeps the frame objects it is given in a cache of 32,768 slots by identity
     (python/src/frames.rs); a slot confused with another would write another frame's id."""
 
-    def write(self, path, samples):
+    def write(self, path, *parts):
         w = tp.BinaryWriter(path, 1000, 1_000_000)
-        for ts, frames in samples:
+        for ts, frames in itertools.chain(*parts):
             w.write_sample([tp.InterpreterInfo((0, [tp.ThreadInfo((7, 0, frames))]))], ts)
         w.finalize()
 
     def test_more_objects_than_slots_and_reused_addresses_write_what_their_contents_write(self):
         # 40,000 distinct frames under two shared ones, walked three times: the cache fills,
-        # evicts in every set and hits. Then frames made for one sample and dropped after it,
-        # whose addresses the allocator hands to the next sample's, with other contents.
+        # evicts in every set and hits. Then frames made for one sample as it is written (a
+        # generator) and let go after it: only the cache's reference keeps one alive, else
+        # the allocator would hand its address to the next sample's frame, of other contents.
         many = [tp.FrameInfo((f"m{i % 89}.py", tp.LocationInfo((i, i + 1, i % 7, 9)), f"f{i}", i % 3 or None))
                 for i in range(40_000)]
         hot = [tp.FrameInfo(("main.py", tp.LocationInfo((1, 1, 0, 4)), "main", None)),
@@ -255,10 +257,10 @@ class CachesFrameObjectsByIdentity(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             cached, plain = os.path.join(tmp, "cached.pyb"), os.path.join(tmp, "lists.pyb")
             # Each object's fields as a list, which the cache never holds, give the reference.
-            self.write(cached, [(2_000_000 + 1000 * k, s) for k, s in enumerate(stacks)]
-                       + [(100_000_000 + 1000 * k, hot + fresh(k)) for k in range(3_000)])
-            self.write(plain, [(2_000_000 + 1000 * k, s) for k, s in enumerate(as_lists)]
-                       + [(100_000_000 + 1000 * k, [list(f) for f in hot + fresh(k)]) for k in range(3_000)])
+            self.write(cached, [(2_000_000 + 1000 * k, s) for k, s in enumerate(stacks)],
+                       ((100_000_000 + 1000 * k, hot + fresh(k)) for k in range(3_000)))
+            self.write(plain, [(2_000_000 + 1000 * k, s) for k, s in enumerate(as_lists)],
+                       ((100_000_000 + 1000 * k, [list(f) for f in hot + fresh(k)]) for k in range(3_000)))
             self.assertEqual(read(cached, "rb"), read(plain, "rb"))
             reader = tp.BinaryReader(cached)
             self.assertEqual(reader.get_info()["sample_count"], 33_000)
