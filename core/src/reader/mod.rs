@@ -397,11 +397,12 @@ impl<'s, R: Read + Seek> Reader<'s, R> {
                 // record that breaks a rule, go through `record_body`.
                 if encoding != Encoding::Repeat {
                     let limit = self.tables.trusted_index_limit();
-                    let depth = self.threads.depth(thread);
+                    // One look-up of the thread's entry for its depth and its update.
+                    let entry = self.threads.entry(thread);
                     if let Some((len, delta, kept, push)) =
-                        short_stack_body(&held.bytes[held.used..], encoding, depth, limit)
+                        short_stack_body(&held.bytes[held.used..], encoding, entry.depth(), limit)
                     {
-                        self.threads.set_depth(thread, Keep::Bottom(kept), push, delta);
+                        entry.set_depth(Keep::Bottom(kept), push, delta);
                         held.used += len;
                         done += 1;
                         counts.add(encoding);

@@ -28,6 +28,20 @@ impl ReaderThread {
     /// An unused entry, for initialising storage.
     pub const EMPTY: ReaderThread =
         ReaderThread { thread_id: 0, prev_ts: 0, interpreter_id: 0, chunk: 0, chunk_len: 0, depth: 0 };
+
+    /// Frames in the current stack.
+    #[inline]
+    pub(crate) fn depth(&self) -> usize {
+        usize::from(self.depth)
+    }
+
+    /// What [`ReaderThreads::reshape`] does to the depth and clock, leaving the frames
+    /// alone: for a check that keeps no stacks, after which the stacks are not read again.
+    #[inline]
+    pub(crate) fn set_depth(&mut self, keep: Keep, push: usize, delta: u64) {
+        self.depth = (keep.count() + push) as u16;
+        self.prev_ts = self.prev_ts.wrapping_add(delta);
+    }
 }
 
 /// Which frames of a thread's current stack a record keeps below the frames it pushes.
@@ -69,9 +83,10 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) capacity: usize,
     /// Key of the thread hash (see [`ReaderStorage::with_seed`]).
     pub(super) seed: u64,
-    /// The entry found or made last: records of one thread come in stretches, so it is
-    /// compared before anything is searched.
+    /// The entry found or made last and its pair: records of one thread come in stretches,
+    /// so the pair is compared, here rather than in the table, before anything is searched.
     pub(super) last: usize,
+    pub(super) last_pair: Option<(u64, u32)>,
 }
 
 /// Up to this many threads a lookup compares the entries instead of hashing.
@@ -95,6 +110,7 @@ impl<'a> ReaderThreads<'a> {
             capacity,
             seed: 0,
             last: 0,
+            last_pair: None,
         }
     }
 
@@ -117,6 +133,7 @@ impl<'a> ReaderThreads<'a> {
             capacity: max_threads.min(u32::MAX as usize - 1),
             seed: 0,
             last: 0,
+            last_pair: None,
         }
     }
 
@@ -131,6 +148,7 @@ impl<'a> ReaderThreads<'a> {
         self.slots.release();
         self.arena.release();
         self.arena_used = 0;
+        self.last_pair = None;
     }
 
     /// Most threads this table can hold.
@@ -142,8 +160,7 @@ impl<'a> ReaderThreads<'a> {
     /// then fills.
     #[inline(always)]
     pub(crate) fn find(&mut self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
-        let last = self.entries.as_slice()[..self.count].get(self.last);
-        if last.is_some_and(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id) {
+        if self.last_pair == Some((thread_id, interpreter_id)) {
             return Ok(self.last);
         }
         self.search(thread_id, interpreter_id)
@@ -157,7 +174,7 @@ impl<'a> ReaderThreads<'a> {
         if entries.len() <= FEW_THREADS {
             if let Some(i) = entries.iter().position(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id)
             {
-                self.last = i;
+                (self.last, self.last_pair) = (i, Some((thread_id, interpreter_id)));
                 return Ok(i);
             }
         }
@@ -166,7 +183,7 @@ impl<'a> ReaderThreads<'a> {
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
         });
         if let Ok(i) = found {
-            self.last = i as usize;
+            (self.last, self.last_pair) = (i as usize, Some((thread_id, interpreter_id)));
         }
         found.map(|i| i as usize)
     }
@@ -199,7 +216,7 @@ impl<'a> ReaderThreads<'a> {
         let i = self.count;
         self.entries.as_mut_slice()[i] = entry;
         self.count += 1;
-        self.last = i;
+        (self.last, self.last_pair) = (i, Some((thread_id, interpreter_id)));
         self.slots.as_mut_slice()[slot] = i as u32 + 1;
         Ok(i)
     }
@@ -211,7 +228,7 @@ impl<'a> ReaderThreads<'a> {
     /// Frames in the thread's current stack.
     #[inline]
     pub(crate) fn depth(&self, i: usize) -> usize {
-        usize::from(self.entries.as_slice()[i].depth)
+        self.entries.as_slice()[i].depth()
     }
 
     /// The thread's entry (its clock), without its stack.
@@ -220,13 +237,10 @@ impl<'a> ReaderThreads<'a> {
         &mut self.entries.as_mut_slice()[i]
     }
 
-    /// What [`Self::reshape`] does to the thread's depth and clock, leaving its frames
-    /// alone: for a check that keeps no stacks, after which the stacks are not read again.
+    /// [`ReaderThread::set_depth`] of the thread.
     #[inline]
     pub(crate) fn set_depth(&mut self, i: usize, keep: Keep, push: usize, delta: u64) {
-        let t = &mut self.entries.as_mut_slice()[i];
-        t.depth = (keep.count() + push) as u16;
-        t.prev_ts = t.prev_ts.wrapping_add(delta);
+        self.entries.as_mut_slice()[i].set_depth(keep, push, delta);
     }
 
     /// The thread's current stack, innermost first.
