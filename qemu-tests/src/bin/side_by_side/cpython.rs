@@ -44,15 +44,22 @@ pub(super) fn counts(file: &Path) -> Counts {
     }
 }
 
-/// `zstd -d` of a zstd file's sample region alone (extracted into `work` first): the floor
-/// of reading the file.
-pub(super) fn zstd_floor(runner: &mut Runner, work: &Path, name: &str, file: &Path, runs: usize) -> Measured {
+/// `tachyon verify` of a zstd file, and `zstd -d` of its sample region alone (extracted into
+/// `work` first), the floor of reading the file: their runs alternated (the two make a ratio).
+pub(super) fn verify_and_zstd_floor(
+    runner: &mut Runner,
+    work: &Path,
+    name: &str,
+    file: &Path,
+    runs: usize,
+) -> (Measured, Measured) {
     let bytes = std::fs::read(file).unwrap();
     let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
     let zst = work.join(format!("{name}.region.zst"));
     std::fs::write(&zst, &bytes[64..meta.header.string_table_offset as usize]).unwrap();
     let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
-    runner.median(runs, &with(zstd, &[zst.to_str().unwrap()]), None)
+    let verify = with(tachyon_argv(), &["verify", "--quiet", file.to_str().unwrap()]);
+    runner.alternated(runs, &verify, &with(zstd, &[zst.to_str().unwrap()]))
 }
 
 /// CPython's `replay --collapsed` against `tachyon convert --to collapsed` on `file`, writing
@@ -114,10 +121,14 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
         let compressed = Metadata::read(&mut FileSource::open(file).unwrap()).unwrap().is_compressed();
         let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
         let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
-        let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
+        let (ours, zstd) = if compressed {
+            let (ours, z) = verify_and_zstd_floor(runner, work, &name, file, runs);
+            (ours, Some(z))
+        } else {
+            (runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None), None)
+        };
         let speedup = cp.seconds / ours.seconds;
-        let floor = if compressed {
-            let z = zstd_floor(runner, work, &name, file, runs);
+        let floor = if let Some(z) = zstd {
             goals.verify_zstd.push(ours.seconds / z.seconds);
             format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
         } else {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::cpython::{collapsed_side_by_side, counts, zstd_floor, Counts};
+use super::cpython::{collapsed_side_by_side, counts, verify_and_zstd_floor, Counts};
 use super::runner::*;
 use tachyon_test_kit::fixtures::root;
 
@@ -51,9 +51,13 @@ pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
         let Counts { samples, repeats, others, region_bytes: decoded } = counts(&file);
         let bytes = std::fs::metadata(&file).unwrap().len();
         let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
-        let ours = runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None);
-        let floor = if compression == 1 {
-            let z = zstd_floor(runner, dir, name, &file, runs);
+        let (ours, zstd) = if compression == 1 {
+            let (ours, z) = verify_and_zstd_floor(runner, dir, name, &file, runs);
+            (ours, Some(z))
+        } else {
+            (runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None), None)
+        };
+        let floor = if let Some(z) = zstd {
             format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
         } else {
             "— | —".to_owned()

@@ -82,10 +82,27 @@ impl Runner {
 
     /// The median wall time and the largest peak RSS of `runs` runs.
     pub(super) fn median(&mut self, runs: usize, argv: &[String], remove: Option<&Path>) -> Measured {
-        let mut all: Vec<Measured> = (0..runs).map(|_| self.run(argv, remove)).collect();
-        all.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-        Measured { seconds: all[runs / 2].seconds, rss_kb: all.iter().map(|m| m.rss_kb).max().unwrap_or(0) }
+        let all: Vec<Measured> = (0..runs).map(|_| self.run(argv, remove)).collect();
+        summary(all)
     }
+
+    /// [`Self::median`] of `a` and of `b`, their runs alternated: for a ratio of the two,
+    /// which a slow stretch of the machine then weighs on both sides of (this VM's speed
+    /// moves by a quarter from one minute to the next).
+    pub(super) fn alternated(&mut self, runs: usize, a: &[String], b: &[String]) -> (Measured, Measured) {
+        let (mut runs_a, mut runs_b) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            runs_a.push(self.run(a, None));
+            runs_b.push(self.run(b, None));
+        }
+        (summary(runs_a), summary(runs_b))
+    }
+}
+
+/// The median wall time and the largest peak RSS of some runs.
+fn summary(mut all: Vec<Measured>) -> Measured {
+    all.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    Measured { seconds: all[all.len() / 2].seconds, rss_kb: all.iter().map(|m| m.rss_kb).max().unwrap_or(0) }
 }
 
 /// The runner's side: one JSON request a line, one JSON answer a line.
