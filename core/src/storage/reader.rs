@@ -83,9 +83,11 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) capacity: usize,
     /// Key of the thread hash (see [`ReaderStorage::with_seed`]).
     pub(super) seed: u64,
-    /// The entry found or made last and its pair: records of one thread come in stretches,
-    /// so the pair is compared, here rather than in the table, before anything is searched.
+    /// The entry found or made last: records of one thread come in stretches, so its pair
+    /// is compared before anything is searched.
     pub(super) last: usize,
+    /// That entry's pair, kept here so that the comparison reads no table; `None` before the
+    /// first thread and after [`Self::release`].
     pub(super) last_pair: Option<(u64, u32)>,
 }
 
