@@ -103,25 +103,35 @@ pub(crate) fn advise_huge_pages(bytes: *const u8, len: usize) {
     let _ = (bytes, len);
 }
 
-/// Zeroed words whose first lies on a 2 MiB boundary, advised as huge pages
-/// ([`advise_huge_pages`]): a buffer filled from its start, as zstd fills its window, then
-/// costs a page fault per 2 MiB rather than one per 4 KiB page. 2 MiB more address space is
-/// held before the words and never touched.
-pub(crate) struct HugeWords {
+/// Zeroed words, made by the allocator's fresh pages rather than by writes (untouched pages
+/// cost nothing); [`Self::on_huge_pages`] puts the first on a 2 MiB boundary.
+#[derive(Default)]
+pub(crate) struct ZeroedWords {
     backing: Vec<u64>,
     start: usize,
     len: usize,
 }
 
-impl HugeWords {
-    pub(crate) fn zeroed(len: usize) -> Self {
+impl ZeroedWords {
+    pub(crate) fn new(len: usize) -> Self {
+        ZeroedWords { backing: vec![0; len], start: 0, len }
+    }
+
+    /// `len` words from a 2 MiB boundary, advised as huge pages ([`advise_huge_pages`]): a
+    /// buffer filled from its start, as zstd fills its window, then costs a page fault per
+    /// 2 MiB rather than one per 4 KiB page, and the part touched is resident in 2 MiB steps.
+    /// 2 MiB more address space is held before the words and never touched.
+    pub(crate) fn on_huge_pages(len: usize) -> Self {
         const HUGE: usize = 2 << 20;
-        // Zeroed by the allocator's fresh pages, not by writes: untouched pages cost nothing.
         let backing = vec![0u64; len + HUGE / 8];
         let address = backing.as_ptr() as usize;
         let start = (address.next_multiple_of(HUGE) - address) / 8;
         advise_huge_pages(backing[start..].as_ptr().cast(), len * 8);
-        HugeWords { backing, start, len }
+        ZeroedWords { backing, start, len }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     pub(crate) fn words(&mut self) -> &mut [u64] {
@@ -145,12 +155,12 @@ pub(crate) fn keep<T>(kept: &'static Kept<T>, value: T) {
 
 #[cfg(test)]
 mod tests {
-    use super::HugeWords;
+    use super::ZeroedWords;
 
     #[test]
-    fn huge_words_start_on_a_huge_page_boundary_zeroed() {
+    fn words_on_huge_pages_start_on_a_huge_page_boundary_zeroed() {
         for len in [1, 1000, (2 << 20) / 8 + 3, (9 << 20) / 8] {
-            let mut words = HugeWords::zeroed(len);
+            let mut words = ZeroedWords::on_huge_pages(len);
             let w = words.words();
             assert_eq!(w.len(), len);
             assert_eq!(w.as_ptr() as usize % (2 << 20), 0, "{len} words start at {:p}", w.as_ptr());

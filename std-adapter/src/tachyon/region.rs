@@ -18,7 +18,7 @@ use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, D
 use tachyon_core::reader::{Metadata, ZstdRegion};
 use tachyon_core::{Position, ReadError, RegionSource};
 
-use crate::memory::HugeWords;
+use crate::memory::ZeroedWords;
 
 /// Buffers in the ring.
 pub const BUFFERS: usize = 8;
@@ -94,7 +94,7 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     // zstd writes its window from the workspace's start; on huge pages the worker's first
     // megabytes, the slow ones of a large region, took 6 % less of the whole `verify`
     // (measured).
-    let mut workspace = HugeWords::zeroed(workspace_words(decompressor_workspace_bytes(window_log_max)));
+    let mut workspace = ZeroedWords::on_huge_pages(workspace_words(decompressor_workspace_bytes(window_log_max)));
     let mut input = vec![0u8; INPUT_BYTES];
     let Some(dec) = Decompressor::new(workspace.words(), &mut input, window_log_max) else {
         let error = io::Error::other("libzstd refused the decompression workspace");

@@ -23,6 +23,7 @@ use tachyon_core::{
 };
 
 use crate::file::FileSource;
+use crate::memory::ZeroedWords;
 use crate::tachyon::compress::ThreadedCompressor;
 use crate::tachyon::region::ThreadedRegion;
 
@@ -65,7 +66,7 @@ pub struct OwnedReaderStorage {
     /// Tables and window.
     pub tables: VecReaderStorage,
     /// zstd workspace (empty for raw files, and until a reader decompresses in this thread).
-    zstd_workspace: Vec<u64>,
+    zstd_workspace: ZeroedWords,
     /// Compressed-input buffer (likewise).
     zstd_input: Vec<u8>,
     /// The second thread's decompression, once started.
@@ -93,7 +94,7 @@ impl OwnedReaderStorage {
         };
         Ok(OwnedReaderStorage {
             tables: VecReaderStorage::new(cap)?,
-            zstd_workspace: Vec::new(),
+            zstd_workspace: ZeroedWords::default(),
             zstd_input: Vec::new(),
             region: None,
             meta: *meta,
@@ -106,11 +107,15 @@ impl OwnedReaderStorage {
     pub fn open<R: Read + Seek>(&mut self, source: R) -> Result<Reader<'_, R>, ReadError<R::Error>> {
         self.region = None;
         if self.meta.is_compressed() && self.zstd_workspace.is_empty() {
-            self.zstd_workspace = vec![0; workspace_words(decompressor_workspace_bytes(self.window_log))];
+            let words = workspace_words(decompressor_workspace_bytes(self.window_log));
+            // Huge pages for a large region (as the second thread's workspace, see
+            // `region`); a small one touches a few 4 KiB pages where a huge one is 2 MiB cleared.
+            self.zstd_workspace =
+                if self.is_large() { ZeroedWords::on_huge_pages(words) } else { ZeroedWords::new(words) };
             self.zstd_input = vec![0; 128 << 10];
         }
         let storage = self.tables.storage().with_seed(self.seed);
-        match Decompressor::new(&mut self.zstd_workspace, &mut self.zstd_input, self.window_log) {
+        match Decompressor::new(self.zstd_workspace.words(), &mut self.zstd_input, self.window_log) {
             Some(dec) => Reader::open_zstd(source, storage, dec),
             None => Reader::open(source, storage),
         }
@@ -122,13 +127,17 @@ impl OwnedReaderStorage {
     /// or more; the samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
         let parallel = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let region = self.meta.header.string_table_offset - HEADER_SIZE as u64;
-        let large = region >= THREADED_FROM_BYTES || self.meta.header.sample_count >= THREADED_FROM_SAMPLES;
-        if self.meta.is_compressed() && large && parallel() {
+        if self.meta.is_compressed() && self.is_large() && parallel() {
             self.open_threaded(source)
         } else {
             self.open(source)
         }
+    }
+
+    /// A region of [`THREADED_FROM_BYTES`] or more, or a header of [`THREADED_FROM_SAMPLES`].
+    fn is_large(&self) -> bool {
+        let region = self.meta.header.string_table_offset - HEADER_SIZE as u64;
+        region >= THREADED_FROM_BYTES || self.meta.header.sample_count >= THREADED_FROM_SAMPLES
     }
 
     /// Opens a file over this storage, a zstd region decompressed in a second thread
