@@ -83,12 +83,10 @@ pub(crate) struct ReaderThreads<'a> {
     pub(super) capacity: usize,
     /// Key of the thread hash (see [`ReaderStorage::with_seed`]).
     pub(super) seed: u64,
-    /// The entry found or made last: records of one thread come in stretches, so its pair
-    /// is compared before anything is searched.
-    pub(super) last: usize,
-    /// That entry's pair, kept here so that the comparison reads no table; `None` before the
-    /// first thread and after [`Self::release`].
-    pub(super) last_pair: Option<(u64, u32)>,
+    /// The pair found or made last and its entry: records of one thread come in stretches,
+    /// so it is compared before anything is searched, here rather than in the table. `None`
+    /// before the first thread and after [`Self::release`].
+    pub(super) last: Option<(u64, u32, usize)>,
 }
 
 /// Up to this many threads a lookup compares the entries instead of hashing.
@@ -111,8 +109,7 @@ impl<'a> ReaderThreads<'a> {
             arena_used: 0,
             capacity,
             seed: 0,
-            last: 0,
-            last_pair: None,
+            last: None,
         }
     }
 
@@ -134,8 +131,7 @@ impl<'a> ReaderThreads<'a> {
             // Chunk offsets are u32, and so are slot values.
             capacity: max_threads.min(u32::MAX as usize - 1),
             seed: 0,
-            last: 0,
-            last_pair: None,
+            last: None,
         }
     }
 
@@ -150,7 +146,7 @@ impl<'a> ReaderThreads<'a> {
         self.slots.release();
         self.arena.release();
         self.arena_used = 0;
-        self.last_pair = None;
+        self.last = None;
     }
 
     /// Most threads this table can hold.
@@ -162,8 +158,10 @@ impl<'a> ReaderThreads<'a> {
     /// then fills.
     #[inline(always)]
     pub(crate) fn find(&mut self, thread_id: u64, interpreter_id: u32) -> Result<usize, usize> {
-        if self.last_pair == Some((thread_id, interpreter_id)) {
-            return Ok(self.last);
+        if let Some((t, i, entry)) = self.last {
+            if (t, i) == (thread_id, interpreter_id) {
+                return Ok(entry);
+            }
         }
         self.search(thread_id, interpreter_id)
     }
@@ -176,7 +174,7 @@ impl<'a> ReaderThreads<'a> {
         if entries.len() <= FEW_THREADS {
             if let Some(i) = entries.iter().position(|t| t.thread_id == thread_id && t.interpreter_id == interpreter_id)
             {
-                (self.last, self.last_pair) = (i, Some((thread_id, interpreter_id)));
+                self.last = Some((thread_id, interpreter_id, i));
                 return Ok(i);
             }
         }
@@ -185,7 +183,7 @@ impl<'a> ReaderThreads<'a> {
             t.thread_id == thread_id && t.interpreter_id == interpreter_id
         });
         if let Ok(i) = found {
-            (self.last, self.last_pair) = (i as usize, Some((thread_id, interpreter_id)));
+            self.last = Some((thread_id, interpreter_id, i as usize));
         }
         found.map(|i| i as usize)
     }
@@ -218,7 +216,7 @@ impl<'a> ReaderThreads<'a> {
         let i = self.count;
         self.entries.as_mut_slice()[i] = entry;
         self.count += 1;
-        (self.last, self.last_pair) = (i, Some((thread_id, interpreter_id)));
+        self.last = Some((thread_id, interpreter_id, i));
         self.slots.as_mut_slice()[slot] = i as u32 + 1;
         Ok(i)
     }
