@@ -44,22 +44,27 @@ pub(super) fn counts(file: &Path) -> Counts {
     }
 }
 
-/// `tachyon verify` of a zstd file, and `zstd -d` of its sample region alone (extracted into
-/// `work` first), the floor of reading the file: their runs alternated (the two make a ratio).
+/// `tachyon verify` of `file`, and for a zstd file `zstd -d` of its sample region alone
+/// (extracted into `work` first), the floor of reading it: their runs alternated, as the two
+/// make a ratio.
 pub(super) fn verify_and_zstd_floor(
     runner: &mut Runner,
     work: &Path,
     name: &str,
     file: &Path,
     runs: usize,
-) -> (Measured, Measured) {
+) -> (Measured, Option<Measured>) {
+    let verify = with(tachyon_argv(), &["verify", "--quiet", file.to_str().unwrap()]);
     let bytes = std::fs::read(file).unwrap();
     let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
+    if !meta.is_compressed() {
+        return (runner.median(runs, &verify, None), None);
+    }
     let zst = work.join(format!("{name}.region.zst"));
     std::fs::write(&zst, &bytes[64..meta.header.string_table_offset as usize]).unwrap();
     let zstd = ["zstd", "-d", "-q", "-c"].map(String::from).to_vec();
-    let verify = with(tachyon_argv(), &["verify", "--quiet", file.to_str().unwrap()]);
-    runner.alternated(runs, &verify, &with(zstd, &[zst.to_str().unwrap()]))
+    let (ours, floor) = runner.alternated(runs, &verify, &with(zstd, &[zst.to_str().unwrap()]));
+    (ours, Some(floor))
 }
 
 /// CPython's `replay --collapsed` against `tachyon convert --to collapsed` on `file`, writing
@@ -118,15 +123,9 @@ pub(super) fn real_profiles(runner: &mut Runner, dir: &Path, work: &Path, runs: 
         let f = file.to_str().unwrap().to_owned();
         let Counts { samples, repeats, others, .. } = counts(file);
         let bytes = std::fs::metadata(file).unwrap().len();
-        let compressed = Metadata::read(&mut FileSource::open(file).unwrap()).unwrap().is_compressed();
         let bench = root().join("qemu-tests/oracle/cpython_bench.py").display().to_string();
         let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
-        let (ours, zstd) = if compressed {
-            let (ours, z) = verify_and_zstd_floor(runner, work, &name, file, runs);
-            (ours, Some(z))
-        } else {
-            (runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None), None)
-        };
+        let (ours, zstd) = verify_and_zstd_floor(runner, work, &name, file, runs);
         let speedup = cp.seconds / ours.seconds;
         let floor = if let Some(z) = zstd {
             goals.verify_zstd.push(ours.seconds / z.seconds);

@@ -45,18 +45,13 @@ pub(super) fn large_profiles(runner: &mut Runner, dir: &Path, runs: usize) {
     println!("| file | samples | REPEAT / other records | bytes | CPython replay, no-op collector | `tachyon verify` | MB/s of sample region | samples/s | speed-up | `zstd -d` of the sample region | verify ÷ `zstd -d` | peak RSS: CPython / ours |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut collapsed = Vec::new();
-    for (name, _, _, compression) in LARGE {
+    for (name, _, _, _) in LARGE {
         let file = dir.join(name);
         let f = file.to_str().unwrap().to_owned();
         let Counts { samples, repeats, others, region_bytes: decoded } = counts(&file);
         let bytes = std::fs::metadata(&file).unwrap().len();
         let cp = runner.median(cpython_runs, &with(python_argv(), &[&bench, "read", &f]), None);
-        let (ours, zstd) = if compression == 1 {
-            let (ours, z) = verify_and_zstd_floor(runner, dir, name, &file, runs);
-            (ours, Some(z))
-        } else {
-            (runner.median(runs, &with(tachyon_argv(), &["verify", "--quiet", &f]), None), None)
-        };
+        let (ours, zstd) = verify_and_zstd_floor(runner, dir, name, &file, runs);
         let floor = if let Some(z) = zstd {
             format!("{} | {:.2}×", ms(&z), ours.seconds / z.seconds)
         } else {
