@@ -317,6 +317,9 @@ pub struct FrameTable {
     /// of each key; it was a fifth of a merge of small files, measured).
     function_index: HashedIds,
     hash: IdHash,
+    /// Per frame id, [`FrameInfo::hidden`]: a byte a frame, read for every frame of every
+    /// stack by [`FrameTable::visible`] (a frame's whole record is a hundred bytes).
+    hidden: Vec<bool>,
     any_hidden: bool,
 }
 
@@ -340,6 +343,7 @@ impl FrameTable {
             }
         };
         self.any_hidden |= frame.hidden;
+        self.hidden.push(frame.hidden);
         self.function_of.push(function);
         self.frames.push(frame);
         self.frames.len() as u32 - 1
@@ -377,8 +381,16 @@ impl FrameTable {
         if !self.any_hidden {
             return stack;
         }
+        // Each frame written where the next visible one goes, that place moving on only past
+        // a visible one: no branch a frame.
         scratch.clear();
-        scratch.extend(stack.iter().copied().filter(|&id| !self.frame(id).hidden));
+        scratch.resize(stack.len(), 0);
+        let mut kept = 0;
+        for &id in stack {
+            scratch[kept] = id;
+            kept += usize::from(!self.hidden[id as usize]);
+        }
+        scratch.truncate(kept);
         scratch
     }
 }
