@@ -14,7 +14,9 @@
 //! once, end to end with the others ([`SequenceIndex`]), and a line's key is its thread and
 //! its stack's number: threads that share stacks (10,000 threads sampled in the same 1,000
 //! deep stacks) hold each stack once, not once a thread. Texts are made only as the lines
-//! are written. A profile whose names collide (`basename` drops the directory) or hold `;`
+//! are written. A stack met again is found by its frame ids alone: each distinct stack as
+//! handed over is held once more, with the number of its stack of words, so that the words
+//! are made once a stack, not once a call. A profile whose names collide (`basename` drops the directory) or hold `;`
 //! is sorted by its texts instead.
 
 use std::cmp::Ordering;
@@ -85,6 +87,10 @@ pub struct CollapsedCollector {
     ranks: Option<Ranks>,
     /// Distinct stacks `[word of the outermost frame, …, of the innermost]`, each held once.
     stacks: SequenceIndex,
+    /// Distinct stacks as handed over (frame ids, innermost first), and per one its stack in
+    /// `stacks`: a stack met again is found by its ids alone, without making its words.
+    calls: SequenceIndex,
+    stack_of_call: Vec<u32>,
     /// Distinct keys `[tid low, tid high, stack]`, numbered in first-seen order (about 30
     /// bytes a key).
     keys: SequenceIndex,
@@ -118,13 +124,22 @@ fn names(frames: &FrameTable, naming: Naming) -> Vec<String> {
 impl Collector for CollapsedCollector {
     fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
         let Some((&innermost, outer)) = s.stack.split_first() else { return };
-        let naming = self.naming;
-        let ranks =
-            self.ranks.get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
-        self.key.clear();
-        self.key.extend(outer.iter().rev().map(|&id| ranks.outer[id as usize]));
-        self.key.push(ranks.innermost[innermost as usize]);
-        let stack = self.stacks.id(&self.key);
+        let call = self.calls.id(s.stack) as usize;
+        let stack = match self.stack_of_call.get(call) {
+            Some(&stack) => stack,
+            None => {
+                let naming = self.naming;
+                let ranks = self
+                    .ranks
+                    .get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
+                self.key.clear();
+                self.key.extend(outer.iter().rev().map(|&id| ranks.outer[id as usize]));
+                self.key.push(ranks.innermost[innermost as usize]);
+                let stack = self.stacks.id(&self.key);
+                self.stack_of_call.push(stack);
+                stack
+            }
+        };
         let id = self.keys.id(&[s.thread_id as u32, (s.thread_id >> 32) as u32, stack]) as usize;
         match self.samples.get_mut(id) {
             Some(n) => *n += s.samples(),
@@ -156,6 +171,8 @@ impl CollapsedCollector {
             threads,
             ranks: None,
             stacks: SequenceIndex::new(),
+            calls: SequenceIndex::new(),
+            stack_of_call: Vec::new(),
             keys: SequenceIndex::new(),
             samples: Vec::new(),
             key: Vec::new(),
