@@ -346,6 +346,41 @@ impl SequenceIndex {
     }
 }
 
+impl SequenceIndex {
+    /// Rewrites every sequence in place by `f` (which keeps its length), then finds each again
+    /// by its new words: returns, per id, the first id whose sequence now equals it (itself
+    /// when none before does), and [`id`](Self::id) finds those firsts. No memory beyond the
+    /// returned ids: a second index of the new sequences would hold every word twice.
+    pub fn rewrite(&mut self, mut f: impl FnMut(&mut [u32])) -> Vec<u32> {
+        let mut start = 0;
+        for &end in &self.ends {
+            f(&mut self.words[start..end]);
+            start = end;
+        }
+        self.slots.clear();
+        let mut first = Vec::with_capacity(self.len());
+        for id in 0..self.len() as u32 {
+            let sequence = self.get(id);
+            let hash = self.hash(sequence);
+            self.hashes[id as usize] = hash;
+            let hashes = &self.hashes;
+            // Only firsts are in the table: their hashes are the ones `reserve_one` reads.
+            self.slots.reserve_one(|id| u64::from(hashes[id as usize]));
+            let found = self
+                .slots
+                .find(u64::from(hash), |other| self.hashes[other as usize] == hash && self.get(other) == self.get(id));
+            match found {
+                Found::Id(other) => first.push(other),
+                Found::Free(free) => {
+                    self.slots.insert(free, id);
+                    first.push(id);
+                }
+            }
+        }
+        first
+    }
+}
+
 /// Ids numbered in order and found by their keys' hashes, the keys kept in the caller's own
 /// storage: [`IdSlots`] with each id's hash, so that the table grows without hashing a key
 /// again and a probe compares hashes before keys.
@@ -576,6 +611,30 @@ mod tests {
         assert_eq!(index.len(), 6);
         assert_eq!(index.get(6), &[] as &[u32]);
         assert_eq!(index.iter().collect::<Vec<_>>(), seqs);
+    }
+
+    #[test]
+    fn sequences_rewritten_in_place_are_found_by_their_new_words_the_first_of_equal_ones() {
+        let mut index = SequenceIndex::new();
+        // Halving every word makes 0 of 1, 2 of 4 and 5: ids 1, 3 and 4 meet earlier ones.
+        let seqs: [&[u32]; 7] = [&[0, 4], &[1, 4], &[], &[0, 5], &[1, 5, 0], &[7], &[0, 4, 1]];
+        for s in seqs {
+            index.id(s);
+        }
+        // Many more (still distinct when halved), so that the table outgrows its first slots.
+        for i in 0..1000u32 {
+            index.id(&[200 + 2 * i, 14, 2 * i]);
+        }
+        let first = index.rewrite(|s| s.iter_mut().for_each(|w| *w /= 2));
+        let mut expected = vec![0, 0, 2, 0, 4, 5, 4];
+        expected.extend(7..1007);
+        assert_eq!(first, expected);
+        assert_eq!(index.get(3), &[0, 2]);
+        for (i, s) in [&[0u32, 2][..], &[], &[0, 2, 0], &[3]].iter().enumerate() {
+            assert_eq!(index.id(s), [0, 2, 4, 5][i], "{s:?}");
+        }
+        assert_eq!(index.id(&[100 + 500, 7, 500]), 507);
+        assert_eq!(index.id(&[9, 9]), 1007, "a new sequence is numbered after all of them");
     }
 
     #[test]

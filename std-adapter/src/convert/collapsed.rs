@@ -10,14 +10,15 @@
 //! the names where the stacks part — a name alone when the line ends there, followed by `;`
 //! when it goes on — so each function has two ranks (its name alone, its name and `;`), the
 //! key takes the first for the innermost frame and the second for the others, and keys
-//! compared word by word compare as their texts do. Each distinct stack of words is held
-//! once, end to end with the others ([`SequenceIndex`]), and a line's key is its thread and
-//! its stack's number: threads that share stacks (10,000 threads sampled in the same 1,000
-//! deep stacks) hold each stack once, not once a thread. Texts are made only as the lines
-//! are written. A stack met again is found by its frame ids alone: each distinct stack as
-//! handed over is held once more, with the number of its stack of words, so that the words
-//! are made once a stack, not once a call. A profile whose names collide (`basename` drops the directory) or hold `;`
-//! is sorted by its texts instead.
+//! compared word by word compare as their texts do. While the calls come, a stack is held as
+//! handed over (frame ids) and found by them alone, no words made per call; when the first
+//! output asks, each distinct stack is rewritten in place as its words
+//! ([`SequenceIndex::rewrite`]) and stacks that then read alike (one function at another
+//! column or opcode) are joined. Each distinct stack is held once, end to end with the others
+//! ([`SequenceIndex`]), and a line's key is its thread and its stack's number: threads that
+//! share stacks (10,000 threads sampled in the same 1,000 deep stacks) hold each stack once,
+//! not once a thread. Texts are made only as the lines are written. A profile whose names
+//! collide (`basename` drops the directory) or hold `;` is sorted by its texts instead.
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -85,18 +86,16 @@ pub struct CollapsedCollector {
     /// Lines start with `tid:T`.
     threads: bool,
     ranks: Option<Ranks>,
-    /// Distinct stacks `[word of the outermost frame, …, of the innermost]`, each held once.
+    /// Distinct stacks, each held once: while collecting, as handed over (frame ids,
+    /// innermost first), so that a stack met again is found by its ids alone; once
+    /// [`finished`](Self::finish), rewritten in place as `[word of the outermost frame, …,
+    /// of the innermost]`.
     stacks: SequenceIndex,
-    /// Distinct stacks as handed over (frame ids, innermost first), and per one its stack in
-    /// `stacks`: a stack met again is found by its ids alone, without making its words.
-    calls: SequenceIndex,
-    stack_of_call: Vec<u32>,
     /// Distinct keys `[tid low, tid high, stack]`, numbered in first-seen order (about 30
     /// bytes a key).
     keys: SequenceIndex,
     /// Samples per key.
     samples: Vec<u64>,
-    key: Vec<u32>,
 }
 
 impl Default for CollapsedCollector {
@@ -122,24 +121,12 @@ fn names(frames: &FrameTable, naming: Naming) -> Vec<String> {
 }
 
 impl Collector for CollapsedCollector {
-    fn collect(&mut self, frames: &FrameTable, s: &Call<'_>) {
-        let Some((&innermost, outer)) = s.stack.split_first() else { return };
-        let call = self.calls.id(s.stack) as usize;
-        let stack = match self.stack_of_call.get(call) {
-            Some(&stack) => stack,
-            None => {
-                let naming = self.naming;
-                let ranks = self
-                    .ranks
-                    .get_or_insert_with(|| Ranks::new(frames, &names(frames, naming), naming == Naming::Native));
-                self.key.clear();
-                self.key.extend(outer.iter().rev().map(|&id| ranks.outer[id as usize]));
-                self.key.push(ranks.innermost[innermost as usize]);
-                let stack = self.stacks.id(&self.key);
-                self.stack_of_call.push(stack);
-                stack
-            }
-        };
+    fn collect(&mut self, _frames: &FrameTable, s: &Call<'_>) {
+        if s.stack.is_empty() {
+            return;
+        }
+        debug_assert!(self.ranks.is_none(), "a call collected after the lines were made");
+        let stack = self.stacks.id(s.stack);
         let id = self.keys.id(&[s.thread_id as u32, (s.thread_id >> 32) as u32, stack]) as usize;
         match self.samples.get_mut(id) {
             Some(n) => *n += s.samples(),
@@ -171,12 +158,39 @@ impl CollapsedCollector {
             threads,
             ranks: None,
             stacks: SequenceIndex::new(),
-            calls: SequenceIndex::new(),
-            stack_of_call: Vec::new(),
             keys: SequenceIndex::new(),
             samples: Vec::new(),
-            key: Vec::new(),
         }
+    }
+
+    /// Turns the stacks into their words (once; every output does it first): each stack is
+    /// rewritten in place, and keys whose stacks now read alike (frames of one function at
+    /// other columns or opcodes) become one, their samples added, in first-seen order.
+    fn finish(&mut self, frames: &FrameTable) {
+        if self.ranks.is_some() {
+            return;
+        }
+        let ranks = Ranks::new(frames, &names(frames, self.naming), self.naming == Naming::Native);
+        let first = self.stacks.rewrite(|stack| {
+            stack.reverse();
+            if let Some((innermost, outer)) = stack.split_last_mut() {
+                outer.iter_mut().for_each(|id| *id = ranks.outer[*id as usize]);
+                *innermost = ranks.innermost[*innermost as usize];
+            }
+        });
+        if first.iter().enumerate().any(|(id, &f)| f as usize != id) {
+            let (mut keys, mut samples) = (SequenceIndex::new(), Vec::new());
+            for (key, &n) in self.keys.iter().zip(&self.samples) {
+                let &[low, high, stack] = key else { continue };
+                let id = keys.id(&[low, high, first[stack as usize]]) as usize;
+                match samples.get_mut(id) {
+                    Some(sum) => *sum += n,
+                    None => samples.push(n),
+                }
+            }
+            (self.keys, self.samples) = (keys, samples);
+        }
+        self.ranks = Some(ranks);
     }
 
     /// Key `id`'s thread.
@@ -271,11 +285,12 @@ impl CollapsedCollector {
     /// `wanted` says so of its samples (an empty list otherwise), so that a caller may pass
     /// over threads too small to show without making their texts.
     pub fn each_thread(
-        &self,
+        &mut self,
         frames: &FrameTable,
         mut wanted: impl FnMut(u64) -> bool,
         mut thread: impl FnMut(u64, u64, Vec<(String, u64)>),
     ) {
+        self.finish(frames);
         let Some(ranks) = &self.ranks else { return };
         let names = names(frames, self.naming);
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
@@ -295,7 +310,8 @@ impl CollapsedCollector {
     }
 
     /// The lines `(stack, count)` in CPython's order.
-    pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
+    pub fn lines(&mut self, frames: &FrameTable) -> Vec<(String, u64)> {
+        self.finish(frames);
         let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Vec::new() };
         self.sorted(&names)
@@ -305,7 +321,8 @@ impl CollapsedCollector {
     }
 
     /// Writes the lines, each text made as it is written.
-    pub fn write(&self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
+    pub fn write(&mut self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
+        self.finish(frames);
         let names = names(frames, self.naming);
         let Some(ranks) = &self.ranks else { return Ok(()) };
         let mut line = Vec::new();

@@ -174,7 +174,7 @@ fn write_streamed<S: Source>(
         Output::Flamegraph { title } => {
             let mut c = collapsed();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            flamegraph::write_threads(&c, source.frames(), title, &mut out)?;
+            flamegraph::write_threads(&mut c, source.frames(), title, &mut out)?;
             n
         }
         Output::FlamegraphHtml { title } => {
