@@ -28,7 +28,7 @@ use crate::model::{basename, Call, Collector, FrameTable, Naming};
 use crate::pyfmt::push_decimal;
 
 /// How frames become key words.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Ranks {
     /// Per table frame id: the word when the frame has callees, and when it is innermost.
     outer: Vec<u32>,
@@ -80,7 +80,7 @@ impl Ranks {
 }
 
 /// Counts stacks per thread.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CollapsedCollector {
     naming: Naming,
     /// Lines start with `tid:T`.
@@ -163,10 +163,11 @@ impl CollapsedCollector {
         }
     }
 
-    /// Turns the stacks into their words (once; every output does it first): each stack is
-    /// rewritten in place, and keys whose stacks now read alike (frames of one function at
-    /// other columns or opcodes) become one, their samples added, in first-seen order.
-    fn finish(&mut self, frames: &FrameTable) {
+    /// Makes the lines, once all calls are collected: each stack is rewritten in place as its
+    /// words, and keys whose stacks now read alike (frames of one function at other columns
+    /// or opcodes) become one, their samples added, in first-seen order. The outputs of an
+    /// unfinished collector finish a copy of it (every stack held twice meanwhile).
+    pub fn finish(&mut self, frames: &FrameTable) {
         if self.ranks.is_some() {
             return;
         }
@@ -191,6 +192,16 @@ impl CollapsedCollector {
             (self.keys, self.samples) = (keys, samples);
         }
         self.ranks = Some(ranks);
+    }
+
+    /// This collector finished, or a finished copy of it in `copy`.
+    fn finished<'a>(&'a self, frames: &FrameTable, copy: &'a mut Option<CollapsedCollector>) -> &'a Self {
+        if self.ranks.is_some() {
+            return self;
+        }
+        let copy = copy.insert(self.clone());
+        copy.finish(frames);
+        copy
     }
 
     /// Key `id`'s thread.
@@ -285,12 +296,22 @@ impl CollapsedCollector {
     /// `wanted` says so of its samples (an empty list otherwise), so that a caller may pass
     /// over threads too small to show without making their texts.
     pub fn each_thread(
-        &mut self,
+        &self,
+        frames: &FrameTable,
+        wanted: impl FnMut(u64) -> bool,
+        thread: impl FnMut(u64, u64, Vec<(String, u64)>),
+    ) {
+        let mut copy = None;
+        self.finished(frames, &mut copy).each_finished_thread(frames, wanted, thread);
+    }
+
+    /// [`Self::each_thread`] of a finished collector.
+    fn each_finished_thread(
+        &self,
         frames: &FrameTable,
         mut wanted: impl FnMut(u64) -> bool,
         mut thread: impl FnMut(u64, u64, Vec<(String, u64)>),
     ) {
-        self.finish(frames);
         let Some(ranks) = &self.ranks else { return };
         let names = names(frames, self.naming);
         let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
@@ -310,27 +331,29 @@ impl CollapsedCollector {
     }
 
     /// The lines `(stack, count)` in CPython's order.
-    pub fn lines(&mut self, frames: &FrameTable) -> Vec<(String, u64)> {
-        self.finish(frames);
-        let names = names(frames, self.naming);
-        let Some(ranks) = &self.ranks else { return Vec::new() };
-        self.sorted(&names)
+    pub fn lines(&self, frames: &FrameTable) -> Vec<(String, u64)> {
+        let mut copy = None;
+        let this = self.finished(frames, &mut copy);
+        let names = names(frames, this.naming);
+        let Some(ranks) = &this.ranks else { return Vec::new() };
+        this.sorted(&names)
             .into_iter()
-            .map(|id| (self.text(id, ranks, &names, self.threads), self.samples[id as usize]))
+            .map(|id| (this.text(id, ranks, &names, this.threads), this.samples[id as usize]))
             .collect()
     }
 
     /// Writes the lines, each text made as it is written.
-    pub fn write(&mut self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
-        self.finish(frames);
-        let names = names(frames, self.naming);
-        let Some(ranks) = &self.ranks else { return Ok(()) };
+    pub fn write(&self, frames: &FrameTable, out: &mut impl Write) -> io::Result<()> {
+        let mut copy = None;
+        let this = self.finished(frames, &mut copy);
+        let names = names(frames, this.naming);
+        let Some(ranks) = &this.ranks else { return Ok(()) };
         let mut line = Vec::new();
-        for id in self.sorted(&names) {
+        for id in this.sorted(&names) {
             line.clear();
-            self.push_text(id, ranks, &names, self.threads, &mut line);
+            this.push_text(id, ranks, &names, this.threads, &mut line);
             line.push(b' ');
-            push_decimal(&mut line, self.samples[id as usize]);
+            push_decimal(&mut line, this.samples[id as usize]);
             line.push(b'\n');
             out.write_all(&line)?;
         }
@@ -340,7 +363,46 @@ impl CollapsedCollector {
 
 #[cfg(test)]
 mod tests {
-    use super::thread_text_cmp;
+    use super::{thread_text_cmp, CollapsedCollector};
+    use crate::model::{Call, Collector, FrameInfo, FrameTable, Naming, Times};
+    use tachyon_core::tables::Location;
+
+    /// Stacks that differ only in a frame's column are one line, with both their samples,
+    /// whether the lines are made by `finish` or by an output of an unfinished collector.
+    #[test]
+    fn stacks_that_read_alike_are_one_line_finished_or_not() {
+        let mut table = FrameTable::default();
+        for (name, line, col) in [("f", 1, 0), ("f", 1, 4), ("g", 2, 0)] {
+            table.push(FrameInfo {
+                filename: "/src/a.py".into(),
+                funcname: name.into(),
+                location: Some(Location { lineno: line, end_lineno: line, col, end_col: col }),
+                ..FrameInfo::default()
+            });
+        }
+        let mut c = CollapsedCollector::new(Naming::Python, true);
+        for (tid, stack, n) in [(1, &[2, 0][..], 2), (2, &[0], 1), (1, &[2, 1], 3), (2, &[], 7)] {
+            let call = Call {
+                times: Times::Counted(n),
+                interpreter_id: 0,
+                thread_id: tid,
+                status: 0,
+                stack,
+                continued: false,
+            };
+            c.collect(&table, &call);
+        }
+        let expected = vec![("tid:1;a.py:f:1;a.py:g:2".to_owned(), 5), ("tid:2;a.py:f:1".to_owned(), 1)];
+        assert_eq!(c.lines(&table), expected, "unfinished");
+        let mut out = Vec::new();
+        c.write(&table, &mut out).unwrap();
+        c.finish(&table);
+        assert_eq!(c.lines(&table), expected, "finished");
+        let mut finished = Vec::new();
+        c.write(&table, &mut finished).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "tid:1;a.py:f:1;a.py:g:2 5\ntid:2;a.py:f:1 1\n");
+        assert_eq!(finished, b"tid:1;a.py:f:1;a.py:g:2 5\ntid:2;a.py:f:1 1\n");
+    }
 
     /// Thread ids ordered by the comparison are ordered as their `T;` texts sort as strings.
     #[test]

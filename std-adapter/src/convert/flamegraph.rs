@@ -47,7 +47,7 @@ pub fn write(lines: &[(String, u64)], title: &str, out: &mut impl Write) -> io::
 /// run, so the order holds, and `N` their samples, kept below the width that is drawn — and
 /// the graph is the one of all lines, byte for byte (the tests compare the two).
 pub fn write_threads(
-    collapsed: &mut CollapsedCollector,
+    collapsed: &CollapsedCollector,
     frames: &FrameTable,
     title: &str,
     out: &mut impl Write,
@@ -269,13 +269,13 @@ mod tests {
     }
 
     /// inferno's graph of every line: what the bounded one must equal.
-    fn every_line(c: &mut CollapsedCollector, table: &FrameTable) -> Vec<u8> {
+    fn every_line(c: &CollapsedCollector, table: &FrameTable) -> Vec<u8> {
         let mut svg = Vec::new();
         write(&c.lines(table), "t", &mut svg).unwrap();
         svg
     }
 
-    fn bounded(c: &mut CollapsedCollector, table: &FrameTable) -> Vec<u8> {
+    fn bounded(c: &CollapsedCollector, table: &FrameTable) -> Vec<u8> {
         let mut svg = Vec::new();
         write_threads(c, table, "t", &mut svg).unwrap();
         svg
@@ -296,7 +296,7 @@ mod tests {
                 }
             }
         }
-        let (all, fewer) = (every_line(&mut c, &table), bounded(&mut c, &table));
+        let (all, fewer) = (every_line(&c, &table), bounded(&c, &table));
         assert!(all.len() > 5_000, "a graph with frames: {} bytes", all.len());
         assert_eq!(String::from_utf8_lossy(&fewer), String::from_utf8_lossy(&all));
     }
@@ -352,7 +352,7 @@ mod tests {
             let samples = if next(10) == 0 { 400 + next(400) } else { 1 + next(40) };
             call(&mut c, &table, 1 + next(4), &stack, samples);
         }
-        let (all, fewer) = (every_line(&mut c, &table), bounded(&mut c, &table));
+        let (all, fewer) = (every_line(&c, &table), bounded(&c, &table));
         assert!(all.len() > 20_000, "a graph with frames: {} bytes", all.len());
         assert_eq!(String::from_utf8_lossy(&fewer), String::from_utf8_lossy(&all));
     }
@@ -364,7 +364,7 @@ mod tests {
         for tid in 0..50_000u64 {
             call(&mut c, &table, tid, &[(tid % 3) as u32], 1);
         }
-        assert_eq!(bounded(&mut c, &table), every_line(&mut c, &table));
+        assert_eq!(bounded(&c, &table), every_line(&c, &table));
     }
 
     #[test]
@@ -373,6 +373,6 @@ mod tests {
         let mut c = CollapsedCollector::new(crate::model::Naming::Python, false);
         call(&mut c, &table, 0, &[1, 0], 5);
         call(&mut c, &table, 0, &[3, 2, 0], 7);
-        assert_eq!(bounded(&mut c, &table), every_line(&mut c, &table));
+        assert_eq!(bounded(&c, &table), every_line(&c, &table));
     }
 }

@@ -129,6 +129,7 @@ fn write_streamed<S: Source>(
         Output::Collapsed => {
             let mut c = collapsed();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+            c.finish(source.frames());
             c.write(source.frames(), &mut out)?;
             n
         }
@@ -174,7 +175,8 @@ fn write_streamed<S: Source>(
         Output::Flamegraph { title } => {
             let mut c = collapsed();
             let n = source.replay(&mut c, progress).map_err(ConvertError::Read)?;
-            flamegraph::write_threads(&mut c, source.frames(), title, &mut out)?;
+            c.finish(source.frames());
+            flamegraph::write_threads(&c, source.frames(), title, &mut out)?;
             n
         }
         Output::FlamegraphHtml { title } => {
@@ -242,5 +244,6 @@ pub fn collapsed_lines<S: Source>(
     let info = source.info();
     let mut c = collapsed::CollapsedCollector::new(info.naming, info.threads);
     source.replay(&mut c, progress).map_err(ConvertError::Read)?;
+    c.finish(source.frames());
     Ok(c.lines(source.frames()))
 }
