@@ -344,9 +344,7 @@ impl SequenceIndex {
         self.slots.insert(free, id);
         id
     }
-}
 
-impl SequenceIndex {
     /// Rewrites every sequence in place by `f` (which keeps its length), then finds each again
     /// by its new words: returns, per id, the first id whose sequence now equals it (itself
     /// when none before does), and [`id`](Self::id) finds those firsts. No memory beyond the
