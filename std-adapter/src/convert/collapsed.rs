@@ -127,11 +127,16 @@ impl Collector for CollapsedCollector {
         }
         debug_assert!(self.ranks.is_none(), "a call collected after the lines were made");
         let stack = self.stacks.id(s.stack);
-        let id = self.keys.id(&[s.thread_id as u32, (s.thread_id >> 32) as u32, stack]) as usize;
-        match self.samples.get_mut(id) {
-            Some(n) => *n += s.samples(),
-            None => self.samples.push(s.samples()),
-        }
+        count(&mut self.keys, &mut self.samples, [s.thread_id as u32, (s.thread_id >> 32) as u32, stack], s.samples());
+    }
+}
+
+/// Adds `n` samples to `key` (`[tid low, tid high, stack]`), numbering it if it is new.
+fn count(keys: &mut SequenceIndex, samples: &mut Vec<u64>, key: [u32; 3], n: u64) {
+    let id = keys.id(&key) as usize;
+    match samples.get_mut(id) {
+        Some(sum) => *sum += n,
+        None => samples.push(n),
     }
 }
 
@@ -183,11 +188,7 @@ impl CollapsedCollector {
             let (mut keys, mut samples) = (SequenceIndex::new(), Vec::new());
             for (key, &n) in self.keys.iter().zip(&self.samples) {
                 let &[low, high, stack] = key else { continue };
-                let id = keys.id(&[low, high, first[stack as usize]]) as usize;
-                match samples.get_mut(id) {
-                    Some(sum) => *sum += n,
-                    None => samples.push(n),
-                }
+                count(&mut keys, &mut samples, [low, high, first[stack as usize]], n);
             }
             (self.keys, self.samples) = (keys, samples);
         }
@@ -298,35 +299,26 @@ impl CollapsedCollector {
     pub fn each_thread(
         &self,
         frames: &FrameTable,
-        wanted: impl FnMut(u64) -> bool,
-        thread: impl FnMut(u64, u64, Vec<(String, u64)>),
-    ) {
-        let mut copy = None;
-        self.finished(frames, &mut copy).each_finished_thread(frames, wanted, thread);
-    }
-
-    /// [`Self::each_thread`] of a finished collector.
-    fn each_finished_thread(
-        &self,
-        frames: &FrameTable,
         mut wanted: impl FnMut(u64) -> bool,
         mut thread: impl FnMut(u64, u64, Vec<(String, u64)>),
     ) {
-        let Some(ranks) = &self.ranks else { return };
-        let names = names(frames, self.naming);
-        let mut ids: Vec<u32> = (0..self.samples.len() as u32).collect();
-        ids.sort_unstable_by(|&a, &b| thread_text_cmp(self.thread(a), self.thread(b)).then(a.cmp(&b)));
-        for group in ids.chunk_by(|&a, &b| self.thread(a) == self.thread(b)) {
-            let samples: u64 = group.iter().map(|&id| self.samples[id as usize]).sum();
+        let mut copy = None;
+        let this = self.finished(frames, &mut copy);
+        let Some(ranks) = &this.ranks else { return };
+        let names = names(frames, this.naming);
+        let mut ids: Vec<u32> = (0..this.samples.len() as u32).collect();
+        ids.sort_unstable_by(|&a, &b| thread_text_cmp(this.thread(a), this.thread(b)).then(a.cmp(&b)));
+        for group in ids.chunk_by(|&a, &b| this.thread(a) == this.thread(b)) {
+            let samples: u64 = group.iter().map(|&id| this.samples[id as usize]).sum();
             let lines = if wanted(samples) {
                 group
                     .iter()
-                    .map(|&id| (self.text(id, ranks, &names, self.threads), self.samples[id as usize]))
+                    .map(|&id| (this.text(id, ranks, &names, this.threads), this.samples[id as usize]))
                     .collect()
             } else {
                 Vec::new()
             };
-            thread(self.thread(group[0]), samples, lines);
+            thread(this.thread(group[0]), samples, lines);
         }
     }
 
