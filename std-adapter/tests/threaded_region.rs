@@ -87,7 +87,7 @@ fn threaded_decompression_reads_like_the_readers_own() {
         }
     }
     // A real recording whose region (1.49 MB decompressed) takes more buffers than the
-    // worker's ring holds, so that the worker waits for those handed back a few at a time:
+    // worker's ring holds, so that the worker naps until the reader hands buffers back:
     // read whole both ways.
     let deep = std::fs::read(root.join("qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb")).unwrap();
     let meta = Metadata::read(&mut Cursor::new(&deep[..])).unwrap();
@@ -107,4 +107,68 @@ fn threaded_decompression_reads_like_the_readers_own() {
     let _ = std::fs::remove_file(&scratch);
     eprintln!("{variants} variants read both ways");
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A second handle on a file whose reads panic: the worker thread dies at its first read.
+struct Panicking;
+
+impl embedded_io::ErrorType for Panicking {
+    type Error = std::io::Error;
+}
+
+impl embedded_io::Read for Panicking {
+    fn read(&mut self, _: &mut [u8]) -> Result<usize, std::io::Error> {
+        panic!("a read that panics (on purpose)")
+    }
+}
+
+impl embedded_io::Seek for Panicking {
+    fn seek(&mut self, pos: embedded_io::SeekFrom) -> Result<u64, std::io::Error> {
+        Ok(match pos {
+            embedded_io::SeekFrom::Start(n) => n,
+            _ => 0,
+        })
+    }
+}
+
+/// Runs `f` in a thread; a failure if it has not returned within a minute (a hang).
+fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(f()));
+    finished.recv_timeout(std::time::Duration::from_secs(60)).expect("finishes, does not hang")
+}
+
+#[test]
+fn a_worker_that_dies_is_an_error_for_the_reader_not_a_hang() {
+    use tachyon_core::RegionSource;
+    let bytes = std::fs::read(fixtures::root().join("examples/stdlib_work.pyb")).unwrap();
+    let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
+    let message = within_a_minute(move || {
+        let mut region = tachyon::tachyon::region::ThreadedRegion::spawn(Panicking, &meta, 27, u64::MAX).unwrap();
+        let mut buf = [0u8; 64];
+        match region.read_region(&mut buf) {
+            Err(ReadError::Io { error, .. }) => error.to_string(),
+            other => format!("not an I/O error: {other:?}"),
+        }
+    });
+    assert_eq!(message, "the decompression thread stopped");
+}
+
+#[test]
+fn a_reader_dropped_midway_stops_the_worker() {
+    let path = fixtures::root().join("qemu-tests/fixtures/recorded/cpython-3.15.2/deep_varied_zstd.pyb");
+    let samples = within_a_minute(move || {
+        let bytes = std::fs::read(&path).unwrap();
+        let meta = Metadata::read(&mut Cursor::new(&bytes[..])).unwrap();
+        let mut storage = OwnedReaderStorage::for_metadata(&meta, Limits::default()).unwrap();
+        let mut reader = storage.open_threaded(FileSource::open(&path).unwrap()).unwrap();
+        // Far enough that the worker has filled its ring and waits for buffers; then the
+        // reader (and with it the region, which joins the worker) is dropped.
+        while reader.samples_decoded() < 1_000 {
+            reader.next_item().unwrap().expect("more samples");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        reader.samples_decoded()
+    });
+    assert!(samples >= 1_000);
 }

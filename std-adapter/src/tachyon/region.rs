@@ -8,10 +8,17 @@
 //! deliver it. Memory: the worker's zstd workspace (on huge pages where the system has them,
 //! so the part zstd touches is resident in 2 MiB steps: a 2 MiB window takes 4 MiB) and input
 //! buffer, plus at most [`BUFFERS`] × [`BUFFER_BYTES`] in flight, made as they are needed.
+//!
+//! The reader is the slower of the two, so the hand-over keeps system calls out of its
+//! thread: it hands a buffer back by pushing it on a list (the worker, when it finds none,
+//! naps and looks again rather than waiting to be woken), and it polls for a full one
+//! before it sleeps (the worker wakes it only then).
 
+use std::collections::VecDeque;
 use std::io;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
 
 use embedded_io::{Read, Seek};
 use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor};
@@ -25,15 +32,18 @@ pub const BUFFERS: usize = 8;
 /// Bytes per buffer: large enough that handing buffers over costs little (a few µs each),
 /// small enough that the first one arrives soon and few pages are touched for small regions.
 pub const BUFFER_BYTES: usize = 128 << 10;
-/// Buffers handed back to the worker at once: the worker, faster than the decoding, waits
-/// for them, and each hand-back that finds it waiting wakes it (a system call of some µs).
-/// Half the ring leaves it the other half to fill meanwhile.
-const HANDED_BACK_AT_ONCE: usize = BUFFERS / 2;
 /// Bytes in the first chunk handed over (then twice as many each time, up to 16 times as
 /// many: 64 KiB, half a buffer; chunks of a whole buffer were no faster, measured).
 const FIRST_CHUNK: usize = 4 << 10;
 /// Compressed bytes read from the file at a time.
 const INPUT_BYTES: usize = 128 << 10;
+/// How long the reader polls for a chunk before it sleeps until one is handed over: longer
+/// than the worker takes for a chunk at the start of a densely compressed region (tens to a
+/// few hundred µs), where the reader waits most.
+const READER_POLL: Duration = Duration::from_micros(200);
+/// How long the worker naps between looks for a buffer handed back (the system adds its
+/// timer slack, some 50 µs): less than the reader takes to read the buffers still full.
+const WORKER_NAP: Duration = Duration::from_micros(20);
 
 enum Chunk {
     Bytes(Vec<u8>, usize),
@@ -41,13 +51,37 @@ enum Chunk {
     Failed(ReadError<io::Error>),
 }
 
+/// What the two threads share, each part under its own lock (held for a push or a pop).
+#[derive(Default)]
+struct Shared {
+    full: Mutex<Full>,
+    empty: Mutex<Empty>,
+}
+
+#[derive(Default)]
+struct Full {
+    chunks: VecDeque<Chunk>,
+    /// The reader's thread while it sleeps for a chunk.
+    sleeping: Option<Thread>,
+    /// The worker has returned (or panicked): no chunk will follow those queued.
+    finished: bool,
+}
+
+#[derive(Default)]
+struct Empty {
+    buffers: Vec<Vec<u8>>,
+    /// The reader is gone: the worker stops.
+    hung_up: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The decompressed sample region, made by a worker thread.
 pub struct ThreadedRegion {
-    full: Receiver<Chunk>,
-    empty: Option<Sender<Vec<u8>>>,
+    shared: Arc<Shared>,
     current: Vec<u8>,
-    /// Buffers read, handed back to the worker a few at a time (each hand-back may wake it).
-    done: Vec<Vec<u8>>,
     len: usize,
     pos: usize,
     ended: bool,
@@ -62,22 +96,26 @@ impl ThreadedRegion {
     where
         R: Read<Error = io::Error> + Seek + Send + 'static,
     {
-        let (full_tx, full) = mpsc::sync_channel(BUFFERS);
-        let (empty, empty_rx) = mpsc::channel();
+        let shared = Arc::new(Shared::default());
         let meta = *meta;
+        let theirs = Arc::clone(&shared);
         let worker = std::thread::Builder::new().name("tachyon-zstd".into()).spawn(move || {
-            decompress(source, &meta, window_log_max, max_decompressed, &full_tx, &empty_rx);
+            decompress(source, &meta, window_log_max, max_decompressed, &theirs);
         })?;
-        Ok(ThreadedRegion {
-            full,
-            empty: Some(empty),
-            current: Vec::new(),
-            done: Vec::new(),
-            len: 0,
-            pos: 0,
-            ended: false,
-            worker: Some(worker),
-        })
+        Ok(ThreadedRegion { shared, current: Vec::new(), len: 0, pos: 0, ended: false, worker: Some(worker) })
+    }
+}
+
+/// Marks the worker finished when it returns or unwinds, waking a sleeping reader.
+struct Finished<'a>(&'a Shared);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        let mut full = lock(&self.0.full);
+        full.finished = true;
+        if let Some(reader) = full.sleeping.take() {
+            reader.unpark();
+        }
     }
 }
 
@@ -88,9 +126,16 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     meta: &Metadata,
     window_log_max: u32,
     max_decompressed: u64,
-    full: &SyncSender<Chunk>,
-    empty: &Receiver<Vec<u8>>,
+    shared: &Shared,
 ) {
+    let _finished = Finished(shared);
+    let send = |chunk: Chunk| {
+        let mut full = lock(&shared.full);
+        full.chunks.push_back(chunk);
+        if let Some(reader) = full.sleeping.take() {
+            reader.unpark();
+        }
+    };
     // zstd writes its window from the workspace's start; on huge pages the worker's first
     // megabytes, the slow ones of a large region, took 6 % less of the whole `verify`
     // (measured).
@@ -98,13 +143,13 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     let mut input = vec![0u8; INPUT_BYTES];
     let Some(dec) = Decompressor::new(workspace.words(), &mut input, window_log_max) else {
         let error = io::Error::other("libzstd refused the decompression workspace");
-        let _ = full.send(Chunk::Failed(ReadError::Io { position: Position::File(0), error }));
+        send(Chunk::Failed(ReadError::Io { position: Position::File(0), error }));
         return;
     };
     let mut region = match ZstdRegion::new(source, meta, dec, max_decompressed) {
         Ok(r) => r,
         Err(e) => {
-            let _ = full.send(Chunk::Failed(e));
+            send(Chunk::Failed(e));
             return;
         }
     };
@@ -112,16 +157,20 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     let mut made = 0;
     let mut sent = 0u32;
     loop {
-        let mut buf = match empty.try_recv() {
-            Ok(buf) => buf,
-            Err(_) if made < BUFFERS => {
-                made += 1;
-                vec![0u8; BUFFER_BYTES]
+        let mut buf = loop {
+            let mut empty = lock(&shared.empty);
+            if empty.hung_up {
+                return;
             }
-            Err(_) => match empty.recv() {
-                Ok(buf) => buf,
-                Err(_) => return,
-            },
+            if let Some(buf) = empty.buffers.pop() {
+                break buf;
+            }
+            drop(empty);
+            if made < BUFFERS {
+                made += 1;
+                break vec![0u8; BUFFER_BYTES];
+            }
+            std::thread::park_timeout(WORKER_NAP);
         };
         // The first chunks are small, so that decoding starts soon; then 64 KiB each.
         let want = (FIRST_CHUNK << sent.min(4)).min(buf.len());
@@ -139,12 +188,40 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
                 Err(e) => break Some(Chunk::Failed(e)),
             }
         };
-        if len > 0 && full.send(Chunk::Bytes(buf, len)).is_err() {
-            return;
+        if len > 0 {
+            send(Chunk::Bytes(buf, len));
         }
         if let Some(last) = end {
-            let _ = full.send(last);
+            send(last);
             return;
+        }
+    }
+}
+
+impl ThreadedRegion {
+    /// The next chunk: polled for a while (the worker is on another core), then slept for.
+    fn next_chunk(&mut self) -> Chunk {
+        let started = Instant::now();
+        loop {
+            let mut full = lock(&self.shared.full);
+            if let Some(chunk) = full.chunks.pop_front() {
+                return chunk;
+            }
+            if full.finished {
+                let error = io::Error::other("the decompression thread stopped");
+                return Chunk::Failed(ReadError::Io { position: Position::File(0), error });
+            }
+            if started.elapsed() > READER_POLL {
+                full.sleeping = Some(std::thread::current());
+                drop(full);
+                std::thread::park();
+            } else {
+                drop(full);
+                // A pause between looks, so that the worker's pushes seldom find the lock taken.
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
         }
     }
 }
@@ -162,32 +239,20 @@ impl RegionSource<io::Error> for ThreadedRegion {
                 return Ok(0);
             }
             if !self.current.is_empty() {
-                self.done.push(std::mem::take(&mut self.current));
-                if self.done.len() >= HANDED_BACK_AT_ONCE {
-                    for buf in self.done.drain(..) {
-                        // The worker may have finished already; then the buffers are not needed.
-                        if let Some(empty) = &self.empty {
-                            let _ = empty.send(buf);
-                        }
-                    }
-                }
+                // Handed back without waking the worker (see the module's documentation).
+                lock(&self.shared.empty).buffers.push(std::mem::take(&mut self.current));
                 (self.len, self.pos) = (0, 0);
             }
-            match self.full.recv() {
-                Ok(Chunk::Bytes(buf, len)) => {
+            match self.next_chunk() {
+                Chunk::Bytes(buf, len) => {
                     self.current = buf;
                     self.len = len;
                     self.pos = 0;
                 }
-                Ok(Chunk::End) => self.ended = true,
-                Ok(Chunk::Failed(e)) => {
+                Chunk::End => self.ended = true,
+                Chunk::Failed(e) => {
                     self.ended = true;
                     return Err(e);
-                }
-                Err(_) => {
-                    self.ended = true;
-                    let error = io::Error::other("the decompression thread stopped");
-                    return Err(ReadError::Io { position: Position::File(0), error });
                 }
             }
         }
@@ -196,11 +261,10 @@ impl RegionSource<io::Error> for ThreadedRegion {
 
 impl Drop for ThreadedRegion {
     fn drop(&mut self) {
-        // Hanging up ends the worker at its next send or receive.
-        self.empty = None;
-        let (_, full) = mpsc::sync_channel(0);
-        drop(std::mem::replace(&mut self.full, full));
+        // The worker stops at its next look for a buffer.
+        lock(&self.shared.empty).hung_up = true;
         if let Some(worker) = self.worker.take() {
+            worker.thread().unpark();
             let _ = worker.join();
         }
     }
