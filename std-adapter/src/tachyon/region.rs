@@ -81,6 +81,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The decompressed sample region, made by a worker thread.
 pub struct ThreadedRegion {
     shared: Arc<Shared>,
+    /// [`READER_POLL`], or nothing on a machine of one core, where polling would only keep
+    /// the worker from running.
+    poll: Duration,
     current: Vec<u8>,
     len: usize,
     pos: usize,
@@ -102,7 +105,8 @@ impl ThreadedRegion {
         let worker = std::thread::Builder::new().name("tachyon-zstd".into()).spawn(move || {
             decompress(source, &meta, window_log_max, max_decompressed, &theirs);
         })?;
-        Ok(ThreadedRegion { shared, current: Vec::new(), len: 0, pos: 0, ended: false, worker: Some(worker) })
+        let poll = if super::has_second_core() { READER_POLL } else { Duration::ZERO };
+        Ok(ThreadedRegion { shared, poll, current: Vec::new(), len: 0, pos: 0, ended: false, worker: Some(worker) })
     }
 }
 
@@ -211,7 +215,7 @@ impl ThreadedRegion {
                 let error = io::Error::other("the decompression thread stopped");
                 return Chunk::Failed(ReadError::Io { position: Position::File(0), error });
             }
-            if started.elapsed() > READER_POLL {
+            if started.elapsed() >= self.poll {
                 full.sleeping = Some(std::thread::current());
                 drop(full);
                 std::thread::park();

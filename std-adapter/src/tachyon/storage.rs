@@ -126,8 +126,7 @@ impl OwnedReaderStorage {
     /// core and the region has [`THREADED_FROM_BYTES`] or the header [`THREADED_FROM_SAMPLES`]
     /// or more; the samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
-        let parallel = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        if self.meta.is_compressed() && self.is_large() && parallel() {
+        if self.meta.is_compressed() && self.is_large() && super::has_second_core() {
             self.open_threaded(source)
         } else {
             self.open(source)
@@ -199,8 +198,7 @@ impl OwnedWriterStorage {
         if !self.zstd {
             return self.tables.storage().with_seed(seed);
         }
-        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        self.threaded = if parallel { ThreadedCompressor::spawn().ok() } else { None };
+        self.threaded = if super::has_second_core() { ThreadedCompressor::spawn().ok() } else { None };
         if let Some(threaded) = &mut self.threaded {
             let compressor: &mut dyn RegionCompressor = threaded;
             return self.tables.storage().with_seed(seed).with_zstd(compressor);
