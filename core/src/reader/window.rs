@@ -97,6 +97,32 @@ impl<E, S: RegionSource<E> + ?Sized> Refill<E> for &mut S {
     }
 }
 
+/// A raw (uncompressed) file's sample region read from a source of its own: the reader's own
+/// reads, rules and error positions, as a [`RegionSource`] that can run apart from the reader
+/// (in another thread, over a second handle on the same file, so that the system's copying
+/// of the file's bytes happens on another core).
+pub struct RawRegion<R> {
+    source: R,
+    pos: u64,
+    end: u64,
+}
+
+impl<R: Read + Seek> RawRegion<R> {
+    /// The sample region of the raw file `meta` describes, read from `source` (the same
+    /// file). A compressed file's region would be its compressed bytes (`ZstdRegion` decompresses it).
+    pub fn new(mut source: R, meta: &Metadata) -> Res<Self, R::Error> {
+        let start = HEADER_SIZE as u64;
+        source.seek(SeekFrom::Start(start)).map_err(io_err(start))?;
+        Ok(RawRegion { source, pos: start, end: meta.header.string_table_offset })
+    }
+}
+
+impl<R: Read + Seek> RegionSource<R::Error> for RawRegion<R> {
+    fn read_region(&mut self, dst: &mut [u8]) -> Result<usize, ReadError<R::Error>> {
+        FileRange { src: &mut self.source, pos: &mut self.pos, end: self.end }.refill(dst)
+    }
+}
+
 /// A file's zstd sample region decompressed from a source of its own: the reader's own
 /// decompression, rules and error positions included, as a [`RegionSource`] that can run
 /// apart from the reader (in another thread, over a second handle on the same file).

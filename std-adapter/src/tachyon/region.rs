@@ -1,13 +1,16 @@
-//! A zstd sample region decompressed in a second thread while the reader decodes, so that on
-//! two cores reading a compressed file costs about what decompressing it costs.
+//! A sample region read in a second thread while the reader decodes: a zstd region
+//! decompressed there, so that on two cores reading a compressed file costs about what
+//! decompressing it costs, or a large raw one read there, so that the system's copying of
+//! the file's bytes is done on the other core.
 //!
-//! The worker runs core's own [`ZstdRegion`] (the same decompression, rules and error
-//! positions as the reader's built-in path) over a second handle on the file and fills a ring
-//! of buffers; the reader takes them in order through [`RegionSource`]. An error is delivered
-//! where it occurred in the stream, after the bytes before it, as the built-in path would
-//! deliver it. Memory: the worker's zstd workspace (on huge pages where the system has them,
-//! so the part zstd touches is resident in 2 MiB steps: a 2 MiB window takes 4 MiB) and input
-//! buffer, plus at most [`BUFFERS`] × [`BUFFER_BYTES`] in flight, made as they are needed.
+//! The worker runs core's own [`ZstdRegion`] or [`RawRegion`] (the same reads, rules and
+//! error positions as the reader's built-in path) over a second handle on the file and fills
+//! a ring of buffers; the reader takes them in order through [`RegionSource`]. An error is
+//! delivered where it occurred in the stream, after the bytes before it, as the built-in
+//! path would deliver it. Memory: for zstd, the worker's workspace (on huge pages where the
+//! system has them, so the part zstd touches is resident in 2 MiB steps: a 2 MiB window takes
+//! 4 MiB) and input buffer; plus at most [`BUFFERS`] × [`BUFFER_BYTES`] in flight, made as
+//! they are needed.
 //!
 //! The reader is the slower of the two, so the hand-over keeps system calls out of its
 //! thread: it hands a buffer back by pushing it on a list (the worker, when it finds none,
@@ -22,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use embedded_io::{Read, Seek};
 use tachyon_core::compression::{decompressor_workspace_bytes, workspace_words, Decompressor};
-use tachyon_core::reader::{Metadata, ZstdRegion};
+use tachyon_core::reader::{Metadata, RawRegion, ZstdRegion};
 use tachyon_core::{Position, ReadError, RegionSource};
 
 use crate::memory::ZeroedWords;
@@ -99,14 +102,44 @@ impl ThreadedRegion {
     where
         R: Read<Error = io::Error> + Seek + Send + 'static,
     {
-        let shared = Arc::new(Shared::default());
         let meta = *meta;
+        Self::start("tachyon-zstd", move |shared| decompress(source, &meta, window_log_max, max_decompressed, shared))
+    }
+
+    /// Starts reading the region of the raw file `meta` describes from `source` (a second
+    /// handle on that file, which the worker owns).
+    pub fn spawn_raw<R>(source: R, meta: &Metadata) -> io::Result<Self>
+    where
+        R: Read<Error = io::Error> + Seek + Send + 'static,
+    {
+        let meta = *meta;
+        Self::start("tachyon-read", move |shared| match RawRegion::new(source, &meta) {
+            Ok(mut region) => fill(&mut region, shared),
+            Err(e) => shared.send(Chunk::Failed(e)),
+        })
+    }
+
+    /// Runs `work` in a thread named `name` over the state both threads share.
+    fn start(name: &str, work: impl FnOnce(&Shared) + Send + 'static) -> io::Result<Self> {
+        let shared = Arc::new(Shared::default());
         let theirs = Arc::clone(&shared);
-        let worker = std::thread::Builder::new().name("tachyon-zstd".into()).spawn(move || {
-            decompress(source, &meta, window_log_max, max_decompressed, &theirs);
+        let worker = std::thread::Builder::new().name(name.into()).spawn(move || {
+            let _finished = Finished(&theirs);
+            work(&theirs);
         })?;
         let poll = if super::has_second_core() { READER_POLL } else { Duration::ZERO };
         Ok(ThreadedRegion { shared, poll, current: Vec::new(), len: 0, pos: 0, ended: false, worker: Some(worker) })
+    }
+}
+
+impl Shared {
+    /// Queues a chunk for the reader, waking it if it sleeps.
+    fn send(&self, chunk: Chunk) {
+        let mut full = lock(&self.full);
+        full.chunks.push_back(chunk);
+        if let Some(reader) = full.sleeping.take() {
+            reader.unpark();
+        }
     }
 }
 
@@ -123,8 +156,7 @@ impl Drop for Finished<'_> {
     }
 }
 
-/// The worker: fills empty buffers with the region until it ends or fails, or until the
-/// reader hangs up.
+/// The zstd worker: the decompressor, then [`fill`].
 fn decompress<R: Read<Error = io::Error> + Seek>(
     source: R,
     meta: &Metadata,
@@ -132,14 +164,6 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     max_decompressed: u64,
     shared: &Shared,
 ) {
-    let _finished = Finished(shared);
-    let send = |chunk: Chunk| {
-        let mut full = lock(&shared.full);
-        full.chunks.push_back(chunk);
-        if let Some(reader) = full.sleeping.take() {
-            reader.unpark();
-        }
-    };
     // zstd writes its window from the workspace's start; on huge pages the worker's first
     // megabytes, the slow ones of a large region, took 6 % less of the whole `verify`
     // (measured).
@@ -147,16 +171,18 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
     let mut input = vec![0u8; INPUT_BYTES];
     let Some(dec) = Decompressor::new(workspace.words(), &mut input, window_log_max) else {
         let error = io::Error::other("libzstd refused the decompression workspace");
-        send(Chunk::Failed(ReadError::Io { position: Position::File(0), error }));
+        shared.send(Chunk::Failed(ReadError::Io { position: Position::File(0), error }));
         return;
     };
-    let mut region = match ZstdRegion::new(source, meta, dec, max_decompressed) {
-        Ok(r) => r,
-        Err(e) => {
-            send(Chunk::Failed(e));
-            return;
-        }
-    };
+    match ZstdRegion::new(source, meta, dec, max_decompressed) {
+        Ok(mut region) => fill(&mut region, shared),
+        Err(e) => shared.send(Chunk::Failed(e)),
+    }
+}
+
+/// The worker's loop: fills empty buffers with the region until it ends or fails, or until
+/// the reader hangs up.
+fn fill(region: &mut impl RegionSource<io::Error>, shared: &Shared) {
     // Buffers are made as they are needed, up to BUFFERS: a small region touches one.
     let mut made = 0;
     let mut sent = 0u32;
@@ -193,10 +219,10 @@ fn decompress<R: Read<Error = io::Error> + Seek>(
             }
         };
         if len > 0 {
-            send(Chunk::Bytes(buf, len));
+            shared.send(Chunk::Bytes(buf, len));
         }
         if let Some(last) = end {
-            send(last);
+            shared.send(last);
             return;
         }
     }

@@ -57,6 +57,16 @@ impl Default for Limits {
 /// in 2.2 ms and 1.8 ms.
 pub const THREADED_FROM_BYTES: u64 = 128 << 10;
 
+/// Raw sample-region bytes from which [`OwnedReaderStorage::open_file`] reads the region in
+/// a second thread, so that the system's copying of the file's pages runs on the other core.
+/// What that saves depends on how the system caches the file: a file just written in small
+/// pieces (as CPython's writer writes) costs the most to copy. Measured, whole `verify`
+/// commands (2026-12-07, 2-vCPU AMD EPYC VM, medians of 30): such a file of 30 MB 15.9 →
+/// 11.5 ms, of 12 MB 7.6 → 6.8 ms, of 6 MB 4.9 ms either way; the same files copied whole
+/// (cached in larger pieces) 12.0 → 11.4, 6.3 → 6.6 and 4.3 → 4.8 ms. Below this size the
+/// thread's start is not repaid.
+pub const RAW_THREADED_FROM_BYTES: u64 = 8 << 20;
+
 /// Samples (as the header counts them) from which [`OwnedReaderStorage::open_file`]
 /// decompresses in a second thread whatever the compressed size: see [`THREADED_FROM_BYTES`].
 pub const THREADED_FROM_SAMPLES: u64 = 32 << 10;
@@ -121,33 +131,38 @@ impl OwnedReaderStorage {
         }
     }
 
-    /// Opens a file over this storage. A zstd region is decompressed in a second thread (over
-    /// a second handle on the file) while this one decodes, when the machine has a second
-    /// core and the region has [`THREADED_FROM_BYTES`] or the header [`THREADED_FROM_SAMPLES`]
-    /// or more; the samples and errors are those of [`Self::open`].
+    /// Opens a file over this storage. The sample region is read in a second thread (over a
+    /// second handle on the file) while this one decodes, when the machine has a second core
+    /// and the region is large: a zstd region of [`THREADED_FROM_BYTES`] or a header of
+    /// [`THREADED_FROM_SAMPLES`] or more, decompressed there; a raw one of
+    /// [`RAW_THREADED_FROM_BYTES`] or more. The samples and errors are those of [`Self::open`].
     pub fn open_file(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
-        if self.meta.is_compressed() && self.is_large() && super::has_second_core() {
+        if self.is_large() && super::has_second_core() {
             self.open_threaded(source)
         } else {
             self.open(source)
         }
     }
 
-    /// A region of [`THREADED_FROM_BYTES`] or more, or a header of [`THREADED_FROM_SAMPLES`].
+    /// A region large enough to be read in a second thread (see [`Self::open_file`]).
     fn is_large(&self) -> bool {
         let region = self.meta.header.string_table_offset - HEADER_SIZE as u64;
+        if !self.meta.is_compressed() {
+            return region >= RAW_THREADED_FROM_BYTES;
+        }
         region >= THREADED_FROM_BYTES || self.meta.header.sample_count >= THREADED_FROM_SAMPLES
     }
 
-    /// Opens a file over this storage, a zstd region decompressed in a second thread
-    /// whatever its size (a raw one is read as by [`Self::open`]).
+    /// Opens a file over this storage, its sample region read in a second thread whatever
+    /// its size: a zstd one decompressed there, a raw one read there.
     pub fn open_threaded(&mut self, source: FileSource) -> Result<Reader<'_, FileSource>, ReadError<io::Error>> {
-        if !self.meta.is_compressed() {
-            return self.open(source);
-        }
         let second = source.second_handle();
-        let region = ThreadedRegion::spawn(second, &self.meta, self.window_log, DEFAULT_MAX_DECOMPRESSED)
-            .map_err(|error| ReadError::Io { position: Position::File(HEADER_SIZE as u64), error })?;
+        let region = if self.meta.is_compressed() {
+            ThreadedRegion::spawn(second, &self.meta, self.window_log, DEFAULT_MAX_DECOMPRESSED)
+        } else {
+            ThreadedRegion::spawn_raw(second, &self.meta)
+        };
+        let region = region.map_err(|error| ReadError::Io { position: Position::File(HEADER_SIZE as u64), error })?;
         let region = self.region.insert(region);
         Reader::open_with_region(source, self.tables.storage().with_seed(self.seed), region)
     }
