@@ -109,7 +109,8 @@ pub struct RawRegion<R> {
 
 impl<R: Read + Seek> RawRegion<R> {
     /// The sample region of the raw file `meta` describes, read from `source` (the same
-    /// file). A compressed file's region would be its compressed bytes (`ZstdRegion` decompresses it).
+    /// file). A compressed file's region would be its compressed bytes: `ZstdRegion`
+    /// decompresses it.
     pub fn new(mut source: R, meta: &Metadata) -> Res<Self, R::Error> {
         let start = HEADER_SIZE as u64;
         source.seek(SeekFrom::Start(start)).map_err(io_err(start))?;

@@ -16,7 +16,8 @@ pub mod view;
 pub mod write;
 
 /// Whether the process may run on two cores or more (asked of the system once: it reads
-/// the cgroup's quota), which a zstd region's second thread needs to be worth its start.
+/// the cgroup's quota), which a second thread reading or compressing a sample region needs
+/// to be worth its start.
 pub(crate) fn has_second_core() -> bool {
     static SECOND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
