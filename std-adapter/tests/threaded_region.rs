@@ -153,7 +153,7 @@ fn a_worker_that_dies_is_an_error_for_the_reader_not_a_hang() {
             other => format!("not an I/O error: {other:?}"),
         }
     });
-    assert_eq!(message, "the decompression thread stopped");
+    assert_eq!(message, "the thread reading the sample region stopped");
 }
 
 #[test]

@@ -77,6 +77,8 @@ struct Empty {
     hung_up: bool,
 }
 
+/// The lock's contents even after a panic in the other thread: each push or pop leaves the
+/// lists whole, and a dead worker is told by [`Full::finished`].
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -238,7 +240,7 @@ impl ThreadedRegion {
                 return chunk;
             }
             if full.finished {
-                let error = io::Error::other("the decompression thread stopped");
+                let error = io::Error::other("the thread reading the sample region stopped");
                 return Chunk::Failed(ReadError::Io { position: Position::File(0), error });
             }
             if started.elapsed() >= self.poll {
