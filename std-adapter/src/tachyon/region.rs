@@ -132,6 +132,32 @@ impl ThreadedRegion {
         let poll = if super::has_second_core() { READER_POLL } else { Duration::ZERO };
         Ok(ThreadedRegion { shared, poll, current: Vec::new(), len: 0, pos: 0, ended: false, worker: Some(worker) })
     }
+
+    /// The next chunk: polled for a while (the worker is on another core), then slept for.
+    fn next_chunk(&mut self) -> Chunk {
+        let started = Instant::now();
+        loop {
+            let mut full = lock(&self.shared.full);
+            if let Some(chunk) = full.chunks.pop_front() {
+                return chunk;
+            }
+            if full.finished {
+                let error = io::Error::other("the thread reading the sample region stopped");
+                return Chunk::Failed(ReadError::Io { position: Position::File(0), error });
+            }
+            if started.elapsed() >= self.poll {
+                full.sleeping = Some(std::thread::current());
+                drop(full);
+                std::thread::park();
+            } else {
+                drop(full);
+                // A pause between looks, so that the worker's pushes seldom find the lock taken.
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -139,7 +165,14 @@ impl Shared {
     fn send(&self, chunk: Chunk) {
         let mut full = lock(&self.full);
         full.chunks.push_back(chunk);
-        if let Some(reader) = full.sleeping.take() {
+        full.wake_reader();
+    }
+}
+
+impl Full {
+    /// Wakes the reader if it sleeps for a chunk (it recorded itself under this lock).
+    fn wake_reader(&mut self) {
+        if let Some(reader) = self.sleeping.take() {
             reader.unpark();
         }
     }
@@ -152,9 +185,7 @@ impl Drop for Finished<'_> {
     fn drop(&mut self) {
         let mut full = lock(&self.0.full);
         full.finished = true;
-        if let Some(reader) = full.sleeping.take() {
-            reader.unpark();
-        }
+        full.wake_reader();
     }
 }
 
@@ -226,34 +257,6 @@ fn fill(region: &mut impl RegionSource<io::Error>, shared: &Shared) {
         if let Some(last) = end {
             shared.send(last);
             return;
-        }
-    }
-}
-
-impl ThreadedRegion {
-    /// The next chunk: polled for a while (the worker is on another core), then slept for.
-    fn next_chunk(&mut self) -> Chunk {
-        let started = Instant::now();
-        loop {
-            let mut full = lock(&self.shared.full);
-            if let Some(chunk) = full.chunks.pop_front() {
-                return chunk;
-            }
-            if full.finished {
-                let error = io::Error::other("the thread reading the sample region stopped");
-                return Chunk::Failed(ReadError::Io { position: Position::File(0), error });
-            }
-            if started.elapsed() >= self.poll {
-                full.sleeping = Some(std::thread::current());
-                drop(full);
-                std::thread::park();
-            } else {
-                drop(full);
-                // A pause between looks, so that the worker's pushes seldom find the lock taken.
-                for _ in 0..64 {
-                    std::hint::spin_loop();
-                }
-            }
         }
     }
 }
